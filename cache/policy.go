@@ -1,0 +1,79 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Key names one routed expert: expert Expert of layer Layer.
+type Key struct{ Layer, Expert int }
+
+// String renders k as "L<layer>/E<expert>" for logs and errors.
+func (k Key) String() string { return fmt.Sprintf("L%d/E%d", k.Layer, k.Expert) }
+
+// Policy decides which resident expert leaves the cache.
+//
+// A Policy is not safe for concurrent use; the cache calls it under its lock.
+// The call protocol is: Batch at the start of every lookup batch (one decode
+// (token, layer), or one prefill layer), then for every distinct key looked up
+// in the batch either OnHit (it was resident) or OnAdmit (it became resident),
+// then, while the cache is over budget, Victim followed by OnEvict for the key
+// the cache actually removed. OnEvict is also called when the cache drops a
+// key for its own reasons. Victim never returns a key for which eligible
+// returns false (pinned, or touched in the current batch); it returns
+// ok=false when no resident key is eligible.
+type Policy interface {
+	Name() string
+	Batch(step, layer int)                      // a new lookup batch starts (one decode (token, layer))
+	OnHit(k Key)                                // k was looked up and is resident
+	OnAdmit(k Key, bytes int64)                 // k became resident
+	OnEvict(k Key)                              // k left the cache
+	Victim(eligible func(Key) bool) (Key, bool) // choose a resident key to evict among eligible ones
+}
+
+// PolicyOptions configures NewPolicy. The zero value is valid for every
+// online policy.
+type PolicyOptions struct {
+	// Seed seeds the "random" policy; the same seed gives the same victims.
+	Seed int64
+	// Layers is the model's layer count. Layer-aware policies learn it from
+	// the Batch calls when it is 0.
+	Layers int
+	// Future is the complete lookup sequence the cache will see, one entry
+	// per distinct key per batch in batch order. Only "belady" uses it and
+	// requires it (it is an offline, replay-only policy).
+	Future []Key
+}
+
+// ErrUnknownPolicy is returned by NewPolicy for a name it does not know.
+var ErrUnknownPolicy = errors.New("cache: unknown policy")
+
+// ErrPolicyOptions is returned by NewPolicy when the options do not suit the policy.
+var ErrPolicyOptions = errors.New("cache: bad policy options")
+
+type policyCtor func(PolicyOptions) (Policy, error)
+
+var policies = map[string]policyCtor{
+	"lru": func(PolicyOptions) (Policy, error) { return NewLRU(), nil },
+}
+
+// PolicyNames lists the names NewPolicy accepts, sorted.
+func PolicyNames() []string {
+	names := make([]string, 0, len(policies))
+	for n := range policies {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// NewPolicy builds the named replacement policy.
+func NewPolicy(name string, opts PolicyOptions) (Policy, error) {
+	ctor, ok := policies[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (valid: %s)", ErrUnknownPolicy, name, strings.Join(PolicyNames(), ", "))
+	}
+	return ctor(opts)
+}
