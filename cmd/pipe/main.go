@@ -1,0 +1,123 @@
+// Command pipe runs Mixture-of-Experts language models that are larger than
+// the device's RAM by streaming their routed experts from flash.
+//
+// Flags are parsed here and only here (kong); every subcommand turns its flags
+// into the options structs of the packages below it and calls them.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// CLI is the whole command line. Each subcommand lives in its own file.
+type CLI struct {
+	LogFormat string `help:"Log format on stderr: auto (console on a terminal, else json), json or console." enum:"auto,json,console" default:"auto"`
+	LogLevel  string `help:"Minimum log level: debug, info, warn or error." enum:"debug,info,warn,error" default:"info"`
+
+	Version kong.VersionFlag `help:"Print the version and exit."`
+
+	Inspect InspectCmd `cmd:"" help:"Show a GGUF model's architecture, hyper-parameters, tensors and expert/dense split."`
+}
+
+// Globals are what every subcommand receives from main.
+type Globals struct {
+	Ctx    context.Context
+	Log    zerolog.Logger
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil {
+		return zerolog.Logger{}, fmt.Errorf("--log-level: %w", err)
+	}
+	console := format == "console"
+	if format == "auto" {
+		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			console = true
+		}
+	}
+	if console {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// parser builds the kong parser; tests use it to check the README's flag reference.
+func parser(cli *CLI, stdout, stderr io.Writer, exit func(int)) (*kong.Kong, error) {
+	return kong.New(cli,
+		kong.Name("pipe"),
+		kong.Description("Run Mixture-of-Experts models larger than RAM by streaming routed experts from flash."),
+		kong.UsageOnError(),
+		kong.Vars{"version": version},
+		kong.Writers(stdout, stderr),
+		kong.Exit(exit),
+	)
+}
+
+// run is main without os.Exit, for tests.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var cli CLI
+	code := -1
+	k, err := parser(&cli, stdout, stderr, func(c int) { code = c; panic(exitSignal{}) })
+	if err != nil {
+		fmt.Fprintf(stderr, "pipe: %v\n", err)
+		return 2
+	}
+	var kctx *kong.Context
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(exitSignal); !ok {
+					panic(r)
+				}
+			}
+		}()
+		kctx, err = k.Parse(args)
+	}()
+	if code >= 0 {
+		return code
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "pipe: %v\n", err)
+		return 2
+	}
+	log, err := newLogger(stderr, cli.LogFormat, cli.LogLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "pipe: %v\n", err)
+		return 2
+	}
+	g := &Globals{Ctx: ctx, Log: log, Stdout: stdout, Stderr: stderr}
+	if err := kctx.Run(g); err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintf(stderr, "pipe: interrupted\n")
+			return 130
+		}
+		fmt.Fprintf(stderr, "pipe: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type exitSignal struct{}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
