@@ -1,0 +1,74 @@
+package cache
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// SlotAlign is the alignment of every slot's start and size (the O_DIRECT block).
+const SlotAlign = 4096
+
+// arena is a run of fixed-size slots in one anonymous private mapping, outside
+// the Go heap. Pages are touched (and so become resident) only when a slot is
+// first written; they are never handed back to the kernel (no madvise) until
+// close unmaps the whole run. Not safe for concurrent use (the cache's lock
+// guards it).
+type arena struct {
+	mem  []byte
+	slot int64
+	n    int
+	free []int32 // stack of free slot indexes
+}
+
+func newArena(slot int64, n int) (*arena, error) {
+	a := &arena{slot: slot, n: n}
+	if n == 0 {
+		return a, nil
+	}
+	size := slot * int64(n)
+	mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_ANON|unix.MAP_PRIVATE|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil, fmt.Errorf("cache: mmap slot arena of %d slots x %d bytes: %w", n, slot, err)
+	}
+	a.mem = mem
+	a.free = make([]int32, n)
+	// Hand out low slots first so a cache that never fills touches less memory.
+	for i := range n {
+		a.free[i] = int32(n - 1 - i)
+	}
+	return a, nil
+}
+
+func (a *arena) get() (int32, bool) {
+	if len(a.free) == 0 {
+		return -1, false
+	}
+	i := a.free[len(a.free)-1]
+	a.free = a.free[:len(a.free)-1]
+	return i, true
+}
+
+func (a *arena) put(i int32) { a.free = append(a.free, i) }
+
+func (a *arena) inUse() int { return a.n - len(a.free) }
+
+// buf returns slot i's first size bytes; its capacity ends at the slot's end.
+func (a *arena) buf(i int32, size int64) []byte {
+	off := int64(i) * a.slot
+	return a.mem[off : off+size : off+a.slot]
+}
+
+func (a *arena) close() error {
+	if a.mem == nil {
+		return nil
+	}
+	err := unix.Munmap(a.mem)
+	a.mem = nil
+	a.free = nil
+	if err != nil {
+		return fmt.Errorf("cache: munmap slot arena: %w", err)
+	}
+	return nil
+}

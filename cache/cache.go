@@ -1,0 +1,531 @@
+// Package cache is the expert cache of the streaming pipeline: the stage between
+// the reader lanes and the FFN that keeps recently routed experts resident
+// under a hard byte budget, so a hit costs no I/O.
+//
+// # Memory
+//
+// Expert bytes live in fixed-size slots of a slot arena: one anonymous private
+// mapping outside the Go heap (so a multi-GiB cache costs the garbage collector
+// nothing), reused slot by slot and never returned to the kernel while the
+// cache is open (no madvise churn). Every slot has Config.SlotBytes bytes: the
+// largest span one expert's read needs (reader.SpanBytes of its ranges, a
+// multiple of 4 KiB), so slots are interchangeable across layers.
+//
+// The budget is a HARD bound and is counted in slot bytes, not expert bytes:
+// the arena holds floor(BudgetBytes/SlotBytes) slots and resident slot bytes
+// (entries being read included) never exceed BudgetBytes. A small pool of
+// transient slots (Config.TransientSlots, outside the budget, allocated once)
+// serves misses when no resident slot can be had — budget 0, or every resident
+// entry pinned or already used in the current batch — so any budget works,
+// down to 0; transient entries are never cached.
+//
+// # Protocol
+//
+// Callers call Batch(step, layer) when a lookup batch (one decode (token,
+// layer)) starts, then Acquire each routed expert:
+//
+//   - Hit: resident and filled; the handle pins it.
+//   - InFlight: another caller is reading it (single flight); wait on
+//     h.Ready() (or h.Wait), then check h.Err().
+//   - Miss: the caller owns the read: fill h.Buf() (e.g. reader lanes) and call
+//     h.Complete(err); waiters are released by it.
+//
+// Every handle must be Released once its user is done with Buf; a pinned entry
+// is never evicted. Release of a Miss handle before Complete completes it with
+// ErrAbandoned. A read that fails removes the entry (later Acquires start a
+// new read). When Acquire needs a slot and none is free, evictable or
+// transient, it blocks until a Release or Batch frees one, or ctx ends; so a
+// caller must start the read of each Miss (submit it) before acquiring more
+// keys.
+//
+// # Concurrency
+//
+// A Cache is safe for concurrent use. One mutex guards the map, the arena and
+// the policy (Policy implementations are not concurrent); critical sections
+// are short and contain no I/O. The time spent in them is reported as
+// Stats.Mgmt (the mgmt_ms of the per-token CSV).
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Sentinel errors; match them with errors.Is.
+var (
+	ErrConfig    = errors.New("cache: bad configuration")
+	ErrSize      = errors.New("cache: expert larger than a slot")
+	ErrClosed    = errors.New("cache: closed")
+	ErrBusy      = errors.New("cache: handles still pinned")
+	ErrAbandoned = errors.New("cache: miss released without Complete")
+)
+
+// DefaultTransientSlots is used when Config.TransientSlots is 0.
+const DefaultTransientSlots = 8
+
+// Config configures New.
+type Config struct {
+	// BudgetBytes bounds resident slot bytes (hard). 0 disables caching: every
+	// miss uses a transient slot.
+	BudgetBytes int64
+	// SlotBytes is the size of one slot: a positive multiple of SlotAlign, at
+	// least the largest size ever passed to Acquire (see SlotSize).
+	SlotBytes int64
+	// Policy chooses victims; required (e.g. NewPolicy("lru", PolicyOptions{})).
+	Policy Policy
+	// TransientSlots is the size of the transient pool (0: DefaultTransientSlots,
+	// negative: none). Recommended: at least n_expert_used so a whole layer can
+	// be in flight with budget 0.
+	TransientSlots int
+}
+
+// Status is the outcome of Acquire.
+type Status uint8
+
+const (
+	Miss     Status = iota // caller must fill Buf and Complete
+	Hit                    // resident and ready
+	InFlight               // being read by another caller; wait for Ready
+)
+
+func (s Status) String() string {
+	switch s {
+	case Miss:
+		return "miss"
+	case Hit:
+		return "hit"
+	case InFlight:
+		return "in-flight"
+	}
+	return fmt.Sprintf("Status(%d)", uint8(s))
+}
+
+type state uint8
+
+const (
+	reading state = iota
+	ready
+	failed
+)
+
+type entry struct {
+	key       Key
+	slot      int32
+	transient bool
+	size      int64
+	pins      int32
+	state     state
+	lastBatch uint64
+	err       error
+	done      chan struct{}
+}
+
+// Stats are cumulative counters; take deltas per token.
+type Stats struct {
+	Hits      int64 // Acquire found the expert resident and ready
+	Joins     int64 // Acquire joined a read in flight (single flight)
+	Misses    int64 // Acquire returned Miss (a read is needed)
+	Transient int64 // misses served by a transient slot (not cached)
+	Evictions int64
+	Failed    int64 // reads completed with an error
+
+	BytesAdmitted     int64 // expert bytes (Acquire's size) that became resident
+	ResidentBytes     int64 // slot bytes held by resident entries (<= BudgetBytes)
+	PeakResidentBytes int64
+	ResidentEntries   int
+
+	Waits    int64         // Acquire calls that had to wait for a slot
+	WaitTime time.Duration // time they waited
+	Mgmt     time.Duration // time spent in cache bookkeeping (mgmt_ms)
+
+	BudgetBytes    int64
+	SlotBytes      int64
+	Slots          int // resident slots (BudgetBytes / SlotBytes)
+	TransientSlots int
+}
+
+// HitRate is (Hits+Joins) / lookups in percent, or -1 before any lookup.
+func (s Stats) HitRate() float64 {
+	n := s.Hits + s.Joins + s.Misses
+	if n == 0 {
+		return -1
+	}
+	return 100 * float64(s.Hits+s.Joins) / float64(n)
+}
+
+// Cache is the expert cache. See the package comment.
+type Cache struct {
+	mu      sync.Mutex
+	cfg     Config
+	policy  Policy
+	res     *arena
+	trans   *arena
+	entries map[Key]*entry
+	batch   uint64
+	closed  bool
+	handles int           // unreleased handles
+	wake    chan struct{} // closed (and replaced) when a slot may have become available
+	st      Stats
+	elig    func(Key) bool
+}
+
+// New maps the slot arenas and returns an empty cache.
+func New(cfg Config) (*Cache, error) {
+	if cfg.SlotBytes <= 0 || cfg.SlotBytes%SlotAlign != 0 {
+		return nil, fmt.Errorf("%w: slot size %d is not a positive multiple of %d", ErrConfig, cfg.SlotBytes, SlotAlign)
+	}
+	if cfg.BudgetBytes < 0 {
+		return nil, fmt.Errorf("%w: negative budget %d", ErrConfig, cfg.BudgetBytes)
+	}
+	if cfg.Policy == nil {
+		return nil, fmt.Errorf("%w: no policy", ErrConfig)
+	}
+	nt := cfg.TransientSlots
+	if nt == 0 {
+		nt = DefaultTransientSlots
+	}
+	nt = max(nt, 0)
+	nres := cfg.BudgetBytes / cfg.SlotBytes
+	if nres > 1<<30 {
+		return nil, fmt.Errorf("%w: %d slots", ErrConfig, nres)
+	}
+	res, err := newArena(cfg.SlotBytes, int(nres))
+	if err != nil {
+		return nil, err
+	}
+	trans, err := newArena(cfg.SlotBytes, nt)
+	if err != nil {
+		res.close()
+		return nil, err
+	}
+	c := &Cache{
+		cfg:     cfg,
+		policy:  cfg.Policy,
+		res:     res,
+		trans:   trans,
+		entries: make(map[Key]*entry, nres+int64(nt)),
+		batch:   1,
+		wake:    make(chan struct{}),
+	}
+	c.cfg.TransientSlots = nt
+	c.st.BudgetBytes = cfg.BudgetBytes
+	c.st.SlotBytes = cfg.SlotBytes
+	c.st.Slots = int(nres)
+	c.st.TransientSlots = nt
+	c.elig = c.eligible
+	return c, nil
+}
+
+// Policy returns the cache's replacement policy (do not call it concurrently
+// with the cache).
+func (c *Cache) Policy() Policy { return c.policy }
+
+// SlotBytes returns the slot size.
+func (c *Cache) SlotBytes() int64 { return c.cfg.SlotBytes }
+
+// Batch starts a new lookup batch (one decode (token, layer)) and forwards it
+// to the policy. Entries used in earlier batches become evictable again.
+func (c *Cache) Batch(step, layer int) {
+	t0 := time.Now()
+	c.mu.Lock()
+	c.batch++
+	c.policy.Batch(step, layer)
+	c.signalLocked()
+	c.st.Mgmt += time.Since(t0)
+	c.mu.Unlock()
+}
+
+// Contains reports whether key is resident and ready, without touching the
+// policy or the statistics.
+func (c *Cache) Contains(key Key) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[key]
+	return e != nil && !e.transient && e.state == ready
+}
+
+// Acquire looks key up and pins it; size is the bytes the expert's read needs
+// in its slot (reader.SpanBytes of its ranges, <= SlotBytes) and becomes the
+// length of Buf. See the package comment for the meaning of each Status. On
+// error no handle is returned.
+func (c *Cache) Acquire(ctx context.Context, key Key, size int64) (*Handle, Status, error) {
+	if size <= 0 || size > c.cfg.SlotBytes {
+		return nil, Miss, fmt.Errorf("%w: %v needs %d bytes, slots have %d", ErrSize, key, size, c.cfg.SlotBytes)
+	}
+	t0 := time.Now()
+	c.mu.Lock()
+	var waited time.Duration
+	waitedOnce := false
+	for {
+		if c.closed {
+			c.st.Mgmt += time.Since(t0) - waited
+			c.mu.Unlock()
+			return nil, Miss, ErrClosed
+		}
+		if e := c.entries[key]; e != nil {
+			e.pins++
+			c.handles++
+			if e.lastBatch != c.batch {
+				e.lastBatch = c.batch
+				if !e.transient {
+					c.policy.OnHit(key)
+				}
+			}
+			st := Hit
+			if e.state == ready {
+				c.st.Hits++
+			} else {
+				st = InFlight
+				c.st.Joins++
+			}
+			c.st.Mgmt += time.Since(t0) - waited
+			c.mu.Unlock()
+			return &Handle{c: c, e: e}, st, nil
+		}
+		slot, transient, ok := c.takeSlotLocked()
+		if ok {
+			e := &entry{key: key, slot: slot, transient: transient, size: size, pins: 1,
+				state: reading, lastBatch: c.batch, done: make(chan struct{})}
+			c.entries[key] = e
+			c.handles++
+			c.st.Misses++
+			if transient {
+				c.st.Transient++
+			} else {
+				c.policy.OnAdmit(key, size)
+				c.st.BytesAdmitted += size
+			}
+			c.st.Mgmt += time.Since(t0) - waited
+			c.mu.Unlock()
+			return &Handle{c: c, e: e, owner: true}, Miss, nil
+		}
+		// No slot: wait for a Release or Batch (or ctx).
+		if !waitedOnce {
+			waitedOnce = true
+			c.st.Waits++
+		}
+		wake := c.wake
+		c.mu.Unlock()
+		w0 := time.Now()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			d := time.Since(w0)
+			c.mu.Lock()
+			c.st.WaitTime += d
+			c.st.Mgmt += time.Since(t0) - waited - d
+			c.mu.Unlock()
+			return nil, Miss, fmt.Errorf("cache: waiting for a slot for %v: %w", key, ctx.Err())
+		}
+		d := time.Since(w0)
+		waited += d
+		c.mu.Lock()
+		c.st.WaitTime += d
+	}
+}
+
+// takeSlotLocked finds a slot for a new entry: a free resident slot, else a
+// resident slot freed by evicting the policy's victim, else a transient slot.
+func (c *Cache) takeSlotLocked() (int32, bool, bool) {
+	if i, ok := c.res.get(); ok {
+		c.st.ResidentBytes += c.cfg.SlotBytes
+		c.st.ResidentEntries++
+		c.st.PeakResidentBytes = max(c.st.PeakResidentBytes, c.st.ResidentBytes)
+		return i, false, true
+	}
+	if c.res.n > 0 {
+		if k, ok := c.policy.Victim(c.elig); ok && c.eligible(k) {
+			v := c.entries[k]
+			delete(c.entries, k)
+			c.policy.OnEvict(k)
+			c.st.Evictions++
+			return v.slot, false, true // slot changes hands: resident bytes unchanged
+		}
+	}
+	if i, ok := c.trans.get(); ok {
+		return i, true, true
+	}
+	return -1, false, false
+}
+
+func (c *Cache) eligible(k Key) bool {
+	e := c.entries[k]
+	return e != nil && !e.transient && e.pins == 0 && e.state == ready && e.lastBatch != c.batch
+}
+
+func (c *Cache) signalLocked() {
+	close(c.wake)
+	c.wake = make(chan struct{})
+}
+
+// freeSlotLocked returns e's slot to its arena (e is no longer in the map).
+func (c *Cache) freeSlotLocked(e *entry) {
+	if e.transient {
+		c.trans.put(e.slot)
+	} else {
+		c.res.put(e.slot)
+		c.st.ResidentBytes -= c.cfg.SlotBytes
+		c.st.ResidentEntries--
+	}
+	e.slot = -1
+	c.signalLocked()
+}
+
+func (c *Cache) complete(h *Handle, err error) {
+	t0 := time.Now()
+	c.mu.Lock()
+	c.completeLocked(h, err)
+	c.st.Mgmt += time.Since(t0)
+	c.mu.Unlock()
+}
+
+func (c *Cache) completeLocked(h *Handle, err error) {
+	e := h.e
+	if !h.owner || h.completed || e.state != reading {
+		return
+	}
+	h.completed = true
+	if err != nil {
+		e.err = err
+		e.state = failed
+		c.st.Failed++
+		if c.entries[e.key] == e {
+			delete(c.entries, e.key)
+		}
+		if !e.transient {
+			c.policy.OnEvict(e.key)
+		}
+		// The slot is freed when the last pin goes.
+	} else {
+		e.state = ready
+	}
+	close(e.done)
+}
+
+func (c *Cache) release(h *Handle) {
+	t0 := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer func() { c.st.Mgmt += time.Since(t0) }()
+	if h.released {
+		return
+	}
+	if h.owner && !h.completed {
+		c.completeLocked(h, ErrAbandoned)
+	}
+	h.released = true
+	c.handles--
+	e := h.e
+	e.pins--
+	if e.pins > 0 {
+		return
+	}
+	switch {
+	case e.state == failed:
+		c.freeSlotLocked(e)
+	case e.transient:
+		if c.entries[e.key] == e {
+			delete(c.entries, e.key)
+		}
+		c.freeSlotLocked(e)
+	default:
+		c.signalLocked() // an unpinned resident entry may now be a victim
+	}
+}
+
+// Stats returns the counters.
+func (c *Cache) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st
+}
+
+// Close unmaps the arenas. It fails with ErrBusy (and keeps the memory) while
+// any handle is unreleased, because the slots are still in use. Acquire after
+// Close fails with ErrClosed; blocked Acquires return ErrClosed.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed && c.res == nil {
+		return nil
+	}
+	if c.handles > 0 {
+		return fmt.Errorf("%w: %d handles not released", ErrBusy, c.handles)
+	}
+	c.closed = true
+	c.signalLocked()
+	for k := range c.entries {
+		c.policy.OnEvict(k)
+	}
+	clear(c.entries)
+	c.st.ResidentBytes, c.st.ResidentEntries = 0, 0
+	err := errors.Join(c.res.close(), c.trans.close())
+	c.res, c.trans = nil, nil
+	return err
+}
+
+// Handle is one pin on a cache entry, returned by Acquire. It must be
+// Released exactly once (extra Releases are ignored). Its methods may be
+// called from different goroutines (e.g. Complete from a reader lane while
+// the owner waits on Ready); Buf must not be used after Release.
+type Handle struct {
+	c         *Cache
+	e         *entry
+	owner     bool // returned as Miss: must Complete
+	completed bool
+	released  bool
+}
+
+// Key returns the entry's key.
+func (h *Handle) Key() Key { return h.e.key }
+
+// Transient reports whether the entry lives in a transient slot (not cached).
+func (h *Handle) Transient() bool { return h.e.transient }
+
+// Buf returns the entry's slot, size bytes long (Acquire's size), aligned to
+// SlotAlign. A Miss owner fills it before Complete; others may read it after
+// Ready when Err is nil, until Release.
+func (h *Handle) Buf() []byte {
+	e := h.e
+	a := h.c.res
+	if e.transient {
+		a = h.c.trans
+	}
+	return a.buf(e.slot, e.size)
+}
+
+// Ready is closed when the entry's read completed (at once for a Hit).
+func (h *Handle) Ready() <-chan struct{} { return h.e.done }
+
+// Err is the read's error; valid after Ready is closed.
+func (h *Handle) Err() error {
+	select {
+	case <-h.e.done:
+		return h.e.err
+	default:
+		return nil
+	}
+}
+
+// Wait blocks until the entry is ready or ctx ends and returns the read's
+// error or ctx's.
+func (h *Handle) Wait(ctx context.Context) error {
+	select {
+	case <-h.e.done:
+		return h.e.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Complete ends the read of a Miss: err nil makes the entry ready (and
+// resident unless transient); an error removes it and is what waiters see.
+// Only the Miss owner's first Complete counts; it may be called from any
+// goroutine (e.g. a reader lane's Done callback).
+func (h *Handle) Complete(err error) { h.c.complete(h, err) }
+
+// Release unpins the entry. The handle and its Buf must not be used after.
+func (h *Handle) Release() { h.c.release(h) }

@@ -1,0 +1,109 @@
+package reader
+
+import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// BlockSize is the alignment of O_DIRECT offsets, lengths and buffers. 4 KiB is a
+// multiple of every logical block size in use (512 B and 4 KiB), so one constant
+// serves all devices.
+const BlockSize = 4096
+
+// Range is a byte range of one shard file. It has the same fields as the model
+// description's range type, so a plain conversion turns one into the other.
+type Range struct {
+	Shard int
+	Off   int64
+	Len   int64
+}
+
+// Widen rounds [off, off+n) out to BlockSize boundaries and returns the start and
+// the length of the widened range.
+func Widen(off, n int64) (start, length int64) {
+	start = off &^ (BlockSize - 1)
+	end := (off + n + BlockSize - 1) &^ (BlockSize - 1)
+	return start, end - start
+}
+
+// SpanBytes is the buffer size a read of rs needs: the sum of the widened
+// lengths of its ranges (each range gets its own aligned block run).
+func SpanBytes(rs []Range) int64 {
+	var s int64
+	for _, r := range rs {
+		_, l := Widen(r.Off, r.Len)
+		s += l
+	}
+	return s
+}
+
+// Offsets appends to dst, for each range of rs, the offset within the read
+// buffer at which that range's first byte lands, and returns the extended slice.
+func Offsets(dst []int64, rs []Range) []int64 {
+	var pos int64
+	for _, r := range rs {
+		start, l := Widen(r.Off, r.Len)
+		dst = append(dst, pos+r.Off-start)
+		pos += l
+	}
+	return dst
+}
+
+// Views appends to dst the exact slices of rs inside buf (a buffer filled by a
+// read of rs) and returns the extended slice. It fails with ErrBufferTooSmall if
+// buf is shorter than SpanBytes(rs).
+func Views(dst [][]byte, buf []byte, rs []Range) ([][]byte, error) {
+	if need := SpanBytes(rs); int64(len(buf)) < need {
+		return dst, fmt.Errorf("%w: %d bytes for a span of %d", ErrBufferTooSmall, len(buf), need)
+	}
+	var pos int64
+	for _, r := range rs {
+		start, l := Widen(r.Off, r.Len)
+		o := pos + r.Off - start
+		dst = append(dst, buf[o:o+r.Len:o+r.Len])
+		pos += l
+	}
+	return dst, nil
+}
+
+// Aligned reports whether b starts on a BlockSize boundary (an empty slice is aligned).
+func Aligned(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	return uintptr(unsafe.Pointer(&b[0]))%BlockSize == 0
+}
+
+// Buffer is page-aligned memory outside the Go heap (anonymous mmap), suitable
+// as an O_DIRECT destination. It must be freed with Free; B must not be used after.
+type Buffer struct {
+	B []byte
+}
+
+// AllocAligned maps n bytes (rounded up to BlockSize) of anonymous memory.
+func AllocAligned(n int64) (*Buffer, error) {
+	if n <= 0 {
+		return &Buffer{}, nil
+	}
+	_, l := Widen(0, n)
+	b, err := unix.Mmap(-1, 0, int(l), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		return nil, fmt.Errorf("reader: mmap %d bytes for an aligned buffer: %w", l, err)
+	}
+	return &Buffer{B: b[:n]}, nil
+}
+
+// Free unmaps the buffer. It is safe to call more than once.
+func (b *Buffer) Free() error {
+	if b == nil || cap(b.B) == 0 {
+		return nil
+	}
+	err := unix.Munmap(b.B[:cap(b.B)])
+	b.B = nil
+	if err != nil {
+		return fmt.Errorf("reader: munmap aligned buffer: %w", err)
+	}
+	return nil
+}
