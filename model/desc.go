@@ -1,0 +1,525 @@
+package model
+
+// desc.go: the metadata-only description of a model file. Describe reads
+// nothing but the GGUF header (hyper-parameters and tensor infos) and splits
+// the file into expert byte ranges (streamed by the reader lanes into the
+// expert cache) and dense byte ranges (kept resident). It is pure bookkeeping:
+// no tensor data is read and nothing here depends on an architecture's math.
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/quant"
+)
+
+// Proj names one projection of a routed expert.
+type Proj int
+
+// The expert projections, in the order Desc.Experts lists them.
+const (
+	ProjGate   Proj = iota // ffn_gate_exps
+	ProjUp                 // ffn_up_exps
+	ProjGateUp             // ffn_gate_up_exps (gate and up fused, e.g. gemma4)
+	ProjDown               // ffn_down_exps
+	numProj
+)
+
+var projNames = [numProj]string{"gate", "up", "gate_up", "down"}
+
+// String returns "gate", "up", "gate_up" or "down".
+func (p Proj) String() string {
+	if p >= 0 && p < numProj {
+		return projNames[p]
+	}
+	return "proj(" + strconv.Itoa(int(p)) + ")"
+}
+
+// TensorName returns the GGUF name of layer's expert tensor for p.
+func (p Proj) TensorName(layer int) string {
+	return fmt.Sprintf("blk.%d.ffn_%s_exps.weight", layer, p)
+}
+
+// Range is a byte range of one shard file.
+type Range struct {
+	Shard int
+	Off   int64 // absolute offset in the shard's file
+	Len   int64
+}
+
+// End returns Off+Len.
+func (r Range) End() int64 { return r.Off + r.Len }
+
+// ExpertSlice is one projection of one expert: a whole [Cols × Rows] matrix
+// of Type, stored contiguously at Range.
+type ExpertSlice struct {
+	Proj   Proj
+	Tensor string // the *_exps tensor it lives in
+	Type   quant.Type
+	Cols   int // ne[0]: input dimension
+	Rows   int // ne[1]: output dimension
+	Range
+}
+
+// ExpertSlices are the byte ranges of one expert, one per projection, in
+// Proj order (gate, up, down — or gate_up, down).
+type ExpertSlices []ExpertSlice
+
+// Bytes returns the total bytes of the expert.
+func (s ExpertSlices) Bytes() int64 {
+	var n int64
+	for _, x := range s {
+		n += x.Len
+	}
+	return n
+}
+
+// Get returns the slice of projection p.
+func (s ExpertSlices) Get(p Proj) (ExpertSlice, bool) {
+	for _, x := range s {
+		if x.Proj == p {
+			return x, true
+		}
+	}
+	return ExpertSlice{}, false
+}
+
+// HParams are the hyper-parameters read from the metadata. Integer fields are
+// 0 and strings "" when the key is absent (unless a default is noted).
+type HParams struct {
+	NLayer      int // block_count
+	NEmbd       int // embedding_length
+	NHead       int // attention.head_count (max over layers when per-layer)
+	NHeadKV     int // attention.head_count_kv (default NHead; max over layers when per-layer)
+	HeadDim     int // attention.key_length (default NEmbd/NHead)
+	HeadDimV    int // attention.value_length (default HeadDim)
+	NExpert     int // expert_count
+	NExpertUsed int // expert_used_count (k)
+	NFFExp      int // expert_feed_forward_length (default feed_forward_length)
+	NFF         int // feed_forward_length (dense FFN; informational for pure MoE)
+	NFFShExp    int // expert_shared_feed_forward_length (qwen2moe)
+	NCtxTrain   int // context_length
+	NVocab      int // length of tokenizer.ggml.tokens, else token_embd.weight ne[1]
+	NRot        int // rope.dimension_count (default HeadDim)
+
+	RMSEps       float32 // attention.layer_norm_rms_epsilon
+	RopeFreqBase float32 // rope.freq_base (default 10000)
+	// RopeScaleLinear is llama.cpp's "ropescale": rope.scaling.factor, else
+	// the old rope.scale_linear; 0 when absent. freq_scale = 1/RopeScaleLinear.
+	RopeScaleLinear    float32
+	RopeScalingType    string  // rope.scaling.type ("none", "linear", "yarn" …)
+	RopeScalingOrigCtx int     // rope.scaling.original_context_length
+	RopeScalingAttn    float32 // rope.scaling.attn_factor
+	SlidingWindow      int     // attention.sliding_window
+	// SlidingWindowPattern is attention.sliding_window_pattern when stored as
+	// a per-layer array (gemma4): true = the layer uses the sliding window.
+	SlidingWindowPattern []bool
+	FinalLogitSoftcap    float32 // final_logit_softcapping (gemma)
+	HeadCountKVLayers    []int   // per-layer head_count_kv when stored as an array
+	HeadCountLayers      []int   // per-layer head_count when stored as an array
+}
+
+// Desc describes a model file from its metadata alone.
+type Desc struct {
+	Arch      string // general.architecture
+	Name      string // general.name
+	Known     bool   // a MoE architecture this package recognises (qwen3moe, qwen2moe, gpt-oss, gemma4)
+	Supported bool   // pipe can run it (see Runnable)
+	HParams   HParams
+
+	File    *gguf.File
+	Tensors map[string]*gguf.TensorInfo // name → info (points into File.Tensors)
+
+	// Experts[layer][expert] are the byte ranges of that expert; nil for a
+	// layer without routed experts.
+	Experts [][]ExpertSlices
+	// ExpertBytes[layer] is the bytes of one expert of the layer (0 without experts).
+	ExpertBytes []int64
+	// ExpertTensors[layer] names the layer's *_exps weight tensors in Proj order.
+	ExpertTensors [][]string
+	// Dense is the complement of the expert tensors within each shard's tensor
+	// data ([data offset, end of the last tensor)), merged and sorted by
+	// (shard, offset). It includes the alignment padding between tensors.
+	Dense []Range
+
+	DenseBytes       int64 // Σ len(Dense): what a dense loader reads
+	DenseTensorBytes int64 // Σ sizes of the non-expert tensors (without padding)
+	ExpertTotalBytes int64 // Σ sizes of the expert tensors
+	WorkingSet       int64 // Σ over layers of NExpertUsed × ExpertBytes[layer]: one token's expert bytes
+}
+
+// knownArchs are the MoE architectures Describe recognises; the value says
+// whether pipe can run it even if no implementation has been registered.
+var knownArchs = map[string]bool{
+	"qwen3moe": true,
+	"qwen2moe": false,
+	"gpt-oss":  false,
+	"gemma4":   false,
+}
+
+// Limits on metadata counts, so a hostile header cannot make Describe allocate
+// without bound.
+const (
+	maxLayers  = 1 << 14
+	maxExperts = 1 << 14
+)
+
+// Tensor returns the tensor called name.
+func (d *Desc) Tensor(name string) (*gguf.TensorInfo, bool) {
+	ti, ok := d.Tensors[name]
+	return ti, ok
+}
+
+// ExpertTensor returns layer's expert weight tensor for projection p.
+func (d *Desc) ExpertTensor(layer int, p Proj) (*gguf.TensorInfo, bool) {
+	return d.Tensor(p.TensorName(layer))
+}
+
+// IsExpertTensor reports whether name is a routed-expert weight tensor
+// (blk.N.ffn_{gate,up,gate_up,down}_exps.weight) and returns its layer and projection.
+func IsExpertTensor(name string) (layer int, p Proj, ok bool) {
+	rest, found := strings.CutPrefix(name, "blk.")
+	if !found {
+		return 0, 0, false
+	}
+	num, tail, found := strings.Cut(rest, ".")
+	if !found || num == "" || len(num) > 6 {
+		return 0, 0, false
+	}
+	l, err := strconv.Atoi(num)
+	if err != nil || l < 0 || strconv.Itoa(l) != num {
+		return 0, 0, false
+	}
+	for q := Proj(0); q < numProj; q++ {
+		if tail == "ffn_"+projNames[q]+"_exps.weight" {
+			return l, q, true
+		}
+	}
+	return 0, 0, false
+}
+
+// Describe builds the description of f from its metadata. An architecture it
+// does not recognise is described (tensor split included) with Known and
+// Supported false; only inconsistent metadata is an error (ErrBadModel).
+func Describe(f *gguf.File) (*Desc, error) {
+	if f == nil {
+		return nil, fmt.Errorf("model: Describe(nil): %w", ErrBadModel)
+	}
+	d := &Desc{File: f, Tensors: make(map[string]*gguf.TensorInfo, len(f.Tensors))}
+	for i := range f.Tensors {
+		d.Tensors[f.Tensors[i].Name] = &f.Tensors[i]
+	}
+	arch, err := f.GetString(gguf.KeyArchitecture)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w: %w", ErrBadModel, err)
+	}
+	d.Arch = arch
+	d.Name, _ = f.GetString("general.name")
+	run, known := knownArchs[arch]
+	d.Known = known
+	d.Supported = run || Runnable(arch)
+	if err := d.readHParams(known); err != nil {
+		return nil, err
+	}
+	if err := d.split(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Desc) bad(format string, args ...any) error {
+	return fmt.Errorf("model: %s: %w: "+format, append([]any{d.File.Path, ErrBadModel}, args...)...)
+}
+
+// hp reads the hyper-parameter keys; required keys are only enforced for
+// recognised architectures.
+func (d *Desc) readHParams(known bool) error {
+	f := d.File
+	pre := d.Arch + "."
+	h := &d.HParams
+	var firstErr error
+	note := func(err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	// integer reads key as a non-negative int bounded by max; a per-layer
+	// array yields its maximum and the array itself.
+	integer := func(key string, required bool, max int64) (int, []int) {
+		v, ok := f.Get(pre + key)
+		if !ok {
+			if required && known {
+				note(d.bad("missing key %s%s", pre, key))
+			}
+			return 0, nil
+		}
+		conv := func(x Value) (int, bool) {
+			u, ok := x.Uint()
+			if !ok || u > uint64(max) {
+				return 0, false
+			}
+			return int(u), true
+		}
+		if v.Type == gguf.TypeArray {
+			n := v.Len()
+			if n > maxLayers {
+				note(d.bad("%s%s has %d elements", pre, key, n))
+				return 0, nil
+			}
+			arr := make([]int, n)
+			best := 0
+			for i := 0; i < n; i++ {
+				e, _ := v.Index(i)
+				x, ok := conv(e)
+				if !ok {
+					note(d.bad("%s%s[%d] = %v is not an integer in [0, %d]", pre, key, i, e, max))
+					return 0, nil
+				}
+				arr[i] = x
+				best = max2(best, x)
+			}
+			return best, arr
+		}
+		x, ok := conv(v)
+		if !ok {
+			note(d.bad("%s%s = %v is not an integer in [0, %d]", pre, key, v, max))
+		}
+		return x, nil
+	}
+	float := func(key string) float32 {
+		v, ok := f.Get(pre + key)
+		if !ok {
+			return 0
+		}
+		x, ok := v.Float()
+		if !ok || math.IsNaN(x) {
+			note(d.bad("%s%s = %v is not a number", pre, key, v))
+			return 0
+		}
+		return float32(x)
+	}
+	const big = 1 << 30
+	h.NLayer, _ = integer("block_count", true, maxLayers)
+	h.NEmbd, _ = integer("embedding_length", true, big)
+	h.NHead, h.HeadCountLayers = integer("attention.head_count", true, big)
+	h.NHeadKV, h.HeadCountKVLayers = integer("attention.head_count_kv", false, big)
+	h.HeadDim, _ = integer("attention.key_length", false, big)
+	h.HeadDimV, _ = integer("attention.value_length", false, big)
+	h.NExpert, _ = integer("expert_count", true, maxExperts)
+	h.NExpertUsed, _ = integer("expert_used_count", true, maxExperts)
+	h.NFF, _ = integer("feed_forward_length", false, big)
+	h.NFFExp, _ = integer("expert_feed_forward_length", false, big)
+	h.NFFShExp, _ = integer("expert_shared_feed_forward_length", false, big)
+	h.NCtxTrain, _ = integer("context_length", false, big)
+	h.NRot, _ = integer("rope.dimension_count", false, big)
+	h.SlidingWindow, _ = integer("attention.sliding_window", false, big)
+	h.RopeScalingOrigCtx, _ = integer("rope.scaling.original_context_length", false, big)
+	h.RMSEps = float("attention.layer_norm_rms_epsilon")
+	h.RopeFreqBase = float("rope.freq_base")
+	h.RopeScaleLinear = float("rope.scaling.factor")
+	if h.RopeScaleLinear == 0 {
+		h.RopeScaleLinear = float("rope.scale_linear")
+	}
+	h.RopeScalingAttn = float("rope.scaling.attn_factor")
+	h.FinalLogitSoftcap = float("final_logit_softcapping")
+	if s, err := f.GetString(pre + "rope.scaling.type"); err == nil {
+		h.RopeScalingType = s
+	}
+	if v, ok := f.Get(pre + "attention.sliding_window_pattern"); ok && v.Type == gguf.TypeArray && v.Elem == gguf.TypeBool {
+		h.SlidingWindowPattern, _ = v.Any().([]bool)
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+
+	// Defaults, as llama.cpp applies them.
+	if h.NHeadKV == 0 {
+		h.NHeadKV = h.NHead
+	}
+	if h.HeadDim == 0 && h.NHead > 0 {
+		h.HeadDim = h.NEmbd / h.NHead
+	}
+	if h.HeadDimV == 0 {
+		h.HeadDimV = h.HeadDim
+	}
+	if h.NRot == 0 {
+		h.NRot = h.HeadDim
+	}
+	if h.NFFExp == 0 {
+		h.NFFExp = h.NFF
+	}
+	if h.RopeFreqBase == 0 {
+		h.RopeFreqBase = 10000
+	}
+	if toks, ok := f.Get("tokenizer.ggml.tokens"); ok && toks.Type == gguf.TypeArray {
+		h.NVocab = toks.Len()
+	} else if te, ok := d.Tensors["token_embd.weight"]; ok && len(te.Dims) >= 2 && te.Dims[1] <= math.MaxInt32 {
+		h.NVocab = int(te.Dims[1])
+	}
+
+	if known {
+		switch {
+		case h.NLayer == 0:
+			return d.bad("%sblock_count is 0", pre)
+		case h.NExpert == 0:
+			return d.bad("%sexpert_count is 0", pre)
+		case h.NExpertUsed == 0 || h.NExpertUsed > h.NExpert:
+			return d.bad("%sexpert_used_count %d is not in [1, expert_count %d]", pre, h.NExpertUsed, h.NExpert)
+		case h.NHeadKV > h.NHead:
+			return d.bad("%sattention.head_count_kv %d > head_count %d", pre, h.NHeadKV, h.NHead)
+		}
+	}
+	return nil
+}
+
+// Value is gguf.Value (alias to keep the hyper-parameter reader short).
+type Value = gguf.Value
+
+func max2(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// split computes the expert ranges and the dense complement.
+func (d *Desc) split() error {
+	h := &d.HParams
+	f := d.File
+	// Layers are bounded by block_count, or by the expert tensors' own layer
+	// numbers when the architecture is unknown.
+	nLayer := h.NLayer
+	type found struct {
+		ti   *gguf.TensorInfo
+		proj Proj
+	}
+	byLayer := map[int][]found{}
+	isExpert := make([]bool, len(f.Tensors))
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		l, p, ok := IsExpertTensor(ti.Name)
+		if !ok {
+			continue
+		}
+		if l >= maxLayers {
+			return d.bad("tensor %s: layer %d out of range", ti.Name, l)
+		}
+		if h.NLayer > 0 && l >= h.NLayer {
+			return d.bad("tensor %s: layer %d but block_count is %d", ti.Name, l, h.NLayer)
+		}
+		if len(ti.Dims) != 3 {
+			return d.bad("expert tensor %s has shape %v, want 3 dimensions [cols, rows, n_expert]", ti.Name, ti.Dims)
+		}
+		ne2 := ti.Dims[2]
+		if h.NExpert > 0 && ne2 != uint64(h.NExpert) {
+			return d.bad("expert tensor %s has %d experts, expert_count is %d", ti.Name, ne2, h.NExpert)
+		}
+		if ne2 > maxExperts || ti.Dims[0] > math.MaxInt32 || ti.Dims[1] > math.MaxInt32 {
+			return d.bad("expert tensor %s has shape %v out of range", ti.Name, ti.Dims)
+		}
+		byLayer[l] = append(byLayer[l], found{ti, p})
+		isExpert[i] = true
+		if l+1 > nLayer {
+			nLayer = l + 1
+		}
+	}
+	if h.NLayer == 0 {
+		h.NLayer = nLayer
+	}
+	d.Experts = make([][]ExpertSlices, nLayer)
+	d.ExpertBytes = make([]int64, nLayer)
+	d.ExpertTensors = make([][]string, nLayer)
+	for l := 0; l < nLayer; l++ {
+		fs := byLayer[l]
+		if len(fs) == 0 {
+			continue
+		}
+		sort.Slice(fs, func(a, b int) bool { return fs[a].proj < fs[b].proj })
+		var has [numProj]bool
+		for _, x := range fs {
+			has[x.proj] = true
+		}
+		if !has[ProjDown] || !(has[ProjGateUp] || (has[ProjGate] && has[ProjUp])) || (has[ProjGateUp] && (has[ProjGate] || has[ProjUp])) {
+			var names []string
+			for _, x := range fs {
+				names = append(names, x.ti.Name)
+			}
+			return d.bad("layer %d has expert tensors %v, want gate+up+down or gate_up+down", l, names)
+		}
+		nExp := int(fs[0].ti.Dims[2])
+		for _, x := range fs[1:] {
+			if int(x.ti.Dims[2]) != nExp {
+				return d.bad("layer %d: %s has %d experts, %s has %d", l, fs[0].ti.Name, nExp, x.ti.Name, x.ti.Dims[2])
+			}
+		}
+		d.Experts[l] = make([]ExpertSlices, nExp)
+		for e := 0; e < nExp; e++ {
+			s := make(ExpertSlices, len(fs))
+			for j, x := range fs {
+				nb2 := int64(x.ti.Strides[2])
+				s[j] = ExpertSlice{
+					Proj: x.proj, Tensor: x.ti.Name, Type: x.ti.Type,
+					Cols: int(x.ti.Dims[0]), Rows: int(x.ti.Dims[1]),
+					Range: Range{Shard: x.ti.Shard, Off: int64(x.ti.Offset) + int64(e)*nb2, Len: nb2},
+				}
+			}
+			d.Experts[l][e] = s
+		}
+		d.ExpertBytes[l] = d.Experts[l][0].Bytes()
+		for _, x := range fs {
+			d.ExpertTensors[l] = append(d.ExpertTensors[l], x.ti.Name)
+		}
+		d.WorkingSet += int64(h.NExpertUsed) * d.ExpertBytes[l]
+	}
+
+	// Dense: per shard, [data offset, end of last tensor) minus the expert tensors.
+	type span struct{ off, end int64 }
+	experts := make([][]span, len(f.Shards))
+	ends := make([]int64, len(f.Shards))
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		if ti.Shard < 0 || ti.Shard >= len(f.Shards) {
+			return d.bad("tensor %s: shard %d of %d", ti.Name, ti.Shard, len(f.Shards))
+		}
+		end := int64(ti.Offset + ti.Size)
+		ends[ti.Shard] = max64(ends[ti.Shard], end)
+		if isExpert[i] {
+			d.ExpertTotalBytes += int64(ti.Size)
+			experts[ti.Shard] = append(experts[ti.Shard], span{int64(ti.Offset), end})
+		} else {
+			d.DenseTensorBytes += int64(ti.Size)
+		}
+	}
+	for s := range f.Shards {
+		if ends[s] == 0 {
+			continue
+		}
+		ex := experts[s]
+		sort.Slice(ex, func(a, b int) bool { return ex[a].off < ex[b].off })
+		cur := int64(f.Shards[s].DataOffset)
+		for _, x := range ex {
+			if x.off > cur {
+				d.Dense = append(d.Dense, Range{Shard: s, Off: cur, Len: x.off - cur})
+			}
+			cur = max64(cur, x.end)
+		}
+		if ends[s] > cur {
+			d.Dense = append(d.Dense, Range{Shard: s, Off: cur, Len: ends[s] - cur})
+		}
+	}
+	for _, r := range d.Dense {
+		d.DenseBytes += r.Len
+	}
+	return nil
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
