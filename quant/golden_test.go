@@ -121,7 +121,7 @@ func TestGoldenQuantize(t *testing.T) {
 	for _, v := range loadGolden(t) {
 		t.Run(v.Type, func(t *testing.T) {
 			if !CanQuantize(v.typ) {
-				t.Skipf("no quantizer for %s", v.Type)
+				t.Fatalf("no quantizer for %s", v.Type)
 			}
 			got := make([]byte, len(v.quantized))
 			if err := Quantize(v.typ, v.input, got); err != nil {
