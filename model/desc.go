@@ -91,36 +91,36 @@ func (s ExpertSlices) Get(p Proj) (ExpertSlice, bool) {
 // HParams are the hyper-parameters read from the metadata. Integer fields are
 // 0 and strings "" when the key is absent (unless a default is noted).
 type HParams struct {
-	NLayer      int // block_count
-	NEmbd       int // embedding_length
-	NHead       int // attention.head_count (max over layers when per-layer)
-	NHeadKV     int // attention.head_count_kv (default NHead; max over layers when per-layer)
-	HeadDim     int // attention.key_length (default NEmbd/NHead)
-	HeadDimV    int // attention.value_length (default HeadDim)
-	NExpert     int // expert_count
-	NExpertUsed int // expert_used_count (k)
-	NFFExp      int // expert_feed_forward_length (default feed_forward_length)
-	NFF         int // feed_forward_length (dense FFN; informational for pure MoE)
-	NFFShExp    int // expert_shared_feed_forward_length (qwen2moe)
-	NCtxTrain   int // context_length
-	NVocab      int // length of tokenizer.ggml.tokens, else token_embd.weight ne[1]
-	NRot        int // rope.dimension_count (default HeadDim)
+	NLayer      int `json:"n_layer"`       // block_count
+	NEmbd       int `json:"n_embd"`        // embedding_length
+	NHead       int `json:"n_head"`        // attention.head_count (max over layers when per-layer)
+	NHeadKV     int `json:"n_head_kv"`     // attention.head_count_kv (default NHead; max over layers when per-layer)
+	HeadDim     int `json:"head_dim"`      // attention.key_length (default NEmbd/NHead)
+	HeadDimV    int `json:"head_dim_v"`    // attention.value_length (default HeadDim)
+	NExpert     int `json:"n_expert"`      // expert_count
+	NExpertUsed int `json:"n_expert_used"` // expert_used_count (k)
+	NFFExp      int `json:"n_ff_exp"`      // expert_feed_forward_length (default feed_forward_length)
+	NFF         int `json:"n_ff"`          // feed_forward_length (dense FFN; informational for pure MoE)
+	NFFShExp    int `json:"n_ff_shexp"`    // expert_shared_feed_forward_length (qwen2moe)
+	NCtxTrain   int `json:"n_ctx_train"`   // context_length
+	NVocab      int `json:"n_vocab"`       // length of tokenizer.ggml.tokens, else token_embd.weight ne[1]
+	NRot        int `json:"n_rot"`         // rope.dimension_count (default HeadDim)
 
-	RMSEps       float32 // attention.layer_norm_rms_epsilon
-	RopeFreqBase float32 // rope.freq_base (default 10000)
+	RMSEps       float32 `json:"rms_eps"`        // attention.layer_norm_rms_epsilon
+	RopeFreqBase float32 `json:"rope_freq_base"` // rope.freq_base (default 10000)
 	// RopeScaleLinear is llama.cpp's "ropescale": rope.scaling.factor, else
 	// the old rope.scale_linear; 0 when absent. freq_scale = 1/RopeScaleLinear.
-	RopeScaleLinear    float32
-	RopeScalingType    string  // rope.scaling.type ("none", "linear", "yarn" …)
-	RopeScalingOrigCtx int     // rope.scaling.original_context_length
-	RopeScalingAttn    float32 // rope.scaling.attn_factor
-	SlidingWindow      int     // attention.sliding_window
+	RopeScaleLinear    float32 `json:"rope_scale"`
+	RopeScalingType    string  `json:"rope_scaling_type"`        // rope.scaling.type ("none", "linear", "yarn" …)
+	RopeScalingOrigCtx int     `json:"rope_scaling_orig_ctx"`    // rope.scaling.original_context_length
+	RopeScalingAttn    float32 `json:"rope_scaling_attn_factor"` // rope.scaling.attn_factor
+	SlidingWindow      int     `json:"sliding_window"`           // attention.sliding_window
 	// SlidingWindowPattern is attention.sliding_window_pattern when stored as
 	// a per-layer array (gemma4): true = the layer uses the sliding window.
-	SlidingWindowPattern []bool
-	FinalLogitSoftcap    float32 // final_logit_softcapping (gemma)
-	HeadCountKVLayers    []int   // per-layer head_count_kv when stored as an array
-	HeadCountLayers      []int   // per-layer head_count when stored as an array
+	SlidingWindowPattern []bool  `json:"sliding_window_pattern,omitempty"`
+	FinalLogitSoftcap    float32 `json:"final_logit_softcap"`            // final_logit_softcapping (gemma)
+	HeadCountKVLayers    []int   `json:"head_count_kv_layers,omitempty"` // per-layer head_count_kv when stored as an array
+	HeadCountLayers      []int   `json:"head_count_layers,omitempty"`    // per-layer head_count when stored as an array
 }
 
 // Desc describes a model file from its metadata alone.
