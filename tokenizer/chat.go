@@ -1,0 +1,104 @@
+package tokenizer
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Message is one chat turn.
+type Message struct {
+	Role    string // "system", "user", "assistant", ...
+	Content string
+}
+
+type chatFormat int
+
+const (
+	chatNone chatFormat = iota
+	chatML
+	chatHarmony
+)
+
+// detectChatFormat follows llama.cpp's llm_chat_detect_template for the
+// formats implemented here.
+func detectChatFormat(tmpl string) chatFormat {
+	switch {
+	case strings.Contains(tmpl, "<|im_start|>") && !strings.Contains(tmpl, "<|im_sep|>") && !strings.Contains(tmpl, "<end_of_utterance>"):
+		return chatML
+	case strings.Contains(tmpl, "<|channel|>"):
+		return chatHarmony
+	}
+	return chatNone
+}
+
+// ChatFormat names the detected built-in chat format: "chatml", "harmony", or
+// "" when the template is not a known one.
+func (t *Tokenizer) ChatFormat() string {
+	switch t.chatFormat {
+	case chatML:
+		return "chatml"
+	case chatHarmony:
+		return "harmony"
+	}
+	return ""
+}
+
+// ThinkOff is what Qwen3's template appends after the assistant header when
+// enable_thinking is false (pipe's --no-think).
+const ThinkOff = "<think>\n\n</think>\n\n"
+
+// Chat renders messages with the built-in format detected from the model's
+// tokenizer.chat_template, as llama_chat_apply_template does; tokenize the
+// result with parseSpecial=true. With addGenerationPrompt the assistant header
+// is appended; noThink then also appends the empty think block (ChatML only).
+//
+// ChatML:  <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n
+// Harmony: <|start|>{role}<|message|>{content}<|end|> (<|return|> after
+// assistant turns) ... <|start|>assistant
+func (t *Tokenizer) Chat(messages []Message, addGenerationPrompt, noThink bool) (string, error) {
+	var b strings.Builder
+	switch t.chatFormat {
+	case chatML:
+		for _, m := range messages {
+			b.WriteString("<|im_start|>")
+			b.WriteString(m.Role)
+			b.WriteByte('\n')
+			b.WriteString(m.Content)
+			b.WriteString("<|im_end|>\n")
+		}
+		if addGenerationPrompt {
+			b.WriteString("<|im_start|>assistant\n")
+			if noThink {
+				b.WriteString(ThinkOff)
+			}
+		}
+	case chatHarmony:
+		if noThink {
+			return "", fmt.Errorf("--no-think with the harmony chat format: %w (gpt-oss has no empty-think form)", ErrUnsupportedTemplate)
+		}
+		for _, m := range messages {
+			b.WriteString("<|start|>")
+			b.WriteString(m.Role)
+			b.WriteString("<|message|>")
+			b.WriteString(m.Content)
+			if m.Role == "assistant" {
+				b.WriteString("<|return|>")
+			} else {
+				b.WriteString("<|end|>")
+			}
+		}
+		if addGenerationPrompt {
+			b.WriteString("<|start|>assistant")
+		}
+	default:
+		if t.chatTemplate == "" {
+			return "", fmt.Errorf("tokenizer.chat_template is missing: %w", ErrUnsupportedTemplate)
+		}
+		head := t.chatTemplate
+		if len(head) > 60 {
+			head = head[:60] + "..."
+		}
+		return "", fmt.Errorf("tokenizer.chat_template %q is not a built-in format (ChatML, harmony): %w", head, ErrUnsupportedTemplate)
+	}
+	return b.String(), nil
+}

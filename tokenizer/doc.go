@@ -1,0 +1,45 @@
+// Package tokenizer turns prompt text into token ids and generated token ids
+// back into text, exactly as llama.cpp (commit d775b89) does for byte-level
+// BPE vocabularies ("gpt2" tokenizer model in GGUF).
+//
+// Role in the pipeline: cmd/pipe and model build a Tokenizer once from the GGUF
+// metadata (tokenizer.ggml.*), encode the prompt (optionally after rendering a
+// chat template with Chat), and stream the generated ids back to stdout through
+// a Stream, which only ever emits complete UTF-8. IsEOG tells the decode loop
+// when to stop.
+//
+// What is implemented, and how it follows llama.cpp:
+//
+//   - Special tokens: tokens whose type is CONTROL or USER_DEFINED (after
+//     llama.cpp's load-time fix-ups: EOG/EOT/FIM names forced to CONTROL, the
+//     gpt-oss <|channel|> <|message|> <|start|> <|constrain|> forced to
+//     USER_DEFINED, <|end|> dropped from EOG when <|return|> and <|call|> exist)
+//     are matched as whole strings before BPE, longest first, like
+//     tokenizer_st_partition. USER_DEFINED tokens are always matched; CONTROL
+//     tokens only with parseSpecial.
+//   - Pre-tokenizers, chosen by tokenizer.ggml.pre: "qwen2" (also
+//     "deepseek-r1-qwen", "megrez") and "gpt-4o" (also "llama4"). llama.cpp runs
+//     these through std::regex on a "collapsed" text in which every non-ASCII
+//     code point is replaced by a class byte (letter, number, whitespace, ...),
+//     so \p{L} only distinguishes ASCII case: a non-ASCII letter counts as both
+//     upper and lower case, and combining marks are not letters. The splitters
+//     here are hand-written leftmost-first matchers with those semantics (Go's
+//     regexp has no lookahead), using Go's unicode tables for the categories.
+//   - BPE merges by rank with llama.cpp's tie rule (lowest rank, then leftmost),
+//     GPT-2 bytes_to_unicode byte encoding, and llama.cpp's byte fallback.
+//   - Invalid UTF-8 in the input is decoded the way llama.cpp's
+//     unicode_cpts_from_utf8 does it (each bad byte becomes U+FFFD).
+//   - No normalization (llama.cpp applies none for these pre-types, unlike the
+//     HF tokenizer's NFC for Qwen).
+//
+// Chat templates are not interpreted: Chat renders built-in known formats,
+// detected from the tokenizer.chat_template text the way llama.cpp's
+// llm_chat_detect_template does: ChatML (template contains "<|im_start|>") and
+// the gpt-oss harmony format (template contains "<|channel|>"). Any other
+// template gives ErrUnsupportedTemplate.
+//
+// Invariants and concurrency: a *Tokenizer is immutable after New and safe for
+// concurrent use by any number of goroutines. Returned slices and strings are
+// owned by the caller. A *Stream holds per-generation state and is not safe for
+// concurrent use.
+package tokenizer

@@ -1,0 +1,487 @@
+package tokenizer
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Sentinel errors; match them with errors.Is.
+var (
+	// ErrUnsupported: the tokenizer model or pre-tokenizer type is not implemented.
+	ErrUnsupported = errors.New("tokenizer: unsupported")
+	// ErrInvalid: the vocabulary metadata is inconsistent (duplicate tokens,
+	// array lengths that disagree, ids out of range, malformed merges).
+	ErrInvalid = errors.New("tokenizer: invalid vocabulary")
+	// ErrUnsupportedTemplate: the chat template is not one of the built-in known ones.
+	ErrUnsupportedTemplate = errors.New("tokenizer: unsupported chat template")
+)
+
+// TokenType is the GGUF tokenizer.ggml.token_type value (llama_token_type).
+type TokenType int32
+
+// Token types as GGUF stores them.
+const (
+	TypeUndefined   TokenType = 0
+	TypeNormal      TokenType = 1
+	TypeUnknown     TokenType = 2
+	TypeControl     TokenType = 3
+	TypeUserDefined TokenType = 4
+	TypeUnused      TokenType = 5
+	TypeByte        TokenType = 6
+)
+
+// attr is llama.cpp's llama_token_attr bit set, derived from the token type and
+// then adjusted at load time.
+type attr uint16
+
+const (
+	attrUndefined   attr = 0
+	attrUnknown     attr = 1 << 0
+	attrUnused      attr = 1 << 1
+	attrNormal      attr = 1 << 2
+	attrControl     attr = 1 << 3
+	attrUserDefined attr = 1 << 4
+	attrByte        attr = 1 << 5
+)
+
+// None is the id value meaning "no such token" (LLAMA_TOKEN_NULL).
+const None int32 = -1
+
+// Config is everything the tokenizer needs, as plain values taken from the
+// GGUF metadata (see FromMetadata for the key names).
+type Config struct {
+	Model  string   // tokenizer.ggml.model; only "gpt2" is supported
+	Pre    string   // tokenizer.ggml.pre; "qwen2", "gpt-4o" and aliases
+	Tokens []string // tokenizer.ggml.tokens
+	Merges []string // tokenizer.ggml.merges, "left right", rank = index
+	Types  []int32  // tokenizer.ggml.token_type; nil means all NORMAL
+
+	// Special token ids; None (-1) when absent.
+	BOS, EOS, EOT, EOM, PAD int32
+
+	AddBOS bool // tokenizer.ggml.add_bos_token
+	AddEOS bool // tokenizer.ggml.add_eos_token
+
+	ChatTemplate string // tokenizer.chat_template (may be empty)
+}
+
+type preType int
+
+const (
+	preQwen2 preType = iota
+	preGPT4o
+)
+
+// Tokenizer is a loaded BPE vocabulary. It is immutable and safe for
+// concurrent use.
+type Tokenizer struct {
+	pre     preType
+	preName string
+
+	text    []string // token text (byte-level encoded form for NORMAL tokens)
+	attrs   []attr
+	toID    map[string]int32
+	special []int32 // CONTROL|USER_DEFINED|UNKNOWN ids, longest text first
+	pieces  [][]byte
+
+	// BPE: every merge part and merge result gets an interned symbol id
+	// (vocab ids first, then ids >= len(text) for strings not in the vocab).
+	symID  map[string]int32
+	merges map[uint64]mergeRule
+	// byteSym[b] is the symbol id of the byte-level encoding of byte b (or -1).
+	byteSym [256]int32
+	// byteTok[b] is the token id whose text is the single raw byte b (or -1),
+	// llama.cpp's fallback for merged symbols that are not tokens.
+	byteTok [256]int32
+	symText []string // text of interned symbols >= len(text)
+
+	bos, eos, eot, eom, pad int32
+	addBOS, addEOS          bool
+	eog                     map[int32]struct{}
+	eogList                 []int32
+
+	chatTemplate string
+	chatFormat   chatFormat
+}
+
+type mergeRule struct {
+	rank   int32
+	result int32
+}
+
+// New builds a tokenizer from cfg, applying llama.cpp's load-time fix-ups of
+// token attributes and its end-of-generation set.
+func New(cfg Config) (*Tokenizer, error) {
+	if cfg.Model != "gpt2" {
+		return nil, fmt.Errorf("tokenizer.ggml.model %q: %w (only \"gpt2\" byte-level BPE)", cfg.Model, ErrUnsupported)
+	}
+	t := &Tokenizer{preName: cfg.Pre}
+	switch cfg.Pre {
+	case "qwen2", "deepseek-r1-qwen", "megrez":
+		t.pre = preQwen2
+	case "gpt-4o", "llama4":
+		t.pre = preGPT4o
+	default:
+		return nil, fmt.Errorf("tokenizer.ggml.pre %q: %w (supported: qwen2, gpt-4o)", cfg.Pre, ErrUnsupported)
+	}
+	n := len(cfg.Tokens)
+	if n == 0 {
+		return nil, fmt.Errorf("tokenizer.ggml.tokens is empty: %w", ErrInvalid)
+	}
+	if cfg.Types != nil && len(cfg.Types) < n {
+		return nil, fmt.Errorf("tokenizer.ggml.token_type has %d entries for %d tokens: %w", len(cfg.Types), n, ErrInvalid)
+	}
+	t.text = make([]string, n)
+	t.attrs = make([]attr, n)
+	t.toID = make(map[string]int32, n)
+	for i, w := range cfg.Tokens {
+		if w == "" {
+			w = fmt.Sprintf("[EMPTY_%d]", i)
+		}
+		if prev, dup := t.toID[w]; dup {
+			return nil, fmt.Errorf("duplicate token %q at ids %d and %d: %w", w, prev, i, ErrInvalid)
+		}
+		t.toID[w] = int32(i)
+		t.text[i] = w
+		a := attrNormal
+		if cfg.Types != nil {
+			switch TokenType(cfg.Types[i]) {
+			case TypeUnknown:
+				a = attrUnknown
+			case TypeUnused:
+				a = attrUnused
+			case TypeNormal:
+				a = attrNormal
+			case TypeControl:
+				a = attrControl
+			case TypeUserDefined:
+				a = attrUserDefined
+			case TypeByte:
+				a = attrByte
+			default:
+				a = attrUndefined
+			}
+		}
+		t.attrs[i] = a
+	}
+	for _, p := range []struct {
+		name string
+		id   int32
+		dst  *int32
+	}{{"bos", cfg.BOS, &t.bos}, {"eos", cfg.EOS, &t.eos}, {"eot", cfg.EOT, &t.eot}, {"eom", cfg.EOM, &t.eom}, {"padding", cfg.PAD, &t.pad}} {
+		if p.id < None || p.id >= int32(n) {
+			// llama.cpp warns and ignores an out-of-range id.
+			*p.dst = None
+			continue
+		}
+		*p.dst = p.id
+	}
+	t.addBOS, t.addEOS = cfg.AddBOS, cfg.AddEOS
+	if t.addBOS && t.bos == None {
+		return nil, fmt.Errorf("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is not set: %w", ErrInvalid)
+	}
+	if t.addEOS && t.eos == None {
+		return nil, fmt.Errorf("tokenizer.ggml.add_eos_token is true but tokenizer.ggml.eos_token_id is not set: %w", ErrInvalid)
+	}
+	if err := t.buildMerges(cfg.Merges); err != nil {
+		return nil, err
+	}
+	t.fixupSpecial()
+	t.buildSpecialCache()
+	t.buildPieces()
+	t.chatTemplate = cfg.ChatTemplate
+	t.chatFormat = detectChatFormat(cfg.ChatTemplate)
+	return t, nil
+}
+
+func (t *Tokenizer) intern(s string) int32 {
+	if id, ok := t.symID[s]; ok {
+		return id
+	}
+	id := int32(len(t.text) + len(t.symText))
+	t.symText = append(t.symText, s)
+	t.symID[s] = id
+	return id
+}
+
+func (t *Tokenizer) buildMerges(merges []string) error {
+	t.symID = make(map[string]int32, len(t.text)+len(merges)/8)
+	for s, id := range t.toID {
+		t.symID[s] = id
+	}
+	t.merges = make(map[uint64]mergeRule, len(merges))
+	for i, m := range merges {
+		// llama.cpp splits at the first space at position >= 1.
+		pos := -1
+		if len(m) > 1 {
+			if j := strings.IndexByte(m[1:], ' '); j >= 0 {
+				pos = j + 1
+			}
+		}
+		var a, b string
+		if pos >= 0 {
+			a, b = m[:pos], m[pos+1:]
+		}
+		if a == "" || b == "" {
+			// llama.cpp records ("", "") (or an empty half), which can never
+			// match a symbol; skip it.
+			continue
+		}
+		la, lb := t.intern(a), t.intern(b)
+		key := uint64(uint32(la))<<32 | uint64(uint32(lb))
+		if _, dup := t.merges[key]; dup {
+			continue // std::map::emplace keeps the first
+		}
+		t.merges[key] = mergeRule{rank: int32(i), result: t.intern(a + b)}
+	}
+	for b := 0; b < 256; b++ {
+		enc := byteToUnicode[b]
+		if id, ok := t.symID[enc]; ok {
+			t.byteSym[b] = id
+		} else {
+			t.byteSym[b] = -1
+		}
+		if id, ok := t.toID[string([]byte{byte(b)})]; ok {
+			t.byteTok[b] = id
+		} else {
+			t.byteTok[b] = -1
+		}
+	}
+	return nil
+}
+
+var (
+	eotNames = []string{"<|eot_id|>", "<|end|>", "<|im_end|>", "<end_of_turn>", "<|endoftext|>",
+		"<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>"}
+	fimPreNames = []string{"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>"}
+	fimSufNames = []string{"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>"}
+	fimMidNames = []string{"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"}
+	fimPadNames = []string{"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}
+	fimRepNames = []string{"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}
+	fimSepNames = []string{"<|file_sep|>"}
+	eogNames    = []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+		"<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+		"<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~["}
+	alwaysRenderNames = []string{"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}
+)
+
+// findByNames returns the id of the first name in names present in the vocab.
+// llama.cpp scans an unordered_map, so when several names are present the
+// choice is unspecified there; the name order here is a fixed priority.
+func (t *Tokenizer) findByNames(names []string) int32 {
+	for _, n := range names {
+		if id, ok := t.toID[n]; ok {
+			return id
+		}
+	}
+	return None
+}
+
+func (t *Tokenizer) forceControl(id int32) {
+	if id != None {
+		t.attrs[id] |= attrControl
+	}
+}
+
+// fixupSpecial reproduces llama_vocab::impl::load's text-based special-token
+// detection and the end-of-generation set.
+func (t *Tokenizer) fixupSpecial() {
+	if t.eot == None {
+		t.eot = t.findByNames(eotNames)
+		t.forceControl(t.eot)
+	}
+	if t.eom == None {
+		t.eom = t.findByNames([]string{"<|eom_id|>"})
+		t.forceControl(t.eom)
+	}
+	for _, names := range [][]string{fimPreNames, fimSufNames, fimMidNames} {
+		t.forceControl(t.findByNames(names))
+	}
+	fimPad, fimRep, fimSep := t.findByNames(fimPadNames), t.findByNames(fimRepNames), t.findByNames(fimSepNames)
+	t.eog = make(map[int32]struct{})
+	for _, id := range []int32{fimPad, fimRep, fimSep} {
+		if id != None {
+			t.forceControl(id)
+			t.eog[id] = struct{}{}
+		}
+	}
+	for _, n := range eogNames {
+		if id, ok := t.toID[n]; ok {
+			t.eog[id] = struct{}{}
+			t.forceControl(id)
+		}
+	}
+	for _, n := range alwaysRenderNames {
+		if id, ok := t.toID[n]; ok {
+			t.attrs[id] = attrUserDefined
+		}
+	}
+	for _, id := range []int32{t.eos, t.eot, t.eom} {
+		if id != None {
+			t.eog[id] = struct{}{}
+		}
+	}
+	// o200k_harmony / solar-open: <|end|> is not end-of-generation when the
+	// EOG set also has <|return|> and <|call|> (or <|calls|> and <|flush|>).
+	var hasReturn, hasCall, hasFlush, hasEnd bool
+	endID, sID := None, None
+	var hasToolResponse bool
+	for id := range t.eog {
+		switch t.text[id] {
+		case "<|return|>":
+			hasReturn = true
+		case "<|call|>", "<|calls|>":
+			hasCall = true
+		case "<|flush|>":
+			hasFlush = true
+		case "<|end|>":
+			hasEnd, endID = true, id
+		case "<|tool_response>":
+			hasToolResponse = true
+		case "</s>":
+			sID = id
+		}
+	}
+	if (hasReturn && hasCall && hasEnd) || (hasCall && hasFlush && hasEnd) {
+		delete(t.eog, endID)
+		t.attrs[endID] = attrUserDefined
+	}
+	if hasToolResponse && sID != None {
+		delete(t.eog, sID)
+		t.attrs[sID] = attrNormal
+	}
+	for id := range t.eog {
+		t.eogList = append(t.eogList, id)
+	}
+	sort.Slice(t.eogList, func(i, j int) bool { return t.eogList[i] < t.eogList[j] })
+}
+
+func (t *Tokenizer) buildSpecialCache() {
+	for id, a := range t.attrs {
+		if a&(attrControl|attrUserDefined|attrUnknown) != 0 {
+			t.special = append(t.special, int32(id))
+		}
+	}
+	sort.SliceStable(t.special, func(i, j int) bool {
+		return len(t.text[t.special[i]]) > len(t.text[t.special[j]])
+	})
+}
+
+func (t *Tokenizer) buildPieces() {
+	t.pieces = make([][]byte, len(t.text))
+	for id := range t.text {
+		t.pieces[id] = t.makePiece(int32(id))
+	}
+}
+
+// makePiece is llama.cpp's token_to_piece for BPE vocabularies with special=true.
+func (t *Tokenizer) makePiece(id int32) []byte {
+	a := t.attrs[id]
+	txt := t.text[id]
+	switch {
+	case a&(attrUnknown|attrControl|attrUserDefined) != 0:
+		return []byte(txt)
+	case a&attrNormal != 0:
+		return decodeByteLevel(txt)
+	case a&attrByte != 0:
+		// "<0xXX>" byte tokens
+		if len(txt) == 6 && strings.HasPrefix(txt, "<0x") {
+			var v byte
+			for _, c := range txt[3:5] {
+				v <<= 4
+				switch {
+				case c >= '0' && c <= '9':
+					v |= byte(c - '0')
+				case c >= 'a' && c <= 'f':
+					v |= byte(c-'a') + 10
+				case c >= 'A' && c <= 'F':
+					v |= byte(c-'A') + 10
+				}
+			}
+			return []byte{v}
+		}
+		return nil
+	}
+	return nil
+}
+
+// NVocab is the number of tokens.
+func (t *Tokenizer) NVocab() int { return len(t.text) }
+
+// Pre is the pre-tokenizer name the tokenizer was built with.
+func (t *Tokenizer) Pre() string { return t.preName }
+
+// BOS, EOS, EOT, EOM and PAD return the special ids, or None.
+func (t *Tokenizer) BOS() int32 { return t.bos }
+
+// EOS returns the end-of-sequence id, or None.
+func (t *Tokenizer) EOS() int32 { return t.eos }
+
+// EOT returns the end-of-turn id (from metadata, or detected by name), or None.
+func (t *Tokenizer) EOT() int32 { return t.eot }
+
+// EOM returns the end-of-message id, or None.
+func (t *Tokenizer) EOM() int32 { return t.eom }
+
+// PAD returns the padding id, or None.
+func (t *Tokenizer) PAD() int32 { return t.pad }
+
+// AddBOS reports whether Encode with addSpecial prepends BOS.
+func (t *Tokenizer) AddBOS() bool { return t.addBOS }
+
+// IsEOG reports whether id ends generation (llama_vocab_is_eog).
+func (t *Tokenizer) IsEOG(id int32) bool {
+	_, ok := t.eog[id]
+	return ok
+}
+
+// EOGs returns the end-of-generation ids in ascending order.
+func (t *Tokenizer) EOGs() []int32 { return append([]int32(nil), t.eogList...) }
+
+// TokenText returns the raw vocabulary text of id ("" when out of range).
+func (t *Tokenizer) TokenText(id int32) string {
+	if id < 0 || int(id) >= len(t.text) {
+		return ""
+	}
+	return t.text[id]
+}
+
+// ID returns the id of the token with exactly this vocabulary text.
+func (t *Tokenizer) ID(text string) (int32, bool) {
+	id, ok := t.toID[text]
+	return id, ok
+}
+
+// IsControl reports whether id has the CONTROL attribute after load fix-ups
+// (such tokens print as nothing when special is false).
+func (t *Tokenizer) IsControl(id int32) bool {
+	return id >= 0 && int(id) < len(t.attrs) && t.attrs[id]&attrControl != 0
+}
+
+// Piece appends the bytes of token id to dst, as llama.cpp's token_to_piece:
+// NORMAL tokens are mapped back through the GPT-2 byte table; CONTROL and
+// UNKNOWN tokens give their text only when special is true; USER_DEFINED
+// tokens always give their text; UNUSED tokens give nothing. Out-of-range ids
+// give nothing.
+func (t *Tokenizer) Piece(dst []byte, id int32, special bool) []byte {
+	if id < 0 || int(id) >= len(t.text) {
+		return dst
+	}
+	if !special && t.attrs[id]&(attrUnknown|attrControl) != 0 {
+		return dst
+	}
+	return append(dst, t.pieces[id]...)
+}
+
+// Decode concatenates the pieces of ids (no space cleanup: llama.cpp's
+// clean_spaces is off for the supported pre-types). The result may hold
+// invalid UTF-8 if ids end in the middle of a character.
+func (t *Tokenizer) Decode(ids []int32, special bool) string {
+	var b []byte
+	for _, id := range ids {
+		b = t.Piece(b, id, special)
+	}
+	return string(b)
+}
