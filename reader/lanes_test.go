@@ -1,0 +1,211 @@
+package reader
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestLanesReadEverything(t *testing.T) {
+	dir := t.TempDir()
+	p0, d0 := writeFile(t, dir, "a.gguf", 2<<20+333, 7)
+	p1, d1 := writeFile(t, dir, "b.gguf", 1<<20+5, 8)
+	data := [][]byte{d0, d1}
+	f, err := Open([]string{p0, p1}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, lanes := range []int{1, 2, 4, 8} {
+		t.Run(fmt.Sprint(lanes), func(t *testing.T) {
+			l, err := StartLanes(context.Background(), f, lanes, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(uint64(lanes), 9))
+			const nreq = 64
+			type job struct {
+				rs   []Range
+				buf  []byte
+				done atomic.Int32
+				err  error
+			}
+			jobs := make([]*job, nreq)
+			var wg sync.WaitGroup
+			var payload int64
+			for i := range jobs {
+				j := &job{}
+				for range 1 + rng.IntN(3) {
+					s := rng.IntN(2)
+					n := int64(len(data[s]))
+					off := rng.Int64N(n)
+					j.rs = append(j.rs, Range{s, off, rng.Int64N(min(n-off, 300000) + 1)})
+					payload += j.rs[len(j.rs)-1].Len
+				}
+				j.buf = alloc(t, SpanBytes(j.rs))
+				jobs[i] = j
+				wg.Add(1)
+				err := l.Submit(context.Background(), Request{Buf: j.buf, Ranges: j.rs, Label: fmt.Sprint("job ", i),
+					Done: func(err error) { j.err = err; j.done.Add(1); wg.Done() }})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			wg.Wait()
+			l.Close()
+			for i, j := range jobs {
+				if j.done.Load() != 1 || j.err != nil {
+					t.Fatalf("job %d: done %d times, err %v", i, j.done.Load(), j.err)
+				}
+				v, _ := Views(nil, j.buf, j.rs)
+				for k, r := range j.rs {
+					if !bytes.Equal(v[k], data[r.Shard][r.Off:r.Off+r.Len]) {
+						t.Fatalf("job %d range %d: wrong bytes", i, k)
+					}
+				}
+			}
+			st := l.Stats()
+			if st.Reads != nreq || st.Payload != payload || len(st.Lanes) != lanes || st.Bytes < payload {
+				t.Errorf("stats %+v: want %d reads, payload %d", st.LaneStats, nreq, payload)
+			}
+			if err := l.Submit(context.Background(), Request{Done: func(error) {}}); !errors.Is(err, ErrClosed) {
+				t.Errorf("Submit after Close: %v, want ErrClosed", err)
+			}
+		})
+	}
+}
+
+// blockingFile blocks every read until release is closed.
+type blockingFile struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingFile) ReadAt(p []byte, off int64) (int, error) {
+	select {
+	case b.started <- struct{}{}:
+	default:
+	}
+	<-b.release
+	return len(p), nil
+}
+func (b *blockingFile) Close() error { return nil }
+
+func blockingFiles(t *testing.T) (*Files, *blockingFile) {
+	bf := &blockingFile{started: make(chan struct{}, 1), release: make(chan struct{})}
+	f, err := Open([]string{"blocking"}, Options{Open: func(string, bool) (File, error) { return bf, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, bf
+}
+
+// TestLanesCancel: cancelling the lanes' context fails queued requests with
+// the context error at once, and Close returns as soon as the read in
+// progress ends; no goroutine is left (goleak in TestMain).
+func TestLanesCancel(t *testing.T) {
+	f, bf := blockingFiles(t)
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	l, err := StartLanes(ctx, f, 1, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := alloc(t, BlockSize)
+	results := make(chan error, 8)
+	for range 5 {
+		if err := l.Submit(context.Background(), Request{Buf: buf, Ranges: []Range{{0, 0, 10}},
+			Done: func(err error) { results <- err }}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-bf.started // the lane is inside the first read
+	cancel()
+	close(bf.release)
+	var ok, cancelled int
+	for range 5 {
+		switch err := <-results; {
+		case err == nil:
+			ok++
+		case errors.Is(err, context.Canceled):
+			cancelled++
+		default:
+			t.Errorf("unexpected error %v", err)
+		}
+	}
+	if ok != 1 || cancelled != 4 {
+		t.Errorf("%d ok and %d cancelled, want 1 and 4", ok, cancelled)
+	}
+	done := make(chan struct{})
+	go func() { l.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hung after cancellation")
+	}
+}
+
+// TestLanesBackpressure: Submit blocks on a full queue (never drops) and gives
+// up with the submitter's context error.
+func TestLanesBackpressure(t *testing.T) {
+	f, bf := blockingFiles(t)
+	defer f.Close()
+	l, err := StartLanes(context.Background(), f, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := alloc(t, BlockSize)
+	var done atomic.Int32
+	req := Request{Buf: buf, Ranges: []Range{{0, 0, 10}}, Done: func(error) { done.Add(1) }}
+	if err := l.Submit(context.Background(), req); err != nil { // taken by the lane
+		t.Fatal(err)
+	}
+	<-bf.started
+	if err := l.Submit(context.Background(), req); err != nil { // fills the queue
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := l.Submit(ctx, req); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Submit on a full queue: %v, want DeadlineExceeded", err)
+	}
+	// A Submit blocked while Close starts still gets in and is served.
+	blocked := make(chan error, 1)
+	go func() { blocked <- l.Submit(context.Background(), req) }()
+	time.Sleep(10 * time.Millisecond)
+	closed := make(chan struct{})
+	go func() { l.Close(); close(closed) }()
+	close(bf.release)
+	if err := <-blocked; err != nil {
+		t.Fatalf("blocked Submit: %v", err)
+	}
+	<-closed
+	if done.Load() != 3 {
+		t.Errorf("Done called %d times, want 3", done.Load())
+	}
+}
+
+func TestStartLanesErrors(t *testing.T) {
+	if _, err := StartLanes(context.Background(), nil, 1, 1); err == nil {
+		t.Error("nil files accepted")
+	}
+	f, _ := blockingFiles(t)
+	defer f.Close()
+	if _, err := StartLanes(context.Background(), f, 0, 1); err == nil {
+		t.Error("0 lanes accepted")
+	}
+	l, err := StartLanes(context.Background(), f, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Submit(context.Background(), Request{}); err == nil {
+		t.Error("request without Done accepted")
+	}
+}
