@@ -30,6 +30,7 @@ type CLI struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	Inspect InspectCmd `cmd:"" help:"Show a GGUF model's architecture, hyper-parameters, tensors and expert/dense split."`
+	Replay  ReplayCmd  `cmd:"" help:"Replay expert-routing traces through cache policies: hit % and MiB read per token per budget."`
 }
 
 // Globals are what every subcommand receives from main.

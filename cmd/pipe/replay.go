@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pipe-engine/pipe/replay"
+)
+
+// ReplayCmd is `pipe replay TRACE…`: offline cache simulation of route_trace
+// v1 files, hit % and MiB read per token for each policy at each budget.
+type ReplayCmd struct {
+	Traces  []string `arg:"" name:"trace" help:"route_trace v1 file(s) (pipe run --route-trace, or BigMoeOnEdge's)." type:"existingfile"`
+	Budgets string   `help:"Cache budgets in MiB, comma-separated." default:"250,500,750,1000,1500,2000,3000,4000"`
+	Policy  string   `help:"Policies to compare, comma-separated: lru, lfu, random, layer, layer-lru, belady (offline optimum)." default:"lru,lfu,random,layer,belady"`
+	Phase   string   `help:"Lookups counted in hit %: decode (prefill only warms the cache) or all." enum:"decode,all" default:"decode"`
+	Seed    int64    `help:"Seed of the random policy." default:"1"`
+	Format  string   `help:"Output format: text, markdown or json." enum:"text,markdown,json" default:"text"`
+}
+
+// Run replays every trace and prints one report per trace.
+func (c *ReplayCmd) Run(g *Globals) error {
+	budgets, err := replay.ParseBudgets(c.Budgets)
+	if err != nil {
+		return err
+	}
+	phase, err := replay.ParsePhaseSel(c.Phase)
+	if err != nil {
+		return fmt.Errorf("--phase: %w", err)
+	}
+	var pols []string
+	for _, p := range strings.Split(c.Policy, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			pols = append(pols, p)
+		}
+	}
+	if len(c.Traces) > 1 && c.Format == "json" {
+		fmt.Fprint(g.Stdout, "[")
+		defer fmt.Fprintln(g.Stdout, "]")
+	}
+	for i, path := range c.Traces {
+		if err := g.Ctx.Err(); err != nil {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		tr, err := replay.Read(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("replay %s: %w", path, err)
+		}
+		seq := replay.Compile(tr)
+		g.Log.Debug().Str("trace", path).Int("batches", len(seq.Batches)).Int("decode_tokens", seq.DecodeTokens).Msg("replaying")
+		rep, err := replay.Sweep(filepath.Base(path), seq, replay.SweepOptions{Policies: pols, Budgets: budgets, Phase: phase, Seed: c.Seed})
+		if err != nil {
+			return fmt.Errorf("replay %s: %w", path, err)
+		}
+		if i > 0 {
+			if c.Format == "json" {
+				fmt.Fprint(g.Stdout, ",")
+			} else {
+				fmt.Fprintln(g.Stdout)
+			}
+		}
+		if err := rep.Write(g.Stdout, c.Format); err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+	}
+	return nil
+}
