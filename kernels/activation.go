@@ -1,0 +1,138 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/pipe-engine/pipe/quant"
+)
+
+// Sentinel errors; match them with errors.Is.
+var (
+	// ErrUnsupported: the weight type has no dot-product kernel.
+	ErrUnsupported = errors.New("kernels: unsupported weight type")
+	// ErrShape: a length or dimension does not fit the declared shape.
+	ErrShape = errors.New("kernels: shape mismatch")
+	// ErrClosed: the Pool was closed.
+	ErrClosed = errors.New("kernels: pool closed")
+)
+
+// ActivationType returns the format the activation vector is converted to
+// for rows of weight type t (ggml's vec_dot_type).
+func ActivationType(t quant.Type) (quant.Type, error) {
+	switch t {
+	case quant.Q4_0, quant.Q5_0, quant.Q8_0, quant.MXFP4:
+		return quant.Q8_0, nil
+	case quant.Q4_1, quant.Q5_1:
+		return quant.Q8_1, nil
+	case quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K:
+		return quant.Q8_K, nil
+	case quant.F16:
+		return quant.F16, nil
+	case quant.BF16:
+		return quant.BF16, nil
+	case quant.F32:
+		return quant.F32, nil
+	}
+	return 0, fmt.Errorf("%w: %v", ErrUnsupported, t)
+}
+
+// Supported reports whether rows of type t have a dot-product kernel.
+func Supported(t quant.Type) bool {
+	_, err := ActivationType(t)
+	return err == nil
+}
+
+// Activation is an activation vector converted to a weight type's
+// vec_dot_type, ready to be dotted with many rows. Build one with
+// QuantizeActivation or (*Activation).Quantize; it is read-only afterwards
+// and may be shared by goroutines.
+type Activation struct {
+	weight quant.Type // the weight type it was prepared for
+	typ    quant.Type // its own format (Q8_0, Q8_1, Q8_K, F16, BF16, F32)
+	cols   int
+
+	qs    []int8    // Q8_*: the quants, cols of them
+	d     []float32 // Q8_*: per block scale (Q8_0/Q8_1: the fp16-rounded value)
+	s     []float32 // Q8_1: per block fp16(d*sum(qs))
+	bsums []int16   // Q8_K: sums of 16 consecutive quants
+	h     []uint16  // F16/BF16: the converted values
+	f     []float32 // F32: a copy of x
+}
+
+// Type is the activation's own format (the vec_dot_type).
+func (a *Activation) Type() quant.Type { return a.typ }
+
+// WeightType is the weight type the activation was prepared for.
+func (a *Activation) WeightType() quant.Type { return a.weight }
+
+// Cols is the vector length.
+func (a *Activation) Cols() int { return a.cols }
+
+// QuantizeActivation converts x for dot products with rows of weight type t.
+// len(x) must be a whole number of t's blocks (and of the activation's
+// blocks).
+func QuantizeActivation(t quant.Type, x []float32) (*Activation, error) {
+	a := new(Activation)
+	if err := a.Quantize(t, x); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
+
+// Quantize converts x for rows of weight type t, reusing a's buffers.
+func (a *Activation) Quantize(t quant.Type, x []float32) error {
+	return a.quantizeWith(impl, t, x)
+}
+
+func (a *Activation) quantizeWith(m *implementation, t quant.Type, x []float32) error {
+	at, err := ActivationType(t)
+	if err != nil {
+		return err
+	}
+	n := len(x)
+	if bs := t.BlockSize(); n%bs != 0 {
+		return fmt.Errorf("%w: %d activations are not a multiple of %v's block size %d", ErrShape, n, t, bs)
+	}
+	if bs := at.BlockSize(); n%bs != 0 {
+		return fmt.Errorf("%w: %d activations are not a multiple of %v's block size %d", ErrShape, n, at, bs)
+	}
+	a.weight, a.typ, a.cols = t, at, n
+	switch at {
+	case quant.Q8_0:
+		a.qs = grow(a.qs, n)
+		a.d = grow(a.d, n/32)
+		m.quantQ8_0(x, a.qs, a.d)
+	case quant.Q8_1:
+		a.qs = grow(a.qs, n)
+		a.d = grow(a.d, n/32)
+		a.s = grow(a.s, n/32)
+		refQuantQ8_1(x, a.qs, a.d, a.s)
+	case quant.Q8_K:
+		a.qs = grow(a.qs, n)
+		a.d = grow(a.d, n/256)
+		a.bsums = grow(a.bsums, n/16)
+		m.quantQ8_K(x, a.qs, a.d, a.bsums)
+	case quant.F16:
+		a.h = grow(a.h, n)
+		for i, v := range x {
+			a.h[i] = fp32ToFP16(v)
+		}
+	case quant.BF16:
+		a.h = grow(a.h, n)
+		for i, v := range x {
+			a.h[i] = fp32ToBF16(v)
+		}
+	case quant.F32:
+		a.f = grow(a.f, n)
+		copy(a.f, x)
+	}
+	return nil
+}

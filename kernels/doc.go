@@ -1,0 +1,60 @@
+// Package kernels computes matrix × vector products over GGUF weight rows
+// stored in ggml's block formats (quant.Type). It is the compute core of
+// decode: every projection of every layer, and every routed expert, goes
+// through Pool.MatVec, Pool.MatVecQ or Pool.MatMul.
+//
+// # Numerical scheme
+//
+// The scheme is llama.cpp's CPU backend. The activation vector x is
+// converted once per product to the weight type's "vec_dot_type"
+// (ActivationType): Q8_0 for Q4_0, Q5_0, Q8_0 and MXFP4 rows; Q8_1 for Q4_1
+// and Q5_1 rows; Q8_K for Q2_K…Q6_K rows; F16 for F16 rows; BF16 for BF16
+// rows; F32 rows use x as is. The quantizers are llama.cpp's reference ones
+// (quantize_row_q8_0_ref, _q8_1_ref, _q8_K_ref: generic, not the x86 SIMD
+// variants, which round differently). Each row·activation dot product runs in
+// integers inside a block and applies the block scales in float32.
+//
+// The per-block integer sums are exact, so they equal llama.cpp's generic
+// ggml_vec_dot_*_generic sums; only the order in which the float32 block
+// contributions are accumulated differs. That order is fixed by this package
+// (it is what an 8-lane SIMD unit does) and is the same in every
+// implementation:
+//
+//   - Integer lanes: inside a block, element e contributes to lane
+//     (e mod 32)/4 (0..7), multiplied by its sub-block scale where the format
+//     has one; for 32-element blocks lane l is elements 4l..4l+3.
+//   - Per block and lane: acc[l] = acc[l] + float32(d * float32(lane[l])),
+//     with d = weight block scale × activation block scale rounded to
+//     float32, the product rounded separately (no fused multiply-add).
+//   - Formats with block minima (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K) accumulate the
+//     minimum term separately (one float32, or four lanes for Q4_K/Q5_K) and
+//     add/subtract it after the horizontal sum.
+//   - Horizontal sum of 8 lanes: r[i] = a[i]+a[i+4]; (r0+r2) + (r1+r3).
+//   - F32/F16/BF16 rows: four 8-lane accumulators over 32-element chunks,
+//     combined as (acc0+acc2)+(acc1+acc3), horizontally summed as above; the
+//     last len%32 elements are summed sequentially into a scalar added last.
+//
+// All float32 products and sums in the pure-Go code are written with explicit
+// float32 conversions so the Go compiler cannot fuse them into FMA on any
+// architecture.
+//
+// # Implementations
+//
+// The pure-Go reference (ref_*.go) is always built and covers every pair.
+// On amd64, hand-written Go assembly (no code generator; the *_amd64.s files)
+// implements the hot formats with AVX2 (Q8_0, Q4_K, Q5_K, Q6_K, MXFP4, F16,
+// F32 and the Q8_0/Q8_K activation quantizers). CPU features are detected
+// once at package init with golang.org/x/sys/cpu; the `purego` build tag
+// forces the reference everywhere. Every assembly routine follows the
+// reference's operation order exactly, so results are bit-identical to the
+// reference (the tests demand it), for any thread count. Lengths are checked
+// in Go before assembly is entered.
+//
+// # Concurrency and ownership
+//
+// A Pool owns its persistent worker goroutines; MatVec/MatVecQ/MatMul split
+// the rows over them and block until all rows are written. A Pool is safe for
+// concurrent use (calls are serialized). Weights, x and y are only borrowed
+// for the duration of a call; y must not alias w or x. An Activation is
+// immutable after Quantize returns and may be shared by concurrent readers.
+package kernels

@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package kernels
+
+func bestImpl() *implementation { return refImpl }
+
+func nativeImpls() []*implementation { return nil }

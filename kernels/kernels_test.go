@@ -1,0 +1,330 @@
+package kernels
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/pipe-engine/pipe/quant"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// colsFor returns test row lengths for t: odd block counts, and for the
+// float types lengths that leave a tail after the 32-element chunks.
+func colsFor(t quant.Type) []int {
+	switch t.BlockSize() {
+	case 1:
+		return []int{1, 7, 31, 32, 33, 95, 256, 1000}
+	case 32:
+		return []int{32, 96, 224, 2880}
+	}
+	return []int{256, 768, 2048}
+}
+
+func sameActivation(t *testing.T, name string, got, want *Activation) {
+	t.Helper()
+	if got.typ != want.typ || got.cols != want.cols {
+		t.Fatalf("%s: activation %v×%d, want %v×%d", name, got.typ, got.cols, want.typ, want.cols)
+	}
+	if !slices.Equal(got.qs, want.qs) || !slices.Equal(got.bsums, want.bsums) || !slices.Equal(got.h, want.h) {
+		t.Fatalf("%s: %v activation quants differ from the reference", name, got.typ)
+	}
+	for _, p := range [][2][]float32{{got.d, want.d}, {got.s, want.s}, {got.f, want.f}} {
+		if !bitsEqual(p[0], p[1]) {
+			t.Fatalf("%s: %v activation scales differ from the reference", name, got.typ)
+		}
+	}
+}
+
+func bitsEqual(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestImplementationsIdentical runs every implementation available on this
+// machine over the same inputs (unaligned weight slices, odd row counts)
+// and demands bit-identical activations and dot products.
+func TestImplementationsIdentical(t *testing.T) {
+	impls := implementations()
+	t.Logf("implementations: %d (in use: %s)", len(impls), Implementation())
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, typ := range allTypes {
+		for _, cols := range colsFor(typ) {
+			rows := 5
+			w0 := randRows(rng, typ, rows, cols)
+			x := randX(rng, cols)
+			want := new(Activation)
+			if err := want.quantizeWith(refImpl, typ, x); err != nil {
+				t.Fatal(err)
+			}
+			rb := len(w0) / rows
+			ref := make([]float32, rows)
+			for r := range ref {
+				ref[r] = refImpl.dots[typ](w0[r*rb:(r+1)*rb], want)
+			}
+			for _, m := range impls {
+				a := new(Activation)
+				if err := a.quantizeWith(m, typ, x); err != nil {
+					t.Fatal(err)
+				}
+				sameActivation(t, m.name, a, want)
+				for off := 0; off < 4; off++ {
+					buf := make([]byte, len(w0)+off)
+					w := buf[off:]
+					copy(w, w0)
+					for r := 0; r < rows; r++ {
+						got := m.dots[typ](w[r*rb:(r+1)*rb], a)
+						if math.Float32bits(got) != math.Float32bits(ref[r]) {
+							t.Fatalf("%s %v cols %d row %d offset %d: %g (%#x), reference %g (%#x)",
+								m.name, typ, cols, r, off, got, math.Float32bits(got), ref[r], math.Float32bits(ref[r]))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestQuantizersIdentical hammers the activation quantizers with rounding
+// ties, zero blocks and sign ties.
+func TestQuantizersIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for iter := 0; iter < 50; iter++ {
+		x := randX(rng, 256*(1+rng.IntN(12)))
+		for _, m := range implementations() {
+			for _, wt := range []quant.Type{quant.Q8_0, quant.Q4_K} {
+				var got, want Activation
+				if err := got.quantizeWith(m, wt, x); err != nil {
+					t.Fatal(err)
+				}
+				if err := want.quantizeWith(refImpl, wt, x); err != nil {
+					t.Fatal(err)
+				}
+				sameActivation(t, m.name, &got, &want)
+			}
+		}
+	}
+}
+
+// TestRoundingHelpers pins the scalar helpers to llama.cpp's definitions.
+func TestRoundingHelpers(t *testing.T) {
+	cases := []struct {
+		v    float32
+		rf   int8  // roundf: ties away from zero
+		near int32 // nearest_int: ties to even
+	}{{0.5, 1, 0}, {1.5, 2, 2}, {2.5, 3, 2}, {-0.5, -1, 0}, {-2.5, -3, -2}, {126.5, 127, 126}, {0.49999997, 0, 0}}
+	for _, c := range cases {
+		if g := roundf(c.v); g != c.rf {
+			t.Errorf("roundf(%v) = %d, want %d", c.v, g, c.rf)
+		}
+		if g := nearestInt(c.v); g != c.near {
+			t.Errorf("nearestInt(%v) = %d, want %d", c.v, g, c.near)
+		}
+	}
+	// fp16 round trip of every half value (NaNs aside) and RNE at a tie.
+	for h := 0; h < 1<<16; h++ {
+		if h&0x7c00 == 0x7c00 && h&0x3ff != 0 {
+			continue
+		}
+		if g := fp32ToFP16(fp16ToFP32(uint16(h))); g != uint16(h) {
+			t.Fatalf("fp16 round trip of %#x gave %#x", h, g)
+		}
+	}
+	if g := fp32ToFP16(1 + 1.0/2048); g != 0x3c00 { // tie between 1 and 1+2^-10 → even
+		t.Errorf("fp32ToFP16(1+2^-11) = %#x, want 0x3c00", g)
+	}
+	if g := fp32ToFP16(1 + 3.0/2048); g != 0x3c02 {
+		t.Errorf("fp32ToFP16(1+3·2^-11) = %#x, want 0x3c02", g)
+	}
+	if g := fp32ToBF16(math.Float32frombits(0x3f808000)); g != 0x3f80 {
+		t.Errorf("fp32ToBF16 tie = %#x, want 0x3f80", g)
+	}
+	if g := e8m0Half(127); g != 0.5 {
+		t.Errorf("e8m0Half(127) = %v, want 0.5", g)
+	}
+}
+
+const guard = 0x7fc0dead // a NaN pattern no kernel writes
+
+// guarded returns y of n elements inside a buffer with guard words around.
+func guarded(n int) (buf, y []float32) {
+	buf = make([]float32, n+16)
+	for i := range buf {
+		buf[i] = math.Float32frombits(guard)
+	}
+	return buf, buf[8 : 8+n]
+}
+
+func checkGuards(t *testing.T, buf []float32, n int) {
+	t.Helper()
+	for i := range buf {
+		if (i < 8 || i >= 8+n) && math.Float32bits(buf[i]) != guard {
+			t.Fatalf("guard word %d overwritten", i)
+		}
+	}
+}
+
+// TestPoolThreadsIdentical: MatVec gives identical bits for 1..4 threads
+// and equals the single-row kernel.
+func TestPoolThreadsIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	pools := []*Pool{NewPool(1), NewPool(2), NewPool(3), NewPool(4)}
+	defer func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}()
+	for _, typ := range allTypes {
+		cols := colsFor(typ)[len(colsFor(typ))-1]
+		for _, rows := range []int{1, 3, 97, 301} {
+			w := randRows(rng, typ, rows, cols)
+			x := randX(rng, cols)
+			a, err := QuantizeActivation(typ, x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rb := len(w) / rows
+			var first []float32
+			for _, p := range pools {
+				buf, y := guarded(rows)
+				if err := p.MatVec(typ, w, rows, cols, x, y); err != nil {
+					t.Fatal(err)
+				}
+				checkGuards(t, buf, rows)
+				if first == nil {
+					first = slices.Clone(y)
+					for r := 0; r < rows; r++ {
+						d, err := Dot(typ, w[r*rb:(r+1)*rb], a)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if math.Float32bits(d) != math.Float32bits(y[r]) {
+							t.Fatalf("%v: MatVec row %d = %g, Dot = %g", typ, r, y[r], d)
+						}
+					}
+					continue
+				}
+				if !bitsEqual(first, y) {
+					t.Fatalf("%v rows %d: %d threads differ from 1 thread", typ, rows, p.Threads())
+				}
+				buf2, y2 := guarded(rows)
+				if err := p.MatVecQ(typ, w, rows, cols, a, y2); err != nil {
+					t.Fatal(err)
+				}
+				checkGuards(t, buf2, rows)
+				if !bitsEqual(first, y2) {
+					t.Fatalf("%v rows %d: MatVecQ differs from MatVec", typ, rows)
+				}
+			}
+		}
+	}
+}
+
+// TestMatMulEqualsMatVec: each output vector of MatMul is MatVec's.
+func TestMatMulEqualsMatVec(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	p1, p2 := NewPool(1), NewPool(2)
+	defer p1.Close()
+	defer p2.Close()
+	for _, typ := range allTypes {
+		cols := colsFor(typ)[len(colsFor(typ))-1]
+		rows := 131
+		w := randRows(rng, typ, rows, cols)
+		for _, n := range []int{1, 2, 5} {
+			x := randX(rng, n*cols)
+			for _, p := range []*Pool{p1, p2} {
+				buf, y := guarded(n * rows)
+				if err := p.MatMul(typ, w, rows, cols, x, n, y); err != nil {
+					t.Fatal(err)
+				}
+				checkGuards(t, buf, n*rows)
+				for v := 0; v < n; v++ {
+					yv := make([]float32, rows)
+					if err := p1.MatVec(typ, w, rows, cols, x[v*cols:(v+1)*cols], yv); err != nil {
+						t.Fatal(err)
+					}
+					if !bitsEqual(yv, y[v*rows:(v+1)*rows]) {
+						t.Fatalf("%v n=%d threads=%d: MatMul vector %d differs from MatVec", typ, n, p.Threads(), v)
+					}
+				}
+				acts := make([]*Activation, n)
+				for v := range acts {
+					var err error
+					if acts[v], err = QuantizeActivation(typ, x[v*cols:(v+1)*cols]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				yq := make([]float32, n*rows)
+				if err := p.MatMulQ(typ, w, rows, cols, acts, yq); err != nil {
+					t.Fatal(err)
+				}
+				if !bitsEqual(yq, y) {
+					t.Fatalf("%v n=%d: MatMulQ differs from MatMul", typ, n)
+				}
+			}
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	p := NewPool(2)
+	w := make([]byte, 144*4)
+	x := make([]float32, 256)
+	y := make([]float32, 4)
+	aK, _ := QuantizeActivation(quant.Q4_K, x)
+	a0, _ := QuantizeActivation(quant.Q8_0, x)
+	cases := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"unsupported type", p.MatVec(quant.IQ2_XXS, w, 1, 256, x, y), ErrUnsupported},
+		{"unknown type", p.MatVec(quant.Type(99), w, 1, 256, x, y), ErrUnsupported},
+		{"short weights", p.MatVec(quant.Q4_K, w, 5, 256, x, y), ErrShape},
+		{"cols not whole blocks", p.MatVec(quant.Q4_K, w, 1, 100, x[:100], y), ErrShape},
+		{"x length", p.MatVec(quant.Q4_K, w, 4, 256, x[:255], y), ErrShape},
+		{"short y", p.MatVec(quant.Q4_K, w, 4, 256, x, y[:3]), ErrShape},
+		{"negative rows", p.MatVec(quant.Q4_K, w, -1, 256, x, y), ErrShape},
+		{"activation type", p.MatVecQ(quant.Q4_K, w, 4, 256, a0, y), ErrShape},
+		{"activation nil", p.MatVecQ(quant.Q4_K, w, 4, 256, nil, y), ErrShape},
+		{"matmul x", p.MatMul(quant.Q4_K, w, 4, 256, x, 2, y), ErrShape},
+		{"matmul y", p.MatMul(quant.Q4_K, w, 4, 256, append(x, x...), 2, y), ErrShape},
+		{"matmulq y", p.MatMulQ(quant.Q4_K, w, 4, 256, []*Activation{aK, aK}, y), ErrShape},
+	}
+	_, err := QuantizeActivation(quant.Q8_0, x[:33])
+	cases = append(cases, struct {
+		name string
+		err  error
+		want error
+	}{"activation length", err, ErrShape})
+	_, err = Dot(quant.Q4_K, w[:143], aK)
+	cases = append(cases, struct {
+		name string
+		err  error
+		want error
+	}{"dot row length", err, ErrShape})
+	for _, c := range cases {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s: error %v, want %v", c.name, c.err, c.want)
+		}
+	}
+	if err := p.MatVec(quant.Q4_K, w, 4, 256, x, y); err != nil {
+		t.Fatalf("valid call: %v", err)
+	}
+	p.Close()
+	p.Close()
+	if err := p.MatVec(quant.Q4_K, w, 4, 256, x, y); !errors.Is(err, ErrClosed) {
+		t.Errorf("after Close: %v, want ErrClosed", err)
+	}
+}

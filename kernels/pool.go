@@ -1,0 +1,262 @@
+package kernels
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pipe-engine/pipe/quant"
+)
+
+// Pool runs products on a fixed set of persistent worker goroutines (the
+// calling goroutine is one of the threads; Threads()-1 helpers wait on
+// channels between calls, no goroutine is started per call). Rows are handed
+// out in contiguous chunks through an atomic counter; every output element is
+// computed by the same single-row kernel whatever the chunking, so results
+// are identical for any thread count. Calls are serialized by a mutex, so a
+// Pool is safe for concurrent use; Close stops the helpers.
+type Pool struct {
+	threads int
+
+	mu     sync.Mutex // held for a whole call
+	closed bool
+	wake   []chan struct{}
+	done   sync.WaitGroup // helpers still running the current job
+	exited sync.WaitGroup // helpers still alive
+
+	job    job
+	act    Activation     // MatVec's quantized x
+	single [1]*Activation // the one activation of MatVec/MatVecQ
+	batch  []*Activation  // MatMul's quantized x, grown on demand
+}
+
+// job is one product; its fields are written by the caller before helpers are
+// woken (the channel send publishes them) and only read afterwards.
+type job struct {
+	dot   dotFunc
+	w     []byte
+	rb    int
+	rows  int
+	acts  []*Activation
+	y     []float32
+	chunk int
+	next  atomic.Int64
+}
+
+// parallelMinBytes: below this many weight bytes × vectors a product runs on
+// the calling goroutine only (waking helpers would cost more than it saves).
+const parallelMinBytes = 64 << 10
+
+// chunkBytes is the target amount of weight bytes per work unit.
+const chunkBytes = 32 << 10
+
+// NewPool starts a pool of threads threads (values < 1 mean 1).
+func NewPool(threads int) *Pool {
+	if threads < 1 {
+		threads = 1
+	}
+	p := &Pool{threads: threads}
+	for i := 1; i < threads; i++ {
+		ch := make(chan struct{})
+		p.wake = append(p.wake, ch)
+		p.exited.Add(1)
+		go p.helper(ch)
+	}
+	return p
+}
+
+func (p *Pool) helper(ch chan struct{}) {
+	defer p.exited.Done()
+	for range ch {
+		p.job.run()
+		p.done.Done()
+	}
+}
+
+// Threads is the number of threads products run on.
+func (p *Pool) Threads() int { return p.threads }
+
+// Close stops the helper goroutines and waits for them. Calls after Close
+// fail with ErrClosed. Close is idempotent.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	for _, ch := range p.wake {
+		close(ch)
+	}
+	p.exited.Wait()
+}
+
+// run processes chunks until none are left.
+func (j *job) run() {
+	n := len(j.acts)
+	for {
+		c := int(j.next.Add(1)) - 1
+		r0 := c * j.chunk
+		if r0 >= j.rows {
+			return
+		}
+		r1 := min(r0+j.chunk, j.rows)
+		if n == 1 {
+			a := j.acts[0]
+			y := j.y
+			for r := r0; r < r1; r++ {
+				y[r] = j.dot(j.w[r*j.rb:(r+1)*j.rb], a)
+			}
+			continue
+		}
+		for r := r0; r < r1; r++ {
+			row := j.w[r*j.rb : (r+1)*j.rb]
+			for v, a := range j.acts {
+				j.y[v*j.rows+r] = j.dot(row, a)
+			}
+		}
+	}
+}
+
+// execute runs the prepared job on as many threads as it is worth.
+func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation, y []float32) {
+	j := &p.job
+	j.dot = impl.dots[t]
+	j.w, j.rb, j.rows, j.acts, j.y = w, rb, rows, acts, y
+	j.next.Store(0)
+	work := rb * rows * len(acts)
+	helpers := 0
+	if p.threads > 1 && work >= parallelMinBytes {
+		chunk := max(1, chunkBytes/(rb*len(acts)))
+		// at least 4 chunks per thread for balance when other processes
+		// compete for the cores
+		chunk = min(chunk, max(1, rows/(4*p.threads)))
+		j.chunk = chunk
+		nchunks := (rows + chunk - 1) / chunk
+		helpers = min(p.threads-1, nchunks-1)
+	} else {
+		j.chunk = max(rows, 1)
+	}
+	p.done.Add(helpers)
+	for i := 0; i < helpers; i++ {
+		p.wake[i] <- struct{}{}
+	}
+	j.run()
+	p.done.Wait()
+	j.w, j.acts, j.y = nil, nil, nil
+}
+
+// MatVec computes y[r] = row_r(w) · x for r < rows, where w holds rows rows
+// of cols elements of type t. x is quantized once (ActivationType).
+// len(x) == cols, len(y) >= rows.
+func (p *Pool) MatVec(t quant.Type, w []byte, rows, cols int, x []float32, y []float32) error {
+	rb, err := rowBytes(t, w, rows, cols)
+	if err != nil {
+		return err
+	}
+	if len(x) != cols {
+		return fmt.Errorf("%w: x has %d elements, want %d", ErrShape, len(x), cols)
+	}
+	if len(y) < rows {
+		return fmt.Errorf("%w: y has %d elements, want %d", ErrShape, len(y), rows)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	if err := p.act.Quantize(t, x); err != nil {
+		return err
+	}
+	p.single[0] = &p.act
+	p.execute(t, w, rb, rows, p.single[:], y)
+	return nil
+}
+
+// MatVecQ is MatVec with an activation prepared by QuantizeActivation for
+// rows of type t (so one quantized x can serve several matrices with the
+// same cols, such as an expert's gate and up projections).
+func (p *Pool) MatVecQ(t quant.Type, w []byte, rows, cols int, a *Activation, y []float32) error {
+	rb, err := rowBytes(t, w, rows, cols)
+	if err != nil {
+		return err
+	}
+	if err := checkAct(t, cols, a); err != nil {
+		return err
+	}
+	if len(y) < rows {
+		return fmt.Errorf("%w: y has %d elements, want %d", ErrShape, len(y), rows)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	p.single[0] = a
+	p.execute(t, w, rb, rows, p.single[:], y)
+	p.single[0] = nil
+	return nil
+}
+
+// MatMul computes n products at once: x is n vectors of cols elements
+// (row-major, n×cols), y receives n vectors of rows elements (n×rows).
+// Each weight row is read from memory once for all n vectors, and each
+// output vector equals MatVec's for the same x, bit for bit.
+func (p *Pool) MatMul(t quant.Type, w []byte, rows, cols int, x []float32, n int, y []float32) error {
+	rb, err := rowBytes(t, w, rows, cols)
+	if err != nil {
+		return err
+	}
+	if n < 0 || len(x) != n*cols {
+		return fmt.Errorf("%w: x has %d elements, want %d×%d", ErrShape, len(x), n, cols)
+	}
+	if len(y) < n*rows {
+		return fmt.Errorf("%w: y has %d elements, want %d×%d", ErrShape, len(y), n, rows)
+	}
+	if n == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	for len(p.batch) < n {
+		p.batch = append(p.batch, new(Activation))
+	}
+	acts := p.batch[:n]
+	for i, a := range acts {
+		if err := a.Quantize(t, x[i*cols:(i+1)*cols]); err != nil {
+			return err
+		}
+	}
+	p.execute(t, w, rb, rows, acts, y)
+	return nil
+}
+
+// MatMulQ is MatMul over prepared activations (all for rows of type t and
+// length cols); y is len(acts)×rows.
+func (p *Pool) MatMulQ(t quant.Type, w []byte, rows, cols int, acts []*Activation, y []float32) error {
+	rb, err := rowBytes(t, w, rows, cols)
+	if err != nil {
+		return err
+	}
+	for i, a := range acts {
+		if err := checkAct(t, cols, a); err != nil {
+			return fmt.Errorf("activation %d: %w", i, err)
+		}
+	}
+	if len(y) < len(acts)*rows {
+		return fmt.Errorf("%w: y has %d elements, want %d×%d", ErrShape, len(y), len(acts), rows)
+	}
+	if len(acts) == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	p.execute(t, w, rb, rows, acts, y)
+	return nil
+}
