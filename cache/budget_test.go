@@ -1,0 +1,238 @@
+package cache
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeRoots builds a fake /proc and cgroup tree from path → content.
+func fakeRoots(t *testing.T, files map[string]string) (proc, cg string) {
+	t.Helper()
+	root := t.TempDir()
+	for p, content := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(root, "proc"), filepath.Join(root, "cg")
+}
+
+const meminfo = "MemTotal:       24683548 kB\nMemFree:        20000000 kB\nMemAvailable:   16777216 kB\nCached:          1000000 kB\n" // 16 GiB available
+
+func TestAutoBudget(t *testing.T) {
+	const gib = 1 << 30
+	opts := AutoOptions{DenseBytes: 1 * gib, KVBytes: 256 * mib, FloorBytes: 512 * mib}
+	for _, tc := range []struct {
+		name    string
+		files   map[string]string
+		opts    func(o *AutoOptions)
+		budget  int64
+		source  string
+		explain []string
+	}{
+		{
+			name: "v1 limit",
+			files: map[string]string{
+				"proc/meminfo":                                    meminfo,
+				"proc/self/cgroup":                                "12:cpu,cpuacct:/x\n4:memory:/process_api/abc\n0::/\n",
+				"cg/memory/memory.limit_in_bytes":                 "9223372036854771712\n",
+				"cg/memory/process_api/abc/memory.limit_in_bytes": "8589934592\n", // 8 GiB
+				"cg/memory/process_api/abc/memory.usage_in_bytes": "1610612736\n", // 1.5 GiB, 1 GiB of it inactive file
+				"cg/memory/process_api/abc/memory.stat":           "cache 1073741824\ntotal_inactive_file 1073741824\n",
+				"cg/memory/process_api/memory.limit_in_bytes":     "9223372036854771712\n",
+			},
+			budget:  8*gib - 512*mib - 1*gib - 256*mib - 512*mib,
+			source:  "cgroup v1",
+			explain: []string{"cgroup v1 limit 8192 MiB - used 512 MiB", "dense 1024 MiB", "KV 256 MiB", "floor 512 MiB"},
+		},
+		{
+			name: "v1 ancestor is tighter",
+			files: map[string]string{
+				"proc/meminfo":                        meminfo,
+				"proc/self/cgroup":                    "4:memory:/a/b\n",
+				"cg/memory/a/b/memory.limit_in_bytes": "8589934592\n",
+				"cg/memory/a/memory.limit_in_bytes":   "4294967296\n",
+				"cg/memory/a/memory.usage_in_bytes":   "0\n",
+			},
+			budget: 4*gib - 1*gib - 256*mib - 512*mib,
+			source: "cgroup v1",
+		},
+		{
+			name: "v1 namespaced path falls back to the mount root",
+			files: map[string]string{
+				"proc/meminfo":                    meminfo,
+				"proc/self/cgroup":                "4:memory:/docker/123\n",
+				"cg/memory/memory.limit_in_bytes": "4294967296\n",
+				"cg/memory/memory.usage_in_bytes": "0\n",
+			},
+			budget: 4*gib - 1*gib - 256*mib - 512*mib,
+			source: "cgroup v1",
+		},
+		{
+			name: "v1 unlimited uses MemAvailable",
+			files: map[string]string{
+				"proc/meminfo":                    meminfo,
+				"proc/self/cgroup":                "4:memory:/\n",
+				"cg/memory/memory.limit_in_bytes": "9223372036854771712\n",
+			},
+			budget:  16*gib - 1*gib - 256*mib - 512*mib,
+			source:  "MemAvailable",
+			explain: []string{"no cgroup limit; MemAvailable 16384 MiB"},
+		},
+		{
+			name: "v2 limit, ceiling and slots",
+			files: map[string]string{
+				"proc/meminfo":                           meminfo,
+				"proc/self/cgroup":                       "0::/user.slice/run.scope\n",
+				"cg/cgroup.controllers":                  "cpu memory\n",
+				"cg/user.slice/memory.max":               "max\n",
+				"cg/user.slice/run.scope/memory.max":     "6442450944\n", // 6 GiB
+				"cg/user.slice/run.scope/memory.current": "104857600\n",  // 100 MiB
+				"cg/user.slice/run.scope/memory.stat":    "anon 1\ninactive_file 52428800\n",
+			},
+			opts:    func(o *AutoOptions) { o.CeilBytes = 4000 * mib; o.SlotBytes = 3 * mib },
+			budget:  1333 * 3 * mib,
+			source:  "cgroup v2",
+			explain: []string{"cgroup v2 limit 6144 MiB - used 50 MiB", "clamped by --cache-ceil-mb to 4000 MiB", "1333 slots of 3 MiB"},
+		},
+		{
+			name: "v2 on a hybrid system",
+			files: map[string]string{
+				"proc/meminfo":                  meminfo,
+				"proc/self/cgroup":              "1:name=systemd:/\n0::/s\n",
+				"cg/unified/cgroup.controllers": "memory\n",
+				"cg/unified/s/memory.max":       "3221225472\n",
+			},
+			budget: 3*gib - 1*gib - 256*mib - 512*mib,
+			source: "cgroup v2",
+		},
+		{
+			name: "MemAvailable below the cgroup limit",
+			files: map[string]string{
+				"proc/meminfo":          "MemAvailable: 2097152 kB\n", // 2 GiB
+				"proc/self/cgroup":      "0::/\n",
+				"cg/cgroup.controllers": "memory\n",
+				"cg/memory.max":         "8589934592\n",
+			},
+			budget:  2*gib - 1*gib - 256*mib - 512*mib,
+			source:  "MemAvailable",
+			explain: []string{"capped by MemAvailable 2048 MiB"},
+		},
+		{
+			name: "nothing left",
+			files: map[string]string{
+				"proc/meminfo":     "MemFree: 1048576 kB\nCached: 524288 kB\n", // no MemAvailable: 1.5 GiB
+				"proc/self/cgroup": "0::/\n",
+			},
+			budget:  0,
+			source:  "MemAvailable",
+			explain: []string{"MemAvailable 1536 MiB", "nothing left: budget 0"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proc, cg := fakeRoots(t, tc.files)
+			o := opts
+			o.ProcRoot, o.CgroupRoot = proc, cg
+			if tc.opts != nil {
+				tc.opts(&o)
+			}
+			a, err := AutoBudget(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Budget != tc.budget {
+				t.Errorf("budget %d MiB, want %d MiB (%s)", a.Budget/mib, tc.budget/mib, a.Explain)
+			}
+			if !strings.HasPrefix(a.Source, tc.source) {
+				t.Errorf("source %q, want %q", a.Source, tc.source)
+			}
+			for _, s := range tc.explain {
+				if !strings.Contains(a.Explain, s) {
+					t.Errorf("explanation %q lacks %q", a.Explain, s)
+				}
+			}
+		})
+	}
+}
+
+func TestAutoBudgetErrors(t *testing.T) {
+	proc, cg := fakeRoots(t, map[string]string{"proc/other": ""})
+	if _, err := AutoBudget(AutoOptions{ProcRoot: proc, CgroupRoot: cg}); !errors.Is(err, ErrNoMemInfo) {
+		t.Errorf("no meminfo, no cgroup: %v", err)
+	}
+	proc, cg = fakeRoots(t, map[string]string{
+		"proc/meminfo": meminfo, "proc/self/cgroup": "0::/\n", "cg/memory.max": "lots\n",
+	})
+	if _, _, err := CgroupLimit(proc, cg); err == nil || !strings.Contains(err.Error(), "memory.max") {
+		t.Errorf("garbage memory.max: %v", err)
+	}
+}
+
+func TestAutoBudgetReal(t *testing.T) {
+	a, err := AutoBudget(AutoOptions{FloorBytes: DefaultFloorMB * mib})
+	if err != nil {
+		t.Skip(err)
+	}
+	if a.Budget < 0 || a.Available <= 0 || a.Explain == "" {
+		t.Errorf("%+v", a)
+	}
+	t.Log(a.Explain)
+}
+
+func TestCliffWarning(t *testing.T) {
+	ws := TokenWorkingSet(48, 8, SlotSize(2789376, 2790000)) // 48 layers, top-8
+	if ws != 48*8*2793472 {
+		t.Fatalf("working set %d", ws)
+	}
+	for _, tc := range []struct {
+		budget int64
+		want   []string
+	}{
+		{0, nil},
+		{ws, nil},
+		{ws + 1, nil},
+		{1000 * mib, []string{"cache budget 1000 MiB", "is 23 MiB", "(2.2 %)", "working set of 1023 MiB", "at least 1023"}},
+	} {
+		w := CliffWarning(tc.budget, ws)
+		if (w == "") != (tc.want == nil) {
+			t.Errorf("budget %d: %q", tc.budget, w)
+		}
+		for _, s := range tc.want {
+			if !strings.Contains(w, s) {
+				t.Errorf("warning %q lacks %q", w, s)
+			}
+		}
+	}
+}
+
+func TestSlotSize(t *testing.T) {
+	for _, tc := range []struct {
+		spans []int64
+		want  int64
+	}{{nil, 0}, {[]int64{1}, 4096}, {[]int64{4096, 100}, 4096}, {[]int64{3059712 + 8192, 3000000}, 3067904}} {
+		if got := SlotSize(tc.spans...); got != tc.want {
+			t.Errorf("SlotSize(%v) = %d, want %d", tc.spans, got, tc.want)
+		}
+	}
+}
+
+func TestPeakRSS(t *testing.T) {
+	peak, cur, err := PeakRSS("")
+	if err != nil {
+		t.Skip(err)
+	}
+	if cur <= 0 || peak < cur {
+		t.Errorf("peak %d cur %d", peak, cur)
+	}
+	proc, _ := fakeRoots(t, map[string]string{"proc/self/status": "Name: x\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n"})
+	if peak, cur, err := PeakRSS(proc); err != nil || peak != 2<<20 || cur != 1<<20 {
+		t.Errorf("fake status: %d %d %v", peak, cur, err)
+	}
+}
