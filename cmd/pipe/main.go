@@ -29,6 +29,7 @@ type CLI struct {
 
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
+	Run     RunCmd     `cmd:"" help:"Decode a prompt, streaming routed experts from flash (the main job)."`
 	Inspect InspectCmd `cmd:"" help:"Show a GGUF model's architecture, hyper-parameters, tensors and expert/dense split."`
 	Replay  ReplayCmd  `cmd:"" help:"Replay expert-routing traces through cache policies: hit % and MiB read per token per budget."`
 }

@@ -1,0 +1,203 @@
+// Package ffn is the compute stage of a MoE layer: it takes a layer's routed
+// experts as their bytes become ready (cache hits at once, misses as the
+// reader lanes finish them), runs each expert over the tokens routed to it
+// into that expert's own output buffers, and finally sums every token's
+// expert outputs in top-k rank order.
+//
+// The rank-order sum is the engine's bit-exactness invariant: arrival order
+// decides only when an expert is computed, never how its result is combined,
+// so the output is identical for any number of reader lanes, cache budget,
+// overlap setting or prefetch policy.
+//
+// Ownership: a Stage owns its scratch buffers and is used by one goroutine at
+// a time (the decode loop). Ready values lend expert bytes to the stage until
+// it calls their Release, which it does as soon as the expert is computed.
+package ffn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pipe-engine/pipe/model"
+)
+
+// Job is one layer's MoE work for a batch of tokens.
+type Job struct {
+	Layer int
+	K     int           // experts per token
+	X     [][]float32   // normalised input per token (n_embd)
+	IDs   [][]int       // [token][rank] expert ids
+	W     [][]float32   // [token][rank] weights
+	Out   [][]float32   // [token] output (n_embd), overwritten
+	Order []int         // distinct experts, first-appearance order (token-major, rank order)
+	users map[int][]use // expert -> (token, rank) pairs
+}
+
+type use struct{ t, r int }
+
+// Plan fills j.Order and the expert→token index from j.IDs.
+func (j *Job) Plan() {
+	j.users = make(map[int][]use)
+	j.Order = j.Order[:0]
+	for t, ids := range j.IDs {
+		for r, e := range ids[:j.K] {
+			if _, seen := j.users[e]; !seen {
+				j.Order = append(j.Order, e)
+			}
+			j.users[e] = append(j.users[e], use{t, r})
+		}
+	}
+}
+
+// Tokens is the number of tokens routed to expert e.
+func (j *Job) Tokens(e int) int { return len(j.users[e]) }
+
+// Ready is an expert whose bytes are available (or whose read failed).
+type Ready struct {
+	Expert  int
+	Parts   [][]byte // the expert's projections, in the architecture's order
+	Err     error
+	Release func() // unpins the bytes; called once by the stage
+}
+
+// Stats are the stage's timings for one job.
+type Stats struct {
+	Stall   time.Duration // waiting for an expert with nothing to compute
+	Compute time.Duration // computing experts and the weighted sum
+	Experts int
+}
+
+// Stage computes MoE layers with an architecture's expert math.
+type Stage struct {
+	fn      model.ExpertFFN
+	nEmbd   int
+	scratch model.Scratch
+	ys      []float32 // [token][rank] outputs
+	xs, os  []float32 // gathered inputs / outputs of one expert
+}
+
+// New returns a stage for an architecture whose hidden size is nEmbd.
+func New(fn model.ExpertFFN, nEmbd int) *Stage { return &Stage{fn: fn, nEmbd: nEmbd} }
+
+// Begin prepares the per-(token, rank) buffers for job.
+func (s *Stage) Begin(j *Job) {
+	n := len(j.X) * j.K * s.nEmbd
+	if cap(s.ys) < n {
+		s.ys = make([]float32, n)
+	}
+	s.ys = s.ys[:n]
+}
+
+// Consume takes want Ready values from ch and computes them. With overlap,
+// each expert is computed as soon as it arrives; without, the stage first
+// waits until all want experts are ready (the serial A/B baseline). Every
+// received value is released, also on error.
+func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan Ready, want int, overlap bool, st *Stats) error {
+	var pending []Ready
+	defer func() {
+		for _, r := range pending {
+			if r.Release != nil {
+				r.Release()
+			}
+		}
+	}()
+	var firstErr error
+	for got := 0; got < want; got++ {
+		t0 := time.Now()
+		var r Ready
+		select {
+		case r = <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		st.Stall += time.Since(t0)
+		if r.Err != nil {
+			if r.Release != nil {
+				r.Release()
+			}
+			if firstErr == nil {
+				firstErr = r.Err
+			}
+			continue
+		}
+		if !overlap || firstErr != nil {
+			pending = append(pending, r)
+			continue
+		}
+		err := s.compute(j, r, st)
+		if r.Release != nil {
+			r.Release()
+		}
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	for len(pending) > 0 {
+		r := pending[0]
+		pending = pending[1:]
+		err := s.compute(j, r, st)
+		if r.Release != nil {
+			r.Release()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Stage) compute(j *Job, r Ready, st *Stats) error {
+	t0 := time.Now()
+	defer func() { st.Compute += time.Since(t0) }()
+	us, ok := j.users[r.Expert]
+	if !ok {
+		return fmt.Errorf("%w: layer %d expert %d", ErrNotRouted, j.Layer, r.Expert)
+	}
+	E, n := s.nEmbd, len(us)
+	if cap(s.xs) < n*E {
+		s.xs = make([]float32, n*E)
+		s.os = make([]float32, n*E)
+	}
+	xs, os := s.xs[:n*E], s.os[:n*E]
+	for i, u := range us {
+		copy(xs[i*E:(i+1)*E], j.X[u.t])
+	}
+	if err := s.fn.ComputeExpert(j.Layer, r.Expert, r.Parts, n, xs, os, &s.scratch); err != nil {
+		return err
+	}
+	for i, u := range us {
+		copy(s.ys[(u.t*j.K+u.r)*E:], os[i*E:(i+1)*E])
+	}
+	st.Experts++
+	return nil
+}
+
+// Finish writes each token's output: Σ_rank w·y in rank order (ggml's
+// weighted MUL then chained ADDs).
+func (s *Stage) Finish(j *Job, st *Stats) {
+	t0 := time.Now()
+	E := s.nEmbd
+	for t, out := range j.Out {
+		y0 := s.ys[(t*j.K)*E:]
+		w0 := j.W[t][0]
+		for i := 0; i < E; i++ {
+			out[i] = y0[i] * w0
+		}
+		for r := 1; r < j.K; r++ {
+			y := s.ys[(t*j.K+r)*E:]
+			w := j.W[t][r]
+			for i := 0; i < E; i++ {
+				out[i] += float32(y[i] * w) // explicit rounding: never fused into an FMA
+			}
+		}
+	}
+	st.Compute += time.Since(t0)
+}
+
+// ErrNotRouted is returned when a ready expert was never requested.
+var ErrNotRouted = errors.New("ffn: expert not routed")

@@ -1,0 +1,198 @@
+// Package model holds the mathematics of the supported architectures: what a
+// decode step computes, independent of where the weights come from.
+//
+// The seam the whole engine is built around is MoE: an architecture computes
+// attention, norms and the router logits itself, then hands the normalised
+// hidden states and the router logits of one layer to a MoE implementation
+// ("give me these tokens' routed-expert output") that the stages package
+// provides. The stages decide where expert bytes come from (a whole-file mmap,
+// or O_DIRECT reads into a bounded cache) and in which order experts are
+// computed; the architecture supplies the per-expert math through ExpertFFN
+// and the gating rule through RouterSpec. Nothing here names a stage, and the
+// stages never name an architecture: architectures register themselves with
+// Register and are found by their GGUF general.architecture string.
+//
+// Buffers: a Model reads its dense weights from a DenseSource it does not
+// own (the caller keeps it alive and unchanged until Close); expert bytes are
+// passed per call and are only read for the duration of that call. A Model is
+// safe for concurrent use by ExpertFFN calls (they only read weights and
+// write the caller's buffers); Forward on one State is not re-entrant.
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/kernels"
+	"github.com/pipe-engine/pipe/quant"
+)
+
+// Sentinel errors.
+var (
+	// ErrUnsupportedArch: the file's architecture is recognised or unknown but cannot run.
+	ErrUnsupportedArch = errors.New("unsupported architecture")
+	// ErrContextFull: the tokens do not fit in the context window.
+	ErrContextFull = errors.New("context window exceeded")
+	// ErrBadModel: a tensor the architecture needs is missing or has the wrong shape.
+	ErrBadModel = errors.New("bad model")
+)
+
+// DenseSource returns the bytes of a dense (non-expert) tensor. The slice
+// stays valid and unchanged until the source is closed by its owner.
+type DenseSource interface {
+	TensorBytes(ti *gguf.TensorInfo) ([]byte, error)
+}
+
+// MoE computes the routed-expert output of one layer for a batch of tokens.
+// x[t] is token t's normalised FFN input, logits[t] its router logits; out[t]
+// must be overwritten with Σ_rank weight·expert(x[t]) summed in top-k rank
+// order. Implementations may read experts from anywhere but must produce the
+// same bits whatever their I/O order.
+type MoE interface {
+	RunMoE(ctx context.Context, layer int, x, logits [][]float32, out [][]float32) error
+}
+
+// Gating names how router logits become expert weights.
+type Gating int
+
+const (
+	// SoftmaxTopKNorm: softmax over all experts, top-k, optionally renormalise (Qwen).
+	SoftmaxTopK Gating = iota
+	// TopKSoftmax: top-k over the raw logits, softmax over the k selected (gpt-oss).
+	TopKSoftmax
+)
+
+// RouterSpec is the gating rule of a layer.
+type RouterSpec struct {
+	Gating    Gating
+	NExpert   int
+	K         int  // experts used per token
+	Normalize bool // renormalise the selected weights to sum 1 (SoftmaxTopK only)
+}
+
+// ExpertFFN is an architecture's per-expert math. parts are the expert's byte
+// ranges in Desc.Experts order (e.g. gate, up, down). x holds the inputs of the
+// n tokens routed to this expert (n×n_embd, token-major), out receives the
+// expert's unweighted outputs (n×n_embd). scratch is owned by the caller, one
+// per concurrent caller. The result for a token does not depend on which
+// other tokens share the call.
+type ExpertFFN interface {
+	ComputeExpert(layer, expert int, parts [][]byte, n int, x, out []float32, scratch *Scratch) error
+}
+
+// Scratch holds per-goroutine temporaries for ExpertFFN.
+type Scratch struct {
+	A, B []float32
+}
+
+// Grow returns s's buffers resized to at least n floats each.
+func (s *Scratch) Grow(n int) ([]float32, []float32) {
+	if cap(s.A) < n {
+		s.A = make([]float32, n)
+		s.B = make([]float32, n)
+	}
+	return s.A[:n], s.B[:n]
+}
+
+// KVType is the element type of the KV cache.
+type KVType int
+
+const (
+	KVF16 KVType = iota // llama.cpp's default
+	KVF32
+)
+
+// String implements fmt.Stringer.
+func (k KVType) String() string {
+	if k == KVF32 {
+		return "f32"
+	}
+	return "f16"
+}
+
+// Model is one loaded architecture instance.
+type Model interface {
+	ExpertFFN
+	Desc() *Desc
+	// Router returns the gating rule of layer.
+	Router(layer int) RouterSpec
+	// NewState allocates a KV cache for nCtx positions.
+	NewState(nCtx int, kv KVType) (*State, error)
+	// Forward feeds tokens at the state's next positions and returns the
+	// logits of every fed position when all is true, else of the last one.
+	Forward(ctx context.Context, st *State, tokens []int32, moe MoE, all bool) ([][]float32, error)
+	// ExpertScratchFloats is how many floats ComputeExpert needs per token in each scratch buffer.
+	ExpertScratchFloats() int
+}
+
+// Options configure a model instance.
+type Options struct {
+	Pool *kernels.Pool // matrix kernels; required
+	// ExpertsUsed overrides k when > 0 (lossy but deterministic).
+	ExpertsUsed int
+}
+
+// Factory builds an architecture instance from its description.
+type Factory func(d *Desc, src DenseSource, opt Options) (Model, error)
+
+var (
+	regMu    sync.Mutex
+	registry = map[string]Factory{}
+)
+
+// Register makes an architecture available under its GGUF name. Called once
+// from the architecture package's init.
+func Register(arch string, f Factory) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := registry[arch]; dup {
+		panic("model: architecture registered twice: " + arch)
+	}
+	registry[arch] = f
+}
+
+// Runnable reports whether an architecture is registered.
+func Runnable(arch string) bool {
+	regMu.Lock()
+	defer regMu.Unlock()
+	_, ok := registry[arch]
+	return ok
+}
+
+// Architectures lists the registered architectures.
+func Architectures() []string {
+	regMu.Lock()
+	defer regMu.Unlock()
+	var s []string
+	for a := range registry {
+		s = append(s, a)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// New builds the model described by d.
+func New(d *Desc, src DenseSource, opt Options) (Model, error) {
+	regMu.Lock()
+	f, ok := registry[d.Arch]
+	regMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %q (runnable: %v)", ErrUnsupportedArch, d.Arch, Architectures())
+	}
+	if opt.Pool == nil {
+		return nil, errors.New("model: Options.Pool is nil")
+	}
+	return f(d, src, opt)
+}
+
+// Weight is a resident 2-D weight matrix: Rows output rows of Cols inputs.
+type Weight struct {
+	Name       string
+	Type       quant.Type
+	Rows, Cols int
+	Data       []byte
+}

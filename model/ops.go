@@ -1,0 +1,102 @@
+package model
+
+import (
+	"math"
+
+	"github.com/pipe-engine/pipe/quant"
+)
+
+// The element-wise operations below follow ggml's CPU order of operations
+// (float32 storage, float64 accumulation where ggml uses ggml_float), so that
+// the F32 golden models agree with llama.cpp to within a few ulps.
+
+// RMSNorm writes x / sqrt(mean(x²) + eps) * w into out (out may alias x).
+// w may be nil (no weight multiply).
+func RMSNorm(out, x []float32, eps float32, w []float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v * v)
+	}
+	mean := float32(sum / float64(len(x)))
+	scale := float32(1.0) / float32(math.Sqrt(float64(mean+eps)))
+	if w == nil {
+		for i, v := range x {
+			out[i] = v * scale
+		}
+		return
+	}
+	for i, v := range x {
+		out[i] = (v * scale) * w[i]
+	}
+}
+
+// Softmax replaces x with softmax(x) in place, as ggml_soft_max (float64 sum).
+func Softmax(x []float32) {
+	mx := float32(math.Inf(-1))
+	for _, v := range x {
+		if v > mx {
+			mx = v
+		}
+	}
+	var sum float64
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - mx)))
+		x[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1.0 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// SiLU returns x·σ(x) as ggml computes it.
+func SiLU(x float32) float32 {
+	return x / (1 + float32(math.Exp(float64(-x))))
+}
+
+// SwiGLU writes silu(gate)·up into out.
+func SwiGLU(out, gate, up []float32) {
+	for i := range out {
+		out[i] = SiLU(gate[i]) * up[i]
+	}
+}
+
+// RopeCache holds cos/sin per position pair for one rotation setup.
+type Rope struct {
+	NDims     int     // rotated dimensions (pairs are i and i+NDims/2: NeoX)
+	Base      float32 // freq_base
+	FreqScale float32 // 1/scaling factor (linear); 1 when unscaled
+	AttnScale float32 // multiplies cos and sin (YaRN mscale); 1 when unscaled
+}
+
+// ApplyNeoX rotates one head vector x (len ≥ NDims) for position pos, as
+// ggml_rope_ext with mode NEOX and no YaRN extrapolation.
+func (r Rope) ApplyNeoX(x []float32, pos int) {
+	half := r.NDims / 2
+	thetaScale := float32(math.Pow(float64(r.Base), -2.0/float64(r.NDims)))
+	theta := float32(pos)
+	for i := 0; i < half; i++ {
+		t := r.FreqScale * theta
+		c := float32(math.Cos(float64(t))) * r.AttnScale
+		s := float32(math.Sin(float64(t))) * r.AttnScale
+		x0 := x[i]
+		x1 := x[i+half]
+		x[i] = x0*c - x1*s
+		x[i+half] = x0*s + x1*c
+		theta *= thetaScale
+	}
+}
+
+// DequantizeRow writes row r of a matrix of cols columns stored as t into dst.
+func DequantizeRow(t quant.Type, data []byte, cols, r int, dst []float32) error {
+	rs, err := t.RowSize(int64(cols))
+	if err != nil {
+		return err
+	}
+	off := int64(r) * rs
+	if off+rs > int64(len(data)) {
+		return ErrBadModel
+	}
+	return quant.Dequantize(t, data[off:off+rs], dst[:cols])
+}

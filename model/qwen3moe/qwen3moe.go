@@ -1,0 +1,269 @@
+// Package qwen3moe is the Qwen3-MoE architecture (Qwen3-30B-A3B,
+// Qwen3-235B-A22B, Qwen3-Coder-30B-A3B), following llama.cpp's
+// src/models/qwen3moe.cpp graph and build_moe_ffn:
+//
+//	x = embd(tokens)
+//	per layer: h = RMSNorm(x)·attn_norm; q,k,v = Wq h, Wk h, Wv h
+//	           q,k per head: RMSNorm·{q,k}_norm, NeoX RoPE; causal GQA attention
+//	           x = Wo attn + x
+//	           h = RMSNorm(x)·ffn_norm; logits = Wgate_inp h
+//	           x = x + Σ_rank w_r · down_e(silu(gate_e h) · up_e h)   (the MoE seam)
+//	logits = Woutput RMSNorm(x)·output_norm
+//
+// The routed experts are computed behind model.MoE; this package supplies
+// their math (ComputeExpert) and the gating rule (softmax over all experts,
+// top-k, renormalise). Every shape comes from GGUF metadata. The package
+// registers itself as "qwen3moe" on import.
+package qwen3moe
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/pipe-engine/pipe/kernels"
+	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/quant"
+)
+
+func init() { model.Register("qwen3moe", New) }
+
+type layer struct {
+	attnNorm, qNorm, kNorm, ffnNorm []float32
+	wq, wk, wv, wo, gateInp         model.Weight
+	gateT, upT, downT               quant.Type
+}
+
+// Model is a loaded Qwen3-MoE.
+type Model struct {
+	d                     *model.Desc
+	pool                  *kernels.Pool
+	nLayer, nEmbd, nHead  int
+	nHeadKV, headDim, nFF int
+	nExpert, k, nVocab    int
+	eps                   float32
+	rope                  model.Rope
+	tokEmbd, output       model.Weight
+	outNorm               []float32
+	layers                []layer
+}
+
+// New builds a Qwen3-MoE from its description and dense weights.
+func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, error) {
+	hp := d.HParams
+	m := &Model{
+		d: d, pool: opt.Pool,
+		nLayer: hp.NLayer, nEmbd: hp.NEmbd, nHead: hp.NHead, nHeadKV: hp.NHeadKV,
+		headDim: hp.HeadDim, nFF: hp.NFFExp, nExpert: hp.NExpert, k: hp.NExpertUsed,
+		nVocab: hp.NVocab, eps: hp.RMSEps,
+	}
+	if m.headDim == 0 && m.nHead > 0 {
+		m.headDim = m.nEmbd / m.nHead
+	}
+	if opt.ExpertsUsed > 0 {
+		if opt.ExpertsUsed > m.nExpert {
+			return nil, fmt.Errorf("--n-expert-used %d exceeds the model's %d experts", opt.ExpertsUsed, m.nExpert)
+		}
+		m.k = opt.ExpertsUsed
+	}
+	if m.nLayer <= 0 || m.nEmbd <= 0 || m.nHead <= 0 || m.nHeadKV <= 0 || m.nHead%m.nHeadKV != 0 || m.nExpert <= 0 || m.k <= 0 || m.k > m.nExpert || m.nFF <= 0 || m.headDim <= 0 || m.headDim%2 != 0 {
+		return nil, fmt.Errorf("%w: qwen3moe hyper-parameters %+v", model.ErrBadModel, hp)
+	}
+	if m.eps == 0 {
+		m.eps = 1e-6
+	}
+	base := hp.RopeFreqBase
+	if base == 0 {
+		base = 10000
+	}
+	fs := float32(1)
+	if hp.RopeScaleLinear > 0 {
+		fs = 1 / hp.RopeScaleLinear
+	}
+	m.rope = model.Rope{NDims: m.headDim, Base: base, FreqScale: fs, AttnScale: 1}
+
+	ld := model.NewLoader(d, src)
+	m.tokEmbd = ld.Matrix("token_embd.weight", m.nEmbd, -1)
+	m.output = ld.Matrix("output.weight", m.nEmbd, -1)
+	if ld.Err() == nil && m.output.Data == nil {
+		m.output = m.tokEmbd // tied embeddings
+	}
+	m.outNorm = ld.Vector("output_norm.weight", m.nEmbd)
+	qd, kvd := m.nHead*m.headDim, m.nHeadKV*m.headDim
+	for l := 0; l < m.nLayer; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		L := layer{
+			attnNorm: ld.Vector(p+"attn_norm.weight", m.nEmbd),
+			qNorm:    ld.Vector(p+"attn_q_norm.weight", m.headDim),
+			kNorm:    ld.Vector(p+"attn_k_norm.weight", m.headDim),
+			ffnNorm:  ld.Vector(p+"ffn_norm.weight", m.nEmbd),
+			wq:       ld.Matrix(p+"attn_q.weight", m.nEmbd, qd),
+			wk:       ld.Matrix(p+"attn_k.weight", m.nEmbd, kvd),
+			wv:       ld.Matrix(p+"attn_v.weight", m.nEmbd, kvd),
+			wo:       ld.Matrix(p+"attn_output.weight", qd, m.nEmbd),
+			gateInp:  ld.Matrix(p+"ffn_gate_inp.weight", m.nEmbd, m.nExpert),
+			gateT:    ld.ExpertType(p+"ffn_gate_exps.weight", m.nEmbd, m.nFF, m.nExpert),
+			upT:      ld.ExpertType(p+"ffn_up_exps.weight", m.nEmbd, m.nFF, m.nExpert),
+			downT:    ld.ExpertType(p+"ffn_down_exps.weight", m.nFF, m.nEmbd, m.nExpert),
+		}
+		m.layers = append(m.layers, L)
+	}
+	if err := ld.Err(); err != nil {
+		return nil, err
+	}
+	if m.tokEmbd.Rows != m.nVocab && m.nVocab > 0 {
+		return nil, fmt.Errorf("%w: token_embd has %d rows, vocabulary %d", model.ErrBadModel, m.tokEmbd.Rows, m.nVocab)
+	}
+	m.nVocab = m.output.Rows
+	return m, nil
+}
+
+// Desc implements model.Model.
+func (m *Model) Desc() *model.Desc { return m.d }
+
+// Router implements model.Model.
+func (m *Model) Router(int) model.RouterSpec {
+	return model.RouterSpec{Gating: model.SoftmaxTopK, NExpert: m.nExpert, K: m.k, Normalize: true}
+}
+
+// NewState implements model.Model.
+func (m *Model) NewState(nCtx int, kv model.KVType) (*model.State, error) {
+	return model.NewKV(m.nLayer, nCtx, m.nHeadKV*m.headDim, kv)
+}
+
+// ExpertScratchFloats implements model.Model: gate and up outputs per token.
+func (m *Model) ExpertScratchFloats() int { return m.nFF }
+
+// ComputeExpert implements model.ExpertFFN: down(silu(gate x) · up x).
+func (m *Model) ComputeExpert(l, e int, parts [][]byte, n int, x, out []float32, s *model.Scratch) error {
+	if len(parts) != 3 {
+		return fmt.Errorf("qwen3moe: layer %d expert %d: %d parts, want gate, up, down", l, e, len(parts))
+	}
+	L := &m.layers[l]
+	a, b := s.Grow(n * m.nFF)
+	if err := m.pool.MatMul(L.gateT, parts[0], m.nFF, m.nEmbd, x[:n*m.nEmbd], n, a); err != nil {
+		return fmt.Errorf("layer %d expert %d gate: %w", l, e, err)
+	}
+	if err := m.pool.MatMul(L.upT, parts[1], m.nFF, m.nEmbd, x[:n*m.nEmbd], n, b); err != nil {
+		return fmt.Errorf("layer %d expert %d up: %w", l, e, err)
+	}
+	model.SwiGLU(a, a, b)
+	if err := m.pool.MatMul(L.downT, parts[2], m.nEmbd, m.nFF, a, n, out[:n*m.nEmbd]); err != nil {
+		return fmt.Errorf("layer %d expert %d down: %w", l, e, err)
+	}
+	return nil
+}
+
+func (m *Model) matmul(w *model.Weight, x []float32, n int, y []float32) error {
+	if err := m.pool.MatMul(w.Type, w.Data, w.Rows, w.Cols, x, n, y); err != nil {
+		return fmt.Errorf("%s: %w", w.Name, err)
+	}
+	return nil
+}
+
+// Forward implements model.Model.
+func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, moe model.MoE, all bool) ([][]float32, error) {
+	n := len(tokens)
+	if n == 0 {
+		return nil, nil
+	}
+	pos0 := st.Pos
+	if pos0+n > st.NCtx {
+		return nil, fmt.Errorf("%w: %d positions used + %d new > context %d (raise -c)", model.ErrContextFull, pos0, n, st.NCtx)
+	}
+	E, hd := m.nEmbd, m.headDim
+	qd, kvd := m.nHead*hd, m.nHeadKV*hd
+	x := make([]float32, n*E)
+	for t, tok := range tokens {
+		if tok < 0 || int(tok) >= m.tokEmbd.Rows {
+			return nil, fmt.Errorf("token id %d outside the vocabulary of %d", tok, m.tokEmbd.Rows)
+		}
+		if err := model.DequantizeRow(m.tokEmbd.Type, m.tokEmbd.Data, E, int(tok), x[t*E:(t+1)*E]); err != nil {
+			return nil, fmt.Errorf("token_embd row %d: %w", tok, err)
+		}
+	}
+	h := make([]float32, n*E)
+	q := make([]float32, n*qd)
+	k := make([]float32, n*kvd)
+	v := make([]float32, n*kvd)
+	att := make([]float32, n*qd)
+	o := make([]float32, n*E)
+	rl := make([]float32, n*m.nExpert)
+	moeOut := make([]float32, n*E)
+	scores := make([]float32, pos0+n)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	group := m.nHead / m.nHeadKV
+	hs, ls, os := make([][]float32, n), make([][]float32, n), make([][]float32, n)
+	for l := range m.layers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		L := &m.layers[l]
+		for t := 0; t < n; t++ {
+			model.RMSNorm(h[t*E:(t+1)*E], x[t*E:(t+1)*E], m.eps, L.attnNorm)
+		}
+		if err := m.matmul(&L.wq, h, n, q); err != nil {
+			return nil, err
+		}
+		if err := m.matmul(&L.wk, h, n, k); err != nil {
+			return nil, err
+		}
+		if err := m.matmul(&L.wv, h, n, v); err != nil {
+			return nil, err
+		}
+		for t := 0; t < n; t++ {
+			for hh := 0; hh < m.nHead; hh++ {
+				qh := q[t*qd+hh*hd : t*qd+(hh+1)*hd]
+				model.RMSNorm(qh, qh, m.eps, L.qNorm)
+				m.rope.ApplyNeoX(qh, pos0+t)
+			}
+			for hh := 0; hh < m.nHeadKV; hh++ {
+				kh := k[t*kvd+hh*hd : t*kvd+(hh+1)*hd]
+				model.RMSNorm(kh, kh, m.eps, L.kNorm)
+				m.rope.ApplyNeoX(kh, pos0+t)
+			}
+			st.Store(l, pos0+t, k[t*kvd:(t+1)*kvd], v[t*kvd:(t+1)*kvd])
+		}
+		for t := 0; t < n; t++ {
+			for hh := 0; hh < m.nHead; hh++ {
+				st.Attend(l, q[t*qd+hh*hd:], (hh/group)*hd, hd, 0, pos0+t, scale, scores, att[t*qd+hh*hd:t*qd+(hh+1)*hd])
+			}
+		}
+		if err := m.matmul(&L.wo, att, n, o); err != nil {
+			return nil, err
+		}
+		for i := range x { // x becomes ffn_inp
+			x[i] = o[i] + x[i]
+		}
+		for t := 0; t < n; t++ {
+			model.RMSNorm(h[t*E:(t+1)*E], x[t*E:(t+1)*E], m.eps, L.ffnNorm)
+		}
+		if err := m.matmul(&L.gateInp, h, n, rl); err != nil {
+			return nil, err
+		}
+		for t := 0; t < n; t++ {
+			hs[t], ls[t], os[t] = h[t*E:(t+1)*E], rl[t*m.nExpert:(t+1)*m.nExpert], moeOut[t*E:(t+1)*E]
+		}
+		if err := moe.RunMoE(ctx, l, hs, ls, os); err != nil {
+			return nil, err
+		}
+		for i := range x {
+			x[i] = moeOut[i] + x[i]
+		}
+	}
+	st.Pos = pos0 + n
+	first := n - 1
+	if all {
+		first = 0
+	}
+	out := make([][]float32, 0, n-first)
+	for t := first; t < n; t++ {
+		model.RMSNorm(h[:E], x[t*E:(t+1)*E], m.eps, m.outNorm)
+		lg := make([]float32, m.output.Rows)
+		if err := m.matmul(&m.output, h[:E], 1, lg); err != nil {
+			return nil, err
+		}
+		out = append(out, lg)
+	}
+	return out, nil
+}

@@ -1,0 +1,205 @@
+// Package prefetch is the planner stage of the streaming pipeline: for each
+// layer it splits the routed experts into cache hits and misses, issues the
+// misses' reads to the reader lanes in router-rank order, and hands every
+// expert to the FFN stage the moment its bytes are resident. A Policy may add
+// speculative reads of experts a later layer is likely to need; those reads
+// only warm the cache and never change what the FFN computes.
+//
+// Ownership: the Planner owns no expert memory. Bytes live in cache slots; a
+// Ready value carries the cache pin, which the FFN stage releases. The
+// Planner's goroutines (one waiter per in-flight expert it joins) are owned
+// by the Planner and waited for in Close. Plan is called by one goroutine at
+// a time (the pipeline's planner goroutine).
+package prefetch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/ffn"
+	"github.com/pipe-engine/pipe/reader"
+)
+
+// Layout gives the file ranges of an expert.
+type Layout interface {
+	// ExpertRanges returns the ranges of (layer, expert) in the
+	// architecture's projection order.
+	ExpertRanges(layer, expert int) []reader.Range
+}
+
+// Stats are the planner's cumulative counters.
+type Stats struct {
+	Hits, Misses, Joins int64 // demand lookups by outcome
+	Speculative         int64 // speculative reads issued
+	SpeculativeUsed     int64 // of those, later hit by a demand lookup
+	SpeculativeSkipped  int64 // predictions already resident or in flight
+}
+
+// Planner issues one layer's lookups and reads.
+type Planner struct {
+	cache  *cache.Cache
+	lanes  *reader.Lanes
+	layout Layout
+	policy Policy
+	spec   int // speculative experts per layer (0: off)
+
+	wg     sync.WaitGroup
+	specMu sync.Mutex
+	specd  map[cache.Key]bool // speculatively read, not yet demanded
+
+	hits, misses, joins, speculative, used, skipped atomic.Int64
+}
+
+// New returns a planner. policy may be nil when spec is 0.
+func New(c *cache.Cache, lanes *reader.Lanes, layout Layout, policy Policy, spec int) *Planner {
+	if policy == nil {
+		spec = 0
+	}
+	return &Planner{cache: c, lanes: lanes, layout: layout, policy: policy, spec: spec, specd: map[cache.Key]bool{}}
+}
+
+// Stats returns the counters.
+func (p *Planner) Stats() Stats {
+	return Stats{Hits: p.hits.Load(), Misses: p.misses.Load(), Joins: p.joins.Load(),
+		Speculative: p.speculative.Load(), SpeculativeUsed: p.used.Load(), SpeculativeSkipped: p.skipped.Load()}
+}
+
+func label(l, e int) string { return fmt.Sprintf("layer %d expert %d", l, e) }
+
+// Plan looks up experts (distinct, rank order) of layer and sends each to out
+// once its bytes are resident (or its read failed). out must have room for
+// len(experts) values so no send blocks. Plan returns after every expert has
+// been acquired and its read submitted; reads complete asynchronously. On an
+// error return, experts not yet sent are sent with the error, so the consumer
+// always receives exactly len(experts) values.
+func (p *Planner) Plan(ctx context.Context, step, layer int, experts []int, out chan<- ffn.Ready) error {
+	p.cache.Batch(step, layer)
+	if p.policy != nil {
+		p.policy.Observe(step, layer, experts)
+	}
+	for i, e := range experts {
+		if err := p.one(ctx, layer, e, out); err != nil {
+			for _, e2 := range experts[i:] {
+				out <- ffn.Ready{Expert: e2, Err: err}
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Planner) one(ctx context.Context, layer, e int, out chan<- ffn.Ready) error {
+	rs := p.layout.ExpertRanges(layer, e)
+	key := cache.Key{Layer: layer, Expert: e}
+	h, st, err := p.cache.Acquire(ctx, key, reader.SpanBytes(rs))
+	if err != nil {
+		return fmt.Errorf("%s: %w", label(layer, e), err)
+	}
+	p.noteDemand(key)
+	send := func(err error) {
+		if err != nil {
+			h.Release()
+			out <- ffn.Ready{Expert: e, Err: err}
+			return
+		}
+		parts, verr := reader.Views(nil, h.Buf(), rs)
+		if verr != nil {
+			h.Release()
+			out <- ffn.Ready{Expert: e, Err: verr}
+			return
+		}
+		out <- ffn.Ready{Expert: e, Parts: parts, Release: h.Release}
+	}
+	switch st {
+	case cache.Hit:
+		p.hits.Add(1)
+		send(nil)
+	case cache.InFlight:
+		p.joins.Add(1)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			err := h.Wait(ctx)
+			if err == nil {
+				err = h.Err()
+			}
+			send(err)
+		}()
+	case cache.Miss:
+		p.misses.Add(1)
+		req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(layer, e), Done: func(err error) {
+			h.Complete(err)
+			send(err)
+		}}
+		if err := p.lanes.Submit(ctx, req); err != nil {
+			h.Complete(err)
+			h.Release()
+			return fmt.Errorf("%s: %w", label(layer, e), err)
+		}
+	}
+	return nil
+}
+
+func (p *Planner) noteDemand(k cache.Key) {
+	if p.spec == 0 {
+		return
+	}
+	p.specMu.Lock()
+	if p.specd[k] {
+		delete(p.specd, k)
+		p.used.Add(1)
+	}
+	p.specMu.Unlock()
+}
+
+// Speculate issues the policy's predicted reads for layer (typically the
+// layer after the one being computed). Predictions already resident or in
+// flight are skipped; a prediction never waits for a slot (it is dropped
+// when the cache would have to block), so speculation cannot stall demand.
+func (p *Planner) Speculate(ctx context.Context, step, layer int) {
+	if p.spec == 0 {
+		return
+	}
+	for _, e := range p.policy.Predict(step, layer, p.spec) {
+		key := cache.Key{Layer: layer, Expert: e}
+		if p.cache.Contains(key) {
+			p.skipped.Add(1)
+			continue
+		}
+		rs := p.layout.ExpertRanges(layer, e)
+		tctx, cancel := context.WithCancel(ctx)
+		cancel() // never block: only take a slot that is free right now
+		h, st, err := p.cache.Acquire(tctx, key, reader.SpanBytes(rs))
+		if err != nil {
+			return
+		}
+		if st != cache.Miss || h.Transient() {
+			// Resident or in flight already, or no resident slot: nothing to gain.
+			if st == cache.Miss {
+				h.Complete(context.Canceled)
+			}
+			h.Release()
+			p.skipped.Add(1)
+			continue
+		}
+		p.speculative.Add(1)
+		p.specMu.Lock()
+		p.specd[key] = true
+		p.specMu.Unlock()
+		req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(layer, e) + " (prefetch)", Done: func(err error) {
+			h.Complete(err)
+			h.Release()
+		}}
+		if err := p.lanes.Submit(ctx, req); err != nil {
+			h.Complete(err)
+			h.Release()
+			return
+		}
+	}
+}
+
+// Close waits for the planner's waiter goroutines.
+func (p *Planner) Close() { p.wg.Wait() }

@@ -1,0 +1,178 @@
+package stages
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pipe-engine/pipe/gguf"
+)
+
+// DenseMode is the --dense-weights policy.
+type DenseMode string
+
+const (
+	// DenseAnon reads the dense byte ranges with O_DIRECT into anonymous
+	// memory: they cannot be reclaimed as clean file pages (the seed note's
+	// Regime-2 fix).
+	DenseAnon DenseMode = "anon"
+	// DenseWarm mmaps the file and sweeps the dense ranges once at load.
+	DenseWarm DenseMode = "warm"
+	// DenseMmap mmaps the file and lets the dense pages fault in lazily.
+	DenseMmap DenseMode = "mmap"
+)
+
+// mapping is a read-only whole-file mmap of every shard.
+type mapping struct {
+	data [][]byte
+}
+
+func mapFiles(f *gguf.File) (*mapping, error) {
+	m := &mapping{}
+	for _, sh := range f.Shards {
+		fd, err := os.Open(sh.Path)
+		if err != nil {
+			m.close()
+			return nil, err
+		}
+		st, err := fd.Stat()
+		if err != nil {
+			fd.Close()
+			m.close()
+			return nil, err
+		}
+		var b []byte
+		if st.Size() > 0 {
+			b, err = unix.Mmap(int(fd.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+		}
+		fd.Close()
+		if err != nil {
+			m.close()
+			return nil, fmt.Errorf("mmap %s: %w", sh.Path, err)
+		}
+		m.data = append(m.data, b)
+	}
+	return m, nil
+}
+
+func (m *mapping) close() {
+	for _, b := range m.data {
+		if b != nil {
+			_ = unix.Munmap(b)
+		}
+	}
+	m.data = nil
+}
+
+func (m *mapping) slice(shard int, off, n int64) ([]byte, error) {
+	if shard < 0 || shard >= len(m.data) || off < 0 || n < 0 || off+n > int64(len(m.data[shard])) {
+		return nil, fmt.Errorf("range shard %d [%d,+%d) outside the mapped file", shard, off, n)
+	}
+	return m.data[shard][off : off+n : off+n], nil
+}
+
+// TensorBytes implements model.DenseSource over the mapping.
+func (m *mapping) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
+	return m.slice(ti.Shard, int64(ti.Offset), int64(ti.Size))
+}
+
+// touch reads one byte per page of [off, off+n) so the pages are resident.
+func touch(b []byte) byte {
+	var s byte
+	for i := 0; i < len(b); i += 4096 {
+		s += b[i]
+	}
+	if len(b) > 0 {
+		s += b[len(b)-1]
+	}
+	return s
+}
+
+// residentFrac samples mincore over page-aligned slices and returns the
+// resident fraction of their pages, or -1 when nothing was measured.
+func residentFrac(spans [][]byte) float64 {
+	page := os.Getpagesize()
+	var res, total int
+	var vec []byte
+	for _, b := range spans {
+		if len(b) == 0 {
+			continue
+		}
+		np := (len(b) + page - 1) / page
+		if cap(vec) < np {
+			vec = make([]byte, np)
+		}
+		vec = vec[:np]
+		if err := mincore(b, vec); err != nil {
+			return -1
+		}
+		for _, v := range vec {
+			if v&1 != 0 {
+				res++
+			}
+		}
+		total += np
+	}
+	if total == 0 {
+		return -1
+	}
+	return float64(res) / float64(total)
+}
+
+// pageSpan widens [off, off+n) of a page-aligned base slice to whole pages.
+func pageSpan(base []byte, off, n int64) []byte {
+	page := int64(os.Getpagesize())
+	lo := off &^ (page - 1)
+	hi := (off + n + page - 1) &^ (page - 1)
+	if hi > int64(len(base)) {
+		hi = int64(len(base))
+	}
+	if lo >= hi {
+		return nil
+	}
+	return base[lo:hi]
+}
+
+// anonDense holds the dense ranges in anonymous memory.
+type anonDense struct {
+	buf    []byte
+	ranges []anonRange
+}
+
+type anonRange struct {
+	shard    int
+	off, len int64
+	at       int64 // position in buf
+}
+
+func (a *anonDense) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
+	off, n := int64(ti.Offset), int64(ti.Size)
+	i := sort.Search(len(a.ranges), func(i int) bool {
+		r := a.ranges[i]
+		return r.shard > ti.Shard || (r.shard == ti.Shard && r.off+r.len > off)
+	})
+	if i == len(a.ranges) || a.ranges[i].shard != ti.Shard || a.ranges[i].off > off || off+n > a.ranges[i].off+a.ranges[i].len {
+		return nil, fmt.Errorf("tensor %s is not inside a dense range (is it an expert tensor?)", ti.Name)
+	}
+	r := a.ranges[i]
+	p := r.at + off - r.off
+	return a.buf[p : p+n : p+n], nil
+}
+
+func (a *anonDense) close() {
+	if a.buf != nil {
+		_ = unix.Munmap(a.buf)
+		a.buf = nil
+	}
+}
+
+func mincore(b, vec []byte) error {
+	_, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
+	if e != 0 {
+		return e
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package stages
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/sink"
+)
+
+// Session is one decode sequence on an Engine: its KV cache and its metrics.
+// It is driven by one goroutine.
+type Session struct {
+	E    *Engine
+	St   *model.State
+	Sink *sink.Sink // may be nil
+
+	step int // generated tokens so far (1-based step of the next one - 1)
+
+	// cumulative counters at the last sample
+	lastIO, lastBytes, lastProcRead int64
+	lastMgmt                        time.Duration
+	lastMaj                         int64
+	lastCPU                         time.Duration
+	baseHits, baseLookups           int64 // planner counters after prefill
+}
+
+// NewSession starts a sequence with a KV cache of nCtx positions.
+func (e *Engine) NewSession(nCtx int, kv model.KVType, s *sink.Sink) (*Session, error) {
+	st, err := e.NewState(nCtx, kv)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{E: e, St: st, Sink: s}, nil
+}
+
+// Prefill feeds the prompt as one batch (each expert is read once for all
+// prompt tokens routed to it) and returns the logits of every position when
+// all is set, else of the last one.
+func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]float32, time.Duration, error) {
+	s.E.SetStep(0)
+	t0 := time.Now()
+	out, err := s.E.Forward(ctx, s.St, tokens, all)
+	d := time.Since(t0)
+	s.E.TakeStep()
+	s.sample() // prefill I/O is not charged to the first token
+	if s.E.planner != nil {
+		ps := s.E.planner.Stats()
+		s.baseHits, s.baseLookups = ps.Hits, ps.Hits+ps.Misses+ps.Joins
+	}
+	return out, d, err
+}
+
+// Step feeds one token and returns its logits and the token's metrics
+// (Step/Steps filled by the caller's numbering).
+func (s *Session) Step(ctx context.Context, tok int32, steps int) ([]float32, sink.TokenMetrics, error) {
+	s.step++
+	s.E.SetStep(s.step)
+	t0 := time.Now()
+	out, err := s.E.Forward(ctx, s.St, []int32{tok}, false)
+	wall := time.Since(t0)
+	stall, _ := s.E.TakeStep()
+	m := s.sample()
+	m.Step, m.Steps = s.step, steps
+	m.WallMS = ms(wall)
+	m.StallMS = ms(stall)
+	m.ComputeMS = ms(wall - stall)
+	if err != nil {
+		return nil, m, err
+	}
+	if len(out) != 1 {
+		return nil, m, fmt.Errorf("stages: forward returned %d logit rows", len(out))
+	}
+	return out[0], m, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// sample takes the deltas of the cumulative counters since the last call.
+func (s *Session) sample() sink.TokenMetrics {
+	var m sink.TokenMetrics
+	e := s.E
+	maj, cpu := Rusage()
+	m.Majflt = maj - s.lastMaj
+	m.CPUMS = ms(cpu - s.lastCPU)
+	s.lastMaj, s.lastCPU = maj, cpu
+	m.CacheHitPct = -1
+	if e.lanes != nil {
+		ls := e.lanes.Stats()
+		m.IOMS = ms(time.Duration(ls.Busy.Nanoseconds() - s.lastIO))
+		m.ReadBytes = ls.Bytes - s.lastBytes
+		s.lastIO, s.lastBytes = ls.Busy.Nanoseconds(), ls.Bytes
+	} else {
+		pr := ProcReadBytes()
+		if pr >= 0 && s.lastProcRead >= 0 {
+			m.ReadBytes = pr - s.lastProcRead
+		}
+		s.lastProcRead = pr
+	}
+	if e.cache != nil {
+		cs := e.cache.Stats()
+		m.MgmtMS = ms(cs.Mgmt - s.lastMgmt)
+		s.lastMgmt = cs.Mgmt
+		if e.cfg.CacheBytes > 0 {
+			ps := e.planner.Stats()
+			// Running hit rate over decode lookups; a join (waiting on a
+			// read already in flight) counts as a miss.
+			if tot := ps.Hits + ps.Misses + ps.Joins - s.baseLookups; tot > 0 {
+				m.CacheHitPct = 100 * float64(ps.Hits-s.baseHits) / float64(tot)
+			} else {
+				m.CacheHitPct = 0
+			}
+		}
+	}
+	m.ResidentFrac = e.ResidentFrac()
+	return m
+}
