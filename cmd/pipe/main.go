@@ -32,6 +32,7 @@ type CLI struct {
 	Run     RunCmd     `cmd:"" help:"Decode a prompt, streaming routed experts from flash (the main job)."`
 	Inspect InspectCmd `cmd:"" help:"Show a GGUF model's architecture, hyper-parameters, tensors and expert/dense split."`
 	Replay  ReplayCmd  `cmd:"" help:"Replay expert-routing traces through cache policies: hit % and MiB read per token per budget."`
+	Report  ReportCmd  `cmd:"" help:"Analyse per-token CSVs: mean and steady-window tok/s, warm-up, hit rate, regime verdict; compare runs; plot."`
 }
 
 // Globals are what every subcommand receives from main.
