@@ -113,13 +113,15 @@ type Candidate struct {
 
 // Sampler applies the chain. Not safe for concurrent use.
 type Sampler struct {
-	p     Params
-	rng   *rand.Rand
-	hist  []int32 // ring of the last RepeatLastN accepted ids (all when < 0)
-	head  int
-	count map[int32]int
-	cand  []Candidate
-	kheap candHeap
+	p      Params
+	rng    *rand.Rand
+	hist   []int32 // ring of the last RepeatLastN accepted ids (all when < 0)
+	head   int
+	count  map[int32]int
+	cand   []Candidate
+	sorted []Candidate
+	work   []float32
+	kheap  candHeap
 }
 
 // New makes a Sampler.
@@ -235,6 +237,20 @@ func (h *candHeap) Pop() any {
 	return x
 }
 
+// maxHeap pops the best candidate first.
+type maxHeap []Candidate
+
+func (h maxHeap) Len() int           { return len(h) }
+func (h maxHeap) Less(i, j int) bool { return better(h[i], h[j]) }
+func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *maxHeap) Push(x any)        { *h = append(*h, x.(Candidate)) }
+func (h *maxHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
 // Candidates runs the chain except the final draw and returns the surviving
 // tokens with their probabilities, most likely first. The slice is reused by
 // the next call. With Temp <= 0 it returns the single greedy token with P = 1.
@@ -242,40 +258,35 @@ func (s *Sampler) Candidates(logits []float32) ([]Candidate, error) {
 	if len(logits) == 0 {
 		return nil, fmt.Errorf("empty logits: %w", ErrLogits)
 	}
-	pen := s.penaltiesOn()
-	get := func(i int) float32 {
-		l := logits[i]
-		if pen {
-			l = s.penalize(int32(i), l)
+	// Penalties are applied to a copy, touching only the remembered ids.
+	s.work = append(s.work[:0], logits...)
+	if s.penaltiesOn() {
+		for id := range s.count {
+			if id >= 0 && int(id) < len(s.work) {
+				s.work[id] = s.penalize(id, s.work[id])
+			}
 		}
-		return l
 	}
+	work := s.work
 	s.cand = s.cand[:0]
 	if s.p.Temp <= 0 {
-		best := -1
-		var bl float32
-		for i := range logits {
-			l := get(i)
-			if l != l {
-				continue
-			}
-			if best < 0 || l > bl {
-				best, bl = i, l
-			}
+		best, err := Greedy(work)
+		if err != nil {
+			return nil, err
 		}
-		if best < 0 {
-			return nil, fmt.Errorf("%d logits, none usable: %w", len(logits), ErrLogits)
-		}
-		s.cand = append(s.cand, Candidate{ID: int32(best), Logit: bl, P: 1})
+		s.cand = append(s.cand, Candidate{ID: best, Logit: work[best], P: 1})
 		return s.cand, nil
 	}
-	// top-k (or plain collection), skipping NaN and -Inf (probability 0).
+	usable := func(l float32) bool { return l == l && !math.IsInf(float64(l), -1) }
+	minKeep := max(s.p.MinKeep, 1)
+	topPDone := false
 	k := s.p.TopK
-	if k > 0 && k < len(logits) {
+	switch {
+	case k > 0 && k < len(work):
+		// top-k through a bounded min-heap: O(V log k).
 		s.kheap = s.kheap[:0]
-		for i := range logits {
-			l := get(i)
-			if l != l || math.IsInf(float64(l), -1) {
+		for i, l := range work {
+			if !usable(l) {
 				continue
 			}
 			c := Candidate{ID: int32(i), Logit: l}
@@ -287,22 +298,64 @@ func (s *Sampler) Candidates(logits []float32) ([]Candidate, error) {
 			}
 		}
 		s.cand = append(s.cand, s.kheap...)
-	} else {
-		for i := range logits {
-			l := get(i)
-			if l != l || math.IsInf(float64(l), -1) {
-				continue
+		slices.SortFunc(s.cand, cmpCand)
+	default:
+		for i, l := range work {
+			if usable(l) {
+				s.cand = append(s.cand, Candidate{ID: int32(i), Logit: l})
 			}
-			s.cand = append(s.cand, Candidate{ID: int32(i), Logit: l})
 		}
+		if len(s.cand) == 0 {
+			break
+		}
+		if s.p.TopP < 1 {
+			// Normalise over all candidates (top-p's probabilities).
+			softmax(s.cand)
+		}
+		if s.p.MinP > 0 {
+			// min-p and top-p both keep a prefix of the sorted order, and
+			// min-p's threshold is known before sorting: drop what min-p
+			// would drop first, so only the survivors are ordered.
+			maxL := s.cand[0].Logit
+			for _, c := range s.cand {
+				maxL = max(maxL, c.Logit)
+			}
+			thr := float64(maxL) + math.Log(float64(s.p.MinP))
+			s.sorted = s.sorted[:0]
+			for _, c := range s.cand {
+				if float64(c.Logit) >= thr {
+					s.sorted = append(s.sorted, c)
+				}
+			}
+			if len(s.sorted) >= minKeep {
+				s.cand = append(s.cand[:0], s.sorted...)
+			}
+		}
+		if s.p.TopP < 1 {
+			// top-p: pop from a max-heap until the mass reaches P.
+			h := maxHeap(s.cand)
+			heap.Init(&h)
+			s.sorted = s.sorted[:0]
+			cum := 0.0
+			for h.Len() > 0 {
+				c := heap.Pop(&h).(Candidate)
+				s.sorted = append(s.sorted, c)
+				cum += c.P
+				if cum >= float64(s.p.TopP) && len(s.sorted) >= minKeep {
+					break
+				}
+			}
+			s.cand = append(s.cand[:0], s.sorted...)
+			topPDone = true
+			break
+		}
+		slices.SortFunc(s.cand, cmpCand)
 	}
 	if len(s.cand) == 0 {
 		return nil, fmt.Errorf("%d logits, none finite: %w", len(logits), ErrLogits)
 	}
-	slices.SortFunc(s.cand, cmpCand)
-	minKeep := max(s.p.MinKeep, 1)
 	// top-p on temperature-1 probabilities.
-	if s.p.TopP < 1 {
+	if s.p.TopP < 1 && !topPDone {
 		softmax(s.cand)
 		cum := 0.0
 		last := len(s.cand)
