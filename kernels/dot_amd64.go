@@ -2,6 +2,139 @@
 
 package kernels
 
+import (
+	"math"
+
+	"github.com/pipe-engine/pipe/quant"
+)
+
+// Tables read by the assembly.
+var (
+	// k4Shuf[k]: VPSHUFB control broadcasting int16 lane k of a register
+	// to all 16 lanes (Q4_K/Q5_K sub-block scales).
+	k4Shuf [8][32]byte
+	// q6Shuf[c]: 8 × byte 2c then 8 × byte 2c+1 (Q6_K scale pairs).
+	q6Shuf [8][16]byte
+	// kvaluesMXFP4 as a 16-byte VPSHUFB table is kvaluesMXFP4 itself.
+	e8m0HalfTable [256]float32
+)
+
+func init() {
+	for k := 0; k < 8; k++ {
+		for i := 0; i < 16; i++ {
+			k4Shuf[k][2*i] = byte(2 * k)
+			k4Shuf[k][2*i+1] = byte(2*k + 1)
+		}
+		for i := 0; i < 8; i++ {
+			q6Shuf[k][i] = byte(2 * k)
+			q6Shuf[k][8+i] = byte(2*k + 1)
+		}
+	}
+	for e := range e8m0HalfTable {
+		e8m0HalfTable[e] = e8m0Half(uint8(e))
+	}
+}
+
+//go:noescape
+func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotMXFP4AVX2(w *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotQ4_KAVX2(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ5_KAVX2(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ6_KAVX2(w *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotF32AVX2(w *byte, x *float32, n int) float32
+
+//go:noescape
+func dotF16AVX2(w *byte, x *uint16, n int) float32
+
+// nan marks an internal length mismatch (the public API validates shapes
+// first, so it is unreachable); assembly is never entered with bad lengths.
+var nan = float32(math.NaN())
+
+// q8Ok checks a row of nb blocks of bs bytes against a Q8_0/Q8_K activation
+// with blocks of qk quants.
+func q8Ok(w []byte, a *Activation, bs, qk int) (nb int, ok bool) {
+	nb = a.cols / qk
+	return nb, nb > 0 && len(w) == nb*bs && len(a.qs) >= nb*qk && len(a.d) >= nb
+}
+
+func avx2DotQ8_0(w []byte, a *Activation) float32 {
+	nb, ok := q8Ok(w, a, 34, 32)
+	if !ok {
+		return nan
+	}
+	return dotQ8_0AVX2(&w[0], &a.qs[0], &a.d[0], nb)
+}
+
+func avx2DotMXFP4(w []byte, a *Activation) float32 {
+	nb, ok := q8Ok(w, a, 17, 32)
+	if !ok {
+		return nan
+	}
+	return dotMXFP4AVX2(&w[0], &a.qs[0], &a.d[0], nb)
+}
+
+func avx2DotQ4_K(w []byte, a *Activation) float32 {
+	nb, ok := q8Ok(w, a, 144, 256)
+	if !ok || len(a.bsums) < nb*16 {
+		return nan
+	}
+	return dotQ4_KAVX2(&w[0], &a.qs[0], &a.d[0], &a.bsums[0], nb)
+}
+
+func avx2DotQ5_K(w []byte, a *Activation) float32 {
+	nb, ok := q8Ok(w, a, 176, 256)
+	if !ok || len(a.bsums) < nb*16 {
+		return nan
+	}
+	return dotQ5_KAVX2(&w[0], &a.qs[0], &a.d[0], &a.bsums[0], nb)
+}
+
+func avx2DotQ6_K(w []byte, a *Activation) float32 {
+	nb, ok := q8Ok(w, a, 210, 256)
+	if !ok {
+		return nan
+	}
+	return dotQ6_KAVX2(&w[0], &a.qs[0], &a.d[0], nb)
+}
+
+func avx2DotF32(w []byte, a *Activation) float32 {
+	n := a.cols
+	if n <= 0 || len(w) != 4*n || len(a.f) < n {
+		return nan
+	}
+	return dotF32AVX2(&w[0], &a.f[0], n)
+}
+
+func avx2DotF16(w []byte, a *Activation) float32 {
+	n := a.cols
+	if n <= 0 || len(w) != 2*n || len(a.h) < n {
+		return nan
+	}
+	return dotF16AVX2(&w[0], &a.h[0], n)
+}
+
 // installAVX2 swaps the assembly kernels into m.
 func installAVX2(m *implementation) {
+	for t, f := range map[quant.Type]dotFunc{
+		quant.Q8_0:  avx2DotQ8_0,
+		quant.MXFP4: avx2DotMXFP4,
+		quant.Q4_K:  avx2DotQ4_K,
+		quant.Q5_K:  avx2DotQ5_K,
+		quant.Q6_K:  avx2DotQ6_K,
+		quant.F32:   avx2DotF32,
+		quant.F16:   avx2DotF16,
+	} {
+		m.dots[t] = f
+		m.native[t] = true
+	}
 }

@@ -45,7 +45,8 @@ type job struct {
 
 // parallelMinBytes: below this many weight bytes × vectors a product runs on
 // the calling goroutine only (waking helpers would cost more than it saves).
-const parallelMinBytes = 64 << 10
+// A variable so tests can force tiny products onto every thread.
+var parallelMinBytes = 64 << 10
 
 // chunkBytes is the target amount of weight bytes per work unit.
 const chunkBytes = 32 << 10

@@ -1,0 +1,176 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/pipe-engine/pipe/quant"
+)
+
+// Benchmarks read as GB/s of weights (b.SetBytes = weight bytes per
+// product). Decode streams experts from RAM, so every benchmark cycles over
+// enough copies of its matrix to exceed the caches (coldBytes): the numbers
+// are memory-streaming numbers, comparable with BenchmarkMemBandwidth.
+//
+//	go test -run '^$' -bench . -count 3 ./kernels/
+
+const coldBytes = 256 << 20
+
+type benchShape struct {
+	name       string
+	rows, cols int
+	types      []quant.Type
+}
+
+var hotTypes = []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q8_0, quant.MXFP4, quant.F16, quant.F32}
+
+var benchShapes = []benchShape{
+	{"qwen3-expert-gate-2048x768", 768, 2048, append(slicesClone(hotTypes), quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q2_K, quant.Q3_K, quant.BF16)},
+	{"qwen3-expert-down-768x2048", 2048, 768, hotTypes},
+	{"qwen3-attn-q-2048x4096", 4096, 2048, []quant.Type{quant.Q4_K, quant.Q6_K, quant.Q8_0}},
+	{"qwen3-lm-head-2048x151936", 151936, 2048, []quant.Type{quant.Q6_K}},
+	{"gptoss-expert-2880x2880", 2880, 2880, []quant.Type{quant.MXFP4}},
+}
+
+func slicesClone(s []quant.Type) []quant.Type { return append([]quant.Type(nil), s...) }
+
+// coldCopies returns n copies of one random matrix, n*size >= coldBytes.
+func coldCopies(t quant.Type, rows, cols int) (w []byte, size, n int) {
+	one := randRows(rand.New(rand.NewPCG(11, uint64(t))), t, rows, cols)
+	size = len(one)
+	n = max(1, (coldBytes+size-1)/size)
+	w = make([]byte, n*size)
+	for i := 0; i < n; i++ {
+		copy(w[i*size:], one)
+	}
+	return w, size, n
+}
+
+func BenchmarkMatVec(b *testing.B) {
+	for _, sh := range benchShapes {
+		for _, typ := range sh.types {
+			w, size, ncopies := coldCopies(typ, sh.rows, sh.cols)
+			x := randX(rand.New(rand.NewPCG(12, 13)), sh.cols)
+			y := make([]float32, sh.rows)
+			for _, m := range implementations() {
+				if m != refImpl && !m.native[typ] {
+					continue // same code as the reference
+				}
+				for _, threads := range []int{1, 2} {
+					b.Run(fmt.Sprintf("%s/%v/%s/t%d", sh.name, typ, m.name, threads), func(b *testing.B) {
+						saved := impl
+						impl = m
+						defer func() { impl = saved }()
+						p := NewPool(threads)
+						defer p.Close()
+						b.SetBytes(int64(size))
+						b.ResetTimer()
+						for i := 0; i < b.N; i++ {
+							c := i % ncopies
+							if err := p.MatVec(typ, w[c*size:(c+1)*size], sh.rows, sh.cols, x, y); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkMatMul: 8 tokens against one expert matrix (prefill / several
+// tokens routed to one expert); SetBytes counts weight bytes once.
+func BenchmarkMatMul(b *testing.B) {
+	const n = 8
+	rows, cols := 768, 2048
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q8_0} {
+		w, size, ncopies := coldCopies(typ, rows, cols)
+		x := randX(rand.New(rand.NewPCG(14, 15)), n*cols)
+		y := make([]float32, n*rows)
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%v/n%d/%s/t%d", typ, n, impl.name, threads), func(b *testing.B) {
+				p := NewPool(threads)
+				defer p.Close()
+				b.SetBytes(int64(size))
+				for i := 0; i < b.N; i++ {
+					c := i % ncopies
+					if err := p.MatMul(typ, w[c*size:(c+1)*size], rows, cols, x, n, y); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkQuantizeActivation: x of the expert input width.
+func BenchmarkQuantizeActivation(b *testing.B) {
+	x := randX(rand.New(rand.NewPCG(16, 17)), 2048)
+	for _, m := range implementations() {
+		for _, wt := range []quant.Type{quant.Q8_0, quant.Q4_K} {
+			b.Run(fmt.Sprintf("%v/%s", wt, m.name), func(b *testing.B) {
+				var a Activation
+				b.SetBytes(int64(4 * len(x)))
+				for i := 0; i < b.N; i++ {
+					if err := a.quantizeWith(m, wt, x); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+var memSink uint64
+
+// BenchmarkMemBandwidth sums a 1 GiB buffer, split over 1 or 2 goroutines:
+// the machine's memory read bandwidth, the ceiling for the kernels.
+func BenchmarkMemBandwidth(b *testing.B) {
+	buf := make([]uint64, (1<<30)/8)
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("t%d", threads), func(b *testing.B) {
+			b.SetBytes(int64(len(buf) * 8))
+			for i := 0; i < b.N; i++ {
+				var wg sync.WaitGroup
+				sums := make([]uint64, threads)
+				per := len(buf) / threads
+				for t := 0; t < threads; t++ {
+					wg.Add(1)
+					go func(t int) {
+						defer wg.Done()
+						sums[t] = sumMem(buf[t*per : (t+1)*per])
+					}(t)
+				}
+				wg.Wait()
+				for _, s := range sums {
+					memSink += s
+				}
+			}
+		})
+	}
+}
+
+// sumMem reads every word of s with 8 independent accumulators.
+func sumMem(s []uint64) uint64 {
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for len(s) >= 8 {
+		a0 += s[0]
+		a1 += s[1]
+		a2 += s[2]
+		a3 += s[3]
+		a4 += s[4]
+		a5 += s[5]
+		a6 += s[6]
+		a7 += s[7]
+		s = s[8:]
+	}
+	for _, v := range s {
+		a0 += v
+	}
+	return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
+}

@@ -1,0 +1,481 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// AVX2 dot products, hand-written. Every routine follows the reference's
+// operation order (see the package doc): integer lanes per block, then
+// acc = acc + float32(d*float32(lane)) with separate VMULPS/VADDPS (no FMA),
+// then the fixed horizontal sum r[i]=a[i]+a[i+4]; (r0+r2)+(r1+r3).
+// Float addition and multiplication are commutative in IEEE arithmetic, so
+// operand order inside one instruction does not matter.
+
+// HSUM8 reduces Y0 into X0[0] (clobbers X1).
+#define HSUM8 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVHLPS     X0, X0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1     \
+	VADDSS       X1, X0, X0
+
+// ones16: Y15 = 16 × int16(1)
+#define ONES16 \
+	MOVL         $0x00010001, AX \
+	VMOVD        AX, X15         \
+	VPBROADCASTD X15, Y15
+
+// LOW4: Y14 = 32 × 0x0F
+#define LOW4 \
+	MOVL         $0x0F0F0F0F, AX \
+	VMOVD        AX, X14         \
+	VPBROADCASTD X14, Y14
+
+// func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
+TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ nb+24(FP), CX
+	ONES16
+	VXORPS Y0, Y0, Y0
+
+q80loop:
+	MOVWLZX      (SI), AX
+	VMOVD        AX, X1
+	VCVTPH2PS    X1, X1
+	VMULSS       (DX), X1, X1
+	VBROADCASTSS X1, Y1
+	VMOVDQU      2(SI), Y2
+	VMOVDQU      (DI), Y3
+	VPSIGNB      Y2, Y3, Y3
+	VPABSB       Y2, Y2
+	VPMADDUBSW   Y3, Y2, Y2
+	VPMADDWD     Y15, Y2, Y2
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	ADDQ         $34, SI
+	ADDQ         $32, DI
+	ADDQ         $4, DX
+	DECQ         CX
+	JNZ          q80loop
+
+	HSUM8
+	VMOVSS     X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func dotMXFP4AVX2(w *byte, qs *int8, d *float32, nb int) float32
+TEXT ·dotMXFP4AVX2(SB), NOSPLIT, $0-36
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ nb+24(FP), CX
+	ONES16
+	LOW4
+	LEAQ           ·e8m0HalfTable(SB), R8
+	VBROADCASTI128 ·kvaluesMXFP4(SB), Y13
+	VXORPS         Y0, Y0, Y0
+
+mxloop:
+	MOVBLZX        (SI), AX
+	VMOVSS         (R8)(AX*4), X1
+	VMULSS         (DX), X1, X1
+	VBROADCASTSS   X1, Y1
+	VMOVDQU        1(SI), X2
+	VPSRLW         $4, X2, X3
+	VINSERTI128    $1, X3, Y2, Y2
+	VPAND          Y14, Y2, Y2
+	VPSHUFB        Y2, Y13, Y2
+	VMOVDQU        (DI), Y3
+	VPSIGNB        Y2, Y3, Y3
+	VPABSB         Y2, Y2
+	VPMADDUBSW     Y3, Y2, Y2
+	VPMADDWD       Y15, Y2, Y2
+	VCVTDQ2PS      Y2, Y2
+	VMULPS         Y1, Y2, Y2
+	VADDPS         Y2, Y0, Y0
+	ADDQ           $17, SI
+	ADDQ           $32, DI
+	ADDQ           $4, DX
+	DECQ           CX
+	JNZ            mxloop
+
+	HSUM8
+	VMOVSS     X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// K4SCALES unpacks the 12 scale bytes at 4(SI) of a Q4_K/Q5_K block:
+// X3 = 8 scales as int16 (in both halves of Y3), X4 = 8 mins as int16.
+// Clobbers AX, BX, R9, R10, R11.
+#define K4SCALES \
+	MOVL         4(SI), AX \
+	MOVL         8(SI), BX \
+	MOVL         12(SI), R9 \
+	MOVL         R9, R10              \
+	SHRL         $4, R10              \
+	ANDL         $0x0f0f0f0f, R10     \
+	MOVL         BX, R11              \
+	SHRL         $6, R11              \
+	ANDL         $0x03030303, R11     \
+	SHLL         $4, R11              \
+	ORL          R11, R10             \
+	ANDL         $0x3f3f3f3f, BX      \
+	ANDL         $0x0f0f0f0f, R9      \
+	MOVL         AX, R11              \
+	SHRL         $6, R11              \
+	ANDL         $0x03030303, R11     \
+	SHLL         $4, R11              \
+	ORL          R11, R9              \
+	ANDL         $0x3f3f3f3f, AX      \
+	SHLQ         $32, R9              \
+	ORQ          R9, AX               \
+	VMOVQ        AX, X3               \
+	VPMOVZXBW    X3, X3               \
+	VINSERTI128  $1, X3, Y3, Y3       \
+	SHLQ         $32, R10             \
+	ORQ          R10, BX              \
+	VMOVQ        BX, X4               \
+	VPMOVZXBW    X4, X4
+
+// K4MINS: X12 += dmin * float(madd(mins, pairsums(bsums))), bsums at (BX').
+// Expects X4 = mins int16, X2 = dmin broadcast (xmm), R12 = bsums pointer.
+#define K4MINS \
+	VMOVDQU   (R12), X5      \
+	VMOVDQU   16(R12), X6    \
+	VPHADDW   X6, X5, X5     \
+	VPMADDWD  X5, X4, X4     \
+	VCVTDQ2PS X4, X4         \
+	VMULPS    X2, X4, X4     \
+	VADDPS    X4, X12, X12
+
+// KSCALEF: Y1 = broadcast(f16(off(SI)) * (DX)); Y2/X2 likewise for dmin at
+// off2(SI) (only when wanted).
+#define DSCALE(off, reg, xreg) \
+	MOVWLZX      off(SI), AX  \
+	VMOVD        AX, xreg     \
+	VCVTPH2PS    xreg, xreg   \
+	VMULSS       (DX), xreg, xreg \
+	VBROADCASTSS xreg, reg
+
+// Q4KCHUNK j: nibbles of 32 bytes at 16+32j(SI) against 64 quants at
+// 64j(DI), scales for sub-blocks 2j, 2j+1; adds to Y10.
+#define Q4KCHUNK(j) \
+	VMOVDQU    (16+32*j)(SI), Y5          \
+	VPAND      Y14, Y5, Y6                \
+	VPSRLW     $4, Y5, Y7                 \
+	VPAND      Y14, Y7, Y7                \
+	VPMADDUBSW (64*j)(DI), Y6, Y6         \
+	VPMADDUBSW (64*j+32)(DI), Y7, Y7      \
+	VPSHUFB    ·k4Shuf+(64*j)(SB), Y3, Y8 \
+	VPMADDWD   Y8, Y6, Y6                 \
+	VPSHUFB    ·k4Shuf+(64*j+32)(SB), Y3, Y9 \
+	VPMADDWD   Y9, Y7, Y7                 \
+	VPADDD     Y6, Y10, Y10               \
+	VPADDD     Y7, Y10, Y10
+
+// func dotQ4_KAVX2(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ bsums+24(FP), R12
+	MOVQ nb+32(FP), CX
+	LOW4
+	VXORPS Y0, Y0, Y0
+	VXORPS X12, X12, X12
+
+q4kloop:
+	DSCALE(0, Y1, X1)
+	DSCALE(2, Y2, X2)
+	K4SCALES
+	K4MINS
+	VPXOR    Y10, Y10, Y10
+	Q4KCHUNK(0)
+	Q4KCHUNK(1)
+	Q4KCHUNK(2)
+	Q4KCHUNK(3)
+	VCVTDQ2PS Y10, Y10
+	VMULPS    Y1, Y10, Y10
+	VADDPS    Y10, Y0, Y0
+	ADDQ      $144, SI
+	ADDQ      $256, DI
+	ADDQ      $4, DX
+	ADDQ      $32, R12
+	DECQ      CX
+	JNZ       q4kloop
+
+	HSUM8
+	VMOVHLPS  X12, X12, X13
+	VADDPS    X13, X12, X12
+	VMOVSHDUP X12, X13
+	VADDSS    X13, X12, X12
+	VSUBSS    X12, X0, X0
+	VMOVSS    X0, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// Q5KCHUNK j: like Q4KCHUNK with the 5th bit from qh (Y11) bits 2j, 2j+1;
+// nibbles at 48+32j(SI). Y13 = 32 × 0x01.
+#define Q5KCHUNK(j) \
+	VMOVDQU    (48+32*j)(SI), Y5          \
+	VPAND      Y14, Y5, Y6                \
+	VPSRLW     $4, Y5, Y7                 \
+	VPAND      Y14, Y7, Y7                \
+	VPSRLW     $(2*j), Y11, Y8            \
+	VPAND      Y13, Y8, Y8                \
+	VPSLLW     $4, Y8, Y8                 \
+	VPOR       Y8, Y6, Y6                 \
+	VPSRLW     $(2*j+1), Y11, Y9          \
+	VPAND      Y13, Y9, Y9                \
+	VPSLLW     $4, Y9, Y9                 \
+	VPOR       Y9, Y7, Y7                 \
+	VPMADDUBSW (64*j)(DI), Y6, Y6         \
+	VPMADDUBSW (64*j+32)(DI), Y7, Y7      \
+	VPSHUFB    ·k4Shuf+(64*j)(SB), Y3, Y8 \
+	VPMADDWD   Y8, Y6, Y6                 \
+	VPSHUFB    ·k4Shuf+(64*j+32)(SB), Y3, Y9 \
+	VPMADDWD   Y9, Y7, Y7                 \
+	VPADDD     Y6, Y10, Y10               \
+	VPADDD     Y7, Y10, Y10
+
+// func dotQ5_KAVX2(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ bsums+24(FP), R12
+	MOVQ nb+32(FP), CX
+	LOW4
+	MOVL         $0x01010101, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+	VXORPS       Y0, Y0, Y0
+	VXORPS       X12, X12, X12
+
+q5kloop:
+	DSCALE(0, Y1, X1)
+	DSCALE(2, Y2, X2)
+	K4SCALES
+	K4MINS
+	VMOVDQU  16(SI), Y11
+	VPXOR    Y10, Y10, Y10
+	Q5KCHUNK(0)
+	Q5KCHUNK(1)
+	Q5KCHUNK(2)
+	Q5KCHUNK(3)
+	VCVTDQ2PS Y10, Y10
+	VMULPS    Y1, Y10, Y10
+	VADDPS    Y10, Y0, Y0
+	ADDQ      $176, SI
+	ADDQ      $256, DI
+	ADDQ      $4, DX
+	ADDQ      $32, R12
+	DECQ      CX
+	JNZ       q5kloop
+
+	HSUM8
+	VMOVHLPS  X12, X12, X13
+	VADDPS    X13, X12, X12
+	VMOVSHDUP X12, X13
+	VADDSS    X13, X12, X12
+	VSUBSS    X12, X0, X0
+	VMOVSS    X0, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// Q6KPART(q, y, c): q (Y register, values 0..63) against 32 quants at y(DI),
+// chunk c's scales; adds to Y10. Y12 = 32 × 32; X11 = the 16 int8 scales.
+#define Q6KPART(q, yoff, c) \
+	VMOVDQU    yoff(DI), Y8               \
+	VPMADDUBSW Y8, q, q                   \
+	VPMADDUBSW Y8, Y12, Y8                \
+	VPSUBW     Y8, q, q                   \
+	VPSHUFB    ·q6Shuf+(16*c)(SB), X11, X9 \
+	VPMOVSXBW  X9, Y9                     \
+	VPMADDWD   Y9, q, q                   \
+	VPADDD     q, Y10, Y10
+
+// Q6KHALF n: elements 128n..128n+127.
+#define Q6KHALF(n) \
+	VMOVDQU (64*n)(SI), Y4        \
+	VMOVDQU (64*n+32)(SI), Y5     \
+	VMOVDQU (128+32*n)(SI), Y6    \
+	VPAND   Y14, Y4, Y1           \
+	VPSLLW  $4, Y6, Y7            \
+	VPAND   Y13, Y7, Y7           \
+	VPOR    Y7, Y1, Y1 \
+	VPAND   Y14, Y5, Y2           \
+	VPSLLW  $2, Y6, Y7            \
+	VPAND   Y13, Y7, Y7           \
+	VPOR    Y7, Y2, Y2 \
+	VPSRLW  $4, Y4, Y3            \
+	VPAND   Y14, Y3, Y3           \
+	VPAND   Y13, Y6, Y7           \
+	VPOR    Y7, Y3, Y3 \
+	VPSRLW  $4, Y5, Y4            \
+	VPAND   Y14, Y4, Y4           \
+	VPSRLW  $2, Y6, Y7            \
+	VPAND   Y13, Y7, Y7           \
+	VPOR    Y7, Y4, Y4 \
+	Q6KPART(Y1, (128*n), (4*n))     \
+	Q6KPART(Y2, (128*n+32), (4*n+1)) \
+	Q6KPART(Y3, (128*n+64), (4*n+2)) \
+	Q6KPART(Y4, (128*n+96), (4*n+3))
+
+// func dotQ6_KAVX2(w *byte, qs *int8, d *float32, nb int) float32
+TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-36
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ nb+24(FP), CX
+	LOW4
+	MOVL         $0x30303030, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL         $0x20202020, AX
+	VMOVD        AX, X12
+	VPBROADCASTD X12, Y12
+	VXORPS       Y0, Y0, Y0
+
+q6kloop:
+	VMOVDQU  192(SI), X11
+	VPXOR    Y10, Y10, Y10
+	Q6KHALF(0)
+	Q6KHALF(1)
+	DSCALE(208, Y1, X1)
+	VCVTDQ2PS Y10, Y10
+	VMULPS    Y1, Y10, Y10
+	VADDPS    Y10, Y0, Y0
+	ADDQ      $210, SI
+	ADDQ      $256, DI
+	ADDQ      $4, DX
+	DECQ      CX
+	JNZ       q6kloop
+
+	HSUM8
+	VMOVSS     X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// COMBINE4: Y0 = (Y0+Y2) + (Y1+Y3)
+#define COMBINE4 \
+	VADDPS Y2, Y0, Y0 \
+	VADDPS Y3, Y1, Y1 \
+	VADDPS Y1, Y0, Y0
+
+// func dotF32AVX2(w *byte, x *float32, n int) float32
+TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS X5, X5, X5
+	MOVQ   CX, BX
+	SHRQ   $5, BX
+	JZ     f32tail
+
+f32loop:
+	VMOVUPS (SI), Y4
+	VMULPS  (DI), Y4, Y4
+	VADDPS  Y4, Y0, Y0
+	VMOVUPS 32(SI), Y4
+	VMULPS  32(DI), Y4, Y4
+	VADDPS  Y4, Y1, Y1
+	VMOVUPS 64(SI), Y4
+	VMULPS  64(DI), Y4, Y4
+	VADDPS  Y4, Y2, Y2
+	VMOVUPS 96(SI), Y4
+	VMULPS  96(DI), Y4, Y4
+	VADDPS  Y4, Y3, Y3
+	ADDQ    $128, SI
+	ADDQ    $128, DI
+	DECQ    BX
+	JNZ     f32loop
+
+f32tail:
+	ANDQ $31, CX
+	JZ   f32done
+
+f32tailloop:
+	VMOVSS (SI), X4
+	VMULSS (DI), X4, X4
+	VADDSS X4, X5, X5
+	ADDQ   $4, SI
+	ADDQ   $4, DI
+	DECQ   CX
+	JNZ    f32tailloop
+
+f32done:
+	COMBINE4
+	HSUM8
+	VADDSS     X5, X0, X0
+	VMOVSS     X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dotF16AVX2(w *byte, x *uint16, n int) float32
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS X5, X5, X5
+	MOVQ   CX, BX
+	SHRQ   $5, BX
+	JZ     f16tail
+
+f16loop:
+	VCVTPH2PS (SI), Y4
+	VCVTPH2PS (DI), Y6
+	VMULPS    Y6, Y4, Y4
+	VADDPS    Y4, Y0, Y0
+	VCVTPH2PS 16(SI), Y4
+	VCVTPH2PS 16(DI), Y6
+	VMULPS    Y6, Y4, Y4
+	VADDPS    Y4, Y1, Y1
+	VCVTPH2PS 32(SI), Y4
+	VCVTPH2PS 32(DI), Y6
+	VMULPS    Y6, Y4, Y4
+	VADDPS    Y4, Y2, Y2
+	VCVTPH2PS 48(SI), Y4
+	VCVTPH2PS 48(DI), Y6
+	VMULPS    Y6, Y4, Y4
+	VADDPS    Y4, Y3, Y3
+	ADDQ      $64, SI
+	ADDQ      $64, DI
+	DECQ      BX
+	JNZ       f16loop
+
+f16tail:
+	ANDQ $31, CX
+	JZ   f16done
+
+f16tailloop:
+	MOVWLZX   (SI), AX
+	VMOVD     AX, X4
+	VCVTPH2PS X4, X4
+	MOVWLZX   (DI), AX
+	VMOVD     AX, X6
+	VCVTPH2PS X6, X6
+	VMULSS    X6, X4, X4
+	VADDSS    X4, X5, X5
+	ADDQ      $2, SI
+	ADDQ      $2, DI
+	DECQ      CX
+	JNZ       f16tailloop
+
+f16done:
+	COMBINE4
+	HSUM8
+	VADDSS     X5, X0, X0
+	VMOVSS     X0, ret+24(FP)
+	VZEROUPPER
+	RET
