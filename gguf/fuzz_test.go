@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -69,23 +68,21 @@ func fuzzSeeds() [][]byte {
 	return seeds
 }
 
-var (
-	fuzzDirOnce sync.Once
-	fuzzDir     string
-	fuzzSeq     atomic.Int64
-)
+var fuzzSeq atomic.Int64
 
 func FuzzOpen(f *testing.F) {
 	for _, s := range fuzzSeeds() {
 		f.Add(s)
 	}
-	fuzzDirOnce.Do(func() {
-		d, err := os.MkdirTemp("", "gguf-fuzz")
-		if err != nil {
-			panic(err)
-		}
-		fuzzDir = d
-	})
+	base := "" // default temp dir, or tmpfs when there is one
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		base = "/dev/shm"
+	}
+	fuzzDir, err := os.MkdirTemp(base, "gguf-fuzz")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { os.RemoveAll(fuzzDir) })
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(fuzzDir, fmt.Sprintf("f%d.gguf", fuzzSeq.Add(1)))
 		if err := os.WriteFile(path, data, 0o600); err != nil {
@@ -110,6 +107,9 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("Open succeeded but Decode failed: %v", err2)
 		}
 		checkInvariants(t, file, uint64(len(data)))
+		if file.Alignment > 1<<16 {
+			return // valid, but rewriting would write gigabytes of padding
+		}
 		// Writing what was read and reading it back gives the same model.
 		var buf bytes.Buffer
 		w := NewWriter(&buf)

@@ -301,7 +301,11 @@ func decodeShard(name string, r io.Reader, size int64, shard int) (*Shard, []Ten
 	if size < 0 {
 		return nil, nil, &FormatError{File: name, Field: "size", Msg: "negative file size", Err: ErrCorruption}
 	}
-	d := &decoder{r: bufio.NewReaderSize(r, 64<<10), path: name, size: uint64(size)}
+	bufSize := 64 << 10
+	if size < int64(bufSize) {
+		bufSize = int(size) + 16 // small files (tests, fuzzing): no 64 KiB buffer
+	}
+	d := &decoder{r: bufio.NewReaderSize(r, bufSize), path: name, size: uint64(size)}
 
 	var magic [4]byte
 	if err := d.read(magic[:], "magic"); err != nil {

@@ -40,7 +40,7 @@ type Writer struct {
 // NewWriter returns a Writer that writes to out.
 func NewWriter(out io.Writer) *Writer {
 	return &Writer{
-		out:       bufio.NewWriterSize(out, 1<<20),
+		out:       bufio.NewWriterSize(out, 64<<10),
 		alignment: DefaultAlignment,
 		keys:      map[string]bool{},
 		names:     map[string]bool{},
@@ -189,7 +189,7 @@ func (w *Writer) pad() {
 }
 
 // WriteHeader writes everything before the tensor data: header, metadata,
-// tensor infos and padding to the alignment.
+// tensor infos and padding to the alignment, and flushes it to out.
 func (w *Writer) WriteHeader() error {
 	if w.header {
 		return werr("WriteHeader called twice")
@@ -219,8 +219,18 @@ func (w *Writer) WriteHeader() error {
 	for i := range w.tensors {
 		w.tensors[i].Offset = w.written + w.tensors[i].RelOff
 	}
+	if w.err == nil {
+		if err := w.out.Flush(); err != nil { // the header is complete on out
+			w.err = fmt.Errorf("gguf writer: %w", err)
+		}
+	}
 	return w.err
 }
+
+// DataSize returns the bytes of the data section as declared so far
+// (every tensor padded to the alignment): the file size is the header size
+// plus DataSize.
+func (w *Writer) DataSize() uint64 { return w.dataSize }
 
 func (w *Writer) value(v Value) error {
 	le := binary.LittleEndian
