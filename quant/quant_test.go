@@ -312,3 +312,49 @@ func TestQuantizeNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// ggmlBestIndexMXFP4 is a literal port of ggml's best_index_mxfp4 (all 16
+// codes scanned) used to check the pruned scan in bestIndexMXFP4.
+func ggmlBestIndexMXFP4(x, e float32) uint8 {
+	best := 0
+	bestErr := abs32(float32(float32(KValuesMXFP4[0])*e) - x)
+	for i := 1; i < 16; i++ {
+		err := abs32(float32(float32(KValuesMXFP4[i])*e) - x)
+		if err < bestErr {
+			best, bestErr = i, err
+		}
+	}
+	return uint8(best)
+}
+
+func TestBestIndexMXFP4MatchesGGML(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for e := 0; e < 256; e++ {
+		d := E8M0ToFP32Half(uint8(e))
+		var pos [8]float32
+		for k := range pos {
+			pos[k] = float32(KValuesMXFP4[k]) * d
+		}
+		xs := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), math.MaxFloat32, -math.MaxFloat32}
+		// Exact code values, midpoints between neighbours (ties) and their
+		// float32 neighbours, on both signs.
+		vals := []float32{0, 1, 2, 3, 4, 6, 8, 12}
+		for i, v := range vals {
+			xs = append(xs, v*d, math.Nextafter32(v*d, 0), math.Nextafter32(v*d, float32(math.Inf(1))))
+			if i+1 < len(vals) {
+				mid := float32((float64(v) + float64(vals[i+1])) / 2 * float64(d))
+				xs = append(xs, mid, math.Nextafter32(mid, 0), math.Nextafter32(mid, float32(math.Inf(1))))
+			}
+		}
+		for i := 0; i < 200; i++ {
+			xs = append(xs, float32(rng.NormFloat64()*8*float64(d)), math.Float32frombits(rng.Uint32()))
+		}
+		for _, x := range xs {
+			for _, s := range []float32{x, -x} {
+				if got, want := bestIndexMXFP4(s, &pos), ggmlBestIndexMXFP4(s, d); got != want {
+					t.Fatalf("e=%d x=%g: got code %d, ggml %d", e, s, got, want)
+				}
+			}
+		}
+	}
+}

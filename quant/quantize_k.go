@@ -173,28 +173,36 @@ func makeQXQuants(nmax int, x []float32, L []int8, rmseType int, qw []float32) f
 		rmseType = -rmseType
 		returnEarly = true
 	}
-	weight := func(i int) float32 {
+	// The weights are fixed for the whole search: compute them once.
+	var wbuf [32]float32
+	var w []float32
+	if n <= len(wbuf) {
+		w = wbuf[:n]
+	} else {
+		w = make([]float32, n)
+	}
+	for i := range w {
 		switch {
 		case qw != nil:
-			return qw[i]
+			w[i] = qw[i]
 		case rmseType == 1:
-			return float32(x[i] * x[i])
+			w[i] = float32(x[i] * x[i])
 		case rmseType == 2:
-			return 1
+			w[i] = 1
 		case rmseType == 3:
-			return abs32(x[i])
+			w[i] = abs32(x[i])
 		default:
-			return sqrt32(abs32(x[i]))
+			w[i] = sqrt32(abs32(x[i]))
 		}
 	}
+	x = x[:len(w)]
 	var sumlx, suml2 float32
 	for i := 0; i < n; i++ {
 		l := clampInt(nearestInt(float32(iscale*x[i])), -nmax, nmax-1)
 		L[i] = int8(l + nmax)
-		w := weight(i)
 		fl := float32(l)
-		sumlx += float32(float32(w*x[i]) * fl)
-		suml2 += float32(float32(w*fl) * fl)
+		sumlx += float32(float32(w[i]*x[i]) * fl)
+		suml2 += float32(float32(w[i]*fl) * fl)
 	}
 	var scale float32
 	if suml2 != 0 {
@@ -215,10 +223,9 @@ func makeQXQuants(nmax int, x []float32, L []int8, rmseType int, qw []float32) f
 		sumlx, suml2 = 0, 0
 		for i := 0; i < n; i++ {
 			l := clampInt(nearestInt(float32(iscale*x[i])), -nmax, nmax-1)
-			w := weight(i)
 			fl := float32(l)
-			sumlx += float32(float32(w*x[i]) * fl)
-			suml2 += float32(float32(w*fl) * fl)
+			sumlx += float32(float32(w[i]*x[i]) * fl)
+			suml2 += float32(float32(w[i]*fl) * fl)
 		}
 		if suml2 > 0 && float32(sumlx*sumlx) > float32(best*suml2) {
 			for i := 0; i < n; i++ {

@@ -190,16 +190,37 @@ func quantizeQ8_0(x []float32, y []byte) {
 	}
 }
 
-// bestIndexMXFP4 is ggml's best_index_mxfp4: the code whose value
-// kvalues_mxfp4[i]*e is nearest to x, the lowest index on ties.
-func bestIndexMXFP4(x, e float32) uint8 {
+// bestIndexMXFP4 is ggml's best_index_mxfp4: the code i whose value
+// kvalues_mxfp4[i]*e is nearest to x, the lowest index on ties. pos holds
+// float32(kvalues_mxfp4[i]*e) for i = 0..7 (the codes >= 0, ascending).
+//
+// ggml scans all 16 codes; this scan is equivalent and cheaper: for x >= 0 a
+// code of opposite sign is never strictly nearer than code 0 (its error
+// rounds to at least x), and once a candidate reaches |x| the later, larger
+// ones cannot be strictly nearer (rounding is monotonic). A negative x mirrors
+// onto codes 8+i, which carry the negated values in the same order, with code
+// 0 (not 8) kept on ties exactly as in ggml's order 0, 8, 9, ... .
+func bestIndexMXFP4(x float32, pos *[8]float32) uint8 {
+	a := x
+	neg := !(x >= 0) // NaN lands here and, like in ggml, yields code 0
+	if neg {
+		a = -x
+	}
 	best := 0
-	bestErr := abs32(float32(float32(KValuesMXFP4[0])*e) - x)
-	for i := 1; i < 16; i++ {
-		err := abs32(float32(float32(KValuesMXFP4[i])*e) - x)
-		if err < bestErr {
-			best, bestErr = i, err
+	bestErr := abs32(pos[0] - a)
+	if !(pos[0] >= a) {
+		for i := 1; i < 8; i++ {
+			err := abs32(pos[i] - a)
+			if err < bestErr {
+				best, bestErr = i, err
+			}
+			if pos[i] >= a {
+				break
+			}
 		}
+	}
+	if neg && best != 0 {
+		best += 8
 	}
 	return uint8(best)
 }
@@ -223,9 +244,13 @@ func quantizeMXFP4(x []float32, y []byte) {
 		}
 		d := E8M0ToFP32Half(e)
 		yb[0] = e
+		var pos [8]float32
+		for k := range pos {
+			pos[k] = float32(KValuesMXFP4[k]) * d
+		}
 		for j := 0; j < 16; j++ {
-			x0 := bestIndexMXFP4(xb[j], d)
-			x1 := bestIndexMXFP4(xb[16+j], d)
+			x0 := bestIndexMXFP4(xb[j], &pos)
+			x1 := bestIndexMXFP4(xb[16+j], &pos)
 			yb[1+j] = x0 | x1<<4
 		}
 	}
