@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOutputInvariance is the determinism invariant: the logits are
+// bit-identical whatever the I/O settings. The tiny F32 golden model has
+// 4 layers × top-2 of 8 experts of ~0.8 MB each, so one token's working set
+// is ~6.3 MB and all experts ~25 MB: --cache-mb 3 is below the working set
+// (the LRU cliff), 12 about half the experts, 30 all of them.
+func TestOutputInvariance(t *testing.T) {
+	models := []string{"tiny-qwen3moe-F32", "tiny-qwen3moe-Q4_K_M"}
+	if testing.Short() {
+		models = models[1:]
+	}
+	configs := [][]string{
+		{"--moe-stream=true", "--io-threads", "1"},
+		{"--moe-stream=true", "--io-threads", "2"},
+		{"--moe-stream=true", "--io-threads", "8"},
+		{"--moe-stream=true", "--cache-mb", "0"},
+		{"--moe-stream=true", "--cache-mb", "3"},
+		{"--moe-stream=true", "--cache-mb", "12"},
+		{"--moe-stream=true", "--cache-mb", "30", "--overlap=false"},
+		{"--moe-stream=true", "--cache-mb", "3", "--overlap=false", "--io-threads", "1"},
+		{"--moe-stream=true", "--dense-weights", "warm"},
+		{"--moe-stream=true", "--dense-weights", "mmap", "-t", "1"},
+		{"--moe-stream=true", "--cache-mb", "12", "--prefetch", "2"},
+		{"--moe-stream=true", "--cache-mb", "12", "--prefetch", "4", "--prefetch-policy", "popular"},
+		{"--moe-stream=true", "--no-odirect", "-t", "2"},
+		{"--moe-stream=false", "-t", "1"},
+		{"--moe-stream=false", "--dense-weights", "mmap"},
+	}
+	prompt, err := os.ReadFile("../../testdata/golden/prompts/p1_village.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range models {
+		path := filepath.Join("../../testdata/golden/models", m+".gguf")
+		logits := func(extra ...string) []byte {
+			out := filepath.Join(t.TempDir(), "l.bin")
+			args := append([]string{"--log-level", "error", "run", "-m", path, "-p", string(prompt), "-n", "12",
+				"--temp", "0", "--ignore-eos", "--cache-mb", "20", "--logits-out", out}, extra...)
+			runPipe(t, args...)
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		base := logits("--moe-stream=false")
+		if len(base) == 0 {
+			t.Fatal("no logits")
+		}
+		for _, c := range configs {
+			t.Run(m+"/"+strings.Join(c, " "), func(t *testing.T) {
+				if got := logits(c...); !bytes.Equal(got, base) {
+					t.Fatalf("logits differ from the mmap baseline (%d vs %d bytes)", len(got), len(base))
+				}
+			})
+		}
+	}
+}
