@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/pipe-engine/pipe/quant"
+)
+
+const goldenRoot = "../../testdata/golden/"
+
+type goldenManifest struct {
+	Arch string `json:"arch"`
+	Args struct {
+		NExpertUsed int `json:"n_expert_used"`
+		NLayer      int `json:"n_layer"`
+	} `json:"args"`
+	Tensors []struct {
+		Name string  `json:"name"`
+		Ne   []int64 `json:"ggml_ne"`
+	} `json:"tensors"`
+}
+
+// logTypes reads the output type of every tensor from a llama-quantize log.
+func logTypes(t *testing.T, path string) map[string]quant.Type {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	re := regexp.MustCompile(`^\[\s*\d+/\s*\d+\]\s+(\S+)\s+- \[.*\], type =\s+(\w+)(?:, converting to (\w+))?`)
+	out := map[string]quant.Type{}
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			name := m[2]
+			if m[3] != "" {
+				name = m[3]
+			}
+			tt, ok := quant.ParseType(strings.ToUpper(name))
+			if !ok {
+				t.Fatalf("unknown type %q in %s", name, path)
+			}
+			out[m[1]] = tt
+		}
+	}
+	return out
+}
+
+var expertName = regexp.MustCompile(`^blk\.(\d+)\.ffn_(gate|up|down|gate_up)_exps\.weight$`)
+
+func inspectRun(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(context.Background(), args, &o, &e)
+	return o.String(), e.String(), code
+}
+
+// TestInspectGolden runs `pipe inspect --json` on every golden model and
+// checks the architecture, tensor count and the expert/dense split against
+// numbers computed from the manifest (shapes) and the llama-quantize log
+// (types) alone — not from the GGUF parser.
+func TestInspectGolden(t *testing.T) {
+	models, _ := filepath.Glob(goldenRoot + "models/*.gguf")
+	if len(models) < 9 {
+		t.Fatalf("found %d golden models", len(models))
+	}
+	for _, path := range models {
+		base := strings.TrimSuffix(filepath.Base(path), ".gguf")
+		t.Run(base, func(t *testing.T) {
+			arch := base[:strings.LastIndex(base, "-")] // tiny-qwen3moe
+			raw, err := os.ReadFile(goldenRoot + "models/" + arch + ".manifest.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var man goldenManifest
+			if err := json.Unmarshal(raw, &man); err != nil {
+				t.Fatal(err)
+			}
+			types := map[string]quant.Type{}
+			if strings.HasSuffix(base, "-F32") {
+				for _, mt := range man.Tensors {
+					types[mt.Name] = quant.F32
+				}
+			} else {
+				types = logTypes(t, goldenRoot+"logs/quantize-"+base+".log")
+			}
+			// Independent expected numbers.
+			var expertTotal, denseTensor int64
+			perLayer := make([]int64, man.Args.NLayer)
+			for _, mt := range man.Tensors {
+				tt, ok := types[mt.Name]
+				if !ok {
+					t.Fatalf("no type for %s", mt.Name)
+				}
+				rs, err := tt.RowSize(mt.Ne[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				size := rs
+				for _, d := range mt.Ne[1:] {
+					size *= d
+				}
+				if m := expertName.FindStringSubmatch(mt.Name); m != nil {
+					expertTotal += size
+					l := int(m[1][0] - '0')
+					perLayer[l] += size / mt.Ne[2]
+				} else {
+					denseTensor += size
+				}
+			}
+			var ws int64
+			for _, b := range perLayer {
+				ws += int64(man.Args.NExpertUsed) * b
+			}
+
+			out, errOut, code := inspectRun(t, "inspect", "--json", path)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var rep struct {
+				Arch             string  `json:"architecture"`
+				Runnable         bool    `json:"runnable"`
+				NTensors         int     `json:"n_tensors"`
+				Tensors          []struct{ Name, Type string }
+				DenseTensorBytes int64   `json:"dense_tensor_bytes"`
+				DenseBytes       int64   `json:"dense_bytes"`
+				ExpertBytes      int64   `json:"expert_bytes"`
+				PerLayer         []int64 `json:"one_expert_bytes_per_layer"`
+				WorkingSet       int64   `json:"working_set_bytes"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("bad JSON: %v\n%s", err, out)
+			}
+			wantArch := map[string]string{"tiny-qwen3moe": "qwen3moe", "tiny-gptoss": "gpt-oss"}[arch]
+			if rep.Arch != wantArch || rep.Arch != man.Arch {
+				t.Errorf("architecture %q, want %q", rep.Arch, wantArch)
+			}
+			if rep.NTensors != len(man.Tensors) || len(rep.Tensors) != len(man.Tensors) {
+				t.Errorf("%d tensors (%d rows), manifest has %d", rep.NTensors, len(rep.Tensors), len(man.Tensors))
+			}
+			for _, tr := range rep.Tensors {
+				if types[tr.Name].String() != tr.Type {
+					t.Errorf("%s: type %s, log says %v", tr.Name, tr.Type, types[tr.Name])
+				}
+			}
+			if rep.ExpertBytes != expertTotal || rep.DenseTensorBytes != denseTensor {
+				t.Errorf("expert %d dense %d, want %d %d", rep.ExpertBytes, rep.DenseTensorBytes, expertTotal, denseTensor)
+			}
+			// Dense ranges add only alignment padding (< 32 bytes per tensor).
+			if pad := rep.DenseBytes - denseTensor; pad < 0 || pad >= int64(32*len(man.Tensors)) {
+				t.Errorf("dense bytes %d vs dense tensors %d", rep.DenseBytes, denseTensor)
+			}
+			if len(rep.PerLayer) != len(perLayer) {
+				t.Fatalf("per-layer %v, want %v", rep.PerLayer, perLayer)
+			}
+			for l := range perLayer {
+				if rep.PerLayer[l] != perLayer[l] {
+					t.Errorf("layer %d: one expert %d bytes, want %d", l, rep.PerLayer[l], perLayer[l])
+				}
+			}
+			if rep.WorkingSet != ws {
+				t.Errorf("working set %d, want %d", rep.WorkingSet, ws)
+			}
+			if wantArch == "qwen3moe" && !rep.Runnable {
+				t.Errorf("qwen3moe reported not runnable")
+			}
+		})
+	}
+}
+
+func TestInspectText(t *testing.T) {
+	out, errOut, code := inspectRun(t, "inspect", goldenRoot+"models/tiny-gptoss-MXFP4_MOE.gguf")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"architecture:  gpt-oss (",
+		"not runnable yet",
+		"rope scaling",
+		"yarn ×32 from 4096",
+		"blk.3.ffn_down_exps.weight *",
+		"MXFP4",
+		"[256, 256, 8]",
+		"dense bytes:",
+		"expert bytes:           3342336",
+		"one expert per layer:   104448 ×4 bytes",
+		"one-token working set:  1671168",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, code = inspectRun(t, "inspect", "--no-tensors", goldenRoot+"models/tiny-qwen3moe-Q4_K_M.gguf")
+	if code != 0 || strings.Contains(out, "blk.0.attn_q.weight") || !strings.Contains(out, "qwen3moe (runnable)") {
+		t.Errorf("--no-tensors output (exit %d):\n%s", code, out)
+	}
+}
+
+func TestInspectErrors(t *testing.T) {
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "bad.gguf")
+	if err := os.WriteFile(corrupt, []byte("GGUF\x01\x00\x00\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	junk := filepath.Join(dir, "junk.gguf")
+	if err := os.WriteFile(junk, []byte("not a model at all"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"inspect", filepath.Join(dir, "missing.gguf")}, []string{"missing.gguf", "no such file"}},
+		{[]string{"inspect", corrupt}, []string{"bad.gguf", "header.version", "v1"}},
+		{[]string{"inspect", "--json", junk}, []string{"junk.gguf", "magic", "corrupt"}},
+	}
+	for _, c := range cases {
+		out, errOut, code := inspectRun(t, c.args...)
+		if code == 0 {
+			t.Errorf("%v: exit 0", c.args)
+		}
+		if out != "" {
+			t.Errorf("%v: stdout %q", c.args, out)
+		}
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], "pipe: ") {
+			t.Errorf("%v: stderr is not one line: %q", c.args, errOut)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: stderr %q lacks %q", c.args, errOut, w)
+			}
+		}
+	}
+	if _, _, code := inspectRun(t, "inspect"); code == 0 {
+		t.Error("inspect without a file: exit 0")
+	}
+}
