@@ -127,9 +127,9 @@ func TestInspectGolden(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
 			var rep struct {
-				Arch             string  `json:"architecture"`
-				Runnable         bool    `json:"runnable"`
-				NTensors         int     `json:"n_tensors"`
+				Arch             string `json:"architecture"`
+				Runnable         bool   `json:"runnable"`
+				NTensors         int    `json:"n_tensors"`
 				Tensors          []struct{ Name, Type string }
 				DenseTensorBytes int64   `json:"dense_tensor_bytes"`
 				DenseBytes       int64   `json:"dense_bytes"`
