@@ -1,0 +1,178 @@
+package gen
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// ErrUnknownPreset reports a --preset name gen does not define.
+var ErrUnknownPreset = errors.New("unknown preset")
+
+// ErrBadOptions reports options that cannot describe a model (zero layers, a
+// vocabulary too small for the built-in tokenizer, …).
+var ErrBadOptions = errors.New("bad generator options")
+
+// Architecture names as GGUF's general.architecture spells them.
+const (
+	ArchQwen3MoE = "qwen3moe"
+	ArchGPTOSS   = "gpt-oss"
+	ArchGemma4   = "gemma4"
+)
+
+// Preset is the hyper-parameter set of one model shape. Field names follow
+// llama.cpp's hparams; values come from the models' public configs.
+type Preset struct {
+	Name        string // the --preset name
+	Arch        string // general.architecture
+	ModelName   string // general.name
+	Description string // what the shape is copied from
+
+	NLayer      int
+	NEmbd       int
+	NHead       int
+	NHeadKV     int // KV heads (of the sliding-window layers for gemma4)
+	HeadDim     int // key/value length (of the sliding-window layers for gemma4)
+	NExpert     int
+	NExpertUsed int
+	NFFExp      int // expert FFN width
+	NFF         int // dense FFN width (feed_forward_length)
+	NCtxTrain   int
+	RopeBase    float32
+	RMSEps      float32
+	Vocab       int // vocabulary size (token_embd/output rows) with the built-in tokenizer
+
+	DefaultQuant string // file type used when --quant is not given
+
+	// gpt-oss: sliding window on even layers, YaRN.
+	SlidingWindow int
+	YarnFactor    float32
+	YarnOrigCtx   int
+
+	// gemma4: every SWAPeriod-th layer (il % SWAPeriod == SWAPeriod-1) is full
+	// attention with HeadDimFull/NHeadKVFull; KEqV full layers have no attn_v.
+	SWAPeriod    int
+	NHeadKVFull  int
+	HeadDimFull  int
+	RopeBaseSWA  float32
+	FinalSoftcap float32
+	KEqV         bool
+}
+
+var presets = []Preset{
+	{
+		Name: "qwen3-30b-a3b", Arch: ArchQwen3MoE, ModelName: "Qwen3-30B-A3B (synthetic)",
+		Description: "Qwen/Qwen3-30B-A3B config.json",
+		NLayer:      48, NEmbd: 2048, NHead: 32, NHeadKV: 4, HeadDim: 128,
+		NExpert: 128, NExpertUsed: 8, NFFExp: 768, NFF: 6144, NCtxTrain: 40960,
+		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 151936, DefaultQuant: "Q4_K_M",
+	},
+	{
+		Name: "qwen3-235b-a22b", Arch: ArchQwen3MoE, ModelName: "Qwen3-235B-A22B (synthetic)",
+		Description: "Qwen/Qwen3-235B-A22B config.json",
+		NLayer:      94, NEmbd: 4096, NHead: 64, NHeadKV: 4, HeadDim: 128,
+		NExpert: 128, NExpertUsed: 8, NFFExp: 1536, NFF: 12288, NCtxTrain: 40960,
+		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 151936, DefaultQuant: "Q4_K_M",
+	},
+	{
+		Name: "qwen3-tiny", Arch: ArchQwen3MoE, ModelName: "tiny-random-qwen3moe",
+		Description: "testdata/golden/models/tiny-qwen3moe (llama.cpp golden model)",
+		NLayer:      4, NEmbd: 256, NHead: 4, NHeadKV: 2, HeadDim: 64,
+		NExpert: 8, NExpertUsed: 2, NFFExp: 256, NFF: 512, NCtxTrain: 512,
+		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 482, DefaultQuant: "Q4_K_M",
+	},
+	{
+		Name: "gpt-oss-20b", Arch: ArchGPTOSS, ModelName: "gpt-oss-20b (synthetic)",
+		Description: "openai/gpt-oss-20b config.json",
+		NLayer:      24, NEmbd: 2880, NHead: 64, NHeadKV: 8, HeadDim: 64,
+		NExpert: 32, NExpertUsed: 4, NFFExp: 2880, NFF: 2880, NCtxTrain: 131072,
+		RopeBase: 150000, RMSEps: 1e-5, Vocab: 201088, DefaultQuant: "MXFP4_MOE",
+		SlidingWindow: 128, YarnFactor: 32, YarnOrigCtx: 4096,
+	},
+	{
+		Name: "gpt-oss-120b", Arch: ArchGPTOSS, ModelName: "gpt-oss-120b (synthetic)",
+		Description: "openai/gpt-oss-120b config.json",
+		NLayer:      36, NEmbd: 2880, NHead: 64, NHeadKV: 8, HeadDim: 64,
+		NExpert: 128, NExpertUsed: 4, NFFExp: 2880, NFF: 2880, NCtxTrain: 131072,
+		RopeBase: 150000, RMSEps: 1e-5, Vocab: 201088, DefaultQuant: "MXFP4_MOE",
+		SlidingWindow: 128, YarnFactor: 32, YarnOrigCtx: 4096,
+	},
+	{
+		Name: "gptoss-tiny", Arch: ArchGPTOSS, ModelName: "tiny-random-gpt-oss",
+		Description: "testdata/golden/models/tiny-gptoss (llama.cpp golden model)",
+		NLayer:      4, NEmbd: 256, NHead: 4, NHeadKV: 2, HeadDim: 64,
+		NExpert: 8, NExpertUsed: 4, NFFExp: 256, NFF: 256, NCtxTrain: 131072,
+		RopeBase: 150000, RMSEps: 1e-5, Vocab: 487, DefaultQuant: "MXFP4_MOE",
+		SlidingWindow: 16, YarnFactor: 32, YarnOrigCtx: 4096,
+	},
+	{
+		// Expert shapes checked against the real Q4_K_M file's per-expert bytes
+		// in traces/gemma.route.csv (4,336,640 and 3,593,216 = gate_up Q4_K +
+		// down Q8_0/Q5_0 at n_embd 2816, n_ff_exp 704).
+		Name: "gemma4-26b-a4b", Arch: ArchGemma4, ModelName: "Gemma-4-26B-A4B (synthetic)",
+		Description: "google/gemma-4-26B-A4B config.json; llama.cpp src/models/gemma4.cpp",
+		NLayer:      30, NEmbd: 2816, NHead: 16, NHeadKV: 8, HeadDim: 256,
+		NExpert: 128, NExpertUsed: 8, NFFExp: 704, NFF: 2112, NCtxTrain: 262144,
+		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 262144, DefaultQuant: "Q4_K_M",
+		SlidingWindow: 1024, SWAPeriod: 6, NHeadKVFull: 2, HeadDimFull: 512,
+		RopeBaseSWA: 10000, FinalSoftcap: 30, KEqV: true,
+	},
+	{
+		Name: "gemma4-tiny", Arch: ArchGemma4, ModelName: "tiny-random-gemma4",
+		Description: "gemma4-26b-a4b scaled down",
+		NLayer:      6, NEmbd: 256, NHead: 4, NHeadKV: 2, HeadDim: 64,
+		NExpert: 8, NExpertUsed: 2, NFFExp: 256, NFF: 512, NCtxTrain: 4096,
+		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 512, DefaultQuant: "Q4_K_M",
+		SlidingWindow: 16, SWAPeriod: 3, NHeadKVFull: 1, HeadDimFull: 128,
+		RopeBaseSWA: 10000, FinalSoftcap: 30, KEqV: true,
+	},
+}
+
+// Presets returns every preset, sorted by name.
+func Presets() []Preset {
+	out := append([]Preset(nil), presets...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// PresetNames returns the preset names, sorted.
+func PresetNames() []string {
+	var names []string
+	for _, p := range Presets() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// LookupPreset returns the preset called name.
+func LookupPreset(name string) (Preset, error) {
+	for _, p := range presets {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return Preset{}, fmt.Errorf("%w %q (have %s)", ErrUnknownPreset, name, strings.Join(PresetNames(), ", "))
+}
+
+// isSWA reports whether layer il uses sliding-window attention.
+func (p *Preset) isSWA(il int) bool {
+	switch p.Arch {
+	case ArchGPTOSS:
+		return il%2 == 0
+	case ArchGemma4:
+		return il%p.SWAPeriod != p.SWAPeriod-1
+	}
+	return false
+}
+
+func (p *Preset) validate() error {
+	if p.NLayer <= 0 || p.NEmbd <= 0 || p.NHead <= 0 || p.NHeadKV <= 0 || p.HeadDim <= 0 ||
+		p.NExpert <= 0 || p.NExpertUsed <= 0 || p.NExpertUsed > p.NExpert || p.NFFExp <= 0 || p.Vocab <= 0 {
+		return fmt.Errorf("%w: preset %q has a zero or inconsistent dimension", ErrBadOptions, p.Name)
+	}
+	if p.Arch == ArchGemma4 && (p.SWAPeriod <= 0 || p.HeadDimFull <= 0 || p.NHeadKVFull <= 0) {
+		return fmt.Errorf("%w: gemma4 preset %q needs SWAPeriod, HeadDimFull, NHeadKVFull", ErrBadOptions, p.Name)
+	}
+	return nil
+}
