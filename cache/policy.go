@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -72,8 +73,7 @@ var policies = map[string]policyCtor{
 // 0.1 per layer visit with history beat LRU at every budget on both, and
 // 0.03–0.3 were within a point of each other.
 const (
-	LayerDecay    = 0.1
-	layerLRUDecay = 30 // recency only: 2^-30 per missed visit dwarfs any count
+	LayerDecay = 0.1
 )
 
 func init() {
@@ -81,7 +81,7 @@ func init() {
 		return NewLayered("layer", LayerDecay, true, true, o.Layers), nil
 	}
 	policies["layer-lru"] = func(o PolicyOptions) (Policy, error) {
-		return NewLayered("layer-lru", layerLRUDecay, false, false, o.Layers), nil
+		return NewLayered("layer-lru", math.Inf(1), false, false, o.Layers), nil
 	}
 }
 

@@ -3,6 +3,7 @@ package cache
 import (
 	"container/heap"
 	"math"
+	"sort"
 )
 
 // Belady is the offline optimum for equal-size entries (MIN): it evicts the
@@ -17,12 +18,13 @@ import (
 // they agree. Ties (several keys never used again) go to the larger key
 // (layer, then expert) so results are deterministic.
 type Belady struct {
-	pos    map[Key][]int64 // positions of each key in Future, ascending
-	ptr    map[Key]int     // index into pos[k] of the next use after cursor
-	cursor int64           // notifications seen so far
-	next   map[Key]int64   // resident key -> its current next use
-	h      beladyHeap
-	stash  []beladyItem
+	future  []Key
+	nextPos []int64         // nextPos[i]: next position of future[i]'s key after i
+	pos     map[Key][]int64 // positions of each key, for a diverging sequence
+	cursor  int64           // notifications seen so far
+	next    map[Key]int64   // resident key -> its current next use
+	h       beladyHeap
+	stash   []beladyItem
 }
 
 type beladyItem struct {
@@ -55,9 +57,16 @@ const never = math.MaxInt64
 
 // NewBelady returns a Belady policy for the given future notification sequence.
 func NewBelady(future []Key) *Belady {
-	p := &Belady{pos: make(map[Key][]int64), ptr: make(map[Key]int), next: make(map[Key]int64)}
-	for i, k := range future {
-		p.pos[k] = append(p.pos[k], int64(i))
+	p := &Belady{future: future, nextPos: make([]int64, len(future)), next: make(map[Key]int64)}
+	last := make(map[Key]int64)
+	for i := len(future) - 1; i >= 0; i-- {
+		k := future[i]
+		if n, ok := last[k]; ok {
+			p.nextPos[i] = n
+		} else {
+			p.nextPos[i] = never
+		}
+		last[k] = int64(i)
 	}
 	return p
 }
@@ -72,12 +81,18 @@ func (p *Belady) Batch(step, layer int) {}
 func (p *Belady) access(k Key) int64 {
 	c := p.cursor
 	p.cursor++
-	ps := p.pos[k]
-	i := p.ptr[k]
-	for i < len(ps) && ps[i] <= c {
-		i++
+	if c < int64(len(p.future)) && p.future[c] == k {
+		return p.nextPos[c]
 	}
-	p.ptr[k] = i
+	// Diverged from Future: binary-search k's positions.
+	if p.pos == nil {
+		p.pos = make(map[Key][]int64)
+		for i, f := range p.future {
+			p.pos[f] = append(p.pos[f], int64(i))
+		}
+	}
+	ps := p.pos[k]
+	i := sort.Search(len(ps), func(i int) bool { return ps[i] > c })
 	if i < len(ps) {
 		return ps[i]
 	}

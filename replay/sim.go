@@ -159,7 +159,19 @@ func Simulate(s *Sequence, pol cache.Policy, budget int64, phase PhaseSel) (Resu
 	} else {
 		res.Tokens = s.DecodeTokens
 	}
-	ne := h.NExpert
+	ne := 1 // arrays sized by the experts actually routed, not n_expert
+	for bi := range s.Batches {
+		b := &s.Batches[bi]
+		if b.Layer < 0 || b.Layer >= h.NLayer || len(h.Layers) != h.NLayer {
+			return res, fmt.Errorf("%w: batch %d: layer %d of %d", ErrMalformed, bi, b.Layer, h.NLayer)
+		}
+		for _, a := range b.Accesses {
+			if a.Key.Layer != b.Layer || a.Key.Expert < 0 || a.Key.Expert >= MaxExperts {
+				return res, fmt.Errorf("%w: batch %d (layer %d): key %v", ErrMalformed, bi, b.Layer, a.Key)
+			}
+			ne = max(ne, a.Key.Expert+1)
+		}
+	}
 	idx := func(k cache.Key) int { return k.Layer*ne + k.Expert }
 	resident := make([]bool, h.NLayer*ne)
 	touched := make([]int32, h.NLayer*ne) // batch number+1 that last touched the key

@@ -42,6 +42,14 @@ const Magic = "# route_trace v1"
 // Columns is the CSV header of route_trace v1.
 const Columns = "turn,phase,step,layer,slot,expert,weight,residency,expert_bytes"
 
+// Limits on what a trace may declare (far above every real model; they keep
+// a hostile file from making the replay allocate without bound).
+const (
+	MaxLayers      = 1024
+	MaxExperts     = 16384
+	MaxExpertBytes = 1 << 36
+)
+
 // Phase of a row.
 const (
 	PhasePrefill = 0
@@ -189,11 +197,17 @@ func (r *Reader) readHeader() (*Header, error) {
 			if err != nil {
 				return nil, err
 			}
+			if int64(eb) > MaxExpertBytes {
+				return nil, r.errf("expert_bytes=%d: more than %d", eb, int64(MaxExpertBytes))
+			}
 			var db int
 			if _, ok := kv["dense_bytes"]; ok {
 				if db, err = r.intField(kv, "dense_bytes", 0); err != nil {
 					return nil, err
 				}
+			}
+			if l >= MaxLayers {
+				return nil, r.errf("layer=%d: more than %d layers", l, MaxLayers)
 			}
 			if seen[l] {
 				return nil, r.errf("layer %d described twice", l)
@@ -218,6 +232,9 @@ func (r *Reader) readHeader() (*Header, error) {
 			}
 			if h.NExpertUsed > h.NExpert {
 				return nil, r.errf("n_expert_used=%d > n_expert=%d", h.NExpertUsed, h.NExpert)
+			}
+			if h.NLayer > MaxLayers || h.NExpert > MaxExperts {
+				return nil, r.errf("n_layer=%d n_expert=%d: more than %d layers or %d experts", h.NLayer, h.NExpert, MaxLayers, MaxExperts)
 			}
 		}
 		// Other comments are free text.

@@ -108,7 +108,7 @@ func (t *TraceWriter) Route(turn, phase, step, layer int, experts []int, weights
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(e), 10)
 		b = append(b, ',')
-		b = strconv.AppendFloat(b, float64(weights[i]), 'g', 6, 32)
+		b = strconv.AppendFloat(b, float64(weights[i]), 'g', -1, 32)
 		if resident[i] {
 			b = append(b, ",1,"...)
 		} else {
