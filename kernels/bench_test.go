@@ -174,3 +174,33 @@ func sumMem(s []uint64) uint64 {
 	}
 	return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
 }
+
+// BenchmarkDotHot: one 2048-element row (256 for nothing else) dotted over
+// and over from L1 — the kernels' compute speed without memory stalls.
+func BenchmarkDotHot(b *testing.B) {
+	const cols = 2048
+	for _, typ := range allTypes {
+		w := randRows(rand.New(rand.NewPCG(18, 19)), typ, 1, cols)
+		x := randX(rand.New(rand.NewPCG(20, 21)), cols)
+		for _, m := range implementations() {
+			if m != refImpl && !m.native[typ] {
+				continue
+			}
+			b.Run(fmt.Sprintf("%v/%s", typ, m.name), func(b *testing.B) {
+				var a Activation
+				if err := a.quantizeWith(m, typ, x); err != nil {
+					b.Fatal(err)
+				}
+				dot := m.dots[typ]
+				b.SetBytes(int64(len(w)))
+				var s float32
+				for i := 0; i < b.N; i++ {
+					s += dot(w, &a)
+				}
+				benchSink = s
+			})
+		}
+	}
+}
+
+var benchSink float32

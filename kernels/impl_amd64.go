@@ -9,16 +9,16 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// hasAVX2 is detected once: AVX2 (with OS support for YMM state), FMA-era
-// F16C and BMI2 are all required by the assembly.
-var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasF16C && cpu.X86.HasBMI2
+// hasAVX2 is detected once: AVX2 (with OS support for YMM state), F16C,
+// BMI1 (TZCNT) and BMI2 are required by the assembly.
+var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasF16C && cpu.X86.HasBMI1 && cpu.X86.HasBMI2
 
 // avx2Impl is the reference with the AVX2 kernels swapped in.
 func avx2Impl() *implementation {
 	m := &implementation{
 		name:      "avx2",
-		quantQ8_0: refQuantQ8_0,
-		quantQ8_K: refQuantQ8_K,
+		quantQ8_0: avx2QuantQ8_0,
+		quantQ8_K: avx2QuantQ8_K,
 		dots:      maps.Clone(refImpl.dots),
 		native:    map[quant.Type]bool{},
 	}

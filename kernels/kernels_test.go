@@ -105,6 +105,18 @@ func TestQuantizersIdentical(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for iter := 0; iter < 50; iter++ {
 		x := randX(rng, 256*(1+rng.IntN(12)))
+		for b := 0; b+256 <= len(x); b += 256 {
+			switch rng.IntN(4) {
+			case 0: // an all-zero Q8_K block
+				clear(x[b : b+256])
+			case 1: // the largest magnitude twice, negative first
+				i, j := rng.IntN(128), 128+rng.IntN(128)
+				x[b+i], x[b+j] = -50, 50
+			case 2: // positive first
+				i, j := rng.IntN(128), 128+rng.IntN(128)
+				x[b+i], x[b+j] = 50, -50
+			}
+		}
 		for _, m := range implementations() {
 			for _, wt := range []quant.Type{quant.Q8_0, quant.Q4_K} {
 				var got, want Activation
