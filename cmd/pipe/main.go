@@ -70,6 +70,7 @@ func parser(cli *CLI, stdout, stderr io.Writer, exit func(int)) (*kong.Kong, err
 		kong.Vars{"version": version},
 		kong.Writers(stdout, stderr),
 		kong.Exit(exit),
+		kong.ConfigureHelp(kong.HelpOptions{WrapUpperBound: 100}),
 	)
 }
 
