@@ -10,11 +10,14 @@ import (
 // code point 256+n, n counting those bytes in order. Entries are UTF-8 strings.
 var byteToUnicode [256]string
 
-// unicodeToByte is the inverse of byteToUnicode, keyed by code point.
-var unicodeToByte map[rune]byte
+// unicodeToByte is the inverse of byteToUnicode, indexed by code point
+// (all of them are below 0x144); -1 marks code points outside the table.
+var unicodeToByte [0x144]int16
 
 func init() {
-	unicodeToByte = make(map[rune]byte, 256)
+	for i := range unicodeToByte {
+		unicodeToByte[i] = -1
+	}
 	n := 0
 	for b := 0; b < 256; b++ {
 		var r rune
@@ -25,72 +28,81 @@ func init() {
 			n++
 		}
 		byteToUnicode[b] = string(r)
-		unicodeToByte[r] = byte(b)
+		unicodeToByte[r] = int16(b)
 	}
 }
 
 // decodeByteLevel maps the byte-level text of a NORMAL token back to raw
 // bytes, as llama.cpp's llama_decode_text (including its "[UNK_BYTE_0x..]"
 // marker for code points outside the table).
-func decodeByteLevel(text string) []byte {
-	out := make([]byte, 0, len(text))
-	cpts := decodeCodepoints(text, nil)
-	for _, c := range cpts {
-		if b, ok := unicodeToByte[c]; ok {
-			out = append(out, b)
+func decodeByteLevel(dst []byte, text string) []byte {
+	for i := 0; i < len(text); {
+		r, n := decodeOne(text[i:])
+		i += n
+		if int(r) < len(unicodeToByte) && unicodeToByte[r] >= 0 {
+			dst = append(dst, byte(unicodeToByte[r]))
 			continue
 		}
-		out = append(out, "[UNK_BYTE_0x"...)
-		for _, x := range []byte(string(c)) {
-			out = fmt.Appendf(out, "%02x", x)
+		dst = append(dst, "[UNK_BYTE_0x"...)
+		for _, x := range appendCodepointUTF8(nil, r) {
+			dst = fmt.Appendf(dst, "%02x", x)
 		}
-		out = append(out, text...)
-		out = append(out, ']')
+		dst = append(dst, text...)
+		dst = append(dst, ']')
 	}
-	return out
+	return dst
 }
 
-// decodeCodepoints decodes UTF-8 exactly as llama.cpp's unicode_cpts_from_utf8:
-// the lead byte decides the length, continuation bytes are checked for the
-// 10xxxxxx pattern only (overlong forms and surrogates are accepted), and every
-// byte that does not start a well-formed sequence becomes U+FFFD. Code points
-// above U+10FFFF (which llama.cpp cannot re-encode) also become U+FFFD.
+// decodeOne decodes the first code point of s (len(s) > 0) exactly as
+// llama.cpp's unicode_cpt_from_utf8 inside unicode_cpts_from_utf8: the lead
+// byte decides the length, continuation bytes are checked for the 10xxxxxx
+// pattern only (overlong forms and surrogates are accepted), and a byte that
+// does not start a well-formed sequence becomes U+FFFD and consumes one byte.
+// Code points above U+10FFFF (which llama.cpp cannot re-encode) also become
+// U+FFFD.
+func decodeOne(s string) (rune, int) {
+	c := s[0]
+	if c < 0x80 {
+		return rune(c), 1
+	}
+	var n int
+	var r rune
+	switch {
+	case c&0x40 == 0:
+		return utf8.RuneError, 1
+	case c&0x20 == 0:
+		n, r = 2, rune(c&0x1f)
+	case c&0x10 == 0:
+		n, r = 3, rune(c&0x0f)
+	case c&0x08 == 0:
+		n, r = 4, rune(c&0x07)
+	default:
+		return utf8.RuneError, 1
+	}
+	if len(s) < n {
+		return utf8.RuneError, 1
+	}
+	for k := 1; k < n; k++ {
+		if s[k]&0xc0 != 0x80 {
+			return utf8.RuneError, 1
+		}
+		r = r<<6 | rune(s[k]&0x3f)
+	}
+	if r > 0x10FFFF {
+		r = utf8.RuneError
+	}
+	return r, n
+}
+
+// decodeCodepoints appends the code points of s to dst (see decodeOne).
 func decodeCodepoints(s string, dst []rune) []rune {
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c < 0x80 {
+		if c := s[i]; c < 0x80 {
 			dst = append(dst, rune(c))
 			i++
 			continue
 		}
-		var n int
-		var r rune
-		switch {
-		case c&0x40 == 0:
-			n = 0
-		case c&0x20 == 0:
-			n, r = 2, rune(c&0x1f)
-		case c&0x10 == 0:
-			n, r = 3, rune(c&0x0f)
-		case c&0x08 == 0:
-			n, r = 4, rune(c&0x07)
-		}
-		ok := n > 0 && i+n <= len(s)
-		for k := 1; ok && k < n; k++ {
-			if s[i+k]&0xc0 != 0x80 {
-				ok = false
-			} else {
-				r = r<<6 | rune(s[i+k]&0x3f)
-			}
-		}
-		if !ok {
-			dst = append(dst, utf8.RuneError)
-			i++
-			continue
-		}
-		if r > 0x10FFFF {
-			r = utf8.RuneError
-		}
+		r, n := decodeOne(s[i:])
 		dst = append(dst, r)
 		i += n
 	}

@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"container/heap"
 	"strings"
 	"sync"
 )
@@ -89,6 +88,8 @@ type encodeState struct {
 	flags []uint8
 	ends  []int
 	word  []byte
+	enc   []byte
+	key   []byte
 	sym   []symbol
 	queue bigramQueue
 }
@@ -96,34 +97,63 @@ type encodeState struct {
 var statePool = sync.Pool{New: func() any { return new(encodeState) }}
 
 type symbol struct {
-	id         int32 // interned symbol id, -1 when unknown
-	s, e       int   // byte span in the (not yet byte-encoded) word
+	s, e       int // byte span in the byte-level encoded word
 	prev, next int
 }
 
 type bigram struct {
 	rank        int32
 	left, right int
-	lid, rid    int32
-	result      int32
+	ln, rn      int // byte lengths of both symbols when queued
 }
 
+// bigramQueue is a binary min-heap ordered by (rank, left), written out
+// instead of container/heap to avoid boxing every bigram.
 type bigramQueue []bigram
 
-func (q bigramQueue) Len() int { return len(q) }
-func (q bigramQueue) Less(i, j int) bool {
+func (q bigramQueue) less(i, j int) bool {
 	if q[i].rank != q[j].rank {
 		return q[i].rank < q[j].rank
 	}
 	return q[i].left < q[j].left
 }
-func (q bigramQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *bigramQueue) Push(x any)   { *q = append(*q, x.(bigram)) }
-func (q *bigramQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
+
+func (q *bigramQueue) push(b bigram) {
+	*q = append(*q, b)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *bigramQueue) pop() bigram {
+	h := *q
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
 }
 
 // encodeRaw pre-tokenizes one raw fragment and BPE-encodes every word.
@@ -145,7 +175,15 @@ func (t *Tokenizer) encodeRaw(st *encodeState, dst []int32, text string) []int32
 		for _, r := range st.cpts[start:end] {
 			st.word = appendCodepointUTF8(st.word, r)
 		}
-		dst = t.bpeWord(st, dst, st.word)
+		// byte-level encoding: every byte becomes one code point
+		st.enc = st.enc[:0]
+		st.sym = st.sym[:0]
+		for i, b := range st.word {
+			s := len(st.enc)
+			st.enc = append(st.enc, byteToUnicode[b]...)
+			st.sym = append(st.sym, symbol{s: s, e: len(st.enc), prev: i - 1, next: i + 1})
+		}
+		dst = t.bpeWord(st, dst)
 		start = end
 	}
 	return dst
@@ -155,42 +193,37 @@ func (t *Tokenizer) addBigram(st *encodeState, left, right int) {
 	if left < 0 || right < 0 {
 		return
 	}
-	lid, rid := st.sym[left].id, st.sym[right].id
-	if lid < 0 || rid < 0 {
-		return
-	}
-	m, ok := t.merges[uint64(uint32(lid))<<32|uint64(uint32(rid))]
+	l, r := st.sym[left], st.sym[right]
+	st.key = append(append(append(st.key[:0], st.enc[l.s:l.e]...), ' '), st.enc[r.s:r.e]...)
+	rank, ok := t.merges[string(st.key)]
 	if !ok {
 		return
 	}
-	heap.Push(&st.queue, bigram{rank: m.rank, left: left, right: right, lid: lid, rid: rid, result: m.result})
+	st.queue.push(bigram{rank: rank, left: left, right: right, ln: l.e - l.s, rn: r.e - r.s})
 }
 
 // bpeWord merges the byte-level symbols of one pre-token by rank (lowest
 // rank first, leftmost on ties) like llm_tokenizer_bpe_session, then emits
 // the token ids, falling back to single-byte tokens for symbols that are not
 // in the vocabulary.
-func (t *Tokenizer) bpeWord(st *encodeState, dst []int32, word []byte) []int32 {
-	if len(word) == 0 {
+func (t *Tokenizer) bpeWord(st *encodeState, dst []int32) []int32 {
+	if len(st.sym) == 0 {
 		return dst
-	}
-	st.sym = st.sym[:0]
-	for i, b := range word {
-		st.sym = append(st.sym, symbol{id: t.byteSym[b], s: i, e: i + 1, prev: i - 1, next: i + 1})
 	}
 	st.sym[len(st.sym)-1].next = -1
 	st.queue = st.queue[:0]
 	for i := 1; i < len(st.sym); i++ {
 		t.addBigram(st, i-1, i)
 	}
-	for st.queue.Len() > 0 {
-		bg := heap.Pop(&st.queue).(bigram)
+	for len(st.queue) > 0 {
+		bg := st.queue.pop()
 		l, r := &st.sym[bg.left], &st.sym[bg.right]
-		if l.e == l.s || r.e == r.s || l.id != bg.lid || r.id != bg.rid {
-			continue // outdated
+		// outdated when either symbol changed since it was queued (the
+		// start of a live symbol never moves, so equal lengths mean equal text)
+		if l.e == l.s || r.e == r.s || l.e-l.s != bg.ln || r.e-r.s != bg.rn {
+			continue
 		}
 		l.e = r.e
-		l.id = bg.result
 		r.s, r.e = 0, 0
 		l.next = r.next
 		if r.next >= 0 {
@@ -199,20 +232,17 @@ func (t *Tokenizer) bpeWord(st *encodeState, dst []int32, word []byte) []int32 {
 		t.addBigram(st, l.prev, bg.left)
 		t.addBigram(st, bg.left, l.next)
 	}
-	nv := int32(len(t.text))
 	for i := 0; i >= 0; i = st.sym[i].next {
-		s := &st.sym[i]
-		if s.id >= 0 && s.id < nv {
-			dst = append(dst, s.id)
+		s := st.sym[i]
+		if id, ok := t.toID[string(st.enc[s.s:s.e])]; ok {
+			dst = append(dst, id)
 			continue
 		}
 		// llama.cpp: look up every byte of the byte-level text as a
 		// one-byte token; bytes that are not tokens are dropped.
-		for _, b := range word[s.s:s.e] {
-			for _, eb := range []byte(byteToUnicode[b]) {
-				if id := t.byteTok[eb]; id >= 0 {
-					dst = append(dst, id)
-				}
+		for _, eb := range st.enc[s.s:s.e] {
+			if id := t.byteTok[eb]; id >= 0 {
+				dst = append(dst, id)
 			}
 		}
 	}

@@ -320,3 +320,16 @@ func TestEOG(t *testing.T) {
 		}
 	}
 }
+
+func loadConfig(tb testing.TB, path string) Config {
+	tb.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg, err := FromGGUF(f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cfg
+}

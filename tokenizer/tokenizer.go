@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -84,18 +85,15 @@ type Tokenizer struct {
 	attrs   []attr
 	toID    map[string]int32
 	special []int32 // CONTROL|USER_DEFINED|UNKNOWN ids, longest text first
-	pieces  [][]byte
+	// token_to_piece(special=true) of every token: arena[pieceOff[i]:pieceOff[i+1]]
+	arena    []byte
+	pieceOff []uint32
 
-	// BPE: every merge part and merge result gets an interned symbol id
-	// (vocab ids first, then ids >= len(text) for strings not in the vocab).
-	symID  map[string]int32
-	merges map[uint64]mergeRule
-	// byteSym[b] is the symbol id of the byte-level encoding of byte b (or -1).
-	byteSym [256]int32
+	// merges maps a merge line "left right" (byte-level text) to its rank.
+	merges map[string]int32
 	// byteTok[b] is the token id whose text is the single raw byte b (or -1),
 	// llama.cpp's fallback for merged symbols that are not tokens.
 	byteTok [256]int32
-	symText []string // text of interned symbols >= len(text)
 
 	bos, eos, eot, eom, pad int32
 	addBOS, addEOS          bool
@@ -104,11 +102,6 @@ type Tokenizer struct {
 
 	chatTemplate string
 	chatFormat   chatFormat
-}
-
-type mergeRule struct {
-	rank   int32
-	result int32
 }
 
 // New builds a tokenizer from cfg, applying llama.cpp's load-time fix-ups of
@@ -140,10 +133,11 @@ func New(cfg Config) (*Tokenizer, error) {
 		if w == "" {
 			w = fmt.Sprintf("[EMPTY_%d]", i)
 		}
-		if prev, dup := t.toID[w]; dup {
+		t.toID[w] = int32(i)
+		if len(t.toID) != i+1 {
+			prev := slices.Index(cfg.Tokens, cfg.Tokens[i])
 			return nil, fmt.Errorf("duplicate token %q at ids %d and %d: %w", w, prev, i, ErrInvalid)
 		}
-		t.toID[w] = int32(i)
 		t.text[i] = w
 		a := attrNormal
 		if cfg.Types != nil {
@@ -185,9 +179,7 @@ func New(cfg Config) (*Tokenizer, error) {
 	if t.addEOS && t.eos == None {
 		return nil, fmt.Errorf("tokenizer.ggml.add_eos_token is true but tokenizer.ggml.eos_token_id is not set: %w", ErrInvalid)
 	}
-	if err := t.buildMerges(cfg.Merges); err != nil {
-		return nil, err
-	}
+	t.buildMerges(cfg.Merges)
 	t.fixupSpecial()
 	t.buildSpecialCache()
 	t.buildPieces()
@@ -196,60 +188,32 @@ func New(cfg Config) (*Tokenizer, error) {
 	return t, nil
 }
 
-func (t *Tokenizer) intern(s string) int32 {
-	if id, ok := t.symID[s]; ok {
-		return id
-	}
-	id := int32(len(t.text) + len(t.symText))
-	t.symText = append(t.symText, s)
-	t.symID[s] = id
-	return id
-}
-
-func (t *Tokenizer) buildMerges(merges []string) error {
-	t.symID = make(map[string]int32, len(t.text)+len(merges)/8)
-	for s, id := range t.toID {
-		t.symID[s] = id
-	}
-	t.merges = make(map[uint64]mergeRule, len(merges))
-	for i, m := range merges {
-		// llama.cpp splits at the first space at position >= 1.
-		pos := -1
-		if len(m) > 1 {
-			if j := strings.IndexByte(m[1:], ' '); j >= 0 {
-				pos = j + 1
-			}
-		}
-		var a, b string
-		if pos >= 0 {
-			a, b = m[:pos], m[pos+1:]
-		}
-		if a == "" || b == "" {
-			// llama.cpp records ("", "") (or an empty half), which can never
-			// match a symbol; skip it.
+// buildMerges indexes the merge lines by their text: the BPE loop looks up
+// "left right" directly, so loading costs one map insert per merge.
+func (t *Tokenizer) buildMerges(merges []string) {
+	t.merges = make(map[string]int32, len(merges))
+	// Backwards, so that for a repeated merge the first rank is the one
+	// left (std::map::emplace keeps the first).
+	for i := len(merges) - 1; i >= 0; i-- {
+		m := merges[i]
+		// llama.cpp splits at the first space at position >= 1 and keys
+		// the pair (left, right); an empty half can never match a symbol.
+		if len(m) < 3 {
 			continue
 		}
-		la, lb := t.intern(a), t.intern(b)
-		key := uint64(uint32(la))<<32 | uint64(uint32(lb))
-		if _, dup := t.merges[key]; dup {
-			continue // std::map::emplace keeps the first
+		j := strings.IndexByte(m[1:], ' ')
+		if j < 0 || j+2 == len(m) {
+			continue
 		}
-		t.merges[key] = mergeRule{rank: int32(i), result: t.intern(a + b)}
+		t.merges[m] = int32(i)
 	}
 	for b := 0; b < 256; b++ {
-		enc := byteToUnicode[b]
-		if id, ok := t.symID[enc]; ok {
-			t.byteSym[b] = id
-		} else {
-			t.byteSym[b] = -1
-		}
 		if id, ok := t.toID[string([]byte{byte(b)})]; ok {
 			t.byteTok[b] = id
 		} else {
 			t.byteTok[b] = -1
 		}
 	}
-	return nil
 }
 
 var (
@@ -370,21 +334,23 @@ func (t *Tokenizer) buildSpecialCache() {
 }
 
 func (t *Tokenizer) buildPieces() {
-	t.pieces = make([][]byte, len(t.text))
+	t.pieceOff = make([]uint32, len(t.text)+1)
+	t.arena = make([]byte, 0, len(t.text)*6)
 	for id := range t.text {
-		t.pieces[id] = t.makePiece(int32(id))
+		t.arena = t.appendPiece(t.arena, int32(id))
+		t.pieceOff[id+1] = uint32(len(t.arena))
 	}
 }
 
-// makePiece is llama.cpp's token_to_piece for BPE vocabularies with special=true.
-func (t *Tokenizer) makePiece(id int32) []byte {
+// appendPiece is llama.cpp's token_to_piece for BPE vocabularies with special=true.
+func (t *Tokenizer) appendPiece(dst []byte, id int32) []byte {
 	a := t.attrs[id]
 	txt := t.text[id]
 	switch {
 	case a&(attrUnknown|attrControl|attrUserDefined) != 0:
-		return []byte(txt)
+		return append(dst, txt...)
 	case a&attrNormal != 0:
-		return decodeByteLevel(txt)
+		return decodeByteLevel(dst, txt)
 	case a&attrByte != 0:
 		// "<0xXX>" byte tokens
 		if len(txt) == 6 && strings.HasPrefix(txt, "<0x") {
@@ -400,11 +366,11 @@ func (t *Tokenizer) makePiece(id int32) []byte {
 					v |= byte(c-'A') + 10
 				}
 			}
-			return []byte{v}
+			return append(dst, v)
 		}
-		return nil
+		return dst
 	}
-	return nil
+	return dst
 }
 
 // NVocab is the number of tokens.
@@ -472,7 +438,7 @@ func (t *Tokenizer) Piece(dst []byte, id int32, special bool) []byte {
 	if !special && t.attrs[id]&(attrUnknown|attrControl) != 0 {
 		return dst
 	}
-	return append(dst, t.pieces[id]...)
+	return append(dst, t.arena[t.pieceOff[id]:t.pieceOff[id+1]]...)
 }
 
 // Decode concatenates the pieces of ids (no space cleanup: llama.cpp's
