@@ -76,6 +76,9 @@ type Config struct {
 	Threads     int       // -t
 	ExpertsUsed int       // --n-expert-used
 	Log         zerolog.Logger
+	// OpenFile, when set, opens the model's files for the reader (tests use
+	// it to inject short reads, EIO and EINVAL); nil is the operating system.
+	OpenFile reader.OpenFunc
 }
 
 // Engine is a loaded model with its pipeline.
@@ -213,7 +216,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 	}
 	if needFiles {
-		e.files, err = reader.Open(paths, reader.Options{NoODirect: cfg.NoODirect, Logf: func(format string, args ...any) {
+		e.files, err = reader.Open(paths, reader.Options{NoODirect: cfg.NoODirect, Open: cfg.OpenFile, Logf: func(format string, args ...any) {
 			cfg.Log.Warn().Str("event", "odirect_fallback").Msgf(format, args...)
 		}})
 		if err != nil {

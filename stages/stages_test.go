@@ -1,0 +1,286 @@
+package stages
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"github.com/pipe-engine/pipe/model"
+	_ "github.com/pipe-engine/pipe/model/qwen3moe"
+	"github.com/pipe-engine/pipe/reader"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const goldenF32 = "../testdata/golden/models/tiny-qwen3moe-F32.gguf"
+
+var prompt = []int32{284, 444, 330, 107, 285, 426, 110, 458, 32, 106, 319, 112, 115}
+
+func baseCfg() Config {
+	return Config{Path: goldenF32, Stream: true, IOThreads: 2, CacheBytes: 4 << 20, Policy: "lru",
+		Overlap: true, Dense: DenseAnon, Threads: 2, Log: zerolog.Nop()}
+}
+
+// decode runs the prompt and n greedy steps and returns every logit row.
+func decode(ctx context.Context, t *testing.T, cfg Config, n int) ([][]float32, error) {
+	t.Helper()
+	e, err := Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	s, err := e.NewSession(len(prompt)+n, model.KVF32, nil)
+	if err != nil {
+		return nil, err
+	}
+	rows, _, err := s.Prefill(ctx, prompt, false)
+	if err != nil {
+		return nil, err
+	}
+	out := [][]float32{rows[0]}
+	for i := 0; i < n; i++ {
+		next := int32(argmax(out[len(out)-1]))
+		l, _, err := s.Step(ctx, next, n)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func argmax(v []float32) int {
+	b := 0
+	for i, x := range v {
+		if x > v[b] {
+			b = i
+		}
+	}
+	return b
+}
+
+func sameBits(a, b [][]float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			if math.Float32bits(a[i][j]) != math.Float32bits(b[i][j]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// faultFile wraps a real file and fails reads at or past failAt.
+type faultFile struct {
+	reader.File
+	failAt int64
+	err    error
+	short  bool
+	hits   *atomic.Int64
+}
+
+func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > f.failAt {
+		f.hits.Add(1)
+		if f.short {
+			n := max(0, int(f.failAt-off))
+			if n > len(p) {
+				n = len(p)
+			}
+			m, _ := f.File.ReadAt(p[:n], off)
+			return m, nil
+		}
+		return 0, f.err
+	}
+	return f.File.ReadAt(p, off)
+}
+
+func expertStart(t *testing.T) int64 {
+	e, err := Open(context.Background(), Config{Path: goldenF32, Threads: 1, Dense: DenseMmap, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// the last layer's first expert: read only once the prompt reaches layer 3
+	return e.layout.ranges[3][0][0].Off
+}
+
+func TestReadErrorsNameLayerAndExpert(t *testing.T) {
+	at := expertStart(t)
+	for _, tc := range []struct {
+		name  string
+		err   error
+		short bool
+		want  error
+	}{
+		{"EIO", syscall.EIO, false, reader.ErrRead},
+		{"short", nil, true, reader.ErrShortRead},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var hits atomic.Int64
+			cfg := baseCfg()
+			cfg.Dense = DenseMmap // dense bytes via mmap: only expert reads hit the fault
+			cfg.OpenFile = func(path string, direct bool) (reader.File, error) {
+				f, err := reader.OpenOS(path, direct)
+				if err != nil {
+					return nil, err
+				}
+				return &faultFile{File: f, failAt: at + 1, err: tc.err, short: tc.short, hits: &hits}, nil
+			}
+			_, err := decode(context.Background(), t, cfg, 2)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if hits.Load() == 0 {
+				t.Fatal("fault never triggered")
+			}
+			if msg := err.Error(); !strings.Contains(msg, "layer 3 expert") || !strings.Contains(msg, filepath.Base(goldenF32)) {
+				t.Fatalf("error does not name the file, layer and expert: %v", err)
+			}
+		})
+	}
+}
+
+// TestEINVALFallsBack: O_DIRECT refused at read time → buffered pread, same logits.
+func TestEINVALFallsBack(t *testing.T) {
+	want, err := decode(context.Background(), t, baseCfg(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hits atomic.Int64
+	cfg := baseCfg()
+	cfg.OpenFile = func(path string, direct bool) (reader.File, error) {
+		f, err := reader.OpenOS(path, direct)
+		if err != nil || !direct {
+			return f, err
+		}
+		return &faultFile{File: f, failAt: 0, err: syscall.EINVAL, hits: &hits}, nil
+	}
+	e, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.ODirect() {
+		t.Error("O_DIRECT still reported after EINVAL")
+	}
+	e.Close()
+	got, err := decode(context.Background(), t, cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameBits(got, want) {
+		t.Fatal("logits differ after the buffered fallback")
+	}
+	if hits.Load() == 0 {
+		t.Fatal("EINVAL never injected")
+	}
+}
+
+// TestCancelMidToken cancels inside a layer of a decode step: the step
+// returns promptly with the context's error and nothing leaks (goleak).
+func TestCancelMidToken(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := baseCfg()
+	e, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	s, err := e.NewSession(64, model.KVF16, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Prefill(ctx, prompt, false); err != nil {
+		t.Fatal(err)
+	}
+	e.OnRoute = func(step, layer int, _ [][]int, _ [][]float32) {
+		if step == 2 && layer == 1 {
+			cancel()
+		}
+	}
+	t0 := time.Now()
+	var stepErr error
+	for i := 0; i < 5 && stepErr == nil; i++ {
+		_, _, stepErr = s.Step(ctx, 100, 5)
+	}
+	if !errors.Is(stepErr, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", stepErr)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("cancellation took %v", d)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"threads", func(c *Config) { c.Threads = 0 }},
+		{"lanes", func(c *Config) { c.IOThreads = 0 }},
+		{"budget", func(c *Config) { c.CacheBytes = -1 }},
+		{"dense", func(c *Config) { c.Dense = "swap" }},
+		{"policy", func(c *Config) { c.Policy = "nope" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := baseCfg()
+			tc.mod(&c)
+			if _, err := Open(context.Background(), c); !errors.Is(err, ErrConfig) {
+				t.Fatalf("err = %v, want ErrConfig", err)
+			}
+		})
+	}
+	c := baseCfg()
+	c.Path = filepath.Join(t.TempDir(), "missing.gguf")
+	if _, err := Open(context.Background(), c); err == nil {
+		t.Fatal("missing file accepted")
+	}
+	bad := filepath.Join(t.TempDir(), "bad.gguf")
+	if err := os.WriteFile(bad, []byte("GGUF\x09\x00\x00\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.Path = bad
+	if _, err := Open(context.Background(), c); err == nil {
+		t.Fatal("corrupt file accepted")
+	}
+}
+
+// TestStreamMatchesMmap: streaming and whole-file mmap agree bit for bit,
+// including with a cache below the working set and without overlap.
+func TestStreamMatchesMmap(t *testing.T) {
+	m := baseCfg()
+	m.Stream = false
+	m.Dense = DenseMmap
+	want, err := decode(context.Background(), t, m, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []Config{baseCfg(), func() Config { c := baseCfg(); c.CacheBytes = 0; c.Overlap = false; return c }(),
+		func() Config { c := baseCfg(); c.CacheBytes = 1 << 20; c.IOThreads = 1; c.Dense = DenseWarm; return c }()} {
+		got, err := decode(context.Background(), t, c, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameBits(got, want) {
+			t.Fatalf("config %+v: logits differ from mmap", c)
+		}
+	}
+}
+
