@@ -283,4 +283,3 @@ func TestStreamMatchesMmap(t *testing.T) {
 		}
 	}
 }
-
