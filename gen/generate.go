@@ -129,6 +129,11 @@ func GenerateFile(ctx context.Context, o Options, path string) (*Result, error) 
 	}
 	tmp := f.Name()
 	ok := false
+	if err := f.Chmod(0o644); err != nil {
+		_ = f.Close()
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("gen: chmod %s: %w", tmp, err)
+	}
 	defer func() {
 		if !ok {
 			_ = f.Close()

@@ -25,22 +25,25 @@ import (
 //     router weights act as a per-expert bias: the popularity of each expert.
 //     gpt-oss has a real router bias (ffn_gate_inp.bias) and uses it instead.
 const (
-	embedStd      = 1.0
-	projStd       = 0.02
-	projOutStd    = 0.004
-	expertStd     = 0.02
-	expertOutStd  = 0.02
-	routerStd     = 0.1
-	outputStd     = 0.05
-	biasStd       = 0.02
-	sinkStd       = 1.0
-	normJitter    = 0.1
-	anchorValue   = 8.0
-	nAnchorDims   = 4
-	layerVarGain  = 0.01 // per-layer growth of the residual's per-element variance (calibrated, see TestForwardRouting)
-	freshLimit    = 1 << 19
-	poolBlockBits = 13
-	poolBlocks    = 1 << poolBlockBits
+	embedStd     = 1.0
+	projStd      = 0.02
+	projOutStd   = 0.004
+	expertStd    = 0.02
+	expertOutStd = 0.02
+	routerStd    = 0.1
+	outputStd    = 0.05
+	biasStd      = 0.02
+	sinkStd      = 1.0
+	normJitter   = 0.1
+	anchorValue  = 8.0
+	nAnchorDims  = 4
+	layerVarGain = 0.01 // per-layer growth of the residual's per-element variance (calibrated, see TestForwardRouting)
+)
+
+// Pool sizing (variables so tests can exercise the pooled path on tiny models).
+var (
+	freshLimit uint64 = 1 << 19 // tensors up to this many elements are quantized from fresh floats
+	poolBlocks        = 1 << 13 // quantized blocks per pool
 )
 
 // DefaultRoutingSkew is the --routing-skew default: the standard deviation of
