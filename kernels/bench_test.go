@@ -34,6 +34,15 @@ var benchShapes = []benchShape{
 	{"gptoss-expert-2880x2880", 2880, 2880, []quant.Type{quant.MXFP4}},
 }
 
+// cpuMetric reports GB/s per CPU-second (bytes per op × b.N over the
+// process CPU time since cpu0): per-thread throughput that other processes
+// on the machine cannot deflate.
+func cpuMetric(b *testing.B, bytes int64, cpu0 float64) {
+	if cpu := processCPUSeconds() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(bytes)*float64(b.N)/cpu/1e9, "cpuGB/s")
+	}
+}
+
 func slicesClone(s []quant.Type) []quant.Type { return append([]quant.Type(nil), s...) }
 
 // coldCopies returns n copies of one random matrix, n*size >= coldBytes.
@@ -67,12 +76,14 @@ func BenchmarkMatVec(b *testing.B) {
 						defer p.Close()
 						b.SetBytes(int64(size))
 						b.ResetTimer()
+						cpu0 := processCPUSeconds()
 						for i := 0; i < b.N; i++ {
 							c := i % ncopies
 							if err := p.MatVec(typ, w[c*size:(c+1)*size], sh.rows, sh.cols, x, y); err != nil {
 								b.Fatal(err)
 							}
 						}
+						cpuMetric(b, int64(size), cpu0)
 					})
 				}
 			}
@@ -94,12 +105,14 @@ func BenchmarkMatMul(b *testing.B) {
 				p := NewPool(threads)
 				defer p.Close()
 				b.SetBytes(int64(size))
+				cpu0 := processCPUSeconds()
 				for i := 0; i < b.N; i++ {
 					c := i % ncopies
 					if err := p.MatMul(typ, w[c*size:(c+1)*size], rows, cols, x, n, y); err != nil {
 						b.Fatal(err)
 					}
 				}
+				cpuMetric(b, int64(size), cpu0)
 			})
 		}
 	}
@@ -135,6 +148,8 @@ func BenchmarkMemBandwidth(b *testing.B) {
 	for _, threads := range []int{1, 2} {
 		b.Run(fmt.Sprintf("t%d", threads), func(b *testing.B) {
 			b.SetBytes(int64(len(buf) * 8))
+			cpu0 := processCPUSeconds()
+			defer func() { cpuMetric(b, int64(len(buf)*8), cpu0) }()
 			for i := 0; i < b.N; i++ {
 				var wg sync.WaitGroup
 				sums := make([]uint64, threads)
@@ -194,9 +209,11 @@ func BenchmarkDotHot(b *testing.B) {
 				dot := m.dots[typ]
 				b.SetBytes(int64(len(w)))
 				var s float32
+				cpu0 := processCPUSeconds()
 				for i := 0; i < b.N; i++ {
 					s += dot(w, &a)
 				}
+				cpuMetric(b, int64(len(w)), cpu0)
 				benchSink = s
 			})
 		}

@@ -65,15 +65,17 @@ func lanes256(q *[256]int8, sc *[16]int32, y []int8) (L [8]int32) {
 
 func refDotQ8_0(w []byte, a *Activation) float32 {
 	var acc [8]float32
-	var q [32]int8
 	nb := a.cols / 32
 	for b := 0; b < nb; b++ {
-		blk := w[b*34 : b*34+34]
-		for j := range q {
-			q[j] = int8(blk[2+j])
+		blk := (*[34]byte)(w[b*34:])
+		y := (*[32]int8)(a.qs[b*32:])
+		var L [8]int32
+		for l := 0; l < 8; l++ {
+			i := 4 * l
+			L[l] = int32(int8(blk[2+i]))*int32(y[i]) + int32(int8(blk[3+i]))*int32(y[i+1]) +
+				int32(int8(blk[4+i]))*int32(y[i+2]) + int32(int8(blk[5+i]))*int32(y[i+3])
 		}
-		L := lanes32(&q, a.qs[b*32:])
-		accLanes(&acc, float32(f16at(blk, 0)*a.d[b]), &L)
+		accLanes(&acc, float32(f16at(blk[:], 0)*a.d[b]), &L)
 	}
 	return hsum8(&acc)
 }
@@ -194,26 +196,28 @@ func minLanesK4(mn *[8]uint8, bs []int16) (m [4]int32) {
 func refDotQ4_K(w []byte, a *Activation) float32 {
 	var acc [8]float32
 	var macc [4]float32
-	var q [256]int8
-	var sc [16]int32
 	nb := a.cols / 256
 	for b := 0; b < nb; b++ {
-		blk := w[b*144 : b*144+144]
+		blk := (*[144]byte)(w[b*144:])
 		scs, mns := unpackScaleMinK4(blk[4:16])
-		for i := 0; i < 8; i++ {
-			sc[2*i], sc[2*i+1] = int32(scs[i]), int32(scs[i])
-		}
-		qs := blk[16:144]
+		var L [8]int32
 		for j := 0; j < 4; j++ {
-			for l := 0; l < 32; l++ {
-				q[64*j+l] = int8(qs[32*j+l] & 0xf)
-				q[64*j+32+l] = int8(qs[32*j+l] >> 4)
+			qs := (*[32]byte)(blk[16+32*j:])
+			y0 := (*[32]int8)(a.qs[b*256+64*j:])
+			y1 := (*[32]int8)(a.qs[b*256+64*j+32:])
+			s0, s1 := int32(scs[2*j]), int32(scs[2*j+1])
+			for l := 0; l < 8; l++ {
+				i := 4 * l
+				lo := int32(qs[i]&0xf)*int32(y0[i]) + int32(qs[i+1]&0xf)*int32(y0[i+1]) +
+					int32(qs[i+2]&0xf)*int32(y0[i+2]) + int32(qs[i+3]&0xf)*int32(y0[i+3])
+				hi := int32(qs[i]>>4)*int32(y1[i]) + int32(qs[i+1]>>4)*int32(y1[i+1]) +
+					int32(qs[i+2]>>4)*int32(y1[i+2]) + int32(qs[i+3]>>4)*int32(y1[i+3])
+				L[l] += s0*lo + s1*hi
 			}
 		}
-		L := lanes256(&q, &sc, a.qs[b*256:])
-		accLanes(&acc, float32(f16at(blk, 0)*a.d[b]), &L)
+		accLanes(&acc, float32(f16at(blk[:], 0)*a.d[b]), &L)
 		M := minLanesK4(&mns, a.bsums[b*16:])
-		dmin := float32(f16at(blk, 2) * a.d[b])
+		dmin := float32(f16at(blk[:], 2) * a.d[b])
 		for k := range macc {
 			macc[k] = float32(macc[k] + float32(dmin*float32(M[k])))
 		}
@@ -254,27 +258,33 @@ func refDotQ5_K(w []byte, a *Activation) float32 {
 
 func refDotQ6_K(w []byte, a *Activation) float32 {
 	var acc [8]float32
-	var q [256]int8
-	var sc [16]int32
 	nb := a.cols / 256
 	for b := 0; b < nb; b++ {
-		blk := w[b*210 : b*210+210]
-		for i := 0; i < 16; i++ {
-			sc[i] = int32(int8(blk[192+i]))
-		}
+		blk := (*[210]byte)(w[b*210:])
+		var L [8]int32
 		for n := 0; n < 2; n++ {
-			ql := blk[64*n : 64*n+64]
-			qh := blk[128+32*n : 128+32*n+32]
-			o := 128 * n
-			for l := 0; l < 32; l++ {
-				q[o+l] = int8(ql[l]&0xf|(qh[l]&3)<<4) - 32
-				q[o+l+32] = int8(ql[l+32]&0xf|(qh[l]>>2&3)<<4) - 32
-				q[o+l+64] = int8(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
-				q[o+l+96] = int8(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32
+			ql := (*[64]byte)(blk[64*n:])
+			qh := (*[32]byte)(blk[128+32*n:])
+			for part := 0; part < 4; part++ {
+				y := (*[32]int8)(a.qs[b*256+128*n+32*part:])
+				lo := int32(int8(blk[192+8*n+2*part]))
+				hiS := int32(int8(blk[192+8*n+2*part+1]))
+				off, shift, hsh := 32*(part&1), 4*(part>>1), 2*part
+				for l := 0; l < 8; l++ {
+					s := int32(0)
+					for i := 4 * l; i < 4*l+4; i++ {
+						q := int32((ql[off+i]>>shift)&0xf|((qh[i]>>hsh)&3)<<4) - 32
+						s += q * int32(y[i])
+					}
+					if l < 4 {
+						L[l] += lo * s
+					} else {
+						L[l] += hiS * s
+					}
+				}
 			}
 		}
-		L := lanes256(&q, &sc, a.qs[b*256:])
-		accLanes(&acc, float32(f16at(blk, 208)*a.d[b]), &L)
+		accLanes(&acc, float32(f16at(blk[:], 208)*a.d[b]), &L)
 	}
 	return hsum8(&acc)
 }
