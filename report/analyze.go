@@ -119,7 +119,7 @@ func Classify(s metrics.Summary) Verdict {
 	climb := s.FinalHitPct - s.FirstHitPct
 	switch {
 	case s.ComputeTailMS > 0 && collapse >= CollapseFactor:
-		why := fmt.Sprintf("compute_ms collapses %.0f → %.0f ms (%.0f×) over the run: the resident set faults in inside compute", s.ComputeHeadMS, s.ComputeTailMS, collapse)
+		why := fmt.Sprintf("compute_ms collapses %s → %s ms (%.0f×) over the run: the resident set faults in inside compute", fms(s.ComputeHeadMS), fms(s.ComputeTailMS), collapse)
 		if !math.IsNaN(s.MajfltPerToken) {
 			why += fmt.Sprintf("; %.0f major faults/token", s.MajfltPerToken)
 		}
@@ -127,9 +127,22 @@ func Classify(s metrics.Summary) Verdict {
 	case s.MajfltPerToken >= ResidencyFaultsPerToken:
 		return Verdict{RegimeResidency, fmt.Sprintf("%.0f major faults/token: dense weights re-fault from flash inside compute", s.MajfltPerToken)}
 	case s.FirstHitPct >= 0 && climb >= HitClimbPoints:
-		return Verdict{RegimeIOWarmup, fmt.Sprintf("compute flat (%.0f → %.0f ms), cache hit climbing %.1f → %.1f %%: the expert cache warms up", s.ComputeHeadMS, s.ComputeTailMS, s.FirstHitPct, s.FinalHitPct)}
+		return Verdict{RegimeIOWarmup, fmt.Sprintf("compute flat (%s → %s ms), cache hit climbing %.1f → %.1f %%: the expert cache warms up", fms(s.ComputeHeadMS), fms(s.ComputeTailMS), s.FirstHitPct, s.FinalHitPct)}
 	default:
-		return Verdict{RegimeSteady, fmt.Sprintf("compute flat (%.0f → %.0f ms), hit rate %s", s.ComputeHeadMS, s.ComputeTailMS, hitChange(s))}
+		return Verdict{RegimeSteady, fmt.Sprintf("compute flat (%s → %s ms), hit rate %s", fms(s.ComputeHeadMS), fms(s.ComputeTailMS), hitChange(s))}
+	}
+}
+
+// fms prints milliseconds with precision for their size: whole ms at ≥ 50,
+// one decimal at ≥ 5, else two.
+func fms(v float64) string {
+	switch {
+	case v >= 50:
+		return fnum(v, 0)
+	case v >= 5:
+		return fnum(v, 1)
+	default:
+		return fnum(v, 2)
 	}
 }
 

@@ -170,6 +170,27 @@ func (a *Analysis) hasIO() bool { return a.Run.Has("io_ms") }
 // whose rates stay low).
 func (a *Analysis) fineHit() bool { return a.Summary.FinalHitPct < 50 }
 
+// msFormat picks the precision of the run's millisecond figures from its
+// median wall time: whole ms (the seed's style) at ≥ 50 ms, else one decimal
+// at ≥ 5 ms, else two — so a fast run's table is not all 6s and 7s.
+func (a *Analysis) msFormat() func(float64) string {
+	wall := make([]float64, len(a.Run.Rows))
+	for i, t := range a.Run.Rows {
+		wall[i] = t.WallMS
+	}
+	m := metrics.Median(wall)
+	return func(v float64) string {
+		switch {
+		case m >= 50:
+			return f0(v)
+		case m >= 5:
+			return f1(v)
+		default:
+			return f2(v)
+		}
+	}
+}
+
 func (a *Analysis) stepTable() *table {
 	t := &table{header: []string{"step", "wall_ms", "compute_ms"}, right: []bool{true, true, true}}
 	if a.hasIO() {
@@ -183,9 +204,10 @@ func (a *Analysis) stepTable() *table {
 			t.rows = append(t.rows, nil)
 			continue
 		}
-		row := []string{strconv.Itoa(r.Step), f0(r.WallMS), f0(r.ComputeMS)}
+		ms := a.msFormat()
+		row := []string{strconv.Itoa(r.Step), ms(r.WallMS), ms(r.ComputeMS)}
 		if a.hasIO() {
-			row = append(row, f0(r.IOMS))
+			row = append(row, ms(r.IOMS))
 		}
 		row = append(row, fhit(r.HitPct, a.fineHit()), f2(r.TokS))
 		t.rows = append(t.rows, row)
@@ -209,7 +231,7 @@ func (a *Analysis) facts() [][2]string {
 		{"tokens", strconv.Itoa(n)},
 		{"mean tok/s", fmt.Sprintf("%s  (%d tokens / %s s wall)", frate(s.MeanTokS), n, f2(s.TotalWallMS/1000))},
 		{"steady tok/s", fmt.Sprintf("%s  (warm-up %s by %s; steady window %s)", frate(s.SteadyTokS), plural(s.WarmupTokens, "token"), warm, steadyFrom)},
-		{"first-5 wall avg", f0(s.First5WallMS) + " ms"},
+		{"first-5 wall avg", a.msFormat()(s.First5WallMS) + " ms"},
 		{"last-third tok/s", fmt.Sprintf("%s  (last %d tokens)", frate(s.LastThirdTokS), s.LastThirdTokens)},
 		{"final hit", finalHit(s)},
 		{"read", fmt.Sprintf("%s MiB, %s MiB/token", f1(s.ReadMiB), f1(s.MiBPerToken))},
@@ -222,7 +244,7 @@ func (a *Analysis) facts() [][2]string {
 	case a.Threads == 0:
 		out = append(out, [2]string{"cpu occupancy", dash + " (thread count unknown: pass --threads)"})
 	default:
-		out = append(out, [2]string{"cpu occupancy", fmt.Sprintf("%s  (cpu_ms / (wall_ms × %d threads))", f2(s.CPUOccupancy), a.Threads)})
+		out = append(out, [2]string{"cpu occupancy", fmt.Sprintf("%s  (cpu_ms / (wall_ms × %s))", f2(s.CPUOccupancy), plural(a.Threads, "thread"))})
 	}
 	if a.Run.Has("majflt") {
 		out = append(out, [2]string{"major faults/token", f1(s.MajfltPerToken)})

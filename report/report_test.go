@@ -25,6 +25,8 @@ func TestGoldenText(t *testing.T) {
 	for _, tc := range []struct{ name, format, golden string }{
 		{"qwen_k8", FormatText, "qwen_k8.report.txt"},
 		{"gptoss_k4", FormatMarkdown, "gptoss_k4.report.md"},
+		// A 12-column file written by `pipe run --csv` (tiny generated model).
+		{"pipe_tiny_qwen3moe", FormatText, "pipe_tiny_qwen3moe.report.txt"},
 	} {
 		a := analyzeFile(t, tc.name, Options{Warmup: -1})
 		var buf bytes.Buffer
