@@ -173,3 +173,23 @@ func TestOpenErrors(t *testing.T) {
 		t.Errorf("directory: %v", err)
 	}
 }
+
+// TestHugeAlignmentNoTensors is the regression test for the one slow input
+// the fuzzer found: a valid file with general.alignment = 2^31 and no tensors.
+// Open must accept it without touching the (absent) padding, and rewriting it
+// is the caller's business (the fuzz harness skips the rewrite).
+func TestHugeAlignmentNoTensors(t *testing.T) {
+	b := rawFile(3, []rawKV{kvU32(KeyAlignment, 1<<31)}, nil, 32, 0)
+	f, err := Open(writeTemp(t, "align.gguf", b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Alignment != 1<<31 || f.DataOffset != 1<<31 || len(f.Tensors) != 0 {
+		t.Errorf("alignment %d data offset %d", f.Alignment, f.DataOffset)
+	}
+	// With a tensor, the data offset past the end of the file is corruption.
+	b = rawFile(3, []rawKV{kvU32(KeyAlignment, 1<<31)}, []rawTensor{{"t", []uint64{1}, uint32(quant.F32), 0}}, 32, 64)
+	if _, err := Open(writeTemp(t, "align2.gguf", b)); !errors.Is(err, ErrCorruption) {
+		t.Errorf("err = %v, want ErrCorruption", err)
+	}
+}
