@@ -95,7 +95,11 @@ func TestFP32ToFP16(t *testing.T) {
 		}
 	}
 	rng := rand.New(rand.NewSource(1))
-	for i := 0; i < 1<<20; i++ {
+	nRandom := 1 << 20
+	if testing.Short() || raceEnabled {
+		nRandom = 1 << 14
+	}
+	for i := 0; i < nRandom; i++ {
 		check(math.Float32frombits(rng.Uint32()))
 	}
 	// Signed NaNs with payloads become 0x7e00 with the sign.
