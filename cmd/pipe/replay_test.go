@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+const replayTrace = "../../replay/testdata/gemma.route.csv"
+
+func TestReplayCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"replay", replayTrace, "--budgets", "500,1000", "--policy", "lru,layer"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	s := out.String()
+	for _, want := range []string{"gemma.route.csv", "T = 676.4 MiB", "500 (<T)", "layer", "MiB read / token"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+
+	out.Reset()
+	code = run(context.Background(), []string{"replay", replayTrace, replayTrace, "--budgets", "500", "--policy", "lru", "--format", "json", "--phase", "all"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("json: exit %d: %s", code, errb.String())
+	}
+	var reps []struct {
+		Phase   string `json:"phase"`
+		Results [][]struct {
+			HitPct  float64 `json:"hit_pct"`
+			Lookups int64   `json:"lookups"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &reps); err != nil {
+		t.Fatalf("json: %v\n%s", err, out.String())
+	}
+	// All phases: 29 prefill layers' distinct experts plus 128×30×6 decode lookups.
+	if len(reps) != 2 || reps[0].Phase != "all" || reps[0].Results[0][0].Lookups <= 128*30*6 {
+		t.Errorf("json reports = %+v", reps)
+	}
+}
+
+func TestReplayErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"replay", replayTrace, "--policy", "fifo"}, "valid: belady, layer, layer-lru, lfu, lru, random"},
+		{[]string{"replay", replayTrace, "--budgets", "big"}, "--budgets"},
+		{[]string{"replay", "../../go.mod"}, "line 1"},
+		{[]string{"replay", "no-such.csv"}, "no-such.csv"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), c.args, &out, &errb); code == 0 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want non-zero and %q", c.args, code, errb.String(), c.want)
+		}
+	}
+}
