@@ -1,0 +1,183 @@
+package ffn
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pipe-engine/pipe/model"
+)
+
+// fakeFFN: expert e maps x to x·(e+1) + e, element-wise, so outputs are
+// distinct per expert and token.
+type fakeFFN struct {
+	nEmbd int
+	fail  int // expert whose compute fails (-1: none)
+}
+
+var errBoom = errors.New("boom")
+
+func (f *fakeFFN) ComputeExpert(l, e int, parts [][]byte, n int, x, out []float32, s *model.Scratch) error {
+	if e == f.fail {
+		return errBoom
+	}
+	for i := 0; i < n*f.nEmbd; i++ {
+		out[i] = x[i]*float32(e+1) + float32(e) + float32(len(parts[0]))
+	}
+	return nil
+}
+
+func makeJob(rng *rand.Rand, n, k, nExp, E int) *Job {
+	j := &Job{Layer: 1, K: k}
+	for t := 0; t < n; t++ {
+		x := make([]float32, E)
+		for i := range x {
+			x[i] = rng.Float32()*2 - 1
+		}
+		perm := rng.Perm(nExp)[:k]
+		w := make([]float32, k)
+		for r := range w {
+			w[r] = rng.Float32()
+		}
+		j.X = append(j.X, x)
+		j.IDs = append(j.IDs, perm)
+		j.W = append(j.W, w)
+		j.Out = append(j.Out, make([]float32, E))
+	}
+	j.Plan()
+	return j
+}
+
+// run feeds the job's experts in the given order and returns the outputs.
+func run(t *testing.T, j *Job, order []int, overlap bool, f *fakeFFN) ([][]float32, int, error) {
+	t.Helper()
+	s := New(f, f.nEmbd)
+	s.Begin(j)
+	ch := make(chan Ready, len(order))
+	released := 0
+	for _, e := range order {
+		ch <- Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Release: func() { released++ }}
+	}
+	var st Stats
+	err := s.Consume(context.Background(), j, ch, len(order), overlap, &st)
+	if err == nil {
+		s.Finish(j, &st)
+	}
+	out := make([][]float32, len(j.Out))
+	for i := range j.Out {
+		out[i] = append([]float32(nil), j.Out[i]...)
+	}
+	return out, released, err
+}
+
+// TestArrivalOrderInvariance: any arrival order, with or without overlap,
+// gives the same bits, equal to the rank-order weighted sum.
+func TestArrivalOrderInvariance(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const E = 16
+	f := &fakeFFN{nEmbd: E, fail: -1}
+	for trial := 0; trial < 20; trial++ {
+		n, k := 1+rng.IntN(6), 1+rng.IntN(4)
+		j := makeJob(rng, n, k, 8, E)
+		base, rel, err := run(t, j, j.Order, true, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rel != len(j.Order) {
+			t.Fatalf("released %d of %d", rel, len(j.Order))
+		}
+		// reference: Σ_rank w·y in rank order
+		for tk := 0; tk < n; tk++ {
+			for i := 0; i < E; i++ {
+				var acc float32
+				for r := 0; r < k; r++ {
+					e := j.IDs[tk][r]
+					y := j.X[tk][i]*float32(e+1) + float32(e) + 3
+					p := y * j.W[tk][r]
+					if r == 0 {
+						acc = p
+					} else {
+						acc += p
+					}
+				}
+				if math.Float32bits(acc) != math.Float32bits(base[tk][i]) {
+					t.Fatalf("token %d elem %d: %v, want %v", tk, i, base[tk][i], acc)
+				}
+			}
+		}
+		for p := 0; p < 5; p++ {
+			order := append([]int(nil), j.Order...)
+			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+			for _, ov := range []bool{true, false} {
+				got, _, err := run(t, j, order, ov, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for tk := range got {
+					for i := range got[tk] {
+						if math.Float32bits(got[tk][i]) != math.Float32bits(base[tk][i]) {
+							t.Fatalf("order %v overlap %v: outputs differ", order, ov)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestErrorsReleaseEverything(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	j := makeJob(rng, 4, 2, 8, 8)
+	for _, ov := range []bool{true, false} {
+		f := &fakeFFN{nEmbd: 8, fail: j.Order[0]}
+		_, rel, err := run(t, j, j.Order, ov, f)
+		if !errors.Is(err, errBoom) {
+			t.Fatalf("overlap %v: err %v", ov, err)
+		}
+		if rel != len(j.Order) {
+			t.Fatalf("overlap %v: released %d of %d", ov, rel, len(j.Order))
+		}
+	}
+	// a read error is reported and every other expert still released
+	f := &fakeFFN{nEmbd: 8, fail: -1}
+	s := New(f, 8)
+	s.Begin(j)
+	ch := make(chan Ready, len(j.Order))
+	released := 0
+	readErr := errors.New("EIO")
+	for i, e := range j.Order {
+		r := Ready{Expert: e, Parts: [][]byte{{1}}, Release: func() { released++ }}
+		if i == 1 {
+			r = Ready{Expert: e, Err: readErr}
+		}
+		ch <- r
+	}
+	var st Stats
+	if err := s.Consume(context.Background(), j, ch, len(j.Order), true, &st); !errors.Is(err, readErr) {
+		t.Fatalf("err %v", err)
+	}
+	if released != len(j.Order)-1 {
+		t.Fatalf("released %d of %d", released, len(j.Order)-1)
+	}
+	// an expert that was not routed
+	s.Begin(j)
+	ch <- Ready{Expert: 99, Parts: [][]byte{{1}}}
+	if err := s.Consume(context.Background(), j, ch, 1, true, &st); !errors.Is(err, ErrNotRouted) {
+		t.Fatalf("err %v, want ErrNotRouted", err)
+	}
+}
+
+func TestConsumeCancelled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	j := makeJob(rng, 2, 2, 8, 8)
+	s := New(&fakeFFN{nEmbd: 8, fail: -1}, 8)
+	s.Begin(j)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var st Stats
+	if err := s.Consume(ctx, j, make(chan Ready), 1, true, &st); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+}
