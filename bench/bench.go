@@ -1,0 +1,350 @@
+// Package bench runs `pipe run` side by side: a matrix of configurations
+// (--vary io-threads=1,2,4 --vary overlap=true,false …) as child processes,
+// interleaved A B A B so that drift of the machine (other load, thermal state,
+// page cache) hits every configuration alike, each optionally under a memory
+// cap (a cgroup v1 or v2 made and removed by bench) and after dropping the page
+// cache. It reads each run's per-token CSV `# summary` trailer and the child's
+// rusage, and reports mean and steady-window tok/s, the ratio to the first
+// configuration, hit rate, MiB read per token, peak RSS and major faults per
+// token.
+//
+// Role in the pipeline: bench is a driver beside the engine; it never imports
+// the engine's packages and only talks to the child through flags, the CSV
+// file and the exit status. Runs are sequential (one child at a time) so they
+// never compete with each other. A run that is OOM-killed under the cap is a
+// result, not a bench failure.
+//
+// Concurrency: Run is safe to call from several goroutines with different
+// options, but concurrent benches disturb each other's measurements.
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ErrBadVary reports a malformed --vary.
+var ErrBadVary = errors.New("bad --vary")
+
+// Axis is one --vary: a run flag and the values it takes.
+type Axis struct {
+	Flag   string
+	Values []string
+}
+
+// ParseVary parses "flag=v1,v2,…" (a leading "--" on the flag is allowed).
+func ParseVary(s string) (Axis, error) {
+	k, v, ok := strings.Cut(s, "=")
+	k = strings.TrimLeft(strings.TrimSpace(k), "-")
+	if !ok || k == "" || v == "" {
+		return Axis{}, fmt.Errorf("%w %q: want flag=value1,value2", ErrBadVary, s)
+	}
+	var vals []string
+	for _, x := range strings.Split(v, ",") {
+		x = strings.TrimSpace(x)
+		if x == "" {
+			return Axis{}, fmt.Errorf("%w %q: empty value", ErrBadVary, s)
+		}
+		vals = append(vals, x)
+	}
+	return Axis{Flag: k, Values: vals}, nil
+}
+
+// Config is one point of the matrix.
+type Config struct {
+	Label string   // "io-threads=2 overlap=false"
+	Flags []string // "--io-threads=2", "--overlap=false"
+}
+
+// Matrix is the cartesian product of the axes, the first axis varying
+// slowest. No axes gives one configuration with no extra flags.
+func Matrix(axes []Axis) []Config {
+	cfgs := []Config{{}}
+	for _, ax := range axes {
+		var next []Config
+		for _, c := range cfgs {
+			for _, v := range ax.Values {
+				n := Config{Label: strings.TrimSpace(c.Label + " " + ax.Flag + "=" + v)}
+				n.Flags = append(append([]string(nil), c.Flags...), "--"+ax.Flag+"="+v)
+				next = append(next, n)
+			}
+		}
+		cfgs = next
+	}
+	for i := range cfgs {
+		if cfgs[i].Label == "" {
+			cfgs[i].Label = "default"
+		}
+	}
+	return cfgs
+}
+
+// Options describe a bench.
+type Options struct {
+	Exe     string   // the pipe binary (os.Executable())
+	Command []string // arguments before the run flags; default ["run"]
+	Model   string   // -m (empty: pipe run's default demo model)
+	Prompt  string   // -p
+	N       int      // -n
+	Axes    []Axis
+	Repeat  int      // rounds of the interleaved matrix (>= 1)
+	MemCap  int64    // bytes; 0 = no cap
+	Cold    bool     // drop the page cache before every run
+	OutDir  string   // CSVs and bench.json go here
+	Extra   []string // passed to every run after the config flags
+	Timeout time.Duration
+	Env     []string // extra environment for the children
+
+	// Log, if set, receives one line per run as it finishes, and the child's
+	// stderr is appended to OutDir/<run>.log.
+	Log io.Writer
+}
+
+// RunResult is one child run.
+type RunResult struct {
+	Config     int               `json:"config"`
+	Label      string            `json:"label"`
+	Rep        int               `json:"rep"`
+	CSV        string            `json:"csv"`
+	Args       []string          `json:"args"`
+	ExitCode   int               `json:"exit_code"`
+	Signal     string            `json:"signal,omitempty"`
+	OOMKilled  bool              `json:"oom_killed"`
+	Err        string            `json:"error,omitempty"`
+	WallS      float64           `json:"wall_s"`
+	Summary    map[string]string `json:"summary,omitempty"`
+	Tokens     int               `json:"tokens"`
+	TokS       float64           `json:"tok_s"`
+	SteadyTokS float64           `json:"steady_tok_s"`
+	HitPct     float64           `json:"cache_hit_pct"`
+	MiBPerTok  float64           `json:"MiB_per_token"`
+	PeakRSSMiB float64           `json:"peak_rss_MiB"`
+	CgroupPeak float64           `json:"cgroup_peak_MiB,omitempty"`
+	MajFlt     int64             `json:"majflt"`
+}
+
+// OK reports whether the run completed and produced a summary.
+func (r *RunResult) OK() bool { return r.ExitCode == 0 && r.Err == "" && r.Summary != nil }
+
+// Run executes the matrix: for rep in 1..Repeat, every configuration in
+// order (A B A B …), one child at a time.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Exe == "" {
+		return nil, errors.New("bench: no executable")
+	}
+	if o.Repeat < 1 {
+		o.Repeat = 1
+	}
+	if o.Command == nil {
+		o.Command = []string{"run"}
+	}
+	if o.OutDir == "" {
+		o.OutDir = "bench-" + time.Now().Format("20060102-150405")
+	}
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: --out-dir: %w", err)
+	}
+	if o.MemCap > 0 && os.Geteuid() != 0 {
+		return nil, fmt.Errorf("bench: --mem-cap %w (it makes a memory cgroup); run as root or drop --mem-cap", ErrNotRoot)
+	}
+	if o.Cold && os.Geteuid() != 0 {
+		return nil, fmt.Errorf("bench: --cold %w (it writes /proc/sys/vm/drop_caches)", ErrNotRoot)
+	}
+	cfgs := Matrix(o.Axes)
+	rep := &Report{Configs: make([]ConfigStats, len(cfgs)), MemCapBytes: o.MemCap, Cold: o.Cold, Repeat: o.Repeat,
+		Model: o.Model, Prompt: o.Prompt, N: o.N, Extra: o.Extra, OutDir: o.OutDir, Started: time.Now()}
+	for i, c := range cfgs {
+		rep.Configs[i] = ConfigStats{Label: c.Label, Flags: c.Flags}
+	}
+	for r := 0; r < o.Repeat; r++ {
+		for ci, c := range cfgs {
+			if err := ctx.Err(); err != nil {
+				return rep, err
+			}
+			res, err := runOne(ctx, &o, ci, c, r)
+			if err != nil { // a bench failure (cgroup, drop caches, exec), not a run failure
+				return rep, err
+			}
+			rep.Runs = append(rep.Runs, *res)
+			if o.Log != nil {
+				status := "ok"
+				switch {
+				case res.OOMKilled:
+					status = "OOM-killed"
+				case !res.OK():
+					status = "failed: " + res.Err
+				}
+				fmt.Fprintf(o.Log, "bench: [%d/%d] %s rep %d: %s, %.3f tok/s (steady %.3f), %.0fs\n",
+					len(rep.Runs), o.Repeat*len(cfgs), c.Label, r+1, status, res.TokS, res.SteadyTokS, res.WallS)
+			}
+		}
+	}
+	rep.aggregate()
+	return rep, nil
+}
+
+func fileLabel(s string) string {
+	r := strings.NewReplacer(" ", "_", "=", "-", "/", "-", ",", "-")
+	return r.Replace(s)
+}
+
+func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResult, error) {
+	base := fmt.Sprintf("%02d-%s-%d", ci, fileLabel(c.Label), r+1)
+	csv := filepath.Join(o.OutDir, base+".csv")
+	_ = os.Remove(csv)
+	args := append([]string(nil), o.Command...)
+	if o.Model != "" {
+		args = append(args, "-m", o.Model)
+	}
+	if o.Prompt != "" {
+		args = append(args, "-p", o.Prompt)
+	}
+	if o.N > 0 {
+		args = append(args, "-n", strconv.Itoa(o.N))
+	}
+	args = append(args, "--csv", csv)
+	args = append(args, c.Flags...)
+	args = append(args, o.Extra...)
+	res := &RunResult{Config: ci, Label: c.Label, Rep: r + 1, CSV: csv, Args: args}
+
+	if o.Cold {
+		if err := dropCaches(); err != nil {
+			return nil, err
+		}
+	}
+	var cg *cgroup
+	if o.MemCap > 0 {
+		var err error
+		if cg, err = newCgroup(o.MemCap); err != nil {
+			return nil, err
+		}
+		defer func() { _ = cg.remove() }()
+	}
+
+	rctx := ctx
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(rctx, o.Exe, args...)
+	cmd.Env = append(os.Environ(), o.Env...)
+	cmd.Stdout = io.Discard
+	logf, err := os.Create(filepath.Join(o.OutDir, base+".log"))
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer logf.Close()
+	cmd.Stderr = logf
+	oomBefore := int64(-1)
+	if cg != nil {
+		oomBefore = cg.oomKills()
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench: start %s: %w", o.Exe, err)
+	}
+	if cg != nil {
+		if err := cg.add(cmd.Process.Pid); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return nil, fmt.Errorf("bench: --mem-cap: %w", err)
+		}
+	}
+	werr := cmd.Wait()
+	res.WallS = time.Since(start).Seconds()
+	if ps := cmd.ProcessState; ps != nil {
+		res.ExitCode = ps.ExitCode()
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil {
+			res.PeakRSSMiB = maxrssMiB(ru)
+			res.MajFlt = ru.Majflt
+		}
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = ws.Signal().String()
+			if ws.Signal() == syscall.SIGKILL && cg != nil {
+				after := cg.oomKills()
+				res.OOMKilled = after < 0 || after > oomBefore || oomBefore < 0
+			}
+		}
+	}
+	if cg != nil {
+		if p := cg.peak(); p > 0 {
+			res.CgroupPeak = float64(p) / (1 << 20)
+		}
+	}
+	switch {
+	case rctx.Err() == context.DeadlineExceeded:
+		res.Err = fmt.Sprintf("timed out after %s", o.Timeout)
+	case ctx.Err() != nil:
+		return res, ctx.Err()
+	case res.OOMKilled:
+		res.Err = "OOM-killed under --mem-cap"
+	case werr != nil:
+		res.Err = werr.Error()
+	}
+	sum, err := readSummary(csv)
+	if err == nil {
+		res.Summary = sum
+		res.Tokens = int(num(sum, "tokens"))
+		res.TokS = num(sum, "tok_s")
+		res.SteadyTokS = num(sum, "steady_tok_s")
+		res.HitPct = num(sum, "cache_hit_pct")
+		res.MiBPerTok = num(sum, "MiB_per_token")
+	} else if res.Err == "" {
+		res.Err = err.Error()
+	}
+	return res, nil
+}
+
+func num(m map[string]string, k string) float64 {
+	v, err := strconv.ParseFloat(m[k], 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// readSummary returns the key=value pairs of a per-token CSV's `# summary`
+// trailer.
+func readSummary(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("no CSV: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var sum map[string]string
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, "# summary")
+		if !ok {
+			continue
+		}
+		sum = map[string]string{}
+		for _, fld := range strings.Fields(rest) {
+			if k, v, ok := strings.Cut(fld, "="); ok {
+				sum[k] = v
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if sum == nil {
+		return nil, fmt.Errorf("%s has no '# summary' line", path)
+	}
+	return sum, nil
+}
+
+func syncFS() { syscall.Sync() }

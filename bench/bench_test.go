@@ -1,0 +1,240 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const fakeEnv = "PIPE_BENCH_FAKE_RUN"
+
+// TestMain turns the test binary into a fake `pipe run` when fakeEnv is set:
+// it parses the flags bench passes, optionally allocates and touches
+// --alloc-mb of memory, and writes a CSV whose summary depends on the flags
+// (tok_s = 1.5 × --io-threads, halved with --overlap=false).
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeEnv) == "1" {
+		os.Exit(fakeRun(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func fakeRun(args []string) int {
+	if len(args) == 0 || args[0] != "run" {
+		fmt.Fprintln(os.Stderr, "fake: want run")
+		return 2
+	}
+	flags := map[string]string{}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if k, v, ok := strings.Cut(strings.TrimLeft(a, "-"), "="); ok {
+			flags[k] = v
+			continue
+		}
+		if i+1 < len(args) {
+			flags[strings.TrimLeft(a, "-")] = args[i+1]
+			i++
+		}
+	}
+	if mb, _ := strconv.Atoi(flags["alloc-mb"]); mb > 0 {
+		b := make([]byte, mb<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		time.Sleep(50 * time.Millisecond)
+		_ = b[len(b)-1]
+	}
+	lanes, _ := strconv.Atoi(flags["io-threads"])
+	if lanes == 0 {
+		lanes = 4
+	}
+	tokS := 1.5 * float64(lanes)
+	if flags["overlap"] == "false" {
+		tokS /= 2
+	}
+	n, _ := strconv.Atoi(flags["n"])
+	f, err := os.Create(flags["csv"])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer f.Close()
+	fmt.Fprintln(f, "step,steps,wall_ms,io_ms,compute_ms,read_bytes,cache_hit_pct,stall_ms,mgmt_ms,majflt,cpu_ms,resident_frac")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(f, "%d,1,%.1f,0,0,0,50,0,0,0,0,-1\n", i, 1000/tokS)
+	}
+	fmt.Fprintf(f, "# summary tokens=%d tok_s=%.3f steady_tok_s=%.3f read_MiB=10 MiB_per_token=%.1f cache_hit_pct=%.1f status=ok\n",
+		n, tokS*0.9, tokS, 100/float64(lanes), 10*float64(lanes))
+	return 0
+}
+
+func fakeOptions(t *testing.T) Options {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{Exe: exe, Model: "m.gguf", Prompt: "hi", N: 4, OutDir: t.TempDir(), Env: []string{fakeEnv + "=1"}, Timeout: time.Minute}
+}
+
+func TestMatrixInterleavedTable(t *testing.T) {
+	o := fakeOptions(t)
+	for _, v := range []string{"io-threads=1,2,4", "--overlap=true,false"} {
+		ax, err := ParseVary(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Axes = append(o.Axes, ax)
+	}
+	o.Repeat = 2
+	var log bytes.Buffer
+	o.Log = &log
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Configs) != 6 || len(rep.Runs) != 12 {
+		t.Fatalf("%d configs, %d runs", len(rep.Configs), len(rep.Runs))
+	}
+	// interleaved: A B C … then A B C …
+	for i, r := range rep.Runs {
+		if r.Config != i%6 || r.Rep != i/6+1 {
+			t.Fatalf("run %d is config %d rep %d: not interleaved", i, r.Config, r.Rep)
+		}
+		if !r.OK() {
+			t.Fatalf("run %d failed: %s (%s)", i, r.Err, log.String())
+		}
+		if _, err := os.Stat(r.CSV); err != nil {
+			t.Errorf("run %d CSV kept: %v", i, err)
+		}
+	}
+	want := []struct {
+		label  string
+		steady float64
+	}{{"io-threads=1 overlap=true", 1.5}, {"io-threads=1 overlap=false", 0.75}, {"io-threads=2 overlap=true", 3}, {"io-threads=2 overlap=false", 1.5}, {"io-threads=4 overlap=true", 6}, {"io-threads=4 overlap=false", 3}}
+	for i, w := range want {
+		c := rep.Configs[i]
+		if c.Label != w.label || math.Abs(c.SteadyTokS-w.steady) > 1e-9 || math.Abs(c.Ratio-w.steady/1.5) > 1e-9 {
+			t.Errorf("config %d: %s steady %.3f ratio %.3f, want %s %.3f ratio %.3f", i, c.Label, c.SteadyTokS, c.Ratio, w.label, w.steady, w.steady/1.5)
+		}
+		if c.PeakRSSMiB <= 0 {
+			t.Errorf("config %d: no peak RSS", i)
+		}
+	}
+	for _, format := range []string{"text", "markdown", "json"} {
+		var b bytes.Buffer
+		if err := rep.Write(&b, format); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "io-threads=4 overlap=false") {
+			t.Errorf("%s output lacks a config:\n%s", format, b.String())
+		}
+		if format == "json" {
+			var back Report
+			if err := json.Unmarshal(b.Bytes(), &back); err != nil || len(back.Runs) != 12 {
+				t.Errorf("json does not round-trip: %v", err)
+			}
+		}
+		if format == "markdown" && !strings.Contains(b.String(), "| config | tok/s |") {
+			t.Errorf("markdown header missing:\n%s", b.String())
+		}
+	}
+	if err := rep.Write(&bytes.Buffer{}, "xml"); !errors.Is(err, ErrFormat) {
+		t.Errorf("format xml: %v", err)
+	}
+}
+
+func TestFailedRunIsReported(t *testing.T) {
+	o := fakeOptions(t)
+	o.Command = []string{"notrun"} // the fake child exits 2 without a CSV
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 1 || rep.Runs[0].OK() || rep.Runs[0].ExitCode != 2 || rep.Configs[0].Failed != 1 {
+		t.Fatalf("%+v", rep.Runs)
+	}
+	var b bytes.Buffer
+	_ = rep.Write(&b, "text")
+	if !strings.Contains(b.String(), "1 failed") {
+		t.Errorf("table does not say the run failed:\n%s", b.String())
+	}
+}
+
+// TestMemCap runs a 2×2 matrix under a 128 MiB memory cgroup: the runs that
+// allocate 512 MiB are OOM-killed and reported as such, the others complete.
+func TestMemCap(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: --mem-cap needs root (a memory cgroup)")
+	}
+	if cg, err := newCgroup(128 << 20); err != nil {
+		t.Skipf("skipped: no writable memory cgroup: %v", err)
+	} else {
+		_ = cg.remove()
+	}
+	o := fakeOptions(t)
+	o.MemCap = 128 << 20
+	for _, v := range []string{"alloc-mb=16,512", "io-threads=1,2"} {
+		ax, _ := ParseVary(v)
+		o.Axes = append(o.Axes, ax)
+	}
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Runs {
+		big := strings.Contains(r.Label, "alloc-mb=512")
+		if big != r.OOMKilled || big == r.OK() {
+			t.Errorf("%s: ok %v oom %v err %q signal %q", r.Label, r.OK(), r.OOMKilled, r.Err, r.Signal)
+		}
+		if !big && r.CgroupPeak <= 0 {
+			t.Errorf("%s: no cgroup peak", r.Label)
+		}
+	}
+	var b bytes.Buffer
+	_ = rep.Write(&b, "text")
+	if !strings.Contains(b.String(), "OOM-killed") {
+		t.Errorf("table does not report OOM:\n%s", b.String())
+	}
+	// the cgroups are gone
+	v2, v1 := cgroupRoots()
+	for _, d := range []string{v1, v2} {
+		if d == "" {
+			continue
+		}
+		m, _ := filepath.Glob(filepath.Join(d, fmt.Sprintf("pipe-bench-%d-*", os.Getpid())))
+		if len(m) > 0 {
+			t.Errorf("cgroups left behind: %v", m)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, s := range []string{"", "x", "=1", "a=", "a=1,,2"} {
+		if _, err := ParseVary(s); !errors.Is(err, ErrBadVary) {
+			t.Errorf("ParseVary(%q) = %v", s, err)
+		}
+	}
+	sizes := map[string]int64{"8G": 8 << 30, "512M": 512 << 20, "1.5GiB": 3 << 29, "4096": 4096, "2k": 2048}
+	for s, want := range sizes {
+		if got, err := ParseSize(s); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v", s, got, err)
+		}
+	}
+	for _, s := range []string{"", "G", "-1G", "8X", "abc"} {
+		if _, err := ParseSize(s); err == nil {
+			t.Errorf("ParseSize(%q) accepted", s)
+		}
+	}
+	if len(Matrix(nil)) != 1 || Matrix(nil)[0].Label != "default" {
+		t.Error("empty matrix")
+	}
+}

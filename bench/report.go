@@ -1,0 +1,233 @@
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// ErrFormat reports an unknown --format.
+var ErrFormat = errors.New("unknown format")
+
+// ConfigStats aggregates the runs of one configuration (completed runs only
+// for the throughput figures).
+type ConfigStats struct {
+	Label       string   `json:"label"`
+	Flags       []string `json:"flags"`
+	Runs        int      `json:"runs"`
+	OK          int      `json:"ok"`
+	OOM         int      `json:"oom_killed"`
+	Failed      int      `json:"failed"`
+	TokS        float64  `json:"tok_s"`        // mean over completed runs of the run's mean tok/s
+	SteadyTokS  float64  `json:"steady_tok_s"` // mean over completed runs of the steady-window tok/s
+	SteadyMin   float64  `json:"steady_tok_s_min"`
+	SteadyMax   float64  `json:"steady_tok_s_max"`
+	Ratio       float64  `json:"ratio"` // SteadyTokS / the first configuration's (NaN when either has no completed run)
+	HitPct      float64  `json:"cache_hit_pct"`
+	MiBPerTok   float64  `json:"MiB_per_token"`
+	PeakRSSMiB  float64  `json:"peak_rss_MiB"` // max over runs
+	MajFltPerTk float64  `json:"majflt_per_token"`
+}
+
+// Report is a whole bench.
+type Report struct {
+	Model       string        `json:"model"`
+	Prompt      string        `json:"prompt"`
+	N           int           `json:"n"`
+	Extra       []string      `json:"extra_args"`
+	MemCapBytes int64         `json:"mem_cap_bytes"`
+	Cold        bool          `json:"cold"`
+	Repeat      int           `json:"repeat"`
+	OutDir      string        `json:"out_dir"`
+	Started     time.Time     `json:"started"`
+	Configs     []ConfigStats `json:"configs"`
+	Runs        []RunResult   `json:"runs"`
+}
+
+func (r *Report) aggregate() {
+	for i := range r.Configs {
+		c := &r.Configs[i]
+		*c = ConfigStats{Label: c.Label, Flags: c.Flags, SteadyMin: math.NaN(), SteadyMax: math.NaN()}
+		var n float64
+		var majflt, tokens float64
+		for _, run := range r.Runs {
+			if run.Config != i {
+				continue
+			}
+			c.Runs++
+			c.PeakRSSMiB = math.Max(c.PeakRSSMiB, run.PeakRSSMiB)
+			switch {
+			case run.OOMKilled:
+				c.OOM++
+				continue
+			case !run.OK():
+				c.Failed++
+				continue
+			}
+			c.OK++
+			n++
+			c.TokS += run.TokS
+			c.SteadyTokS += run.SteadyTokS
+			c.HitPct += run.HitPct
+			c.MiBPerTok += run.MiBPerTok
+			majflt += float64(run.MajFlt)
+			tokens += float64(run.Tokens)
+			if math.IsNaN(c.SteadyMin) || run.SteadyTokS < c.SteadyMin {
+				c.SteadyMin = run.SteadyTokS
+			}
+			if math.IsNaN(c.SteadyMax) || run.SteadyTokS > c.SteadyMax {
+				c.SteadyMax = run.SteadyTokS
+			}
+		}
+		if n == 0 {
+			c.TokS, c.SteadyTokS, c.HitPct, c.MiBPerTok, c.MajFltPerTk = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
+			continue
+		}
+		c.TokS /= n
+		c.SteadyTokS /= n
+		c.HitPct /= n
+		c.MiBPerTok /= n
+		c.MajFltPerTk = math.NaN()
+		if tokens > 0 {
+			c.MajFltPerTk = majflt / tokens
+		}
+	}
+	for i := range r.Configs {
+		r.Configs[i].Ratio = r.Configs[i].SteadyTokS / r.Configs[0].SteadyTokS
+	}
+}
+
+func f(v float64, prec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+func (c *ConfigStats) status() string {
+	s := fmt.Sprintf("%d/%d ok", c.OK, c.Runs)
+	if c.OOM > 0 {
+		s += fmt.Sprintf(", %d OOM-killed", c.OOM)
+	}
+	if c.Failed > 0 {
+		s += fmt.Sprintf(", %d failed", c.Failed)
+	}
+	return s
+}
+
+var header = []string{"config", "tok/s", "steady tok/s", "ratio", "hit %", "MiB/token", "peak RSS MiB", "majflt/token", "runs"}
+
+func (c *ConfigStats) row() []string {
+	steady := f(c.SteadyTokS, 3)
+	if c.OK > 1 {
+		steady += fmt.Sprintf(" (%s–%s)", f(c.SteadyMin, 3), f(c.SteadyMax, 3))
+	}
+	return []string{c.Label, f(c.TokS, 3), steady, f(c.Ratio, 2), f(c.HitPct, 1), f(c.MiBPerTok, 1), f(c.PeakRSSMiB, 0), f(c.MajFltPerTk, 1), c.status()}
+}
+
+// Write prints the report as text (aligned table), markdown or json.
+func (r *Report) Write(w io.Writer, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(jsonSafe(r))
+	case "markdown", "md":
+		fmt.Fprintf(w, "%s\n\n", r.caption())
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
+		for i := range r.Configs {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(r.Configs[i].row(), " | "))
+		}
+		return nil
+	case "text", "":
+		fmt.Fprintf(w, "%s\n", r.caption())
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+		for i := range r.Configs {
+			fmt.Fprintln(tw, strings.Join(r.Configs[i].row(), "\t"))
+		}
+		return tw.Flush()
+	}
+	return fmt.Errorf("bench: --format %q: %w (text, markdown, json)", format, ErrFormat)
+}
+
+func (r *Report) caption() string {
+	model := r.Model
+	if model == "" {
+		model = "(demo model)"
+	}
+	cap := "none"
+	if r.MemCapBytes > 0 {
+		cap = fmt.Sprintf("%.1f GiB", float64(r.MemCapBytes)/(1<<30))
+	}
+	s := fmt.Sprintf("pipe bench: %s, -n %d, %d round(s) interleaved, memory cap %s", model, r.N, r.Repeat, cap)
+	if r.Cold {
+		s += ", page cache dropped before each run"
+	}
+	if len(r.Extra) > 0 {
+		s += ", extra: " + strings.Join(r.Extra, " ")
+	}
+	return s + "; ratio = steady tok/s / first row's"
+}
+
+// jsonSafe replaces NaN (not valid JSON) by -1 in a copy of r.
+func jsonSafe(r *Report) *Report {
+	c := *r
+	c.Configs = append([]ConfigStats(nil), r.Configs...)
+	fix := func(p *float64) {
+		if math.IsNaN(*p) || math.IsInf(*p, 0) {
+			*p = -1
+		}
+	}
+	for i := range c.Configs {
+		x := &c.Configs[i]
+		for _, p := range []*float64{&x.TokS, &x.SteadyTokS, &x.SteadyMin, &x.SteadyMax, &x.Ratio, &x.HitPct, &x.MiBPerTok, &x.PeakRSSMiB, &x.MajFltPerTk} {
+			fix(p)
+		}
+	}
+	return &c
+}
+
+// maxrssMiB converts rusage's Maxrss (KiB on Linux, bytes on Darwin) to MiB.
+func maxrssMiB(ru *syscall.Rusage) float64 {
+	if runtime.GOOS == "darwin" || runtime.GOOS == "ios" {
+		return float64(ru.Maxrss) / (1 << 20)
+	}
+	return float64(ru.Maxrss) / 1024
+}
+
+// ParseSize parses a memory size: plain bytes or with a K/M/G/T suffix
+// (binary units, optional trailing B or iB).
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToUpper(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			t = t[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("bad size %q (want e.g. 8G, 512M, 1073741824)", s)
+	}
+	return int64(v * float64(mult)), nil
+}
