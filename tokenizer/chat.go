@@ -102,3 +102,34 @@ func (t *Tokenizer) Chat(messages []Message, addGenerationPrompt, noThink bool) 
 	}
 	return b.String(), nil
 }
+
+// ChatDelta renders only what a new message adds to a conversation whose
+// earlier turns are already in the model's KV cache, like llama.cpp's
+// common_chat_format_single (used by llama-cli's interactive mode): the text
+// of Chat(append(past, next)) after the text of Chat(past) without a
+// generation prompt. When addGenerationPrompt is set and the rendered past
+// ends with '\n', a '\n' is prepended, because the cache holds the assistant's
+// reply up to its end-of-turn token but not the newline the template puts
+// after it.
+func (t *Tokenizer) ChatDelta(past []Message, next Message, addGenerationPrompt, noThink bool) (string, error) {
+	prev := ""
+	if len(past) > 0 {
+		var err error
+		if prev, err = t.Chat(past, false, false); err != nil {
+			return "", err
+		}
+	}
+	all := append(append(make([]Message, 0, len(past)+1), past...), next)
+	full, err := t.Chat(all, addGenerationPrompt, noThink)
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(full, prev) {
+		return "", fmt.Errorf("chat format %q: rendered history is not a prefix of the next rendering: %w", t.ChatFormat(), ErrUnsupportedTemplate)
+	}
+	delta := full[len(prev):]
+	if addGenerationPrompt && strings.HasSuffix(prev, "\n") {
+		delta = "\n" + delta
+	}
+	return delta, nil
+}

@@ -246,6 +246,18 @@ func TestChat(t *testing.T) {
 	if got, _ := tk.Chat(msgs[1:], false, false); got != "<|im_start|>user\nHi<|im_end|>\n" {
 		t.Errorf("no generation prompt: %q", got)
 	}
+	// interactive continuation: only the new turn, with the newline the
+	// cache lacks after the previous <|im_end|>
+	delta, err := tk.ChatDelta([]Message{{"user", "Hi"}, {"assistant", "Hello"}}, Message{"user", "Bye"}, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n"; delta != want {
+		t.Errorf("delta %q, want %q", delta, want)
+	}
+	if first, _ := tk.ChatDelta(nil, Message{"user", "Hi"}, true, false); first != "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n" {
+		t.Errorf("first delta %q", first)
+	}
 	g := gptoss(t)
 	if g.ChatFormat() != "harmony" {
 		t.Fatalf("gpt-oss format %q", g.ChatFormat())
