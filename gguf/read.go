@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/pipe-engine/pipe/quant"
 )
@@ -182,16 +183,16 @@ func (d *decoder) value(t ValueType, field string, depth int) (Value, error) {
 	case TypeString:
 		s := make([]string, n)
 		for i := range s {
-			if s[i], err = d.str(fmt.Sprintf("%s[%d]", field, i), 0); err != nil {
-				return Value{}, err
+			if s[i], err = d.str(field, 0); err != nil {
+				return Value{}, elementError(err, field, i)
 			}
 		}
 		v.x = s
 	case TypeArray:
 		s := make([]Value, n)
 		for i := range s {
-			if s[i], err = d.value(TypeArray, fmt.Sprintf("%s[%d]", field, i), depth+1); err != nil {
-				return Value{}, err
+			if s[i], err = d.value(TypeArray, field, depth+1); err != nil {
+				return Value{}, elementError(err, field, i)
 			}
 		}
 		v.x = s
@@ -205,6 +206,16 @@ func (d *decoder) value(t ValueType, field string, depth int) (Value, error) {
 		}
 	}
 	return v, nil
+}
+
+// elementError names element i of array field in err (built only on
+// failure: formatting a field name per element would dominate parsing).
+func elementError(err error, field string, i int) error {
+	var fe *FormatError
+	if errors.As(err, &fe) && strings.HasPrefix(fe.Field, field) {
+		fe.Field = fmt.Sprintf("%s[%d]%s", field, i, strings.TrimPrefix(fe.Field, field))
+	}
+	return err
 }
 
 // decodeNumbers converts little-endian raw bytes to a typed slice.

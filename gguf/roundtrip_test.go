@@ -362,3 +362,45 @@ func TestTypedGetters(t *testing.T) {
 		t.Errorf("wrong array type: %v", err)
 	}
 }
+
+// TestReadV2: GGUF v2 has v3's layout (64-bit counts and lengths); only the
+// version number differs.
+func TestReadV2(t *testing.T) {
+	b := rawFile(2, []rawKV{kvStr(KeyArchitecture, "llama"), kvU32("llama.block_count", 3)},
+		[]rawTensor{{"w", []uint64{32, 2}, uint32(quant.Q8_0), 0}, {"n", []uint64{32}, uint32(quant.F32), 96}}, 32, 96+128)
+	f, err := Open(writeTemp(t, "v2.gguf", b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Version != 2 || f.Architecture() != "llama" || len(f.Tensors) != 2 {
+		t.Fatalf("version %d arch %q tensors %d", f.Version, f.Architecture(), len(f.Tensors))
+	}
+	if n, _ := f.GetUint("llama.block_count"); n != 3 {
+		t.Errorf("block_count %d", n)
+	}
+	w, _ := f.Tensor("w")
+	if w.Size != 68 || w.Offset != f.DataOffset || w.Strides != [4]uint64{34, 34, 68, 68} {
+		t.Errorf("w: %+v", w)
+	}
+	n, _ := f.Tensor("n")
+	if n.Offset != f.DataOffset+96 || n.RelOff != 96 {
+		t.Errorf("n: %+v", n)
+	}
+}
+
+func BenchmarkOpen(b *testing.B) {
+	path := goldenDir + "tiny-qwen3moe-Q4_K_M.gguf"
+	f, err := Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hdr := int64(f.DataOffset)
+	b.SetBytes(hdr) // header bytes parsed per Open
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := Open(path); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(f.Tensors)), "tensors")
+}

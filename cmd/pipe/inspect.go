@@ -132,6 +132,12 @@ func writeInspectText(w io.Writer, r *inspectReport, d *model.Desc) error {
 	row("n_layer", h.NLayer)
 	row("n_embd", h.NEmbd)
 	row("n_head / n_head_kv", fmt.Sprintf("%d / %d", h.NHead, h.NHeadKV))
+	if len(h.HeadCountLayers) > 0 {
+		row("n_head per layer", fmt.Sprint(h.HeadCountLayers))
+	}
+	if len(h.HeadCountKVLayers) > 0 {
+		row("n_head_kv per layer", fmt.Sprint(h.HeadCountKVLayers))
+	}
 	row("head_dim (k / v)", fmt.Sprintf("%d / %d", h.HeadDim, h.HeadDimV))
 	row("n_expert / used (k)", fmt.Sprintf("%d / %d", h.NExpert, h.NExpertUsed))
 	row("n_ff_exp", h.NFFExp)
@@ -150,6 +156,9 @@ func writeInspectText(w io.Writer, r *inspectReport, d *model.Desc) error {
 	row("rms_eps", h.RMSEps)
 	if h.SlidingWindow != 0 {
 		row("sliding_window", h.SlidingWindow)
+	}
+	if len(h.SlidingWindowPattern) > 0 {
+		row("sliding_window layers", fmt.Sprint(h.SlidingWindowPattern))
 	}
 	if h.FinalLogitSoftcap != 0 {
 		row("final_logit_softcap", h.FinalLogitSoftcap)
