@@ -31,6 +31,7 @@ type CLI struct {
 
 	Run     RunCmd     `cmd:"" help:"Decode a prompt, streaming routed experts from flash (the main job)."`
 	Gen     GenCmd     `cmd:"" help:"Write a synthetic model with the shapes, names, metadata and quantization mix of a real one."`
+	Bench   BenchCmd   `cmd:"" help:"Run a matrix of pipe run configurations side by side (interleaved), optionally under a memory cap, and tabulate them."`
 	Inspect InspectCmd `cmd:"" help:"Show a GGUF model's architecture, hyper-parameters, tensors and expert/dense split."`
 	Replay  ReplayCmd  `cmd:"" help:"Replay expert-routing traces through cache policies: hit % and MiB read per token per budget."`
 	Report  ReportCmd  `cmd:"" help:"Analyse per-token CSVs: mean and steady-window tok/s, warm-up, hit rate, regime verdict; compare runs; plot."`

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pipe-engine/pipe/bench"
+)
+
+// BenchCmd is `pipe bench`: run a matrix of `pipe run` configurations side by
+// side (interleaved), optionally under a memory cap, and tabulate them.
+type BenchCmd struct {
+	Model   string        `short:"m" type:"path" help:"GGUF model file for every run (default: pipe run's demo model)."`
+	Prompt  string        `short:"p" default:"Write a short story about a lighthouse keeper who finds a message in a bottle." help:"Prompt of every run."`
+	N       int           `short:"n" default:"64" help:"Tokens to generate per run."`
+	Vary    []string      `sep:"none" help:"A run flag and its values, e.g. io-threads=1,2,4,8 (repeatable; the matrix is their product)." placeholder:"FLAG=V1,V2"`
+	Repeat  int           `default:"2" help:"Rounds of the matrix; runs are interleaved A B A B."`
+	MemCap  string        `name:"mem-cap" help:"Run each child in a memory cgroup of this size (e.g. 8G; root only; cgroup v1 or v2, made and removed by bench)."`
+	Cold    bool          `help:"Drop the page cache before every run (root only)."`
+	OutDir  string        `name:"out-dir" type:"path" help:"Folder for each run's CSV and log, bench.json and bench.md (default: bench-<time>)."`
+	Format  string        `enum:"text,markdown,json" default:"text" help:"Table format on stdout: text, markdown or json."`
+	Timeout time.Duration `default:"0s" help:"Kill a run after this long (0 = never)."`
+	Extra   []string      `arg:"" optional:"" passthrough:"" help:"Arguments after -- go to every run (e.g. -- --temp 0.8 --seed 1)."`
+}
+
+// Run executes the bench.
+func (c *BenchCmd) Run(g *Globals) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	o := bench.Options{Exe: exe, Model: c.Model, Prompt: c.Prompt, N: c.N, Repeat: c.Repeat, Cold: c.Cold,
+		OutDir: c.OutDir, Timeout: c.Timeout, Log: g.Stderr}
+	if len(c.Extra) > 0 && c.Extra[0] == "--" {
+		c.Extra = c.Extra[1:]
+	}
+	o.Extra = c.Extra
+	for _, v := range c.Vary {
+		ax, err := bench.ParseVary(v)
+		if err != nil {
+			return fmt.Errorf("bench: --vary: %w", err)
+		}
+		o.Axes = append(o.Axes, ax)
+	}
+	if c.MemCap != "" {
+		if o.MemCap, err = bench.ParseSize(c.MemCap); err != nil {
+			return fmt.Errorf("bench: --mem-cap: %w", err)
+		}
+	}
+	if o.OutDir == "" {
+		o.OutDir = "bench-" + time.Now().Format("20060102-150405")
+	}
+	rep, err := bench.Run(g.Ctx, o)
+	if rep != nil && len(rep.Runs) > 0 {
+		for name, format := range map[string]string{"bench.json": "json", "bench.md": "markdown"} {
+			if f, ferr := os.Create(filepath.Join(o.OutDir, name)); ferr == nil {
+				_ = rep.Write(f, format)
+				_ = f.Close()
+			}
+		}
+		if werr := rep.Write(g.Stdout, c.Format); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	g.Log.Info().Str("event", "bench_done").Str("out_dir", o.OutDir).Int("runs", len(rep.Runs)).Msg("bench finished")
+	return nil
+}
