@@ -303,6 +303,10 @@ func writeText(w io.Writer, as []*Analysis, md bool) error {
 			fmt.Fprintf(&b, "comparison (against %s)\n", as[0].Run.Name)
 		}
 		compareTable(as).render(&b, md, "  ")
+		if md {
+			b.WriteString("\n")
+		}
+		b.WriteString(cmpNote)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -418,6 +422,9 @@ func compare(all []*Analysis, base, b *Analysis) []Comparison {
 	}
 	return append(out, regime)
 }
+
+// cmpNote explains the ratios under the comparison table.
+const cmpNote = "  (×: improvement factor of the later run over the first, > 1 = better; a = b: equal as printed)\n"
 
 // fratio prints an improvement factor the seed's way: "20×", "1.15×".
 func fratio(r float64) string {
