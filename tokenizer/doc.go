@@ -18,7 +18,7 @@
 //     tokenizer_st_partition. USER_DEFINED tokens are always matched; CONTROL
 //     tokens only with parseSpecial.
 //   - Pre-tokenizers, chosen by tokenizer.ggml.pre: "qwen2" (also
-//     "deepseek-r1-qwen", "megrez") and "gpt-4o" (also "llama4"). llama.cpp runs
+//     "deepseek-r1-qwen") and "gpt-4o" (also "llama4"). llama.cpp runs
 //     these through std::regex on a "collapsed" text in which every non-ASCII
 //     code point is replaced by a class byte (letter, number, whitespace, ...),
 //     so \p{L} only distinguishes ASCII case: a non-ASCII letter counts as both
@@ -35,8 +35,20 @@
 // Chat templates are not interpreted: Chat renders built-in known formats,
 // detected from the tokenizer.chat_template text the way llama.cpp's
 // llm_chat_detect_template does: ChatML (template contains "<|im_start|>") and
-// the gpt-oss harmony format (template contains "<|channel|>"). Any other
-// template gives ErrUnsupportedTemplate.
+// the gpt-oss harmony format (template contains "<|channel|>"), rendered as
+// llama.cpp's built-in renderers do (the harmony one is llama.cpp's simplified
+// form, without the model's default system preamble). Qwen3's --no-think is
+// the empty think block its template emits for enable_thinking=false. Any other
+// template gives ErrUnsupportedTemplate. ChatDelta renders only a new turn for
+// interactive use.
+//
+// Decoding: Piece is llama.cpp's token_to_piece; Decode concatenates pieces
+// (clean_spaces is off for these pre-types, so no space clean-up); Stream
+// emits only complete, valid UTF-8 and replaces impossible bytes with U+FFFD.
+//
+// Known gap: when several EOT-like names exist and the GGUF has no
+// tokenizer.ggml.eot_token_id, llama.cpp picks the EOT by unordered_map order;
+// here a fixed priority is used. It only affects EOT(), not IsEOG.
 //
 // Invariants and concurrency: a *Tokenizer is immutable after New and safe for
 // concurrent use by any number of goroutines. Returned slices and strings are

@@ -112,7 +112,7 @@ func New(cfg Config) (*Tokenizer, error) {
 	}
 	t := &Tokenizer{preName: cfg.Pre}
 	switch cfg.Pre {
-	case "qwen2", "deepseek-r1-qwen", "megrez":
+	case "qwen2", "deepseek-r1-qwen":
 		t.pre = preQwen2
 	case "gpt-4o", "llama4":
 		t.pre = preGPT4o
