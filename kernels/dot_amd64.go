@@ -17,6 +17,8 @@ var (
 	q6Shuf [8][16]byte
 	// kvaluesMXFP4 as a 16-byte VPSHUFB table is kvaluesMXFP4 itself.
 	e8m0HalfTable [256]float32
+	// mxShift: VPSRLVD counts putting high nibbles in the upper half.
+	mxShift = [8]uint32{0, 0, 0, 0, 4, 4, 4, 4}
 )
 
 func init() {

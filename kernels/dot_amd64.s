@@ -65,6 +65,29 @@ q80loop:
 	VZEROUPPER
 	RET
 
+// MXBLOCK(off, yoff, doff): one MXFP4 block at off(SI) against 32 quants at
+// yoff(DI) with activation scale doff(DX), added to Y0. The 16 code bytes are
+// broadcast to both halves and the upper half shifted right by 4 (VPSRLVD
+// with Y12 = [0,0,0,0,4,4,4,4]), so after masking the register holds the 32
+// codes in element order.
+#define MXBLOCK(off, yoff, doff) \
+	MOVBLZX        off(SI), AX        \
+	VMOVSS         (R8)(AX*4), X1     \
+	VMULSS         doff(DX), X1, X1   \
+	VBROADCASTSS   X1, Y1             \
+	VBROADCASTI128 (off+1)(SI), Y2    \
+	VPSRLVD        Y12, Y2, Y2        \
+	VPAND          Y14, Y2, Y2        \
+	VPSHUFB        Y2, Y13, Y2        \
+	VMOVDQU        yoff(DI), Y3       \
+	VPSIGNB        Y2, Y3, Y3         \
+	VPABSB         Y2, Y2             \
+	VPMADDUBSW     Y3, Y2, Y2         \
+	VPMADDWD       Y15, Y2, Y2        \
+	VCVTDQ2PS      Y2, Y2             \
+	VMULPS         Y1, Y2, Y2         \
+	VADDPS         Y2, Y0, Y0
+
 // func dotMXFP4AVX2(w *byte, qs *int8, d *float32, nb int) float32
 TEXT ·dotMXFP4AVX2(SB), NOSPLIT, $0-36
 	MOVQ w+0(FP), SI
@@ -75,32 +98,27 @@ TEXT ·dotMXFP4AVX2(SB), NOSPLIT, $0-36
 	LOW4
 	LEAQ           ·e8m0HalfTable(SB), R8
 	VBROADCASTI128 ·kvaluesMXFP4(SB), Y13
+	VMOVDQU        ·mxShift(SB), Y12
 	VXORPS         Y0, Y0, Y0
+	SHRQ           $1, CX
+	JZ             mxtail
 
 mxloop:
-	MOVBLZX        (SI), AX
-	VMOVSS         (R8)(AX*4), X1
-	VMULSS         (DX), X1, X1
-	VBROADCASTSS   X1, Y1
-	VMOVDQU        1(SI), X2
-	VPSRLW         $4, X2, X3
-	VINSERTI128    $1, X3, Y2, Y2
-	VPAND          Y14, Y2, Y2
-	VPSHUFB        Y2, Y13, Y2
-	VMOVDQU        (DI), Y3
-	VPSIGNB        Y2, Y3, Y3
-	VPABSB         Y2, Y2
-	VPMADDUBSW     Y3, Y2, Y2
-	VPMADDWD       Y15, Y2, Y2
-	VCVTDQ2PS      Y2, Y2
-	VMULPS         Y1, Y2, Y2
-	VADDPS         Y2, Y0, Y0
-	ADDQ           $17, SI
-	ADDQ           $32, DI
-	ADDQ           $4, DX
+	MXBLOCK(0, 0, 0)
+	MXBLOCK(17, 32, 4)
+	ADDQ           $34, SI
+	ADDQ           $64, DI
+	ADDQ           $8, DX
 	DECQ           CX
 	JNZ            mxloop
 
+mxtail:
+	MOVQ           nb+24(FP), CX
+	ANDQ           $1, CX
+	JZ             mxdone
+	MXBLOCK(0, 0, 0)
+
+mxdone:
 	HSUM8
 	VMOVSS     X0, ret+32(FP)
 	VZEROUPPER
