@@ -258,16 +258,18 @@ func (s *Sampler) Candidates(logits []float32) ([]Candidate, error) {
 	if len(logits) == 0 {
 		return nil, fmt.Errorf("empty logits: %w", ErrLogits)
 	}
-	// Penalties are applied to a copy, touching only the remembered ids.
-	s.work = append(s.work[:0], logits...)
-	if s.penaltiesOn() {
+	// Penalties are applied to a copy, touching only the remembered ids;
+	// without penalties the caller's slice is only read.
+	work := logits
+	if s.penaltiesOn() && len(s.count) > 0 {
+		s.work = append(s.work[:0], logits...)
 		for id := range s.count {
 			if id >= 0 && int(id) < len(s.work) {
 				s.work[id] = s.penalize(id, s.work[id])
 			}
 		}
+		work = s.work
 	}
-	work := s.work
 	s.cand = s.cand[:0]
 	if s.p.Temp <= 0 {
 		best, err := Greedy(work)
