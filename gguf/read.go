@@ -135,7 +135,13 @@ func (d *decoder) strings(n uint64, field string) ([]string, error) {
 			flush(i)
 		}
 		if b.Len() == 0 {
-			b.Grow(int(min(l*uint64(int(n)-i), chunk)))
+			// Guess: the rest are as long as this one, bounded by the chunk
+			// and by what is left in the file (no allocation beyond it).
+			guess := uint64(chunk)
+			if hi, lo := bits.Mul64(l, n-uint64(i)); hi == 0 && lo < guess {
+				guess = lo
+			}
+			b.Grow(int(min(guess, d.remaining())))
 		}
 		for l > 0 {
 			m := int(min(l, uint64(d.r.Size())))
