@@ -9,6 +9,11 @@ import (
 // dotFunc computes one row · activation. w is exactly one row.
 type dotFunc func(w []byte, a *Activation) float32
 
+// rowsFunc computes y[i] = row_i · a for i < len(y), rows of rb bytes
+// packed in w (len(w) >= len(y)*rb); it saves the per-row dispatch of a
+// dotFunc loop.
+type rowsFunc func(w []byte, rb int, a *Activation, y []float32)
+
 // implementation is one complete set of kernels. Entries an implementation
 // does not accelerate are the reference's.
 type implementation struct {
@@ -16,6 +21,7 @@ type implementation struct {
 	quantQ8_0 func(x []float32, qs []int8, d []float32)
 	quantQ8_K func(x []float32, qs []int8, d []float32, bsums []int16)
 	dots      map[quant.Type]dotFunc
+	rows      map[quant.Type]rowsFunc // optional fast paths for single vectors
 	native    map[quant.Type]bool // types with a non-reference kernel
 }
 

@@ -125,6 +125,95 @@ func avx2DotF16(w []byte, a *Activation) float32 {
 	return dotF16AVX2(&w[0], &a.h[0], n)
 }
 
+// fillNaN marks outputs when an internal length check fails (unreachable
+// through the public API).
+func fillNaN(y []float32) {
+	for i := range y {
+		y[i] = nan
+	}
+}
+
+func rowsOk(w []byte, rb int, y []float32) bool {
+	return len(y) > 0 && rb > 0 && len(w) >= len(y)*rb
+}
+
+func avx2RowsQ8_0(w []byte, rb int, a *Activation, y []float32) {
+	nb, ok := q8Ok(w[:min(rb, len(w))], a, 34, 32)
+	if !ok || !rowsOk(w, rb, y) {
+		fillNaN(y)
+		return
+	}
+	for i := range y {
+		y[i] = dotQ8_0AVX2(&w[i*rb], &a.qs[0], &a.d[0], nb)
+	}
+}
+
+func avx2RowsMXFP4(w []byte, rb int, a *Activation, y []float32) {
+	nb, ok := q8Ok(w[:min(rb, len(w))], a, 17, 32)
+	if !ok || !rowsOk(w, rb, y) {
+		fillNaN(y)
+		return
+	}
+	for i := range y {
+		y[i] = dotMXFP4AVX2(&w[i*rb], &a.qs[0], &a.d[0], nb)
+	}
+}
+
+func avx2RowsQ4_K(w []byte, rb int, a *Activation, y []float32) {
+	nb, ok := q8Ok(w[:min(rb, len(w))], a, 144, 256)
+	if !ok || !rowsOk(w, rb, y) || len(a.bsums) < nb*16 {
+		fillNaN(y)
+		return
+	}
+	for i := range y {
+		y[i] = dotQ4_KAVX2(&w[i*rb], &a.qs[0], &a.d[0], &a.bsums[0], nb)
+	}
+}
+
+func avx2RowsQ5_K(w []byte, rb int, a *Activation, y []float32) {
+	nb, ok := q8Ok(w[:min(rb, len(w))], a, 176, 256)
+	if !ok || !rowsOk(w, rb, y) || len(a.bsums) < nb*16 {
+		fillNaN(y)
+		return
+	}
+	for i := range y {
+		y[i] = dotQ5_KAVX2(&w[i*rb], &a.qs[0], &a.d[0], &a.bsums[0], nb)
+	}
+}
+
+func avx2RowsQ6_K(w []byte, rb int, a *Activation, y []float32) {
+	nb, ok := q8Ok(w[:min(rb, len(w))], a, 210, 256)
+	if !ok || !rowsOk(w, rb, y) {
+		fillNaN(y)
+		return
+	}
+	for i := range y {
+		y[i] = dotQ6_KAVX2(&w[i*rb], &a.qs[0], &a.d[0], nb)
+	}
+}
+
+func avx2RowsF32(w []byte, rb int, a *Activation, y []float32) {
+	n := a.cols
+	if n <= 0 || rb != 4*n || len(a.f) < n || !rowsOk(w, rb, y) {
+		fillNaN(y)
+		return
+	}
+	for i := range y {
+		y[i] = dotF32AVX2(&w[i*rb], &a.f[0], n)
+	}
+}
+
+func avx2RowsF16(w []byte, rb int, a *Activation, y []float32) {
+	n := a.cols
+	if n <= 0 || rb != 2*n || len(a.h) < n || !rowsOk(w, rb, y) {
+		fillNaN(y)
+		return
+	}
+	for i := range y {
+		y[i] = dotF16AVX2(&w[i*rb], &a.h[0], n)
+	}
+}
+
 // installAVX2 swaps the assembly kernels into m.
 func installAVX2(m *implementation) {
 	for t, f := range map[quant.Type]dotFunc{
@@ -139,4 +228,11 @@ func installAVX2(m *implementation) {
 		m.dots[t] = f
 		m.native[t] = true
 	}
+	m.rows[quant.Q8_0] = avx2RowsQ8_0
+	m.rows[quant.MXFP4] = avx2RowsMXFP4
+	m.rows[quant.Q4_K] = avx2RowsQ4_K
+	m.rows[quant.Q5_K] = avx2RowsQ5_K
+	m.rows[quant.Q6_K] = avx2RowsQ6_K
+	m.rows[quant.F32] = avx2RowsF32
+	m.rows[quant.F16] = avx2RowsF16
 }

@@ -20,6 +20,7 @@ func avx2Impl() *implementation {
 		quantQ8_0: avx2QuantQ8_0,
 		quantQ8_K: avx2QuantQ8_K,
 		dots:      maps.Clone(refImpl.dots),
+		rows:      map[quant.Type]rowsFunc{},
 		native:    map[quant.Type]bool{},
 	}
 	installAVX2(m)

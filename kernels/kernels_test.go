@@ -86,6 +86,14 @@ func TestImplementationsIdentical(t *testing.T) {
 					buf := make([]byte, len(w0)+off)
 					w := buf[off:]
 					copy(w, w0)
+					if rf := m.rows[typ]; rf != nil {
+						buf, y := guarded(rows)
+						rf(w, rb, a, y)
+						checkGuards(t, buf, rows)
+						if !bitsEqual(y, ref) {
+							t.Fatalf("%s %v cols %d offset %d: rows kernel differs from the reference", m.name, typ, cols, off)
+						}
+					}
 					for r := 0; r < rows; r++ {
 						got := m.dots[typ](w[r*rb:(r+1)*rb], a)
 						if math.Float32bits(got) != math.Float32bits(ref[r]) {

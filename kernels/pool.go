@@ -34,6 +34,7 @@ type Pool struct {
 // woken (the channel send publishes them) and only read afterwards.
 type job struct {
 	dot   dotFunc
+	rowsF rowsFunc
 	w     []byte
 	rb    int
 	rows  int
@@ -105,6 +106,10 @@ func (j *job) run() {
 		if n == 1 {
 			a := j.acts[0]
 			y := j.y
+			if j.rowsF != nil {
+				j.rowsF(j.w[r0*j.rb:r1*j.rb], j.rb, a, y[r0:r1])
+				continue
+			}
 			for r := r0; r < r1; r++ {
 				y[r] = j.dot(j.w[r*j.rb:(r+1)*j.rb], a)
 			}
@@ -123,6 +128,7 @@ func (j *job) run() {
 func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation, y []float32) {
 	j := &p.job
 	j.dot = impl.dots[t]
+	j.rowsF = impl.rows[t]
 	j.w, j.rb, j.rows, j.acts, j.y = w, rb, rows, acts, y
 	j.next.Store(0)
 	work := rb * rows * len(acts)
