@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,7 @@ type RunCmd struct {
 
 	ForceTokens string `name:"force-tokens" help:"Teacher forcing: comma-separated token ids fed after the prompt instead of the sampled ones (testing)."`
 	LogitsOut   string `name:"logits-out" help:"Write each step's logits (float32 little-endian rows; row 0 after the prompt) to this file (testing)." type:"path"`
+	CPUProfile  string `name:"cpuprofile" help:"Write a Go CPU profile of the run to this file (go tool pprof)." type:"path"`
 	TokensOut   string `name:"tokens-out" help:"Write the prompt token ids and the generated ids (two comma-separated lines) to this file (testing)." type:"path"`
 }
 
@@ -122,6 +124,17 @@ func (c *RunCmd) Run(g *Globals) error {
 		if forced, err = parseIDs(c.ForceTokens); err != nil {
 			return err
 		}
+	}
+	if c.CPUProfile != "" {
+		f, err := os.Create(c.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	path := c.Model
 	demo := false
