@@ -22,7 +22,7 @@ type implementation struct {
 	quantQ8_K func(x []float32, qs []int8, d []float32, bsums []int16)
 	dots      map[quant.Type]dotFunc
 	rows      map[quant.Type]rowsFunc // optional fast paths for single vectors
-	native    map[quant.Type]bool // types with a non-reference kernel
+	native    map[quant.Type]bool     // types with a non-reference kernel
 }
 
 func refDots() map[quant.Type]dotFunc {
