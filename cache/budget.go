@@ -26,8 +26,9 @@ const mib = 1 << 20
 const DefaultFloorMB = 512
 
 // SlotSize returns the slot size that fits every span: the largest, rounded
-// up to SlotAlign (spans are reader.SpanBytes of one expert's ranges, one per
-// layer). It returns 0 for no positive span.
+// up to SlotAlign. Pass reader.SpanBytes of every expert's ranges (of every
+// layer): spans differ between experts of one layer because their offsets
+// have different alignments. It returns 0 for no positive span.
 func SlotSize(spans ...int64) int64 {
 	var m int64
 	for _, s := range spans {

@@ -48,9 +48,13 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
-// chunkBytes bounds one pread call; Linux caps a single read at ~2 GiB and large
-// dense ranges are read in pieces of this size.
-const chunkBytes = 64 << 20
+// chunkBytes bounds one pread call of ReadRanges (Linux caps a single read at
+// ~2 GiB); laneChunkBytes is the piece size lanes spread over each other, so a
+// large range (dense weights) is read by all lanes at once.
+const (
+	chunkBytes     = 64 << 20
+	laneChunkBytes = 4 << 20
+)
 
 // Files is an open model: its shard files, each with an O_DIRECT handle (when
 // available) and a buffered one. Safe for concurrent use.
@@ -150,61 +154,109 @@ func (f *Files) Close() error {
 // ReadRanges reads every range of rs into dst with the layout described in the
 // package comment and returns the number of bytes transferred from the files
 // (widened bytes with O_DIRECT, exact bytes when buffered). label names the
-// read in errors (e.g. "layer 3 expert 17"); it may be empty.
+// read in errors (e.g. "layer 3 expert 17"); it may be empty. The ranges are
+// read one after the other by the calling goroutine; Lanes read the pieces
+// of a request in parallel.
 func (f *Files) ReadRanges(dst []byte, rs []Range, label string) (int64, error) {
+	if err := f.check(dst, rs, label); err != nil {
+		return 0, err
+	}
+	var moved int64
+	var err error
+	forPieces(rs, chunkBytes, func(p piece) bool {
+		var n int64
+		n, err = f.readPiece(dst, p, label)
+		moved += n
+		return err == nil
+	})
+	return moved, err
+}
+
+// check validates a read before any byte moves.
+func (f *Files) check(dst []byte, rs []Range, label string) error {
 	if f.closed.Load() {
-		return 0, ErrClosed
+		return ErrClosed
 	}
-	if need := SpanBytes(rs); int64(len(dst)) < need {
-		return 0, fmt.Errorf("%w: %d bytes for a span of %d%s", ErrBufferTooSmall, len(dst), need, labelSuffix(label))
-	}
-	if f.useDirect.Load() && !Aligned(dst) {
-		return 0, fmt.Errorf("%w%s", ErrUnaligned, labelSuffix(label))
-	}
-	var pos, moved int64
 	for _, r := range rs {
 		if r.Shard < 0 || r.Shard >= len(f.paths) || r.Off < 0 || r.Len < 0 {
-			return moved, fmt.Errorf("%w: shard %d offset %d length %d (%d shards)%s", ErrBadRange, r.Shard, r.Off, r.Len, len(f.paths), labelSuffix(label))
+			return fmt.Errorf("%w: shard %d offset %d length %d (%d shards)%s", ErrBadRange, r.Shard, r.Off, r.Len, len(f.paths), labelSuffix(label))
 		}
+	}
+	if need := SpanBytes(rs); int64(len(dst)) < need {
+		return fmt.Errorf("%w: %d bytes for a span of %d%s", ErrBufferTooSmall, len(dst), need, labelSuffix(label))
+	}
+	if f.useDirect.Load() && !Aligned(dst) {
+		return fmt.Errorf("%w%s", ErrUnaligned, labelSuffix(label))
+	}
+	return nil
+}
+
+// piece is a part of one range that one pread call serves: the exact bytes
+// [off, off+n) of the shard, their widened run [wStart, wStart+wLen) and
+// where that run starts in the destination buffer.
+type piece struct {
+	r            Range // the whole range (for error messages)
+	off, n       int64
+	wStart, wLen int64
+	bufOff       int64
+}
+
+// forPieces splits every range of rs at multiples of chunk (a multiple of
+// BlockSize) counted from the range's widened start and calls fn for each
+// piece in order until fn returns false. Pieces of one range tile its widened
+// run, so they never overlap in the buffer.
+func forPieces(rs []Range, chunk int64, fn func(piece) bool) {
+	var pos int64
+	for _, r := range rs {
 		start, l := Widen(r.Off, r.Len)
-		n, err := f.readRange(dst[pos:pos+l], start, r, label)
-		moved += n
-		if err != nil {
-			return moved, err
+		for c := int64(0); c < l; c += chunk {
+			wEnd := min(c+chunk, l)
+			lo := max(start+c, r.Off)
+			hi := min(start+wEnd, r.Off+r.Len)
+			p := piece{r: r, off: lo, n: max(hi-lo, 0), wStart: start + c, wLen: wEnd - c, bufOff: pos + c}
+			if !fn(p) {
+				return
+			}
 		}
 		pos += l
 	}
-	return moved, nil
 }
 
-// readRange fills buf (the widened run of r, starting at file offset start).
-func (f *Files) readRange(buf []byte, start int64, r Range, label string) (int64, error) {
+// readPiece reads one piece into dst (the whole request buffer).
+func (f *Files) readPiece(dst []byte, p piece, label string) (int64, error) {
+	if f.closed.Load() {
+		return 0, ErrClosed
+	}
+	if p.n == 0 {
+		return 0, nil
+	}
 	if f.useDirect.Load() {
-		if d := f.direct[r.Shard]; d != nil {
-			n, err := readFull(d, buf, start, r.Off+r.Len-start)
+		if d := f.direct[p.r.Shard]; d != nil {
+			buf := dst[p.bufOff : p.bufOff+p.wLen]
+			n, err := readFull(d, buf, p.wStart, p.off+p.n-p.wStart)
 			if err == nil || !errors.Is(err, unix.EINVAL) {
-				return n, f.wrap(err, n, buf, start, r, label)
+				return n, f.wrap(err, n, int64(len(buf)), p.wStart, p.r, label)
 			}
-			f.disableDirect(f.paths[r.Shard], fmt.Errorf("read at offset %d: %w", start, err))
+			f.disableDirect(f.paths[p.r.Shard], fmt.Errorf("read at offset %d: %w", p.wStart, err))
 		}
 	}
-	// Buffered: read only the exact slice, at its place inside the widened run.
-	lead := r.Off - start
-	n, err := readFull(f.buffered[r.Shard], buf[lead:lead+r.Len], r.Off, r.Len)
-	return n, f.wrap(err, n, buf[lead:lead+r.Len], r.Off, r, label)
+	// Buffered: read only the exact bytes, at their place inside the widened run.
+	lead := p.bufOff + p.off - p.wStart
+	n, err := readFull(f.buffered[p.r.Shard], dst[lead:lead+p.n], p.off, p.n)
+	return n, f.wrap(err, n, p.n, p.off, p.r, label)
 }
 
-func (f *Files) wrap(err error, n int64, buf []byte, off int64, r Range, label string) error {
+func (f *Files) wrap(err error, n, want, off int64, r Range, label string) error {
 	if err == nil {
 		return nil
 	}
 	path := f.paths[r.Shard]
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errShort) {
 		return fmt.Errorf("%w: %s offset %d: got %d of %d bytes (slice %d+%d)%s",
-			ErrShortRead, path, off, n, len(buf), r.Off, r.Len, labelSuffix(label))
+			ErrShortRead, path, off, n, want, r.Off, r.Len, labelSuffix(label))
 	}
 	return fmt.Errorf("%w: %s offset %d length %d (slice %d+%d)%s: %w",
-		ErrRead, path, off, len(buf), r.Off, r.Len, labelSuffix(label), err)
+		ErrRead, path, off, want, r.Off, r.Len, labelSuffix(label), err)
 }
 
 var errShort = errors.New("short read without error")

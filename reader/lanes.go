@@ -11,9 +11,10 @@ import (
 	"github.com/sourcegraph/conc"
 )
 
-// Request is one read job for a lane: all of Ranges into Buf (layout as in the
-// package comment). Done is called exactly once, from the lane goroutine, with
-// nil or the error; it must not block for long (it holds up the lane).
+// Request is one read job for the lanes: all of Ranges into Buf (layout as in
+// the package comment). Done is called exactly once, from the lane goroutine
+// that finished the last piece, with nil or the first error; it must not block
+// for long (it holds up the lane).
 type Request struct {
 	Buf    []byte
 	Ranges []Range
@@ -40,11 +41,15 @@ type laneCounters struct {
 	_                           [32]byte // keep lanes off one cache line
 }
 
-// Lanes is the pool of reader goroutines (--io-threads).
+// Lanes is the pool of reader goroutines (--io-threads). N lanes keep up to N
+// preads in flight: a lane that takes a request hands the request's other
+// pieces (one per range, large ranges cut in 4 MiB pieces) to idle lanes, so
+// even a single expert's gate, up and down slices are read in parallel.
 type Lanes struct {
 	files *Files
 	ctx   context.Context
-	q     chan Request
+	q     chan *task // accepted requests, bounded
+	sub   chan job   // pieces handed between lanes
 	wg    conc.WaitGroup
 
 	mu         sync.Mutex
@@ -55,14 +60,28 @@ type Lanes struct {
 	counters []laneCounters
 }
 
+// task is an accepted request being read.
+type task struct {
+	Request
+	pieces    []piece
+	remaining atomic.Int32
+	mu        sync.Mutex
+	err       error
+}
+
+type job struct {
+	t *task
+	p int
+}
+
 // DefaultQueue is the queue length StartLanes uses when queue <= 0: enough for
 // a layer's worth of misses of a top-8 model at any lane count.
 const DefaultQueue = 64
 
 // StartLanes starts n lane goroutines reading from files. queue bounds the
 // number of accepted-but-unstarted requests (<= 0: DefaultQueue). When ctx is
-// cancelled the lanes stop reading: requests not yet started complete with
-// ctx.Err() (a read in progress finishes first). The caller must call Close.
+// cancelled the lanes stop reading: pieces not yet started complete with
+// ctx.Err() (preads in progress finish first). The caller must call Close.
 func StartLanes(ctx context.Context, files *Files, n, queue int) (*Lanes, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("reader: --io-threads must be positive, got %d", n)
@@ -76,7 +95,8 @@ func StartLanes(ctx context.Context, files *Files, n, queue int) (*Lanes, error)
 	l := &Lanes{
 		files:    files,
 		ctx:      ctx,
-		q:        make(chan Request, queue),
+		q:        make(chan *task, queue),
+		sub:      make(chan job, handOff*n),
 		counters: make([]laneCounters, n),
 	}
 	for i := range n {
@@ -93,33 +113,101 @@ func (l *Lanes) N() int { return len(l.counters) }
 func (l *Lanes) Files() *Files { return l.files }
 
 func (l *Lanes) run(c *laneCounters) {
-	for r := range l.q {
-		if err := l.ctx.Err(); err != nil {
-			r.Done(err)
-			continue
+	var own []int // pieces this lane could not hand out
+	for {
+		var j job
+		select {
+		case j = <-l.sub: // pieces already started take priority
+		default:
+			select {
+			case j = <-l.sub:
+			case t, ok := <-l.q:
+				if !ok {
+					// Closed and drained. Pieces this lane handed out may still
+					// be queued: finish them before leaving.
+					for {
+						select {
+						case j := <-l.sub:
+							l.do(c, j)
+						default:
+							return
+						}
+					}
+				}
+				if len(t.pieces) == 0 {
+					c.reads.Add(1)
+					t.Done(nil)
+					continue
+				}
+				own = own[:0]
+				for p := 1; p < len(t.pieces); p++ {
+					select {
+					case l.sub <- job{t, p}:
+					default:
+						own = append(own, p)
+					}
+				}
+				j = job{t, 0}
+				l.do(c, j)
+				for _, p := range own {
+					l.do(c, job{t, p})
+				}
+				continue
+			}
 		}
+		l.do(c, j)
+	}
+}
+
+// do reads one piece and completes the request if it was the last one.
+func (l *Lanes) do(c *laneCounters, j job) {
+	t := j.t
+	p := t.pieces[j.p]
+	err := l.ctx.Err()
+	if err == nil {
 		t0 := time.Now()
-		n, err := l.files.ReadRanges(r.Buf, r.Ranges, r.Label)
+		var n int64
+		n, err = l.files.readPiece(t.Buf, p, t.Label)
 		c.busy.Add(int64(time.Since(t0)))
 		c.bytes.Add(n)
-		var p int64
-		for _, rg := range r.Ranges {
-			p += rg.Len
+		c.payload.Add(p.n)
+	}
+	if err != nil {
+		t.mu.Lock()
+		if t.err == nil {
+			t.err = err
 		}
-		c.payload.Add(p)
+		t.mu.Unlock()
+	}
+	if t.remaining.Add(-1) == 0 {
 		c.reads.Add(1)
-		r.Done(err)
+		t.mu.Lock()
+		err := t.err
+		t.mu.Unlock()
+		t.Done(err)
 	}
 }
 
 // Submit queues r, blocking while the queue is full. It returns ctx's error if
-// ctx ends first, ErrClosed after Close, or an error for a request without
-// Done. When Submit returns nil, r.Done will be called exactly once; when it
-// returns an error, r.Done is never called.
+// ctx ends first, ErrClosed after Close, or the validation error of a bad
+// request (no Done, a bad range, a destination too small or unaligned: the
+// Files.ReadRanges errors). When Submit returns nil, r.Done will be called
+// exactly once; when it returns an error, r.Done is never called.
 func (l *Lanes) Submit(ctx context.Context, r Request) error {
 	if r.Done == nil {
 		return errors.New("reader: Submit: request without Done callback")
 	}
+	if err := l.files.check(r.Buf, r.Ranges, r.Label); err != nil {
+		return err
+	}
+	t := &task{Request: r}
+	forPieces(r.Ranges, laneChunkBytes, func(p piece) bool {
+		if p.n > 0 {
+			t.pieces = append(t.pieces, p)
+		}
+		return true
+	})
+	t.remaining.Store(int32(len(t.pieces)))
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -129,12 +217,12 @@ func (l *Lanes) Submit(ctx context.Context, r Request) error {
 	l.mu.Unlock()
 	defer l.submitters.Done()
 	select {
-	case l.q <- r:
+	case l.q <- t:
 		return nil
 	default:
 	}
 	select {
-	case l.q <- r:
+	case l.q <- t:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -175,3 +263,7 @@ func (l *Lanes) Stats() Stats {
 	}
 	return s
 }
+
+// handOff is the per-lane capacity of the piece hand-off channel (0: a lane
+// reads all pieces of the requests it takes).
+var handOff = 8
