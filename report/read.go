@@ -138,6 +138,9 @@ func Read(r io.Reader, path string) (*Run, error) {
 		run.Rows = append(run.Rows, tok)
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%s:%d: %w: %w", path, line+1, ErrMalformed, err)
+		}
 		return nil, fmt.Errorf("%s:%d: %w", path, line+1, err)
 	}
 	if idx == nil {
