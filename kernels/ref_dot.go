@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+	"sync"
 )
 
 // Pure-Go reference dot products, one weight row against an Activation.
@@ -115,15 +116,19 @@ func refDotQ5_0(w []byte, a *Activation) float32 {
 
 func refDotMXFP4(w []byte, a *Activation) float32 {
 	var acc [8]float32
-	var q [32]int8
 	nb := a.cols / 32
 	for b := 0; b < nb; b++ {
-		blk := w[b*17 : b*17+17]
-		for j := 0; j < 16; j++ {
-			q[j] = kvaluesMXFP4[blk[1+j]&0xf]
-			q[j+16] = kvaluesMXFP4[blk[1+j]>>4]
+		blk := (*[17]byte)(w[b*17:])
+		y0 := (*[16]int8)(a.qs[b*32:])
+		y1 := (*[16]int8)(a.qs[b*32+16:])
+		var L [8]int32
+		for l := 0; l < 4; l++ {
+			i := 4 * l
+			L[l] = int32(kvaluesMXFP4[blk[1+i]&0xf])*int32(y0[i]) + int32(kvaluesMXFP4[blk[2+i]&0xf])*int32(y0[i+1]) +
+				int32(kvaluesMXFP4[blk[3+i]&0xf])*int32(y0[i+2]) + int32(kvaluesMXFP4[blk[4+i]&0xf])*int32(y0[i+3])
+			L[l+4] = int32(kvaluesMXFP4[blk[1+i]>>4])*int32(y1[i]) + int32(kvaluesMXFP4[blk[2+i]>>4])*int32(y1[i+1]) +
+				int32(kvaluesMXFP4[blk[3+i]>>4])*int32(y1[i+2]) + int32(kvaluesMXFP4[blk[4+i]>>4])*int32(y1[i+3])
 		}
-		L := lanes32(&q, a.qs[b*32:])
 		accLanes(&acc, float32(e8m0Half(blk[0])*a.d[b]), &L)
 	}
 	return hsum8(&acc)
@@ -396,23 +401,35 @@ func combine4x8(acc *[4][8]float32, tail float32) float32 {
 	return float32(hsum8(&c) + tail)
 }
 
+// f16Table maps every half to float32 (256 KiB, built on first use by the
+// F16 reference kernel).
+var f16Table = sync.OnceValue(func() *[1 << 16]float32 {
+	t := new([1 << 16]float32)
+	for h := range t {
+		t[h] = fp16ToFP32(uint16(h))
+	}
+	return t
+})
+
 func refDotF16(w []byte, a *Activation) float32 {
+	tab := f16Table()
 	x := a.h
 	n := len(x)
+	w = w[:2*n]
 	var acc [4][8]float32
 	i := 0
 	for ; i+32 <= n; i += 32 {
 		for k := 0; k < 4; k++ {
 			for l := 0; l < 8; l++ {
 				e := i + 8*k + l
-				p := float32(fp16ToFP32(binary.LittleEndian.Uint16(w[2*e:])) * fp16ToFP32(x[e]))
+				p := float32(tab[binary.LittleEndian.Uint16(w[2*e:])] * tab[x[e]])
 				acc[k][l] = float32(acc[k][l] + p)
 			}
 		}
 	}
 	var tail float32
 	for ; i < n; i++ {
-		p := float32(fp16ToFP32(binary.LittleEndian.Uint16(w[2*i:])) * fp16ToFP32(x[i]))
+		p := float32(tab[binary.LittleEndian.Uint16(w[2*i:])] * tab[x[i]])
 		tail = float32(tail + p)
 	}
 	return combine4x8(&acc, tail)
