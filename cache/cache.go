@@ -38,6 +38,11 @@
 // caller must start the read of each Miss (submit it) before acquiring more
 // keys.
 //
+// Prefetch is the speculative variant: it never waits, never takes a
+// transient slot and is not a lookup (not in the hit rate). Its handle is
+// completed and released by the read's callback; a demand Acquire meanwhile
+// joins it (InFlight) and afterwards hits.
+//
 // # Concurrency
 //
 // A Cache is safe for concurrent use. One mutex guards the map, the arena and
@@ -125,12 +130,13 @@ type entry struct {
 
 // Stats are cumulative counters; take deltas per token.
 type Stats struct {
-	Hits      int64 // Acquire found the expert resident and ready
-	Joins     int64 // Acquire joined a read in flight (single flight)
-	Misses    int64 // Acquire returned Miss (a read is needed)
-	Transient int64 // misses served by a transient slot (not cached)
-	Evictions int64
-	Failed    int64 // reads completed with an error
+	Hits       int64 // Acquire found the expert resident and ready
+	Joins      int64 // Acquire joined a read in flight (single flight)
+	Misses     int64 // Acquire returned Miss (a read is needed)
+	Transient  int64 // misses served by a transient slot (not cached)
+	Evictions  int64
+	Failed     int64 // reads completed with an error
+	Prefetches int64 // speculative reads started by Prefetch (not lookups)
 
 	BytesAdmitted     int64 // expert bytes (Acquire's size) that became resident
 	ResidentBytes     int64 // slot bytes held by resident entries (<= BudgetBytes)
@@ -285,7 +291,7 @@ func (c *Cache) Acquire(ctx context.Context, key Key, size int64) (*Handle, Stat
 			c.mu.Unlock()
 			return &Handle{c: c, e: e}, st, nil
 		}
-		slot, transient, ok := c.takeSlotLocked()
+		slot, transient, ok := c.takeSlotLocked(true)
 		if ok {
 			e := &entry{key: key, slot: slot, transient: transient, size: size, pins: 1,
 				state: reading, lastBatch: c.batch, done: make(chan struct{})}
@@ -327,9 +333,43 @@ func (c *Cache) Acquire(ctx context.Context, key Key, size int64) (*Handle, Stat
 	}
 }
 
+// Prefetch starts a speculative read of key if that costs nothing but a
+// resident slot: it never waits, never uses a transient slot and does not
+// count as a lookup (no Hit/Miss, no OnHit). ok is true when the caller got a
+// Miss handle in a resident slot and must fill it, Complete and Release it
+// (typically both in the reader's Done callback); ok is false when key is
+// already resident or in flight, or no slot is free or evictable right now.
+// A later Acquire of key is a Hit, or an InFlight join while the read runs.
+func (c *Cache) Prefetch(key Key, size int64) (h *Handle, ok bool, err error) {
+	if size <= 0 || size > c.cfg.SlotBytes {
+		return nil, false, fmt.Errorf("%w: %v needs %d bytes, slots have %d", ErrSize, key, size, c.cfg.SlotBytes)
+	}
+	t0 := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer func() { c.st.Mgmt += time.Since(t0) }()
+	if c.closed {
+		return nil, false, ErrClosed
+	}
+	if c.entries[key] != nil {
+		return nil, false, nil
+	}
+	slot, transient, ok := c.takeSlotLocked(false)
+	if !ok || transient {
+		return nil, false, nil
+	}
+	e := &entry{key: key, slot: slot, size: size, pins: 1, state: reading, lastBatch: c.batch, done: make(chan struct{})}
+	c.entries[key] = e
+	c.handles++
+	c.st.Prefetches++
+	c.policy.OnAdmit(key, size)
+	c.st.BytesAdmitted += size
+	return &Handle{c: c, e: e, owner: true}, true, nil
+}
+
 // takeSlotLocked finds a slot for a new entry: a free resident slot, else a
 // resident slot freed by evicting the policy's victim, else a transient slot.
-func (c *Cache) takeSlotLocked() (int32, bool, bool) {
+func (c *Cache) takeSlotLocked(allowTransient bool) (int32, bool, bool) {
 	if i, ok := c.res.get(); ok {
 		c.st.ResidentBytes += c.cfg.SlotBytes
 		c.st.ResidentEntries++
@@ -345,8 +385,10 @@ func (c *Cache) takeSlotLocked() (int32, bool, bool) {
 			return v.slot, false, true // slot changes hands: resident bytes unchanged
 		}
 	}
-	if i, ok := c.trans.get(); ok {
-		return i, true, true
+	if allowTransient {
+		if i, ok := c.trans.get(); ok {
+			return i, true, true
+		}
 	}
 	return -1, false, false
 }

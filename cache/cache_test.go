@@ -484,3 +484,48 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	}
 	b.ReportMetric(float64(c.Stats().Mgmt.Nanoseconds())/float64(b.N), "mgmt-ns/op")
 }
+
+func TestPrefetch(t *testing.T) {
+	c, rp := newCache(t, 2, 1)
+	c.Batch(0, 0)
+	k := Key{1, 4}
+	h, ok, err := c.Prefetch(k, slot)
+	if err != nil || !ok {
+		t.Fatalf("Prefetch into an empty cache: %v %v", ok, err)
+	}
+	if _, ok, _ := c.Prefetch(k, slot); ok {
+		t.Error("second Prefetch of a key in flight started a read")
+	}
+	w, st, err := c.Acquire(context.Background(), k, slot)
+	if err != nil || st != InFlight {
+		t.Fatalf("demand during the prefetch read: %v %v", st, err)
+	}
+	fill(h.Buf(), k)
+	h.Complete(nil)
+	h.Release()
+	if err := w.Wait(context.Background()); err != nil || !checkFill(w.Buf(), k) {
+		t.Fatalf("joined prefetch: %v", err)
+	}
+	w.Release()
+	if st := use(t, c, k); st != Hit {
+		t.Errorf("after the prefetch: %v", st)
+	}
+	// The other slot is filled and pinned; the prefetched key was touched in
+	// this batch: nothing is free or evictable, and Prefetch never uses a
+	// transient slot nor waits.
+	hp, _ := get(t, c, Key{0, 0})
+	if _, ok, err := c.Prefetch(Key{2, 2}, slot); ok || err != nil {
+		t.Errorf("Prefetch with no free slot: %v %v", ok, err)
+	}
+	hp.Release()
+	if _, _, err := c.Prefetch(k, slot+1); !errors.Is(err, ErrSize) {
+		t.Errorf("oversized prefetch: %v", err)
+	}
+	s := c.Stats()
+	if s.Prefetches != 1 || s.Misses != 1 || s.Joins != 1 || s.Hits != 1 || s.Transient != 0 {
+		t.Errorf("stats %+v", s)
+	}
+	if got := strings.Join(rp.log, "|"); got != "batch 0/0|admit L1/E4 8192|admit L0/E0 8192" {
+		t.Errorf("policy calls %s", got)
+	}
+}
