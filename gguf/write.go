@@ -30,11 +30,81 @@ type Writer struct {
 	keys      map[string]bool
 	tensors   []TensorInfo
 	names     map[string]bool
-	dataSize  uint64 // bytes of the data section so far (padded)
-	header    bool   // WriteHeader done
-	next      int    // next tensor to write
-	written   uint64 // bytes written to out
-	err       error  // sticky write error
+	dataSize  uint64        // bytes of the data section so far (padded)
+	header    bool          // WriteHeader done
+	next      int           // next tensor to write
+	written   uint64        // bytes written to out
+	err       error         // sticky write error
+	stream    *tensorStream // open TensorWriter, if any
+}
+
+// tensorStream accepts exactly one tensor's bytes.
+type tensorStream struct {
+	w    *Writer
+	name string
+	left uint64
+}
+
+func (s *tensorStream) Write(p []byte) (int, error) {
+	if s.w.stream != s {
+		return 0, werr("tensor %q: write after its data was finished", s.name)
+	}
+	if uint64(len(p)) > s.left {
+		return 0, werr("tensor %q: %d bytes more than its size", s.name, uint64(len(p))-s.left)
+	}
+	s.w.write(p)
+	if s.w.err != nil {
+		return 0, s.w.err
+	}
+	s.left -= uint64(len(p))
+	return len(p), nil
+}
+
+// finishStream closes an open TensorWriter: it must have received exactly
+// the tensor's size.
+func (w *Writer) finishStream() error {
+	s := w.stream
+	if s == nil {
+		return nil
+	}
+	w.stream = nil
+	if s.left != 0 {
+		return werr("tensor %q: %d bytes missing", s.name, s.left)
+	}
+	w.pad()
+	w.next++
+	return w.err
+}
+
+// TensorWriter starts the data of the next declared tensor (name must be
+// the next in declaration order) and returns a writer that accepts exactly
+// its size in bytes, for tensors too large to hold in memory at once. The
+// data is finished (checked and padded) by the next TensorWriter,
+// WriteTensor or Close call.
+func (w *Writer) TensorWriter(name string) (io.Writer, error) {
+	if err := w.finishStream(); err != nil {
+		return nil, err
+	}
+	t, err := w.nextTensor(name)
+	if err != nil {
+		return nil, err
+	}
+	w.stream = &tensorStream{w: w, name: name, left: t.Size}
+	return w.stream, nil
+}
+
+func (w *Writer) nextTensor(name string) (*TensorInfo, error) {
+	if !w.header {
+		return nil, werr("tensor %q written before WriteHeader", name)
+	}
+	if w.next >= len(w.tensors) {
+		return nil, werr("tensor %q: all %d declared tensors already written", name, len(w.tensors))
+	}
+	t := &w.tensors[w.next]
+	if t.Name != name {
+		return nil, werr("tensor %q: next tensor in declaration order is %q", name, t.Name)
+	}
+	return t, nil
 }
 
 // NewWriter returns a Writer that writes to out.
@@ -294,15 +364,12 @@ func (w *Writer) value(v Value) error {
 // WriteTensor writes the data of the next declared tensor; name must be that
 // tensor's and len(data) its size. The data is followed by padding.
 func (w *Writer) WriteTensor(name string, data []byte) error {
-	if !w.header {
-		return werr("WriteTensor(%q) before WriteHeader", name)
+	if err := w.finishStream(); err != nil {
+		return err
 	}
-	if w.next >= len(w.tensors) {
-		return werr("WriteTensor(%q): all %d declared tensors already written", name, len(w.tensors))
-	}
-	t := &w.tensors[w.next]
-	if t.Name != name {
-		return werr("WriteTensor(%q): next tensor in declaration order is %q", name, t.Name)
+	t, err := w.nextTensor(name)
+	if err != nil {
+		return err
 	}
 	if uint64(len(data)) != t.Size {
 		return werr("WriteTensor(%q): %d bytes, want %d", name, len(data), t.Size)
@@ -320,6 +387,9 @@ func (w *Writer) Close() error {
 		if err := w.WriteHeader(); err != nil {
 			return err
 		}
+	}
+	if err := w.finishStream(); err != nil {
+		return err
 	}
 	if w.next != len(w.tensors) {
 		return werr("Close: %d of %d tensors written (next: %q)", w.next, len(w.tensors), w.tensors[w.next].Name)
