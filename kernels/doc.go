@@ -42,8 +42,9 @@
 //
 // The pure-Go reference (ref_*.go) is always built and covers every pair.
 // On amd64, hand-written Go assembly (no code generator; the *_amd64.s files)
-// implements the hot formats with AVX2 (Q8_0, Q4_K, Q5_K, Q6_K, MXFP4, F16,
-// F32 and the Q8_0/Q8_K activation quantizers). CPU features are detected
+// implements the hot formats with AVX2 (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, MXFP4,
+// F16, F32 and the Q8_0/Q8_K activation quantizers); the other pairs use the
+// reference on every machine. CPU features are detected
 // once at package init with golang.org/x/sys/cpu; the `purego` build tag
 // forces the reference everywhere. Every assembly routine follows the
 // reference's operation order exactly, so results are bit-identical to the

@@ -41,6 +41,9 @@ func init() {
 func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
 
 //go:noescape
+func dotQ4_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
 func dotMXFP4AVX2(w *byte, qs *int8, d *float32, nb int) float32
 
 //go:noescape
@@ -75,6 +78,25 @@ func avx2DotQ8_0(w []byte, a *Activation) float32 {
 		return nan
 	}
 	return dotQ8_0AVX2(&w[0], &a.qs[0], &a.d[0], nb)
+}
+
+func avx2DotQ4_0(w []byte, a *Activation) float32 {
+	nb, ok := q8Ok(w, a, 18, 32)
+	if !ok {
+		return nan
+	}
+	return dotQ4_0AVX2(&w[0], &a.qs[0], &a.d[0], nb)
+}
+
+func avx2RowsQ4_0(w []byte, rb int, a *Activation, y []float32) {
+	nb, ok := q8Ok(w[:min(rb, len(w))], a, 18, 32)
+	if !ok || !rowsOk(w, rb, y) {
+		fillNaN(y)
+		return
+	}
+	for i := range y {
+		y[i] = dotQ4_0AVX2(&w[i*rb], &a.qs[0], &a.d[0], nb)
+	}
 }
 
 func avx2DotMXFP4(w []byte, a *Activation) float32 {
@@ -219,6 +241,7 @@ func installAVX2(m *implementation) {
 	for t, f := range map[quant.Type]dotFunc{
 		quant.Q8_0:  avx2DotQ8_0,
 		quant.MXFP4: avx2DotMXFP4,
+		quant.Q4_0:  avx2DotQ4_0,
 		quant.Q4_K:  avx2DotQ4_K,
 		quant.Q5_K:  avx2DotQ5_K,
 		quant.Q6_K:  avx2DotQ6_K,
@@ -230,6 +253,7 @@ func installAVX2(m *implementation) {
 	}
 	m.rows[quant.Q8_0] = avx2RowsQ8_0
 	m.rows[quant.MXFP4] = avx2RowsMXFP4
+	m.rows[quant.Q4_0] = avx2RowsQ4_0
 	m.rows[quant.Q4_K] = avx2RowsQ4_K
 	m.rows[quant.Q5_K] = avx2RowsQ5_K
 	m.rows[quant.Q6_K] = avx2RowsQ6_K

@@ -497,3 +497,61 @@ f16done:
 	VMOVSS     X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// Q40BLOCK(off, yoff, doff): one Q4_0 block (fp16 d, 16 code bytes) at
+// off(SI); codes split like MXFP4, minus 8 (Y11 = 32 × 8).
+#define Q40BLOCK(off, yoff, doff) \
+	MOVWLZX        off(SI), AX        \
+	VMOVD          AX, X1             \
+	VCVTPH2PS      X1, X1             \
+	VMULSS         doff(DX), X1, X1   \
+	VBROADCASTSS   X1, Y1             \
+	VBROADCASTI128 (off+2)(SI), Y2    \
+	VPSRLVD        Y12, Y2, Y2        \
+	VPAND          Y14, Y2, Y2        \
+	VPSUBB         Y11, Y2, Y2        \
+	VMOVDQU        yoff(DI), Y3       \
+	VPSIGNB        Y2, Y3, Y3         \
+	VPABSB         Y2, Y2             \
+	VPMADDUBSW     Y3, Y2, Y2         \
+	VPMADDWD       Y15, Y2, Y2        \
+	VCVTDQ2PS      Y2, Y2             \
+	VMULPS         Y1, Y2, Y2         \
+	VADDPS         Y2, Y0, Y0
+
+// func dotQ4_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
+TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ nb+24(FP), CX
+	ONES16
+	LOW4
+	MOVL           $0x08080808, AX
+	VMOVD          AX, X11
+	VPBROADCASTD   X11, Y11
+	VMOVDQU        ·mxShift(SB), Y12
+	VXORPS         Y0, Y0, Y0
+	SHRQ           $1, CX
+	JZ             q40tail
+
+q40loop:
+	Q40BLOCK(0, 0, 0)
+	Q40BLOCK(18, 32, 4)
+	ADDQ           $36, SI
+	ADDQ           $64, DI
+	ADDQ           $8, DX
+	DECQ           CX
+	JNZ            q40loop
+
+q40tail:
+	MOVQ           nb+24(FP), CX
+	ANDQ           $1, CX
+	JZ             q40done
+	Q40BLOCK(0, 0, 0)
+
+q40done:
+	HSUM8
+	VMOVSS     X0, ret+32(FP)
+	VZEROUPPER
+	RET
