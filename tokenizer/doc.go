@@ -24,7 +24,10 @@
 //     so \p{L} only distinguishes ASCII case: a non-ASCII letter counts as both
 //     upper and lower case, and combining marks are not letters. The splitters
 //     here are hand-written leftmost-first matchers with those semantics (Go's
-//     regexp has no lookahead), using Go's unicode tables for the categories.
+//     regexp has no lookahead), using Go's unicode tables for the categories
+//     (Unicode 15.0; llama.cpp's generated tables carry 15.0 assignments too,
+//     so only code points assigned later could classify differently). A test
+//     checks them against a backtracking ECMAScript-semantics reference.
 //   - BPE merges by rank with llama.cpp's tie rule (lowest rank, then leftmost),
 //     GPT-2 bytes_to_unicode byte encoding, and llama.cpp's byte fallback.
 //   - Invalid UTF-8 in the input is decoded the way llama.cpp's
