@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/pipe-engine/pipe/bench"
+	"github.com/pipe-engine/pipe/gen"
+	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/model"
+)
+
+// mainEnv makes the test binary act as the pipe CLI, so bench can run it as
+// the child `pipe run` under a memory cap.
+const mainEnv = "PIPE_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestMemoryCap runs a generated Qwen3-30B-A3B-shaped model (4 layers,
+// ~1.5 GB) under a cgroup limit of half its size, with streaming and a
+// 450 MiB expert cache, and checks that it completes and that its peak RSS
+// stays within dense + KV + budget + transient slots + 15 %. It needs root and
+// a writable cgroup (v1 memory controller or v2); otherwise it is skipped.
+func TestMemoryCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode: the memory test generates a 1.6 GB model")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("memory test skipped: needs root to create a cgroup (run the tests as root; see README 'Running under a memory cap')")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "qwen3-4l.gguf")
+	if _, err := gen.GenerateFile(context.Background(), gen.Options{Preset: "qwen3-30b-a3b", Layers: 4, VocabSize: 8192, Seed: 7, RoutingSkew: gen.DefaultRoutingSkew}, path); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := model.Describe(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capBytes := st.Size() / 2
+	const budgetMiB = 450
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := bench.Run(context.Background(), bench.Options{
+		Exe: exe, Env: []string{mainEnv + "=1"}, Model: path, Prompt: "The quick brown fox", N: 24,
+		Repeat: 1, MemCap: capBytes, OutDir: filepath.Join(dir, "out"), Timeout: 10 * time.Minute,
+		Extra: []string{"--moe-stream=true", "--cache-mb", strconv.Itoa(budgetMiB), "--temp", "0", "--ignore-eos", "-t", "2"},
+	})
+	if err != nil {
+		if errors.Is(err, bench.ErrNoCgroup) || errors.Is(err, bench.ErrNotRoot) {
+			t.Skipf("memory test skipped: %v", err)
+		}
+		t.Fatal(err)
+	}
+	r := rep.Runs[0]
+	if r.OOMKilled || !r.OK() {
+		t.Fatalf("run under a %d MiB cap failed: exit %d oom %v err %q", capBytes>>20, r.ExitCode, r.OOMKilled, r.Err)
+	}
+	k := d.HParams.NExpertUsed
+	slot := float64(d.ExpertBytes[0]+3*8192) / (1 << 20) // a slot holds one expert plus O_DIRECT widening
+	kv := float64(d.HParams.NLayer*2*(30)*d.HParams.NHeadKV*d.HParams.HeadDim*2) / (1 << 20)
+	bound := (float64(d.DenseBytes)/(1<<20) + kv + budgetMiB + float64(max(k, 8))*slot) * 1.15
+	t.Logf("model %d MiB, cap %d MiB, peak RSS %.0f MiB, bound %.0f MiB (dense %d MiB + KV + budget %d MiB + %d transient slots, +15 %%), %.2f tok/s, hit %.1f %%",
+		st.Size()>>20, capBytes>>20, r.PeakRSSMiB, bound, d.DenseBytes>>20, budgetMiB, max(k, 8), r.TokS, r.HitPct)
+	if r.PeakRSSMiB > bound {
+		t.Fatalf("peak RSS %.0f MiB exceeds the bound %.0f MiB", r.PeakRSSMiB, bound)
+	}
+}
