@@ -453,3 +453,37 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestStreamMatchesPythonReplace: the stream's output equals Python's
+// bytes.decode("utf-8", "replace") (vectors produced with CPython 3), fed
+// one byte token at a time.
+func TestStreamMatchesPythonReplace(t *testing.T) {
+	tk := qwen3(t)
+	for _, c := range []struct{ in, want string }{
+		{"\xe0\x80\xaf", "\uFFFD\uFFFD\uFFFD"},
+		{"\xed\xa0\x80", "\uFFFD\uFFFD\uFFFD"},
+		{"\xf0\x80\x80\x80", "\uFFFD\uFFFD\uFFFD\uFFFD"},
+		{"\xf4\x90\x80\x80", "\uFFFD\uFFFD\uFFFD\uFFFD"},
+		{"\xf0\x9f\x98", "\uFFFD"},
+		{"\xc0\xaf", "\uFFFD\uFFFD"},
+		{"a\xe2\x82\xacb", "a€b"},
+		{"\xe2\x82\xe2\x82\xac", "\uFFFD€"},
+		{"\xf1\x80\x80", "\uFFFD"},
+		{"\xff\xfe", "\uFFFD\uFFFD"},
+		{"\xf0\x9f\x98\x80\x80", "😀\uFFFD"},
+	} {
+		st := tk.NewStream(true)
+		var b strings.Builder
+		for i := 0; i < len(c.in); i++ {
+			id, ok := tk.ID(byteToUnicode[c.in[i]])
+			if !ok {
+				t.Fatalf("no byte token %#x", c.in[i])
+			}
+			b.WriteString(st.Add(id))
+		}
+		b.WriteString(st.Flush())
+		if b.String() != c.want {
+			t.Errorf("%x: %q, want %q", c.in, b.String(), c.want)
+		}
+	}
+}
