@@ -25,7 +25,7 @@ func detectChatFormat(tmpl string) chatFormat {
 	switch {
 	case strings.Contains(tmpl, "<|im_start|>") && !strings.Contains(tmpl, "<|im_sep|>") && !strings.Contains(tmpl, "<end_of_utterance>"):
 		return chatML
-	case strings.Contains(tmpl, "<|channel|>"):
+	case strings.Contains(tmpl, "<|start|>") && strings.Contains(tmpl, "<|channel|>"):
 		return chatHarmony
 	}
 	return chatNone
