@@ -38,7 +38,8 @@
 // Chat templates are not interpreted: Chat renders built-in known formats,
 // detected from the tokenizer.chat_template text the way llama.cpp's
 // llm_chat_detect_template does: ChatML (template contains "<|im_start|>") and
-// the gpt-oss harmony format (template contains "<|channel|>"), rendered as
+// the gpt-oss harmony format (template contains "<|start|>" and
+// "<|channel|>"), rendered as
 // llama.cpp's built-in renderers do (the harmony one is llama.cpp's simplified
 // form, without the model's default system preamble). Qwen3's --no-think is
 // the empty think block its template emits for enable_thinking=false. Any other
