@@ -49,6 +49,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 )
 
 // Sentinel errors; match them with errors.Is.
@@ -421,4 +422,28 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 		}
 	}
 	return c[len(c)-1].ID, nil // rounding: cum ended just below 1
+}
+
+// String describes the effective chain, e.g. for the run log:
+// "penalties(repeat=1.10 freq=0.00 present=0.00 last_n=64) → top-k 40 →
+// top-p 0.95 → min-p 0.05 → temp 0.80 → dist(seed=42)", or "greedy".
+func (p Params) String() string {
+	var parts []string
+	if p.RepeatLastN != 0 && (p.RepeatPenalty != 1 || p.FreqPenalty != 0 || p.PresencePenalty != 0) {
+		parts = append(parts, fmt.Sprintf("penalties(repeat=%.2f freq=%.2f present=%.2f last_n=%d)", p.RepeatPenalty, p.FreqPenalty, p.PresencePenalty, p.RepeatLastN))
+	}
+	if p.Temp <= 0 {
+		return strings.Join(append(parts, "greedy"), " → ")
+	}
+	if p.TopK > 0 {
+		parts = append(parts, fmt.Sprintf("top-k %d", p.TopK))
+	}
+	if p.TopP < 1 {
+		parts = append(parts, fmt.Sprintf("top-p %.2f", p.TopP))
+	}
+	if p.MinP > 0 {
+		parts = append(parts, fmt.Sprintf("min-p %.2f", p.MinP))
+	}
+	parts = append(parts, fmt.Sprintf("temp %.2f", p.Temp), fmt.Sprintf("dist(seed=%d)", p.Seed))
+	return strings.Join(parts, " → ")
 }

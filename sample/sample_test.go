@@ -249,3 +249,15 @@ func BenchmarkSample(b *testing.B) {
 		})
 	}
 }
+
+func TestParamsString(t *testing.T) {
+	p := DefaultParams()
+	p.Seed = 42
+	p.RepeatPenalty = 1.1
+	if got, want := p.String(), "penalties(repeat=1.10 freq=0.00 present=0.00 last_n=64) → top-k 40 → top-p 0.95 → min-p 0.05 → temp 0.80 → dist(seed=42)"; got != want {
+		t.Errorf("%q", got)
+	}
+	if got := (Params{RepeatPenalty: 1}).String(); got != "greedy" {
+		t.Errorf("%q", got)
+	}
+}
