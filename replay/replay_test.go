@@ -220,7 +220,7 @@ func TestRealTraceShapes(t *testing.T) {
 func TestRealTraces(t *testing.T) {
 	budgetsMiB := []int64{100, 300, 600, 1000, 2000, 4000}
 	if testing.Short() {
-		budgetsMiB = []int64{250, 750, 2000}
+		budgetsMiB = []int64{500}
 	}
 	pols := []string{"lru", "lfu", "random", "layer", "layer-lru"}
 	for _, name := range []string{"qwen", "gemma"} {
@@ -252,6 +252,9 @@ func TestRealTraces(t *testing.T) {
 }
 
 func TestDeterminism(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays a real trace 10 times")
+	}
 	s := loadReal(t, "gemma")
 	for _, p := range []string{"random", "layer", "lfu", "belady"} {
 		a := run(t, s, p, 600<<20, CountAll, 42)
