@@ -224,6 +224,7 @@ type goldenRun struct {
 		AddSpecial   bool `json:"add_special"`
 		ParseSpecial bool `json:"parse_special"`
 	} `json:"tokenize"`
+	PromptPieces    []string `json:"prompt_pieces_hex"`
 	GeneratedTokens []int32  `json:"generated_tokens"`
 	GeneratedPieces []string `json:"generated_pieces_hex"`
 	GeneratedText   string   `json:"generated_text"`
@@ -271,6 +272,11 @@ func TestGoldenPrompts(t *testing.T) {
 		got := tk.Encode(text, r.Tokenize.AddSpecial, r.Tokenize.ParseSpecial)
 		if !slices.Equal(got, r.PromptTokens) {
 			t.Errorf("%s: prompt tokens\n got %v\nwant %v", path, got, r.PromptTokens)
+		}
+		for i, id := range r.PromptTokens {
+			if p := hex.EncodeToString(tk.Piece(nil, id, true)); p != r.PromptPieces[i] {
+				t.Errorf("%s: prompt piece of %d = %s, want %s", path, id, p, r.PromptPieces[i])
+			}
 		}
 		st := tk.NewStream(true)
 		var streamed strings.Builder
