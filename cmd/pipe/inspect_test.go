@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/quant"
 )
 
@@ -243,5 +244,86 @@ func TestInspectErrors(t *testing.T) {
 	}
 	if _, _, code := inspectRun(t, "inspect"); code == 0 {
 		t.Error("inspect without a file: exit 0")
+	}
+}
+
+// TestInspectSplit: given any shard, inspect reports the whole split model.
+func TestInspectSplit(t *testing.T) {
+	dir := t.TempDir()
+	prefix := filepath.Join(dir, "m")
+	shards := [][]struct {
+		name string
+		tt   quant.Type
+		dims []uint64
+	}{
+		{{"token_embd.weight", quant.Q8_0, []uint64{64, 10}}, {"blk.0.ffn_gate_exps.weight", quant.Q4_0, []uint64{64, 32, 4}}},
+		{{"blk.0.ffn_up_exps.weight", quant.Q4_0, []uint64{64, 32, 4}}, {"blk.0.ffn_down_exps.weight", quant.Q8_0, []uint64{32, 64, 4}}},
+	}
+	for i, ts := range shards {
+		fh, err := os.Create(gguf.SplitPath(prefix, i, len(shards)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := gguf.NewWriter(fh)
+		kvs := []gguf.KV{}
+		add := func(k string, v any) {
+			val, err := gguf.NewValue(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kvs = append(kvs, gguf.KV{Key: k, Value: val})
+		}
+		if i == 0 {
+			add("general.architecture", "qwen3moe")
+			add("qwen3moe.block_count", uint32(1))
+			add("qwen3moe.embedding_length", uint32(64))
+			add("qwen3moe.attention.head_count", uint32(2))
+			add("qwen3moe.expert_count", uint32(4))
+			add("qwen3moe.expert_used_count", uint32(2))
+		}
+		add("split.no", uint16(i))
+		add("split.count", uint16(len(shards)))
+		add("split.tensors.count", int32(4))
+		for _, kv := range kvs {
+			if err := w.AddKV(kv.Key, kv.Value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, x := range ts {
+			if err := w.AddTensor(x.name, x.tt, x.dims); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.WriteHeader(); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range w.Tensors() {
+			if err := w.WriteTensor(x.Name, make([]byte, x.Size)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		fh.Close()
+	}
+	out, errOut, code := inspectRun(t, "inspect", "--json", gguf.SplitPath(prefix, 1, 2))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		Shards     []string `json:"shards"`
+		NTensors   int      `json:"n_tensors"`
+		Experts    int64    `json:"expert_bytes"`
+		PerLayer   []int64  `json:"one_expert_bytes_per_layer"`
+		WorkingSet int64    `json:"working_set_bytes"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	// One expert: gate and up are 32 rows of 64 Q4_0 (36 bytes/row), down 64 rows of 32 Q8_0 (34 bytes/row).
+	one := int64(32*36 + 32*36 + 64*34)
+	if len(rep.Shards) != 2 || rep.NTensors != 4 || rep.Experts != 4*one || len(rep.PerLayer) != 1 || rep.PerLayer[0] != one || rep.WorkingSet != 2*one {
+		t.Errorf("split report %+v, one expert = %d", rep, one)
 	}
 }
