@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/kernels"
@@ -129,11 +130,31 @@ type Model interface {
 	ExpertScratchFloats() int
 }
 
+// Timings accumulate where a model's Forward time goes, outside the MoE
+// seam (the stages time the experts themselves). Owned by the caller of
+// Forward; read between calls.
+type Timings struct {
+	Attention time.Duration // norms, Q/K/V/O projections, RoPE, KV store, attention
+	Router    time.Duration // FFN norm and router logits
+	LMHead    time.Duration // output norm and LM head
+	Embed     time.Duration // token embedding rows
+}
+
+// Add accumulates o into t.
+func (t *Timings) Add(o Timings) {
+	t.Attention += o.Attention
+	t.Router += o.Router
+	t.LMHead += o.LMHead
+	t.Embed += o.Embed
+}
+
 // Options configure a model instance.
 type Options struct {
 	Pool *kernels.Pool // matrix kernels; required
 	// ExpertsUsed overrides k when > 0 (lossy but deterministic).
 	ExpertsUsed int
+	// Timings, if not nil, accumulates the Forward time breakdown.
+	Timings *Timings
 }
 
 // Factory builds an architecture instance from its description.

@@ -113,6 +113,9 @@ type Engine struct {
 	probs    []float32
 
 	LoadTime   time.Duration
+	timings    model.Timings
+	experts    time.Duration // FFN stage compute, cumulative
+	stallTotal time.Duration
 	slotBytes  int64
 	workingSet int64
 
@@ -253,7 +256,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			}
 		}
 	}
-	m, err := model.New(d, src, model.Options{Pool: e.pool, ExpertsUsed: cfg.ExpertsUsed})
+	m, err := model.New(d, src, model.Options{Pool: e.pool, ExpertsUsed: cfg.ExpertsUsed, Timings: &e.timings})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Path, err)
 	}
@@ -463,6 +466,8 @@ func (e *Engine) RunMoE(ctx context.Context, layer int, x, logits [][]float32, o
 	e.ffn.Finish(job, &st)
 	e.acc.stall += st.Stall
 	e.acc.compute += st.Compute
+	e.experts += st.Compute
+	e.stallTotal += st.Stall
 	return nil
 }
 
@@ -532,6 +537,18 @@ func (e *Engine) TakeStep() (stall, compute time.Duration) {
 	s, c := e.acc.stall, e.acc.compute
 	e.acc = stepAcc{}
 	return s, c
+}
+
+// Profile is where the decode goroutine's time went since Open.
+type Profile struct {
+	model.Timings
+	Experts time.Duration // routing, expert FFNs and the weighted sum
+	Stall   time.Duration // waiting for expert bytes
+}
+
+// Profile returns the cumulative time breakdown.
+func (e *Engine) Profile() Profile {
+	return Profile{Timings: e.timings, Experts: e.experts, Stall: e.stallTotal}
 }
 
 // ResidentFrac samples the resident fraction of the dense weights.

@@ -250,6 +250,13 @@ func (c *RunCmd) Run(g *Globals) error {
 	if runErr != nil {
 		sk.Fail(runErr)
 	}
+	pr := eng.Profile()
+	per := func(d time.Duration) float64 { return float64(d) / 1e6 / float64(max(r.steps+1, 1)) }
+	g.Log.Info().Str("event", "profile").Int("forwards", r.steps+1).
+		Float64("attention_ms", per(pr.Attention)).Float64("router_ms", per(pr.Router)).
+		Float64("experts_ms", per(pr.Experts)).Float64("stall_ms", per(pr.Stall)).
+		Float64("lm_head_ms", per(pr.LMHead)).Float64("embed_ms", per(pr.Embed)).
+		Msg("time per forward pass (prefill counted as one)")
 	if c.TokensOut != "" {
 		if err := os.WriteFile(c.TokensOut, []byte(joinIDs(r.promptIDs)+"\n"+joinIDs(r.genIDs)+"\n"), 0o644); err != nil && runErr == nil {
 			runErr = fmt.Errorf("--tokens-out: %w", err)

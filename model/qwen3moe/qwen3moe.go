@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
@@ -46,6 +47,7 @@ type Model struct {
 	tokEmbd, output       model.Weight
 	outNorm               []float32
 	layers                []layer
+	tm                    *model.Timings
 }
 
 // New builds a Qwen3-MoE from its description and dense weights.
@@ -55,7 +57,10 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 		d: d, pool: opt.Pool,
 		nLayer: hp.NLayer, nEmbd: hp.NEmbd, nHead: hp.NHead, nHeadKV: hp.NHeadKV,
 		headDim: hp.HeadDim, nFF: hp.NFFExp, nExpert: hp.NExpert, k: hp.NExpertUsed,
-		nVocab: hp.NVocab, eps: hp.RMSEps,
+		nVocab: hp.NVocab, eps: hp.RMSEps, tm: opt.Timings,
+	}
+	if m.tm == nil {
+		m.tm = &model.Timings{}
 	}
 	if m.headDim == 0 && m.nHead > 0 {
 		m.headDim = m.nEmbd / m.nHead
@@ -173,6 +178,8 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 	}
 	E, hd := m.nEmbd, m.headDim
 	qd, kvd := m.nHead*hd, m.nHeadKV*hd
+	tm := m.tm
+	t0 := time.Now()
 	x := make([]float32, n*E)
 	for t, tok := range tokens {
 		if tok < 0 || int(tok) >= m.tokEmbd.Rows {
@@ -182,6 +189,7 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 			return nil, fmt.Errorf("token_embd row %d: %w", tok, err)
 		}
 	}
+	tm.Embed += time.Since(t0)
 	h := make([]float32, n*E)
 	q := make([]float32, n*qd)
 	k := make([]float32, n*kvd)
@@ -199,6 +207,7 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 			return nil, err
 		}
 		L := &m.layers[l]
+		t0 = time.Now()
 		for t := 0; t < n; t++ {
 			model.RMSNorm(h[t*E:(t+1)*E], x[t*E:(t+1)*E], m.eps, L.attnNorm)
 		}
@@ -235,6 +244,8 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 		for i := range x { // x becomes ffn_inp
 			x[i] = o[i] + x[i]
 		}
+		tm.Attention += time.Since(t0)
+		t0 = time.Now()
 		for t := 0; t < n; t++ {
 			model.RMSNorm(h[t*E:(t+1)*E], x[t*E:(t+1)*E], m.eps, L.ffnNorm)
 		}
@@ -244,6 +255,7 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 		for t := 0; t < n; t++ {
 			hs[t], ls[t], os[t] = h[t*E:(t+1)*E], rl[t*m.nExpert:(t+1)*m.nExpert], moeOut[t*E:(t+1)*E]
 		}
+		tm.Router += time.Since(t0)
 		if err := moe.RunMoE(ctx, l, hs, ls, os); err != nil {
 			return nil, err
 		}
@@ -252,6 +264,8 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 		}
 	}
 	st.Pos = pos0 + n
+	t0 = time.Now()
+	defer func() { tm.LMHead += time.Since(t0) }()
 	first := n - 1
 	if all {
 		first = 0
