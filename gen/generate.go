@@ -296,17 +296,14 @@ func (m *Model) tensorBytes(ctx context.Context, t *TensorSpec, pools map[poolKe
 				return err
 			}
 			rg := newRNG(m.Options.Seed, t.Name, uint64(c))
-			var floats []float32
-			if !usePool {
-				floats = make([]float32, ne0)
-			}
+			floats := make([]float32, ne0)
 			for r := c * chunkRows; r < min(rows, (c+1)*chunkRows); r++ {
 				dst := data[r*rowBytes : (r+1)*rowBytes]
-				if g.zeroRow(uint64(r)) {
+				if g.zeroRow(uint64(r)) && !g.special(uint64(r)) {
 					copy(dst, zero)
 					continue
 				}
-				if usePool {
+				if usePool && !g.special(uint64(r)) {
 					for b := 0; b < nBlocks; b++ {
 						pl := normal
 						if b == nBlocks-1 {
