@@ -222,14 +222,14 @@ func dequantQ2_K(b []byte, y []float32) {
 		for j := 0; j < 4; j++ {
 			sc := scales[is]
 			is++
-			dl, ml := d*float32(sc&0x0f), min*float32(sc>>4)
+			dl, ml := float32(d*float32(sc&0x0f)), float32(min*float32(sc>>4))
 			out := y[n+32*j : n+32*j+32]
 			for l := 0; l < 16; l++ {
 				out[l] = float32(dl*float32((qq[l]>>shift)&3)) - ml
 			}
 			sc = scales[is]
 			is++
-			dl, ml = d*float32(sc&0x0f), min*float32(sc>>4)
+			dl, ml = float32(d*float32(sc&0x0f)), float32(min*float32(sc>>4))
 			for l := 0; l < 16; l++ {
 				out[16+l] = float32(dl*float32((qq[l+16]>>shift)&3)) - ml
 			}
@@ -316,9 +316,9 @@ func dequantQ4_K(b []byte, y []float32) {
 	is := 0
 	for j := 0; j < QK_K; j += 64 {
 		sc, m := scaleMinK4(is, scales)
-		d1, m1 := d*float32(sc), min*float32(m)
+		d1, m1 := float32(d*float32(sc)), float32(min*float32(m))
 		sc, m = scaleMinK4(is+1, scales)
-		d2, m2 := d*float32(sc), min*float32(m)
+		d2, m2 := float32(d*float32(sc)), float32(min*float32(m))
 		qq := q[j/2 : j/2+32]
 		out := y[j : j+64]
 		for l := 0; l < 32; l++ {
@@ -340,9 +340,9 @@ func dequantQ5_K(b []byte, y []float32) {
 	u1, u2 := byte(1), byte(2)
 	for j := 0; j < QK_K; j += 64 {
 		sc, m := scaleMinK4(is, scales)
-		d1, m1 := d*float32(sc), min*float32(m)
+		d1, m1 := float32(d*float32(sc)), float32(min*float32(m))
 		sc, m = scaleMinK4(is+1, scales)
-		d2, m2 := d*float32(sc), min*float32(m)
+		d2, m2 := float32(d*float32(sc)), float32(min*float32(m))
 		qq := ql[j/2 : j/2+32]
 		out := y[j : j+64]
 		for l := 0; l < 32; l++ {
