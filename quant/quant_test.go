@@ -358,3 +358,39 @@ func TestBestIndexMXFP4MatchesGGML(t *testing.T) {
 		}
 	}
 }
+
+func TestRowSize(t *testing.T) {
+	cases := []struct {
+		typ      Type
+		n        int64
+		want     int64
+		sentinel error
+	}{
+		{F32, 7, 28, nil},
+		{Q4_K, 512, 288, nil},
+		{MXFP4, 64, 34, nil},
+		{Q8_K, 256, 292, nil},
+		{Q4_0, 0, 0, nil},
+		{Q4_0, 33, 0, ErrLength},
+		{Q6_K, -256, 0, ErrLength},
+		{F64, math.MaxInt64/8 + 1, 0, ErrLength},
+		{Type(5), 32, 0, ErrUnknownType},
+	}
+	for _, c := range cases {
+		got, err := c.typ.RowSize(c.n)
+		if !errors.Is(err, c.sentinel) || (c.sentinel == nil) != (err == nil) || got != c.want {
+			t.Errorf("%s.RowSize(%d) = %d, %v; want %d, %v", c.typ, c.n, got, err, c.want, c.sentinel)
+		}
+	}
+	for name, want := range map[string]Type{"Q4_K": Q4_K, "MXFP4": MXFP4, "BF16": BF16, "F32": F32} {
+		if got, ok := ParseType(name); !ok || got != want {
+			t.Errorf("ParseType(%q) = %v, %v", name, got, ok)
+		}
+	}
+	if _, ok := ParseType("q4_k"); ok {
+		t.Error("ParseType is case-sensitive")
+	}
+	if s := Type(99).String(); s != "type(99)" {
+		t.Errorf("unknown type String() = %q", s)
+	}
+}

@@ -3,6 +3,7 @@ package quant
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Type is a ggml tensor element type, numbered exactly as ggml's enum ggml_type
@@ -111,17 +112,22 @@ func (t Type) BlockSize() int { return traits[t].BlockSize }
 // TypeSize is the number of bytes per block (0 for an unknown type).
 func (t Type) TypeSize() int { return traits[t].TypeSize }
 
-// RowSize returns the bytes of a row of n elements. It fails when t is unknown
-// or n is not a whole number of blocks.
+// RowSize returns the bytes of a row of n elements. It fails with an error
+// wrapping ErrUnknownType when t is unknown, and one wrapping ErrLength when n
+// is negative, not a whole number of blocks, or so large the size overflows.
 func (t Type) RowSize(n int64) (int64, error) {
 	tr, ok := traits[t]
 	if !ok {
 		return 0, fmt.Errorf("%w %d", ErrUnknownType, uint32(t))
 	}
 	if n < 0 || n%int64(tr.BlockSize) != 0 {
-		return 0, fmt.Errorf("quant: row of %d elements is not a multiple of %s's block size %d", n, tr.Name, tr.BlockSize)
+		return 0, fmt.Errorf("quant: row of %d elements is not a multiple of %s's block size %d: %w", n, tr.Name, tr.BlockSize, ErrLength)
 	}
-	return n / int64(tr.BlockSize) * int64(tr.TypeSize), nil
+	nb := n / int64(tr.BlockSize)
+	if nb > math.MaxInt64/int64(tr.TypeSize) {
+		return 0, fmt.Errorf("quant: row of %d %s elements overflows int64 bytes: %w", n, tr.Name, ErrLength)
+	}
+	return nb * int64(tr.TypeSize), nil
 }
 
 // ParseType returns the type named name (ggml's spelling, case-sensitive).
