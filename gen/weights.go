@@ -71,7 +71,6 @@ var (
 //	generated, skew 0.75, copy head          0.397           0.366
 //	uniform routing (top-8 of 128)           0.062           0.062
 const DefaultRoutingSkew = 0.8
-const DefaultRoutingSkew = 0.8
 
 // anchorDims returns how many anchor dimensions preset p's residual stream has.
 func anchorDims(p *Preset) int {
