@@ -211,3 +211,32 @@ func TestGoldenFreeRunning(t *testing.T) {
 		}
 	}
 }
+
+// TestInteractiveChat: two chat turns from stdin on one loaded model and KV
+// cache; both produce a reply and the second continues the first's context
+// (its tokens differ from a fresh single-turn run of the same message).
+func TestInteractiveChat(t *testing.T) {
+	m := "../../testdata/golden/models/tiny-qwen3moe-Q8_0.gguf"
+	old := stdin
+	defer func() { stdin = old }()
+	stdin = strings.NewReader("hello there\nwhat is the weather\n")
+	to := filepath.Join(t.TempDir(), "tokens.txt")
+	out := runPipe(t, "--log-level", "error", "run", "-m", m, "-i", "-n", "6", "--temp", "0", "--kv-type", "f32", "--tokens-out", to)
+	if strings.Count(out, "\n") < 2 {
+		t.Fatalf("want two replies, got %q", out)
+	}
+	toks, _ := os.ReadFile(to)
+	lines := strings.Split(string(toks), "\n")
+	if n := len(strings.Split(lines[1], ",")); n != 12 && !strings.Contains(lines[1], "481") {
+		t.Fatalf("generated %d tokens over two turns: %s", n, lines[1])
+	}
+	// the same second message without the first turn
+	stdin = strings.NewReader("what is the weather\n")
+	to2 := filepath.Join(t.TempDir(), "tokens.txt")
+	runPipe(t, "--log-level", "error", "run", "-m", m, "-i", "-n", "6", "--temp", "0", "--kv-type", "f32", "--tokens-out", to2)
+	toks2, _ := os.ReadFile(to2)
+	fresh := strings.Split(string(toks2), "\n")[1]
+	if second := strings.Join(strings.Split(lines[1], ",")[6:], ","); second == fresh {
+		t.Fatalf("second turn ignored the first: %s", second)
+	}
+}

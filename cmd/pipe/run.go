@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"runtime"
@@ -418,10 +419,13 @@ func (r *runner) interactive() error {
 	if err != nil {
 		return err
 	}
-	in := bufio.NewScanner(os.Stdin)
+	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
-	first := true
-	endTurn := r.tok.Encode("<|im_end|>\n", false, true)
+	var past []tokenizer.Message
+	if c.System != "" {
+		past = append(past, tokenizer.Message{Role: "system", Content: c.System})
+	}
+	endTurn, hasEnd := r.tok.ID("<|im_end|>")
 	for {
 		fmt.Fprint(r.g.Stderr, "> ")
 		if !in.Scan() {
@@ -431,27 +435,40 @@ func (r *runner) interactive() error {
 		if line == "" {
 			continue
 		}
-		var msgs []tokenizer.Message
-		if first && c.System != "" {
-			msgs = append(msgs, tokenizer.Message{Role: "system", Content: c.System})
+		user := tokenizer.Message{Role: "user", Content: line}
+		var ids []int32
+		if r.turnNo == 0 {
+			text, err := r.tok.Chat(append(past, user), true, c.NoThink)
+			if err != nil {
+				return err
+			}
+			ids = r.tok.Encode(text, true, true)
+		} else {
+			// The previous reply's end-of-turn token was sampled but not fed.
+			if last := r.genIDs[len(r.genIDs)-1]; r.tok.IsEOG(last) {
+				ids = append(ids, last)
+			} else if hasEnd {
+				ids = append(ids, endTurn)
+			}
+			text, err := r.tok.ChatDelta(past, user, true, c.NoThink)
+			if err != nil {
+				return err
+			}
+			ids = r.tok.AppendEncode(ids, text, false, true)
 		}
-		msgs = append(msgs, tokenizer.Message{Role: "user", Content: line})
-		text, err := r.tok.Chat(msgs, true, c.NoThink)
-		if err != nil {
+		past = append(past, user)
+		if sess.St.Pos+len(ids)+c.N > nCtx {
+			return fmt.Errorf("%w: the conversation needs %d positions, -c is %d", model.ErrContextFull, sess.St.Pos+len(ids)+c.N, nCtx)
+		}
+		first := len(r.genIDs)
+		if _, err := r.turn(sess, ids, c.N); err != nil {
 			return err
 		}
-		ids := r.tok.Encode(text, !first, true)
-		if !first {
-			ids = append(append([]int32(nil), endTurn...), ids...)
+		reply := r.genIDs[first:]
+		if len(reply) > 0 && r.tok.IsEOG(reply[len(reply)-1]) {
+			reply = reply[:len(reply)-1]
 		}
-		first = false
-		n := c.N
-		if sess.St.Pos+len(ids)+n > nCtx {
-			return fmt.Errorf("%w: the conversation needs %d positions, -c is %d", model.ErrContextFull, sess.St.Pos+len(ids)+n, nCtx)
-		}
-		if _, err := r.turn(sess, ids, n); err != nil {
-			return err
-		}
+		past = append(past, tokenizer.Message{Role: "assistant", Content: r.tok.Decode(reply, false)})
 		r.turnNo++
 		fmt.Fprintln(r.g.Stdout)
 		if err := r.g.Ctx.Err(); err != nil {
@@ -459,6 +476,9 @@ func (r *runner) interactive() error {
 		}
 	}
 }
+
+// stdin is where interactive mode reads turns (tests replace it).
+var stdin io.Reader = os.Stdin
 
 // streamByDefault is the --moe-stream auto rule: stream when the file is
 // larger than half of the memory available to the process (the tighter of
