@@ -39,7 +39,7 @@ func TestNewPolicyErrors(t *testing.T) {
 	if !errors.Is(err, ErrUnknownPolicy) {
 		t.Fatalf("err = %v, want ErrUnknownPolicy", err)
 	}
-	for _, n := range []string{"lru", "lfu", "random", "layer", "layer-lru", "belady"} {
+	for _, n := range []string{"lru", "lfu", "random", "layer", "layer-lrfu", "layer-lru", "belady"} {
 		if !strings.Contains(err.Error(), n) {
 			t.Errorf("error %q does not list %q", err, n)
 		}
@@ -217,7 +217,7 @@ func TestRandomDeterministic(t *testing.T) {
 // evicted before an equally recent entry of the layer that runs next (LRU
 // does the opposite: the cliff).
 func TestLayeredCycle(t *testing.T) {
-	for _, name := range []string{"layer", "layer-lru"} {
+	for _, name := range []string{"layer", "layer-lrfu", "layer-lru"} {
 		p := newPol(t, name, PolicyOptions{Layers: 4})
 		lru := NewLRU()
 		for l := range 4 {
@@ -242,7 +242,7 @@ func TestLayeredFrequency(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		want Key
-	}{{"layer", k(0, 2)}, {"layer-lru", k(0, 1)}} {
+	}{{"layer", k(0, 2)}, {"layer-lrfu", k(0, 2)}, {"layer-lru", k(0, 1)}} {
 		p := newPol(t, c.name, PolicyOptions{Layers: 1})
 		p.Batch(0, 0)
 		p.OnAdmit(k(0, 1), 1)
@@ -323,7 +323,7 @@ func BenchmarkPolicies(b *testing.B) {
 			break
 		}
 	}
-	for _, name := range []string{"lru", "lfu", "random", "layer", "layer-lru", "belady"} {
+	for _, name := range []string{"lru", "lfu", "random", "layer", "layer-lrfu", "layer-lru", "belady"} {
 		b.Run(name, func(b *testing.B) {
 			p, _ := NewPolicy(name, PolicyOptions{Layers: layers, Future: stream})
 			resident := map[Key]bool{}
@@ -351,4 +351,102 @@ func BenchmarkPolicies(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestLayerPoliciesMatchBruteForce drives LayerMix and Layered with random
+// operations and random eligibility and checks every Victim against the
+// minimum rank over all eligible entries (what the heaps must find).
+func TestLayerPoliciesMatchBruteForce(t *testing.T) {
+	type ranker interface {
+		Policy
+		brute(eligible func(Key) bool) (Key, bool)
+	}
+	mk := []func() ranker{
+		func() ranker { return mixBrute{NewLayerMix("m", LayerFast, LayerSlow, LayerWeight, true, 0)} },
+		func() ranker { return layeredBrute{NewLayered("l", 0.1, true, true, 0)} },
+		func() ranker { return layeredBrute{NewLayered("r", math.Inf(1), false, false, 5)} },
+		func() ranker { return layeredBrute{NewLayered("v", 0.3, false, false, 5)} },
+	}
+	for _, newP := range mk {
+		p := newP()
+		x := uint64(12345)
+		rnd := func(n int) int {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			return int(x % uint64(n))
+		}
+		resident := map[Key]bool{}
+		layer := 0
+		for op := range 20000 {
+			switch r := rnd(10); {
+			case r == 0:
+				layer = (layer + 1) % 5
+				p.Batch(op, layer)
+			case r < 6:
+				key := k(layer, rnd(12))
+				if resident[key] {
+					p.OnHit(key)
+				} else {
+					resident[key] = true
+					p.OnAdmit(key, 1)
+				}
+			case r < 8 && len(resident) > 20:
+				banned := map[Key]bool{}
+				for key := range resident {
+					if rnd(3) == 0 {
+						banned[key] = true
+					}
+				}
+				elig := func(key Key) bool { return !banned[key] }
+				want, wok := p.brute(elig)
+				got, gok := p.Victim(elig)
+				if got != want || gok != wok {
+					t.Fatalf("%s op %d: Victim = %v %v, brute force %v %v", p.Name(), op, got, gok, want, wok)
+				}
+				if gok {
+					delete(resident, got)
+					p.OnEvict(got)
+				}
+			}
+		}
+	}
+}
+
+type mixBrute struct{ *LayerMix }
+
+func (p mixBrute) brute(eligible func(Key) bool) (Key, bool) {
+	var best *mixEntry
+	var bestR rank
+	for _, e := range p.ent {
+		if !eligible(e.key) {
+			continue
+		}
+		if r := p.rankOf(e); best == nil || r.less(bestR) {
+			best, bestR = e, r
+		}
+	}
+	if best == nil {
+		return Key{}, false
+	}
+	return best.key, true
+}
+
+type layeredBrute struct{ *Layered }
+
+func (p layeredBrute) brute(eligible func(Key) bool) (Key, bool) {
+	var best *layerEntry
+	var bestR rank
+	for _, e := range p.ent {
+		if !eligible(e.key) {
+			continue
+		}
+		if r := p.rankOf(e); best == nil || r.less(bestR) {
+			best, bestR = e, r
+		}
+	}
+	if best == nil {
+		return Key{}, false
+	}
+	return best.key, true
 }

@@ -108,10 +108,15 @@ func TestHandComputed(t *testing.T) {
 		// layer-lru: all values tie, the layer visited last is evicted
 		// (its next visit is farthest): exactly Belady's choices.
 		{"cyclic", cyclicTrace(), "layer-lru", 2, CountDecode, 12, 5, 7},
-		// layer: L0 gains frequency first and stays; L1 and L2 evict each
-		// other (expected next use 22.2 vs 42.8, 21.2 vs 22.2, …): hits at
-		// L0 of tokens 1, 2, 3.
-		{"cyclic", cyclicTrace(), "layer", 2, CountDecode, 12, 3, 9},
+		// layer-lrfu (λ 0.1): L0 gains frequency first and stays; L1 and
+		// L2 evict each other (expected next use 22.2 vs 42.8, 21.2 vs
+		// 22.2, …): hits at L0 of tokens 1, 2, 3.
+		{"cyclic", cyclicTrace(), "layer-lrfu", 2, CountDecode, 12, 3, 9},
+		// layer (p = 0.15·fast + 0.0144·slow, next use lastBatch + 3/p):
+		// b3 evicts L1 (20.25 vs 19.25), b5 L2 (21.25 vs 15.83), b6 L1
+		// (16.83 vs 15.83), b8 L2, b9 L1, then at b11 L0's 18.90 beats
+		// L2's 18.84, so L2 hits at b12: hits b4, b7, b10, b12.
+		{"cyclic", cyclicTrace(), "layer", 2, CountDecode, 12, 4, 8},
 		// Budget 3 = T: everything fits after the first token.
 		{"cyclic-T", cyclicTrace(), "lru", 3, CountDecode, 12, 9, 3},
 		{"cyclic-T", cyclicTrace(), "random", 3, CountDecode, 12, 9, 3},
@@ -122,7 +127,11 @@ func TestHandComputed(t *testing.T) {
 		{"freq", freqTrace(), "layer-lru", 2, CountDecode, 10, 3, 7},
 		// LFU keeps expert 0 (count ≥ 2 from t1): hits t1, t4, t6, t8.
 		{"freq", freqTrace(), "lfu", 2, CountDecode, 10, 4, 6},
-		{"freq", freqTrace(), "layer", 2, CountDecode, 10, 4, 6},
+		{"freq", freqTrace(), "layer-lrfu", 2, CountDecode, 10, 4, 6},
+		// layer: at t3 expert 1 (one use, one visit ago: p 0.089) outranks
+		// expert 0 (two uses, two and three visits ago: p 0.084), so 0 is
+		// evicted and misses at t4; later 0 dominates: hits t1, t6, t8.
+		{"freq", freqTrace(), "layer", 2, CountDecode, 10, 3, 7},
 		{"freq", freqTrace(), "belady", 2, CountDecode, 10, 4, 6},
 		// Budget 0: only the batch's own entry survives (never evict what
 		// the batch touched), so only the back-to-back repeat hits.
@@ -222,7 +231,7 @@ func TestRealTraces(t *testing.T) {
 	if testing.Short() {
 		budgetsMiB = []int64{500}
 	}
-	pols := []string{"lru", "lfu", "random", "layer", "layer-lru"}
+	pols := []string{"lru", "lfu", "random", "layer", "layer-lrfu", "layer-lru"}
 	for _, name := range []string{"qwen", "gemma"} {
 		s := loadReal(t, name)
 		T := s.Header.WorkingSet()
@@ -346,7 +355,7 @@ func BenchmarkSimulate(b *testing.B) {
 	for i := range s.Batches {
 		n += int64(len(s.Batches[i].Accesses))
 	}
-	for _, p := range []string{"lru", "lfu", "random", "layer", "layer-lru", "belady"} {
+	for _, p := range []string{"lru", "lfu", "random", "layer", "layer-lrfu", "layer-lru", "belady"} {
 		b.Run(p, func(b *testing.B) {
 			for b.Loop() {
 				pol, err := cache.NewPolicy(p, cache.PolicyOptions{Seed: 1, Layers: s.Header.NLayer, Future: fut})

@@ -14,7 +14,7 @@ import (
 type ReplayCmd struct {
 	Traces  []string `arg:"" name:"trace" help:"route_trace v1 file(s) (pipe run --route-trace, or BigMoeOnEdge's)." type:"existingfile"`
 	Budgets string   `help:"Cache budgets in MiB, comma-separated." default:"250,500,750,1000,1500,2000,3000,4000"`
-	Policy  string   `help:"Policies to compare, comma-separated: lru, lfu, random, layer, layer-lru, belady (offline optimum)." default:"lru,lfu,random,layer,belady"`
+	Policy  string   `help:"Policies to compare, comma-separated: lru, lfu, random, layer (the engine default), layer-lrfu, layer-lru, belady (offline optimum)." default:"lru,lfu,random,layer,belady"`
 	Phase   string   `help:"Lookups counted in hit %: decode (prefill only warms the cache) or all." enum:"decode,all" default:"decode"`
 	Seed    int64    `help:"Seed of the random policy." default:"1"`
 	Format  string   `help:"Output format: text, markdown or json." enum:"text,markdown,json" default:"text"`

@@ -49,7 +49,7 @@ func TestReplayErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"replay", replayTrace, "--policy", "fifo"}, "valid: belady, layer, layer-lru, lfu, lru, random"},
+		{[]string{"replay", replayTrace, "--policy", "fifo"}, "valid: belady, layer, layer-lrfu, layer-lru, lfu, lru, random"},
 		{[]string{"replay", replayTrace, "--budgets", "big"}, "--budgets"},
 		{[]string{"replay", "../../go.mod"}, "line 1"},
 		{[]string{"replay", "no-such.csv"}, "no-such.csv"},
