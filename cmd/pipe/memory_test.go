@@ -21,7 +21,7 @@ const mainEnv = "PIPE_TEST_AS_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		main() // exits
 	}
 	os.Exit(m.Run())
 }
