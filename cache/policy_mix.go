@@ -141,18 +141,19 @@ func (p *LayerMix) Batch(step, layer int) {
 	p.markDirty(layer)
 }
 
-// decay brings e's counts to its layer's current visit.
-func (p *LayerMix) decay(e *mixEntry) {
-	v := p.layers[e.key.Layer].visits
-	if d := float64(v - e.stamp); d > 0 {
-		e.f = float64(e.f * math.Exp2(-p.fast*d))
-		e.s = float64(e.s * math.Exp2(-p.slow*d))
+// decayed returns e's counts as of its layer's current visit.
+func (p *LayerMix) decayed(e *mixEntry) (f, s float64) {
+	f, s = e.f, e.s
+	if d := float64(p.layers[e.key.Layer].visits - e.stamp); d > 0 {
+		f = float64(f * math.Exp2(-p.fast*d))
+		s = float64(s * math.Exp2(-p.slow*d))
 	}
-	e.stamp = v
+	return f, s
 }
 
 func (p *LayerMix) use(e *mixEntry) {
-	p.decay(e)
+	e.f, e.s = p.decayed(e)
+	e.stamp = p.layers[e.key.Layer].visits
 	e.f++
 	e.s++
 	p.clock++
@@ -160,15 +161,16 @@ func (p *LayerMix) use(e *mixEntry) {
 	p.markDirty(e.key.Layer)
 }
 
-// prob is e's estimated per-visit use probability now (e must be decayed).
+// prob is e's estimated per-visit use probability now.
 func (p *LayerMix) prob(e *mixEntry) float64 {
-	pr := float64(p.w*p.nfast*e.f) + float64((1-p.w)*p.nslow*e.s)
+	f, s := p.decayed(e)
+	pr := float64(p.w*p.nfast*f) + float64((1-p.w)*p.nslow*s)
 	return min(max(pr, 1e-12), 1)
 }
 
+// rankOf is e's victim rank now; it does not change e.
 func (p *LayerMix) rankOf(e *mixEntry) rank {
 	ly := &p.layers[e.key.Layer]
-	p.decay(e)
 	return rank{
 		keep:    -(float64(ly.lastBatch) + float64(len(p.layers))/p.prob(e)),
 		last:    -ly.lastBatch,
