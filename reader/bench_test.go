@@ -118,6 +118,7 @@ func BenchmarkColdExpertReads(b *testing.B) {
 			b.ReportMetric(float64(s.Payload)/el.Seconds()/1e9, "GB/s")
 			b.ReportMetric(float64(s.Bytes)/el.Seconds()/1e9, "device-GB/s")
 			b.ReportMetric(boolMetric(f.ODirect()), "o_direct")
+			b.ReportMetric(100*s.Busy.Seconds()/el.Seconds()/float64(lanes), "busy%")
 		})
 	}
 }

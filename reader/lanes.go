@@ -44,12 +44,15 @@ type laneCounters struct {
 // Lanes is the pool of reader goroutines (--io-threads). N lanes keep up to N
 // preads in flight: a lane that takes a request hands the request's other
 // pieces (one per range, large ranges cut in 4 MiB pieces) to idle lanes, so
-// even a single expert's gate, up and down slices are read in parallel.
+// even a single expert's gate, up and down slices are read in parallel when
+// the lanes are not saturated; when all lanes are busy each reads its own
+// requests' pieces back to back.
 type Lanes struct {
 	files *Files
 	ctx   context.Context
-	q     chan *task // accepted requests, bounded
-	sub   chan job   // pieces handed between lanes
+	q     chan *task   // accepted requests, bounded
+	sub   chan job     // pieces handed between lanes
+	idle  atomic.Int32 // lanes waiting for work
 	wg    conc.WaitGroup
 
 	mu         sync.Mutex
@@ -119,9 +122,12 @@ func (l *Lanes) run(c *laneCounters) {
 		select {
 		case j = <-l.sub: // pieces already started take priority
 		default:
+			l.idle.Add(1)
 			select {
 			case j = <-l.sub:
+				l.idle.Add(-1)
 			case t, ok := <-l.q:
+				l.idle.Add(-1)
 				if !ok {
 					// Closed and drained. Pieces this lane handed out may still
 					// be queued: finish them before leaving.
@@ -139,13 +145,20 @@ func (l *Lanes) run(c *laneCounters) {
 					t.Done(nil)
 					continue
 				}
+				// Hand pieces to idle lanes only: when every lane is busy the
+				// hand-off would add wake-ups and no parallelism.
 				own = own[:0]
+				idle := l.idle.Load()
 				for p := 1; p < len(t.pieces); p++ {
-					select {
-					case l.sub <- job{t, p}:
-					default:
-						own = append(own, p)
+					if idle > 0 {
+						select {
+						case l.sub <- job{t, p}:
+							idle--
+							continue
+						default:
+						}
 					}
+					own = append(own, p)
 				}
 				j = job{t, 0}
 				l.do(c, j)

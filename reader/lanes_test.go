@@ -209,3 +209,66 @@ func TestStartLanesErrors(t *testing.T) {
 		t.Error("request without Done accepted")
 	}
 }
+
+// gateFile lets reads through only when `want` of them run at once (or after
+// a timeout), recording the largest number seen concurrently.
+type gateFile struct {
+	mu      sync.Mutex
+	cur, mx int
+	want    int
+	all     chan struct{}
+}
+
+func (g *gateFile) ReadAt(p []byte, off int64) (int, error) {
+	g.mu.Lock()
+	g.cur++
+	g.mx = max(g.mx, g.cur)
+	if g.cur == g.want {
+		close(g.all)
+	}
+	g.mu.Unlock()
+	select {
+	case <-g.all:
+	case <-time.After(2 * time.Second):
+	}
+	g.mu.Lock()
+	g.cur--
+	g.mu.Unlock()
+	return len(p), nil
+}
+func (g *gateFile) Close() error { return nil }
+
+// TestLanesSplitRequest: with idle lanes, one request's three ranges are read
+// by three lanes at once.
+func TestLanesSplitRequest(t *testing.T) {
+	g := &gateFile{want: 3, all: make(chan struct{})}
+	f, err := Open([]string{"gate"}, Options{Open: func(string, bool) (File, error) { return g, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := StartLanes(context.Background(), f, 4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for l.idle.Load() != 4 {
+		time.Sleep(time.Millisecond)
+	}
+	rs := []Range{{0, 0, 884736}, {0, 1 << 30, 884736}, {0, 2 << 30, 1290240}}
+	buf := alloc(t, SpanBytes(rs))
+	done := make(chan error, 1)
+	t0 := time.Now()
+	if err := l.Submit(context.Background(), Request{Buf: buf, Ranges: rs, Done: func(err error) { done <- err }}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if g.mx != 3 || time.Since(t0) > time.Second {
+		t.Errorf("%d pieces read at once (took %v), want 3", g.mx, time.Since(t0))
+	}
+	if s := l.Stats(); s.Reads != 1 || s.Payload != 884736*2+1290240 {
+		t.Errorf("stats %+v", s.LaneStats)
+	}
+}
