@@ -67,6 +67,25 @@ func (s *State) Store(l, pos int, k, v []float32) {
 // non-flash path: KQ dot (Q rounded to F16 when the cache is F16), softmax of
 // KQ·scale, then the probabilities (rounded to F16 for an F16 cache) times V.
 func (s *State) Attend(l int, q []float32, off, dim, lo, hi int, scale float32, scores, out []float32) {
+	s.attend(l, q, off, dim, lo, hi, scale, 0, false, scores, out)
+}
+
+// AttendSinks is Attend with an attention sink (gpt-oss): one extra logit
+// per head that joins the softmax denominator but has no value row, as
+// ggml_soft_max_add_sinks computes it (the max includes the sink, and
+// exp(sink - max) is added to the sum).
+func (s *State) AttendSinks(l int, q []float32, off, dim, lo, hi int, scale, sink float32, scores, out []float32) {
+	s.attend(l, q, off, dim, lo, hi, scale, sink, true, scores, out)
+}
+
+func (s *State) attend(l int, q []float32, off, dim, lo, hi int, scale, sink float32, hasSink bool, scores, out []float32) {
+	softmax := func(x []float32) {
+		if hasSink {
+			SoftmaxSink(x, sink)
+		} else {
+			Softmax(x)
+		}
+	}
 	n := hi - lo + 1
 	scores = scores[:n]
 	if s.Type == KVF32 {
@@ -79,7 +98,7 @@ func (s *State) Attend(l int, q []float32, off, dim, lo, hi int, scale float32, 
 			}
 			scores[j] = acc * scale
 		}
-		Softmax(scores)
+		softmax(scores)
 		V := s.v32[l]
 		for d := 0; d < dim; d++ {
 			out[d] = 0
@@ -110,7 +129,7 @@ func (s *State) Attend(l int, q []float32, off, dim, lo, hi int, scale float32, 
 		}
 		scores[j] = acc * scale
 	}
-	Softmax(scores)
+	softmax(scores)
 	V := s.v16[l]
 	for d := 0; d < dim; d++ {
 		out[d] = 0

@@ -130,6 +130,15 @@ type Model interface {
 	ExpertScratchFloats() int
 }
 
+// RouterPeeker is implemented by architectures that can apply a layer's
+// router to a hidden state of an earlier layer: speculative prefetch uses
+// layer ℓ+1's router on layer ℓ's normalised FFN input to guess which
+// experts ℓ+1 will route before its attention has run. The guess only
+// decides what is read early, never what is computed.
+type RouterPeeker interface {
+	PeekRouter(layer int, x []float32, logits []float32) error
+}
+
 // Timings accumulate where a model's Forward time goes, outside the MoE
 // seam (the stages time the experts themselves). Owned by the caller of
 // Forward; read between calls.

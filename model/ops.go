@@ -50,6 +50,32 @@ func Softmax(x []float32) {
 	}
 }
 
+// SoftmaxSink replaces x with softmax(x) where one extra logit, sink, joins
+// the denominator only (ggml_soft_max with sinks: the max includes the sink
+// and exp(sink - max) is added to the float64 sum).
+func SoftmaxSink(x []float32, sink float32) {
+	mx := float32(math.Inf(-1))
+	for _, v := range x {
+		if v > mx {
+			mx = v
+		}
+	}
+	if sink > mx {
+		mx = sink
+	}
+	var sum float64
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - mx)))
+		x[i] = e
+		sum += float64(e)
+	}
+	sum += float64(float32(math.Exp(float64(sink - mx))))
+	inv := float32(1.0 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
 // SiLU returns x·σ(x) as ggml computes it.
 func SiLU(x float32) float32 {
 	return x / (1 + float32(math.Exp(float64(-x))))

@@ -22,8 +22,10 @@ func NewPolicy(name string, nLayer int) (Policy, error) {
 		return &Temporal{last: make([][]int, nLayer)}, nil
 	case "popular":
 		return &Popular{count: make([]map[int]int64, nLayer)}, nil
+	case "next-layer":
+		return &NextLayer{}, nil
 	}
-	return nil, fmt.Errorf("unknown prefetch policy %q (valid: temporal, popular)", name)
+	return nil, fmt.Errorf("unknown prefetch policy %q (valid: next-layer, temporal, popular)", name)
 }
 
 // Temporal predicts that a layer routes the experts it routed at the
@@ -91,4 +93,38 @@ func (p *Popular) Predict(_, layer, n int) []int {
 		ids = ids[:n]
 	}
 	return ids
+}
+
+// NextLayer predicts layer ℓ+1's experts by applying ℓ+1's router to layer
+// ℓ's FFN input (the residual stream changes little from one layer to the
+// next). The pipeline computes the guess on the decode goroutine, where the
+// hidden state lives, and hands it over with SetGuess before the planner
+// asks Predict.
+type NextLayer struct {
+	layer int
+	guess []int
+}
+
+// Name implements Policy.
+func (p *NextLayer) Name() string { return "next-layer" }
+
+// Observe implements Policy.
+func (p *NextLayer) Observe(int, int, []int) {}
+
+// SetGuess records the predicted experts of layer, best first.
+func (p *NextLayer) SetGuess(layer int, experts []int) {
+	p.layer = layer
+	p.guess = append(p.guess[:0], experts...)
+}
+
+// Predict implements Policy.
+func (p *NextLayer) Predict(_, layer, n int) []int {
+	if layer != p.layer {
+		return nil
+	}
+	g := p.guess
+	if len(g) > n {
+		g = g[:n]
+	}
+	return g
 }

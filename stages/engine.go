@@ -113,6 +113,11 @@ type Engine struct {
 	probs    []float32
 
 	LoadTime   time.Duration
+	pfPolicy   prefetch.Policy
+	peeker     model.RouterPeeker
+	peekLogits []float32
+	peekIDs    []int
+	peekW      []float32
 	timings    model.Timings
 	experts    time.Duration // FFN stage compute, cumulative
 	stallTotal time.Duration
@@ -130,9 +135,11 @@ type stepAcc struct {
 
 type planReq struct {
 	step, layer int
-	experts     []int
+	experts     []int // demand lookups (nil: speculation only)
 	out         chan ffn.Ready
 	done        chan error
+	specLayer   int   // layer to speculate for after the demand (-1: none)
+	guess       []int // next-layer policy: the predicted experts of specLayer
 }
 
 // expertLayout maps (layer, expert) to file ranges.
@@ -372,6 +379,12 @@ func (e *Engine) startStream() error {
 			return fmt.Errorf("%w: --prefetch-policy: %w", ErrConfig, err)
 		}
 	}
+	e.pfPolicy = pp
+	if _, ok := pp.(*prefetch.NextLayer); ok {
+		if e.peeker, ok = e.model.(model.RouterPeeker); !ok {
+			return fmt.Errorf("%w: --prefetch-policy next-layer: architecture %s cannot apply a router early", ErrConfig, e.desc.Arch)
+		}
+	}
 	e.planner = prefetch.New(e.cache, e.lanes, e.layout, pp, cfg.Prefetch)
 	e.plans = make(chan planReq, 1)
 	e.group.Go(e.planLoop)
@@ -385,10 +398,18 @@ func (e *Engine) planLoop() error {
 		case <-e.ctx.Done():
 			return nil
 		case r := <-e.plans:
-			err := e.planner.Plan(e.ctx, r.step, r.layer, r.experts, r.out)
-			r.done <- err
-			if err == nil && r.layer+1 < len(e.layout.ranges) {
-				e.planner.Speculate(e.ctx, r.step, r.layer+1)
+			if r.experts != nil {
+				err := e.planner.Plan(e.ctx, r.step, r.layer, r.experts, r.out)
+				r.done <- err
+				if err != nil {
+					continue
+				}
+			}
+			if r.specLayer >= 0 && r.specLayer < len(e.layout.ranges) {
+				if nl, ok := e.pfPolicy.(*prefetch.NextLayer); ok {
+					nl.SetGuess(r.specLayer, r.guess)
+				}
+				e.planner.Speculate(e.ctx, r.step, r.specLayer)
 			}
 		}
 	}
@@ -496,17 +517,22 @@ func (e *Engine) runStream(ctx context.Context, job *ffn.Job, st *ffn.Stats) err
 	if !e.cfg.Overlap {
 		wave = max(job.K, cache.DefaultTransientSlots)
 	}
+	first := true
 	for len(order) > 0 {
 		w := order[:min(wave, len(order))]
 		order = order[len(w):]
 		out := make(chan ffn.Ready, len(w))
 		done := make(chan error, 1)
 		select {
-		case e.plans <- planReq{step: e.step, layer: job.Layer, experts: w, out: out, done: done}:
+		case e.plans <- planReq{step: e.step, layer: job.Layer, experts: w, out: out, done: done, specLayer: e.temporalSpec(job.Layer)}:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-e.ctx.Done():
 			return e.stageErr()
+		}
+		if first {
+			e.speculateNext(job)
+			first = false
 		}
 		cerr := e.ffn.Consume(ctx, job, out, len(w), e.cfg.Overlap, st)
 		var perr error
@@ -523,6 +549,43 @@ func (e *Engine) runStream(ctx context.Context, job *ffn.Job, st *ffn.Stats) err
 		}
 	}
 	return nil
+}
+
+// temporalSpec is the layer a history-based policy speculates for after
+// layer's demand (-1: none; the next-layer policy sends its own request).
+func (e *Engine) temporalSpec(layer int) int {
+	if e.pfPolicy == nil || e.peeker != nil {
+		return -1
+	}
+	return layer + 1
+}
+
+// speculateNext applies layer+1's router to this layer's input (decode only:
+// a prefill reads nearly every expert anyway) and hands the guess to the
+// planner without blocking: speculation is dropped when the planner is busy.
+func (e *Engine) speculateNext(job *ffn.Job) {
+	if e.peeker == nil || len(job.X) != 1 || job.Layer+1 >= len(e.layout.ranges) {
+		return
+	}
+	next := job.Layer + 1
+	spec := e.model.Router(next)
+	if len(e.peekLogits) < spec.NExpert {
+		e.peekLogits = make([]float32, spec.NExpert)
+		e.probs = make([]float32, spec.NExpert)
+	}
+	if err := e.peeker.PeekRouter(next, job.X[0], e.peekLogits); err != nil {
+		return
+	}
+	spec.K = min(e.cfg.Prefetch, spec.NExpert)
+	e.peekIDs = make([]int, spec.K)
+	e.peekW = make([]float32, spec.K)
+	if err := router.Route(spec, e.peekLogits[:spec.NExpert], e.peekIDs, e.peekW, e.probs); err != nil {
+		return
+	}
+	select {
+	case e.plans <- planReq{step: e.step, layer: next, specLayer: next, guess: e.peekIDs}:
+	default:
+	}
 }
 
 func (e *Engine) stageErr() error {

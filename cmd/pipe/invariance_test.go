@@ -30,6 +30,8 @@ func TestOutputInvariance(t *testing.T) {
 		{"--moe-stream=true", "--dense-weights", "warm"},
 		{"--moe-stream=true", "--dense-weights", "mmap", "-t", "1"},
 		{"--moe-stream=true", "--cache-mb", "12", "--prefetch", "2"},
+		{"--moe-stream=true", "--cache-mb", "12", "--prefetch", "2", "--prefetch-policy", "temporal"},
+		{"--moe-stream=true", "--cache-mb", "3", "--prefetch", "8", "--prefetch-policy", "next-layer", "--io-threads", "1"},
 		{"--moe-stream=true", "--cache-mb", "12", "--prefetch", "4", "--prefetch-policy", "popular"},
 		{"--moe-stream=true", "--no-odirect", "-t", "2"},
 		{"--moe-stream=false", "-t", "1"},

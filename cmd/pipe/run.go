@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/model"
+	_ "github.com/pipe-engine/pipe/model/gptoss"   // registers gpt-oss
 	_ "github.com/pipe-engine/pipe/model/qwen3moe" // registers qwen3moe
 	"github.com/pipe-engine/pipe/sample"
 	"github.com/pipe-engine/pipe/sink"
@@ -56,7 +57,7 @@ type RunCmd struct {
 	CachePolicy string `name:"cache-policy" help:"Expert cache replacement policy (lru, lfu, layer, random)." default:"lru"`
 	Overlap     bool   `help:"Compute resident experts while the lanes read the rest (--overlap=false waits for the whole layer, for A/B)." default:"true" negatable:""`
 	Prefetch    int    `help:"Speculative expert reads per layer for the next layer (0 = off)." default:"0"`
-	PrefetchPol string `name:"prefetch-policy" help:"Speculative prefetch policy: temporal (last token's experts) or popular." default:"temporal"`
+	PrefetchPol string `name:"prefetch-policy" help:"Speculative prefetch policy: next-layer (the next layer's router applied early), temporal (last token's experts) or popular." default:"next-layer"`
 	Dense       string `name:"dense-weights" help:"Dense (non-expert) weights: anon (O_DIRECT into anonymous memory), warm (mmap, swept once at load) or mmap (lazy)." enum:"anon,warm,mmap" default:"anon"`
 
 	CSV        string `help:"Write one row of metrics per generated token to this CSV file, then a '# summary' line." type:"path"`

@@ -166,6 +166,14 @@ func (m *Model) matmul(w *model.Weight, x []float32, n int, y []float32) error {
 	return nil
 }
 
+// PeekRouter implements model.RouterPeeker: layer's router logits for x.
+func (m *Model) PeekRouter(layer int, x []float32, logits []float32) error {
+	if layer < 0 || layer >= len(m.layers) || len(x) != m.nEmbd || len(logits) < m.nExpert {
+		return fmt.Errorf("qwen3moe: PeekRouter(layer %d, %d inputs, %d outputs)", layer, len(x), len(logits))
+	}
+	return m.matmul(&m.layers[layer].gateInp, x, 1, logits[:m.nExpert])
+}
+
 // Forward implements model.Model.
 func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, moe model.MoE, all bool) ([][]float32, error) {
 	n := len(tokens)
