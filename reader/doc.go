@@ -31,8 +31,11 @@
 // is full (requests are never dropped). Every accepted request has its Done
 // callback called exactly once, from a lane goroutine: with nil or the read
 // error after the read, or with the context's error if the lanes' context was
-// cancelled before the read started. [Lanes.Close] stops accepting, lets the
-// lanes finish the queue and waits for them; no goroutine outlives Close.
+// cancelled before the read started. A request's ranges (cut in pieces of at
+// most 4 MiB) are spread over idle lanes, so one expert's slices are read in
+// parallel. Cancelling the lanes' context makes them fail what is queued and
+// exit; [Lanes.Close] stops accepting, lets the lanes finish the queue and
+// waits for them; no goroutine outlives Close.
 //
 // # Ownership and concurrency
 //

@@ -58,7 +58,9 @@ type Lanes struct {
 	mu         sync.Mutex
 	closed     bool
 	submitters sync.WaitGroup
+	stopOnce   sync.Once
 	closeOnce  sync.Once
+	closing    chan struct{}
 
 	counters []laneCounters
 }
@@ -83,8 +85,9 @@ const DefaultQueue = 64
 
 // StartLanes starts n lane goroutines reading from files. queue bounds the
 // number of accepted-but-unstarted requests (<= 0: DefaultQueue). When ctx is
-// cancelled the lanes stop reading: pieces not yet started complete with
-// ctx.Err() (preads in progress finish first). The caller must call Close.
+// cancelled the lanes stop reading and exit: pieces not yet started complete
+// with ctx.Err() (preads in progress finish first) and Submit returns
+// ErrClosed. The caller must still call Close, which waits for the lanes.
 func StartLanes(ctx context.Context, files *Files, n, queue int) (*Lanes, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("reader: --io-threads must be positive, got %d", n)
@@ -101,11 +104,19 @@ func StartLanes(ctx context.Context, files *Files, n, queue int) (*Lanes, error)
 		q:        make(chan *task, queue),
 		sub:      make(chan job, handOff*n),
 		counters: make([]laneCounters, n),
+		closing:  make(chan struct{}),
 	}
 	for i := range n {
 		c := &l.counters[i]
 		l.wg.Go(func() { l.run(c) })
 	}
+	l.wg.Go(func() {
+		select {
+		case <-ctx.Done():
+			l.stop() // the lanes fail what is queued and exit
+		case <-l.closing:
+		}
+	})
 	return l, nil
 }
 
@@ -226,6 +237,10 @@ func (l *Lanes) Submit(ctx context.Context, r Request) error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
+	if err := l.ctx.Err(); err != nil {
+		l.mu.Unlock()
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
 	l.submitters.Add(1)
 	l.mu.Unlock()
 	defer l.submitters.Done()
@@ -248,12 +263,21 @@ func (l *Lanes) Submit(ctx context.Context, r Request) error {
 // its request in (the lanes keep draining), so Close cannot deadlock on it.
 func (l *Lanes) Close() {
 	l.closeOnce.Do(func() {
+		close(l.closing)
+		l.stop()
+		l.wg.Wait()
+	})
+}
+
+// stop closes the queue once no Submit is in progress; the lanes exit when it
+// is drained. Called by Close and when the lanes' context ends.
+func (l *Lanes) stop() {
+	l.stopOnce.Do(func() {
 		l.mu.Lock()
 		l.closed = true
 		l.mu.Unlock()
 		l.submitters.Wait()
 		close(l.q)
-		l.wg.Wait()
 	})
 }
 

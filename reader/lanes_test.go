@@ -142,6 +142,17 @@ func TestLanesCancel(t *testing.T) {
 	if ok != 1 || cancelled != 4 {
 		t.Errorf("%d ok and %d cancelled, want 1 and 4", ok, cancelled)
 	}
+	if err := l.Submit(context.Background(), Request{Buf: buf, Ranges: []Range{{0, 0, 10}}, Done: func(error) {}}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Submit after cancellation: %v, want ErrClosed", err)
+	}
+	// The lanes exit on cancellation alone, before Close.
+	exited := make(chan struct{})
+	go func() { l.wg.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("lanes still running after cancellation")
+	}
 	done := make(chan struct{})
 	go func() { l.Close(); close(done) }()
 	select {
