@@ -37,6 +37,18 @@ func ActivationType(t quant.Type) (quant.Type, error) {
 	return 0, fmt.Errorf("%w: %v", ErrUnsupported, t)
 }
 
+// unsignedOffset is the constant that makes t's weight codes unsigned
+// (MXFP4: kvalues+12 in 0..24; Q4_0: the raw nibble, value+8), 0 if none.
+func unsignedOffset(t quant.Type) int32 {
+	switch t {
+	case quant.MXFP4:
+		return 12
+	case quant.Q4_0:
+		return 8
+	}
+	return 0
+}
+
 // Supported reports whether rows of type t have a dot-product kernel.
 func Supported(t quant.Type) bool {
 	_, err := ActivationType(t)
@@ -57,6 +69,10 @@ type Activation struct {
 	s     []float32 // Q8_1: per block fp16(d*sum(qs))
 	bsums []int16   // Q8_K: sums of 16 consecutive quants
 	h     []uint16  // F16/BF16: the converted values
+	// corr: Q8_0 activations for MXFP4/Q4_0 rows: per 4 quants,
+	// off·Σq with off the offset that makes the weight codes unsigned
+	// (12 for MXFP4, 8 for Q4_0); the assembly subtracts it per lane.
+	corr []int32
 	f     []float32 // F32: a copy of x
 }
 
@@ -110,6 +126,14 @@ func (a *Activation) quantizeWith(m *implementation, t quant.Type, x []float32) 
 		a.qs = grow(a.qs, n)
 		a.d = grow(a.d, n/32)
 		m.quantQ8_0(x, a.qs, a.d)
+		a.corr = a.corr[:0]
+		if off := unsignedOffset(t); off != 0 {
+			a.corr = grow(a.corr, n/4)
+			for i := range a.corr {
+				q := a.qs[4*i : 4*i+4]
+				a.corr[i] = off * (int32(q[0]) + int32(q[1]) + int32(q[2]) + int32(q[3]))
+			}
+		}
 	case quant.Q8_1:
 		a.qs = grow(a.qs, n)
 		a.d = grow(a.d, n/32)

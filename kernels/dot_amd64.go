@@ -17,6 +17,8 @@ var (
 	q6Shuf [8][16]byte
 	// kvaluesMXFP4 as a 16-byte VPSHUFB table is kvaluesMXFP4 itself.
 	e8m0HalfTable [256]float32
+	// kvaluesMXFP4u: kvaluesMXFP4 + 12, unsigned (0..24).
+	kvaluesMXFP4u [16]byte
 	// mxShift: VPSRLVD counts putting high nibbles in the upper half.
 	mxShift = [8]uint32{0, 0, 0, 0, 4, 4, 4, 4}
 )
@@ -32,6 +34,9 @@ func init() {
 			q6Shuf[k][8+i] = byte(2*k + 1)
 		}
 	}
+	for i, v := range kvaluesMXFP4 {
+		kvaluesMXFP4u[i] = byte(v + 12)
+	}
 	for e := range e8m0HalfTable {
 		e8m0HalfTable[e] = e8m0Half(uint8(e))
 	}
@@ -41,10 +46,10 @@ func init() {
 func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
 
 //go:noescape
-func dotQ4_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
+func dotQ4_0AVX2(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
 
 //go:noescape
-func dotMXFP4AVX2(w *byte, qs *int8, d *float32, nb int) float32
+func dotMXFP4AVX2(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
 
 //go:noescape
 func dotQ4_KAVX2(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
@@ -85,7 +90,10 @@ func avx2DotQ4_0(w []byte, a *Activation) float32 {
 	if !ok {
 		return nan
 	}
-	return dotQ4_0AVX2(&w[0], &a.qs[0], &a.d[0], nb)
+	if len(a.corr) < nb*8 || a.weight != quant.Q4_0 {
+		return refDotQ4_0(w, a) // activation prepared for another type
+	}
+	return dotQ4_0AVX2(&w[0], &a.qs[0], &a.d[0], &a.corr[0], nb)
 }
 
 func avx2RowsQ4_0(w []byte, rb int, a *Activation, y []float32) {
@@ -94,8 +102,14 @@ func avx2RowsQ4_0(w []byte, rb int, a *Activation, y []float32) {
 		fillNaN(y)
 		return
 	}
+	if len(a.corr) < nb*8 || a.weight != quant.Q4_0 {
+		for i := range y {
+			y[i] = refDotQ4_0(w[i*rb:(i+1)*rb], a)
+		}
+		return
+	}
 	for i := range y {
-		y[i] = dotQ4_0AVX2(&w[i*rb], &a.qs[0], &a.d[0], nb)
+		y[i] = dotQ4_0AVX2(&w[i*rb], &a.qs[0], &a.d[0], &a.corr[0], nb)
 	}
 }
 
@@ -104,7 +118,10 @@ func avx2DotMXFP4(w []byte, a *Activation) float32 {
 	if !ok {
 		return nan
 	}
-	return dotMXFP4AVX2(&w[0], &a.qs[0], &a.d[0], nb)
+	if len(a.corr) < nb*8 || a.weight != quant.MXFP4 {
+		return refDotMXFP4(w, a) // activation prepared for another type
+	}
+	return dotMXFP4AVX2(&w[0], &a.qs[0], &a.d[0], &a.corr[0], nb)
 }
 
 func avx2DotQ4_K(w []byte, a *Activation) float32 {
@@ -176,8 +193,14 @@ func avx2RowsMXFP4(w []byte, rb int, a *Activation, y []float32) {
 		fillNaN(y)
 		return
 	}
+	if len(a.corr) < nb*8 || a.weight != quant.MXFP4 {
+		for i := range y {
+			y[i] = refDotMXFP4(w[i*rb:(i+1)*rb], a)
+		}
+		return
+	}
 	for i := range y {
-		y[i] = dotMXFP4AVX2(&w[i*rb], &a.qs[0], &a.d[0], nb)
+		y[i] = dotMXFP4AVX2(&w[i*rb], &a.qs[0], &a.d[0], &a.corr[0], nb)
 	}
 }
 

@@ -65,12 +65,14 @@ q80loop:
 	VZEROUPPER
 	RET
 
-// MXBLOCK(off, yoff, doff): one MXFP4 block at off(SI) against 32 quants at
-// yoff(DI) with activation scale doff(DX), added to Y0. The 16 code bytes are
-// broadcast to both halves and the upper half shifted right by 4 (VPSRLVD
-// with Y12 = [0,0,0,0,4,4,4,4]), so after masking the register holds the 32
-// codes in element order.
-#define MXBLOCK(off, yoff, doff) \
+// MXBLOCK(off, yoff, doff, coff): one MXFP4 block at off(SI) against 32
+// quants at yoff(DI), activation scale doff(DX), correction lanes coff(R9);
+// added to Y0. The 16 code bytes are broadcast to both halves and the upper
+// half shifted right by 4 (VPSRLVD with Y12 = [0,0,0,0,4,4,4,4]), so after
+// masking the register holds the 32 codes in element order. Y13 maps codes
+// to kvalues+12 (unsigned), so VPMADDUBSW takes the activation directly and
+// the lanes are corrected by 12·Σ4q (exact integers, same lanes).
+#define MXBLOCK(off, yoff, doff, coff) \
 	MOVBLZX        off(SI), AX        \
 	VMOVSS         (R8)(AX*4), X1     \
 	VMULSS         doff(DX), X1, X1   \
@@ -79,48 +81,58 @@ q80loop:
 	VPSRLVD        Y12, Y2, Y2        \
 	VPAND          Y14, Y2, Y2        \
 	VPSHUFB        Y2, Y13, Y2        \
-	VMOVDQU        yoff(DI), Y3       \
-	VPSIGNB        Y2, Y3, Y3         \
-	VPABSB         Y2, Y2             \
-	VPMADDUBSW     Y3, Y2, Y2         \
+	VPMADDUBSW     yoff(DI), Y2, Y2   \
 	VPMADDWD       Y15, Y2, Y2        \
+	VPSUBD         coff(R9), Y2, Y2   \
 	VCVTDQ2PS      Y2, Y2             \
 	VMULPS         Y1, Y2, Y2         \
 	VADDPS         Y2, Y0, Y0
 
-// func dotMXFP4AVX2(w *byte, qs *int8, d *float32, nb int) float32
-TEXT ·dotMXFP4AVX2(SB), NOSPLIT, $0-36
+// func dotMXFP4AVX2(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
+TEXT ·dotMXFP4AVX2(SB), NOSPLIT, $0-44
 	MOVQ w+0(FP), SI
 	MOVQ qs+8(FP), DI
 	MOVQ d+16(FP), DX
-	MOVQ nb+24(FP), CX
+	MOVQ corr+24(FP), R9
+	MOVQ nb+32(FP), CX
 	ONES16
 	LOW4
 	LEAQ           ·e8m0HalfTable(SB), R8
-	VBROADCASTI128 ·kvaluesMXFP4(SB), Y13
+	VBROADCASTI128 ·kvaluesMXFP4u(SB), Y13
 	VMOVDQU        ·mxShift(SB), Y12
 	VXORPS         Y0, Y0, Y0
-	SHRQ           $1, CX
+	SHRQ           $2, CX
 	JZ             mxtail
 
 mxloop:
-	MXBLOCK(0, 0, 0)
-	MXBLOCK(17, 32, 4)
-	ADDQ           $34, SI
-	ADDQ           $64, DI
-	ADDQ           $8, DX
+	MXBLOCK(0, 0, 0, 0)
+	MXBLOCK(17, 32, 4, 32)
+	MXBLOCK(34, 64, 8, 64)
+	MXBLOCK(51, 96, 12, 96)
+	ADDQ           $68, SI
+	ADDQ           $128, DI
+	ADDQ           $16, DX
+	ADDQ           $128, R9
 	DECQ           CX
 	JNZ            mxloop
 
 mxtail:
-	MOVQ           nb+24(FP), CX
-	ANDQ           $1, CX
+	MOVQ           nb+32(FP), CX
+	ANDQ           $3, CX
 	JZ             mxdone
-	MXBLOCK(0, 0, 0)
+
+mxtailloop:
+	MXBLOCK(0, 0, 0, 0)
+	ADDQ           $17, SI
+	ADDQ           $32, DI
+	ADDQ           $4, DX
+	ADDQ           $32, R9
+	DECQ           CX
+	JNZ            mxtailloop
 
 mxdone:
 	HSUM8
-	VMOVSS     X0, ret+32(FP)
+	VMOVSS     X0, ret+40(FP)
 	VZEROUPPER
 	RET
 
@@ -498,9 +510,10 @@ f16done:
 	VZEROUPPER
 	RET
 
-// Q40BLOCK(off, yoff, doff): one Q4_0 block (fp16 d, 16 code bytes) at
-// off(SI); codes split like MXFP4, minus 8 (Y11 = 32 × 8).
-#define Q40BLOCK(off, yoff, doff) \
+// Q40BLOCK(off, yoff, doff, coff): one Q4_0 block (fp16 d, 16 code bytes)
+// at off(SI); codes split like MXFP4; the raw nibbles (value+8) go to
+// VPMADDUBSW unsigned and the lanes are corrected by 8·Σ4q (coff(R9)).
+#define Q40BLOCK(off, yoff, doff, coff) \
 	MOVWLZX        off(SI), AX        \
 	VMOVD          AX, X1             \
 	VCVTPH2PS      X1, X1             \
@@ -509,49 +522,55 @@ f16done:
 	VBROADCASTI128 (off+2)(SI), Y2    \
 	VPSRLVD        Y12, Y2, Y2        \
 	VPAND          Y14, Y2, Y2        \
-	VPSUBB         Y11, Y2, Y2        \
-	VMOVDQU        yoff(DI), Y3       \
-	VPSIGNB        Y2, Y3, Y3         \
-	VPABSB         Y2, Y2             \
-	VPMADDUBSW     Y3, Y2, Y2         \
+	VPMADDUBSW     yoff(DI), Y2, Y2   \
 	VPMADDWD       Y15, Y2, Y2        \
+	VPSUBD         coff(R9), Y2, Y2   \
 	VCVTDQ2PS      Y2, Y2             \
 	VMULPS         Y1, Y2, Y2         \
 	VADDPS         Y2, Y0, Y0
 
-// func dotQ4_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
-TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
+// func dotQ4_0AVX2(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
+TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-44
 	MOVQ w+0(FP), SI
 	MOVQ qs+8(FP), DI
 	MOVQ d+16(FP), DX
-	MOVQ nb+24(FP), CX
+	MOVQ corr+24(FP), R9
+	MOVQ nb+32(FP), CX
 	ONES16
 	LOW4
-	MOVL           $0x08080808, AX
-	VMOVD          AX, X11
-	VPBROADCASTD   X11, Y11
 	VMOVDQU        ·mxShift(SB), Y12
 	VXORPS         Y0, Y0, Y0
-	SHRQ           $1, CX
+	SHRQ           $2, CX
 	JZ             q40tail
 
 q40loop:
-	Q40BLOCK(0, 0, 0)
-	Q40BLOCK(18, 32, 4)
-	ADDQ           $36, SI
-	ADDQ           $64, DI
-	ADDQ           $8, DX
+	Q40BLOCK(0, 0, 0, 0)
+	Q40BLOCK(18, 32, 4, 32)
+	Q40BLOCK(36, 64, 8, 64)
+	Q40BLOCK(54, 96, 12, 96)
+	ADDQ           $72, SI
+	ADDQ           $128, DI
+	ADDQ           $16, DX
+	ADDQ           $128, R9
 	DECQ           CX
 	JNZ            q40loop
 
 q40tail:
-	MOVQ           nb+24(FP), CX
-	ANDQ           $1, CX
+	MOVQ           nb+32(FP), CX
+	ANDQ           $3, CX
 	JZ             q40done
-	Q40BLOCK(0, 0, 0)
+
+q40tailloop:
+	Q40BLOCK(0, 0, 0, 0)
+	ADDQ           $18, SI
+	ADDQ           $32, DI
+	ADDQ           $4, DX
+	ADDQ           $32, R9
+	DECQ           CX
+	JNZ            q40tailloop
 
 q40done:
 	HSUM8
-	VMOVSS     X0, ret+32(FP)
+	VMOVSS     X0, ret+40(FP)
 	VZEROUPPER
 	RET

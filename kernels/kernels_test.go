@@ -300,6 +300,37 @@ func TestMatMulEqualsMatVec(t *testing.T) {
 	}
 }
 
+// TestSharedQ8_0Activation: a Q8_0 activation prepared for one weight type
+// serves every type whose rows take Q8_0 activations, with the same result
+// as one prepared for that type.
+func TestSharedQ8_0Activation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	const rows, cols = 9, 320
+	x := randX(rng, cols)
+	types := []quant.Type{quant.Q8_0, quant.Q4_0, quant.Q5_0, quant.MXFP4}
+	p := NewPool(2)
+	defer p.Close()
+	for _, prep := range types {
+		a, err := QuantizeActivation(prep, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, typ := range types {
+			w := randRows(rng, typ, rows, cols)
+			got, want := make([]float32, rows), make([]float32, rows)
+			if err := p.MatVecQ(typ, w, rows, cols, a, got); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.MatVec(typ, w, rows, cols, x, want); err != nil {
+				t.Fatal(err)
+			}
+			if !bitsEqual(got, want) {
+				t.Fatalf("%v rows with an activation prepared for %v differ", typ, prep)
+			}
+		}
+	}
+}
+
 func TestErrors(t *testing.T) {
 	p := NewPool(2)
 	w := make([]byte, 144*4)
