@@ -73,7 +73,7 @@ type Activation struct {
 	// off·Σq with off the offset that makes the weight codes unsigned
 	// (12 for MXFP4, 8 for Q4_0); the assembly subtracts it per lane.
 	corr []int32
-	f     []float32 // F32: a copy of x
+	f    []float32 // F32: a copy of x
 }
 
 // Type is the activation's own format (the vec_dot_type).
