@@ -38,7 +38,9 @@ import (
 type LayerMix struct {
 	name          string
 	fast, slow, w float64
-	nfast, nslow  float64 // (1−2^−λ) normalisers
+	nfast, nslow  float64     // (1−2^−λ) normalisers
+	fastPow       [64]float64 // 2^(−fast·d) for small d
+	slowPow       [64]float64
 	history       bool
 	batch, clock  int64
 	layers        []mixLayer
@@ -102,6 +104,10 @@ func NewLayerMix(name string, fast, slow, w float64, history bool, layers int) *
 	if history {
 		p.ghost = make(map[Key]mixEntry)
 	}
+	for d := range p.fastPow {
+		p.fastPow[d] = math.Exp2(-fast * float64(d))
+		p.slowPow[d] = math.Exp2(-slow * float64(d))
+	}
 	p.grow(layers - 1)
 	return p
 }
@@ -144,9 +150,15 @@ func (p *LayerMix) Batch(step, layer int) {
 // decayed returns e's counts as of its layer's current visit.
 func (p *LayerMix) decayed(e *mixEntry) (f, s float64) {
 	f, s = e.f, e.s
-	if d := float64(p.layers[e.key.Layer].visits - e.stamp); d > 0 {
-		f = float64(f * math.Exp2(-p.fast*d))
-		s = float64(s * math.Exp2(-p.slow*d))
+	d := p.layers[e.key.Layer].visits - e.stamp
+	switch {
+	case d <= 0:
+	case d < int64(len(p.fastPow)):
+		f *= p.fastPow[d]
+		s *= p.slowPow[d]
+	default:
+		f = float64(f * math.Exp2(-p.fast*float64(d)))
+		s = float64(s * math.Exp2(-p.slow*float64(d)))
 	}
 	return f, s
 }
