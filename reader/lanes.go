@@ -12,9 +12,9 @@ import (
 )
 
 // Request is one read job for the lanes: all of Ranges into Buf (layout as in
-// the package comment). Done is called exactly once, from the lane goroutine
-// that finished the last piece, with nil or the first error; it must not block
-// for long (it holds up the lane).
+// the package comment). Done is called exactly once, from the lane goroutine,
+// with nil or the first error; it must not block for long (it holds up the
+// lane).
 type Request struct {
 	Buf    []byte
 	Ranges []Range
@@ -24,7 +24,7 @@ type Request struct {
 
 // LaneStats are one lane's cumulative counters.
 type LaneStats struct {
-	Busy    time.Duration // time spent inside reads
+	Busy    time.Duration // time spent serving requests (wall time per lane)
 	Bytes   int64         // bytes transferred from the files (widened with O_DIRECT)
 	Payload int64         // bytes the requests asked for (sum of range lengths)
 	Reads   int64         // requests served (including failed ones)
@@ -41,18 +41,16 @@ type laneCounters struct {
 	_                           [32]byte // keep lanes off one cache line
 }
 
-// Lanes is the pool of reader goroutines (--io-threads). N lanes keep up to N
-// preads in flight: a lane that takes a request hands the request's other
-// pieces (one per range, large ranges cut in 4 MiB pieces) to idle lanes, so
-// even a single expert's gate, up and down slices are read in parallel when
-// the lanes are not saturated; when all lanes are busy each reads its own
-// requests' pieces back to back.
+// Lanes is the pool of reader goroutines (--io-threads). A lane serves one
+// request at a time — N lanes keep N experts in flight — and reads the
+// request's pieces (one per range, large ranges cut in 4 MiB pieces) with up
+// to PieceParallelism preads at once, so an expert's gate, up and down slices
+// travel together, as one large read would: N lanes put about as many bytes
+// in flight as fio --numjobs=N with one expert-sized block per job.
 type Lanes struct {
 	files *Files
 	ctx   context.Context
-	q     chan *task   // accepted requests, bounded
-	sub   chan job     // pieces handed between lanes
-	idle  atomic.Int32 // lanes waiting for work
+	q     chan *task // accepted requests, bounded
 	wg    conc.WaitGroup
 
 	mu         sync.Mutex
@@ -65,18 +63,13 @@ type Lanes struct {
 	counters []laneCounters
 }
 
-// task is an accepted request being read.
+// PieceParallelism is the most preads one lane issues at once for one request.
+const PieceParallelism = 4
+
+// task is an accepted request.
 type task struct {
 	Request
-	pieces    []piece
-	remaining atomic.Int32
-	mu        sync.Mutex
-	err       error
-}
-
-type job struct {
-	t *task
-	p int
+	pieces []piece
 }
 
 // DefaultQueue is the queue length StartLanes uses when queue <= 0: enough for
@@ -102,7 +95,6 @@ func StartLanes(ctx context.Context, files *Files, n, queue int) (*Lanes, error)
 		files:    files,
 		ctx:      ctx,
 		q:        make(chan *task, queue),
-		sub:      make(chan job, handOff*n),
 		counters: make([]laneCounters, n),
 		closing:  make(chan struct{}),
 	}
@@ -127,89 +119,62 @@ func (l *Lanes) N() int { return len(l.counters) }
 func (l *Lanes) Files() *Files { return l.files }
 
 func (l *Lanes) run(c *laneCounters) {
-	var own []int // pieces this lane could not hand out
-	for {
-		var j job
-		select {
-		case j = <-l.sub: // pieces already started take priority
-		default:
-			l.idle.Add(1)
-			select {
-			case j = <-l.sub:
-				l.idle.Add(-1)
-			case t, ok := <-l.q:
-				l.idle.Add(-1)
-				if !ok {
-					// Closed and drained. Pieces this lane handed out may still
-					// be queued: finish them before leaving.
-					for {
-						select {
-						case j := <-l.sub:
-							l.do(c, j)
-						default:
-							return
-						}
-					}
-				}
-				if len(t.pieces) == 0 {
-					c.reads.Add(1)
-					t.Done(nil)
-					continue
-				}
-				// Hand pieces to idle lanes only: when every lane is busy the
-				// hand-off would add wake-ups and no parallelism.
-				own = own[:0]
-				idle := l.idle.Load()
-				for p := 1; p < len(t.pieces); p++ {
-					if idle > 0 {
-						select {
-						case l.sub <- job{t, p}:
-							idle--
-							continue
-						default:
-						}
-					}
-					own = append(own, p)
-				}
-				j = job{t, 0}
-				l.do(c, j)
-				for _, p := range own {
-					l.do(c, job{t, p})
-				}
-				continue
-			}
+	for t := range l.q {
+		t0 := time.Now()
+		var err error
+		if err = l.ctx.Err(); err == nil {
+			err = l.read(c, t)
 		}
-		l.do(c, j)
+		c.busy.Add(int64(time.Since(t0)))
+		c.reads.Add(1)
+		t.Done(err)
 	}
 }
 
-// do reads one piece and completes the request if it was the last one.
-func (l *Lanes) do(c *laneCounters, j job) {
-	t := j.t
-	p := t.pieces[j.p]
-	err := l.ctx.Err()
-	if err == nil {
-		t0 := time.Now()
-		var n int64
-		n, err = l.files.readPiece(t.Buf, p, t.Label)
-		c.busy.Add(int64(time.Since(t0)))
-		c.bytes.Add(n)
-		c.payload.Add(p.n)
-	}
-	if err != nil {
-		t.mu.Lock()
-		if t.err == nil {
-			t.err = err
+// read reads every piece of t, up to PieceParallelism at once, and returns the
+// first error. Helper goroutines are waited for before it returns.
+func (l *Lanes) read(c *laneCounters, t *task) error {
+	var (
+		next  atomic.Int32
+		mu    sync.Mutex
+		first error
+	)
+	work := func() {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(t.pieces) {
+				return
+			}
+			err := l.ctx.Err()
+			if err == nil {
+				var n int64
+				n, err = l.files.readPiece(t.Buf, t.pieces[i], t.Label)
+				c.bytes.Add(n)
+				c.payload.Add(t.pieces[i].n)
+			}
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+				next.Store(int32(len(t.pieces))) // stop handing out pieces
+				return
+			}
 		}
-		t.mu.Unlock()
 	}
-	if t.remaining.Add(-1) == 0 {
-		c.reads.Add(1)
-		t.mu.Lock()
-		err := t.err
-		t.mu.Unlock()
-		t.Done(err)
+	helpers := min(len(t.pieces), PieceParallelism) - 1
+	if helpers <= 0 {
+		work()
+		return first
 	}
+	var wg sync.WaitGroup
+	for range helpers {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	return first
 }
 
 // Submit queues r, blocking while the queue is full. It returns ctx's error if
@@ -231,7 +196,6 @@ func (l *Lanes) Submit(ctx context.Context, r Request) error {
 		}
 		return true
 	})
-	t.remaining.Store(int32(len(t.pieces)))
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -300,7 +264,3 @@ func (l *Lanes) Stats() Stats {
 	}
 	return s
 }
-
-// handOff is the per-lane capacity of the piece hand-off channel (0: a lane
-// reads all pieces of the requests it takes).
-var handOff = 8
