@@ -18,13 +18,20 @@ func (k Key) String() string { return fmt.Sprintf("L%d/E%d", k.Layer, k.Expert) 
 //
 // A Policy is not safe for concurrent use; the cache calls it under its lock.
 // The call protocol is: Batch at the start of every lookup batch (one decode
-// (token, layer), or one prefill layer), then for every distinct key looked up
-// in the batch either OnHit (it was resident) or OnAdmit (it became resident),
-// then, while the cache is over budget, Victim followed by OnEvict for the key
-// the cache actually removed. OnEvict is also called when the cache drops a
-// key for its own reasons. Victim never returns a key for which eligible
-// returns false (pinned, or touched in the current batch); it returns
-// ok=false when no resident key is eligible.
+// (token, layer), or one prefill layer), then for every key looked up in the
+// batch either OnHit (it was resident; also for a repeat inside the batch) or
+// OnAdmit (it became resident), and, whenever the cache needs room (after the
+// batch in replay, before a miss's read in the engine's slot arena), Victim
+// followed by OnEvict for the key the cache actually removed. OnEvict is also
+// called when the cache drops a key for its own reasons. Victim never returns
+// a key for which eligible returns false (pinned, or touched in the current
+// batch); it returns ok=false when no resident key is eligible.
+//
+// Registered policies (NewPolicy): "lru"; "lfu" (in-cache counts, LRU among
+// equals); "random" (seeded); "belady" (offline optimum, replay only);
+// "layer" (LayerMix, the recommended default: no cliff below one token's
+// working set, and above it ahead of LRU on the real traces); "layer-lrfu"
+// and "layer-lru" (Layered: one decay rate; pure recency in layer time).
 type Policy interface {
 	Name() string
 	Batch(step, layer int)                      // a new lookup batch starts (one decode (token, layer))
@@ -42,9 +49,9 @@ type PolicyOptions struct {
 	// Layers is the model's layer count. Layer-aware policies learn it from
 	// the Batch calls when it is 0.
 	Layers int
-	// Future is the complete lookup sequence the cache will see, one entry
-	// per distinct key per batch in batch order. Only "belady" uses it and
-	// requires it (it is an offline, replay-only policy).
+	// Future is the key of every OnHit and OnAdmit call the policy will
+	// receive, in order (replay.Sequence.Future builds it). Only "belady"
+	// uses it and requires it (it is an offline, replay-only policy).
 	Future []Key
 }
 

@@ -16,7 +16,7 @@
 // at its layer's expert_bytes; eviction runs after the batch and never evicts
 // an entry the batch touched, so the cache may exceed its budget inside a
 // batch. Hit % is reported over decode lookups (or all lookups with
-// PhaseAll).
+// CountAll).
 //
 // Readers and writers are not safe for concurrent use; a *Trace is immutable
 // after Read returns and may be replayed from several goroutines, each with
