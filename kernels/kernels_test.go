@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/pipe-engine/pipe/quant"
 	"go.uber.org/goleak"
@@ -380,5 +381,52 @@ func TestErrors(t *testing.T) {
 	p.Close()
 	if err := p.MatVec(quant.Q4_K, w, 4, 256, x, y); !errors.Is(err, ErrClosed) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestPoolStress: back-to-back calls (helpers still spinning), calls after
+// pauses longer than spinWait (helpers parked) and concurrent callers all
+// give the single-thread result.
+func TestPoolStress(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 30))
+	const rows, cols = 64, 256
+	w := randRows(rng, quant.Q4_K, rows, cols)
+	x := randX(rng, cols)
+	want := make([]float32, rows)
+	p1 := NewPool(1)
+	if err := p1.MatVec(quant.Q4_K, w, rows, cols, x, want); err != nil {
+		t.Fatal(err)
+	}
+	p1.Close()
+	p := NewPool(3)
+	defer p.Close()
+	iters := 200
+	if testing.Short() {
+		iters = 50
+	}
+	errc := make(chan error, 3)
+	for g := 0; g < 3; g++ {
+		go func(g int) {
+			y := make([]float32, rows)
+			for i := 0; i < iters; i++ {
+				if (i+g)%7 == 0 {
+					time.Sleep(2 * spinWait)
+				}
+				if err := p.MatVec(quant.Q4_K, w, rows, cols, x, y); err != nil {
+					errc <- err
+					return
+				}
+				if !bitsEqual(y, want) {
+					errc <- errors.New("concurrent MatVec result differs")
+					return
+				}
+			}
+			errc <- nil
+		}(g)
+	}
+	for g := 0; g < 3; g++ {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

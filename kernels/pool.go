@@ -2,27 +2,32 @@ package kernels
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pipe-engine/pipe/quant"
 )
 
 // Pool runs products on a fixed set of persistent worker goroutines (the
-// calling goroutine is one of the threads; Threads()-1 helpers wait on
-// channels between calls, no goroutine is started per call). Rows are handed
-// out in contiguous chunks through an atomic counter; every output element is
-// computed by the same single-row kernel whatever the chunking, so results
-// are identical for any thread count. Calls are serialized by a mutex, so a
-// Pool is safe for concurrent use; Close stops the helpers.
+// calling goroutine is one of the threads; Threads()-1 helpers live as long
+// as the Pool, no goroutine is started per call). After a job a helper spins
+// for spinWait (decode issues products back to back) and then parks on its
+// channel; the caller likewise spins briefly before blocking on the helpers.
+// Rows are handed out in contiguous chunks through an atomic counter; every
+// output element is computed by the same single-row kernel whatever the
+// chunking, so results are identical for any thread count. Calls are
+// serialized by a mutex, so a Pool is safe for concurrent use; Close stops
+// the helpers.
 type Pool struct {
 	threads int
 
-	mu     sync.Mutex // held for a whole call
-	closed bool
-	wake   []chan struct{}
-	done   sync.WaitGroup // helpers still running the current job
-	exited sync.WaitGroup // helpers still alive
+	mu      sync.Mutex // held for a whole call
+	closed  bool
+	helpers []*helper
+	done    sync.WaitGroup // helpers still running the current job
+	exited  sync.WaitGroup // helpers still alive
 
 	job    job
 	act    Activation     // MatVec's quantized x
@@ -42,6 +47,41 @@ type job struct {
 	y     []float32
 	chunk int
 	next  atomic.Int64
+	// pending counts helpers still on this job (spun on by the caller
+	// before it blocks on Pool.done).
+	pending atomic.Int32
+}
+
+// helper states
+const (
+	parked   = 0 // blocked on wake
+	spinning = 1 // polling state for work
+	working  = 2 // handed a job
+)
+
+type helper struct {
+	state atomic.Int32
+	wake  chan struct{} // capacity 1: a wake-up never blocks the caller
+}
+
+// spinWait bounds the busy-waiting of helpers between jobs and of the caller
+// for the last helper.
+const spinWait = 30 * time.Microsecond
+
+// spin polls cond until it is true (returns true) or spinWait passes.
+func spin(cond func() bool) bool {
+	start := time.Now()
+	for i := 1; ; i++ {
+		if cond() {
+			return true
+		}
+		if i%64 == 0 {
+			if time.Since(start) > spinWait {
+				return false
+			}
+			runtime.Gosched()
+		}
+	}
 }
 
 // parallelMinBytes: below this many weight bytes × vectors a product runs on
@@ -59,20 +99,40 @@ func NewPool(threads int) *Pool {
 	}
 	p := &Pool{threads: threads}
 	for i := 1; i < threads; i++ {
-		ch := make(chan struct{})
-		p.wake = append(p.wake, ch)
+		h := &helper{wake: make(chan struct{}, 1)}
+		h.state.Store(spinning)
+		p.helpers = append(p.helpers, h)
 		p.exited.Add(1)
-		go p.helper(ch)
+		go p.loop(h)
 	}
 	return p
 }
 
-func (p *Pool) helper(ch chan struct{}) {
+func (p *Pool) loop(h *helper) {
 	defer p.exited.Done()
-	for range ch {
+	// Only this loop moves spinning→parked, and then always takes the wake
+	// token start sends for a parked helper; a failed CAS means start
+	// already moved spinning→working.
+	for {
+		if !spin(func() bool { return h.state.Load() == working }) && h.state.CompareAndSwap(spinning, parked) {
+			if _, ok := <-h.wake; !ok {
+				return // closed
+			}
+		}
 		p.job.run()
+		h.state.Store(spinning)
+		p.job.pending.Add(-1)
 		p.done.Done()
 	}
+}
+
+// start hands the current job to h.
+func (h *helper) start() {
+	if h.state.CompareAndSwap(spinning, working) {
+		return
+	}
+	h.state.Store(working) // parked (or parking): wake it
+	h.wake <- struct{}{}
 }
 
 // Threads is the number of threads products run on.
@@ -87,8 +147,8 @@ func (p *Pool) Close() {
 		return
 	}
 	p.closed = true
-	for _, ch := range p.wake {
-		close(ch)
+	for _, h := range p.helpers {
+		close(h.wake)
 	}
 	p.exited.Wait()
 }
@@ -145,11 +205,15 @@ func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation,
 		j.chunk = max(rows, 1)
 	}
 	p.done.Add(helpers)
-	for i := 0; i < helpers; i++ {
-		p.wake[i] <- struct{}{}
+	j.pending.Store(int32(helpers))
+	for _, h := range p.helpers[:helpers] {
+		h.start()
 	}
 	j.run()
-	p.done.Wait()
+	if helpers > 0 {
+		spin(func() bool { return j.pending.Load() == 0 })
+		p.done.Wait()
+	}
 	j.w, j.acts, j.y = nil, nil, nil
 }
 
