@@ -1,0 +1,159 @@
+package gen
+
+import (
+	"math"
+	"testing"
+
+	"github.com/pipe-engine/pipe/quant"
+)
+
+// quantRow generates row r of t the way the generator does (floats, then the
+// tensor's type) and returns the dequantized values the engine will see.
+func quantRow(t *testing.T, g *weightGen, r uint64) []float32 {
+	t.Helper()
+	n := int(g.t.Dims[0])
+	x := make([]float32, n)
+	g.row(r, newRNG(1, g.t.Name, 0), x)
+	rs, _ := g.t.Type.RowSize(int64(n))
+	b := make([]byte, rs)
+	if err := encodeRow(g.t.Type, x, b); err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float32, n)
+	if err := quant.Dequantize(g.t.Type, b, y); err != nil {
+		t.Fatal(err)
+	}
+	return y
+}
+
+// TestCopyHead: in qwen3-30b-a3b's layer 0, the first KV group's constant q and
+// k (after quantization, RMS norm and NEOX RoPE) put most attention on the
+// previous token, v copies the routing dimensions and attn_output writes them
+// back with gain copyGain; routers read only routing and anchor dimensions.
+func TestCopyHead(t *testing.T) {
+	p, _ := LookupPreset("qwen3-30b-a3b")
+	ft, _ := ParseFileType("Q4_K_M")
+	pl, err := NewPlan(p, ft, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := func(name string) *TensorSpec {
+		for i := range pl.Tensors {
+			if pl.Tensors[i].Name == name {
+				return &pl.Tensors[i]
+			}
+		}
+		t.Fatalf("no %s", name)
+		return nil
+	}
+	hd := p.HeadDim
+	vec := func(name string, head int) []float64 {
+		g := newWeightGen(&pl.Preset, spec(name), 1, DefaultRoutingSkew)
+		v := make([]float64, hd)
+		var ss float64
+		for j := 0; j < hd; j++ {
+			w := quantRow(t, g, uint64(head*hd+j))
+			for a := p.NEmbd - nAnchorDims; a < p.NEmbd; a++ {
+				v[j] += float64(w[a]) // x̂ = 1 on the anchors, 0 elsewhere
+			}
+			for i, x := range w[:p.NEmbd-nAnchorDims] {
+				if x != 0 {
+					t.Fatalf("%s row %d reads residual dimension %d", name, j, i)
+				}
+			}
+			ss += v[j] * v[j]
+		}
+		for j := range v { // RMS norm
+			v[j] /= math.Sqrt(ss / float64(hd))
+		}
+		return v
+	}
+	rope := func(x []float64, pos int) []float64 {
+		y := make([]float64, hd)
+		for i := 0; i < hd/2; i++ {
+			th := float64(pos) * math.Pow(float64(p.RopeBase), -2*float64(i)/float64(hd))
+			c, s := math.Cos(th), math.Sin(th)
+			y[i] = x[i]*c - x[i+hd/2]*s
+			y[i+hd/2] = x[i]*s + x[i+hd/2]*c
+		}
+		return y
+	}
+	k := vec("blk.0.attn_k.weight", 0)
+	const pos = 50
+	for _, head := range []int{0, p.NHead/p.NHeadKV - 1} {
+		q := rope(vec("blk.0.attn_q.weight", head), pos)
+		logits := make([]float64, pos+1)
+		var mx float64 = -1e9
+		for d := 0; d <= pos; d++ {
+			kr := rope(k, pos-d)
+			var dot float64
+			for j := range q {
+				dot += q[j] * kr[j]
+			}
+			logits[d] = dot / math.Sqrt(float64(hd))
+			mx = math.Max(mx, logits[d])
+		}
+		var sum float64
+		for d := range logits {
+			sum += math.Exp(logits[d] - mx)
+		}
+		w1 := math.Exp(logits[1]-mx) / sum
+		if logits[1] != mx || w1 < 0.8 {
+			t.Errorf("head %d: attention on the previous token %.2f (logits %.2f %.2f %.2f)", head, w1, logits[0], logits[1], logits[2])
+		}
+	}
+	// v copies the routing dimensions
+	gv := newWeightGen(&pl.Preset, spec("blk.0.attn_v.weight"), 1, DefaultRoutingSkew)
+	for j := 0; j < hd; j += 37 {
+		w := quantRow(t, gv, uint64(j))
+		for i, x := range w {
+			if (i == j) != (x == 1) {
+				t.Fatalf("v row %d: column %d = %v", j, i, x)
+			}
+		}
+	}
+	// attn_output writes them back with gain copyGain, over the group's heads
+	gout := newWeightGen(&pl.Preset, spec("blk.0.attn_output.weight"), 1, DefaultRoutingSkew)
+	w := quantRow(t, gout, 5)
+	var gain float64
+	for h := 0; h < p.NHead/p.NHeadKV; h++ {
+		gain += float64(w[h*hd+5])
+	}
+	if math.Abs(gain-copyGain) > 0.02 {
+		t.Errorf("copy gain %.3f, want %.3f", gain, copyGain)
+	}
+	// layer 1 has no copy head
+	if g := newWeightGen(&pl.Preset, spec("blk.1.attn_q.weight"), 1, DefaultRoutingSkew); g.special(0) {
+		t.Error("layer 1 has a copy head")
+	}
+	// routers read only routing and anchor dimensions; anchors carry popularity
+	gr := newWeightGen(&pl.Preset, spec("blk.3.ffn_gate_inp.weight"), 1, DefaultRoutingSkew)
+	row := make([]float32, p.NEmbd)
+	var popW []float64
+	for e := 0; e < p.NExpert; e++ {
+		gr.row(uint64(e), newRNG(1, "x", 0), row)
+		for i := routeDimsOf(&p); i < p.NEmbd-nAnchorDims; i++ {
+			if row[i] != 0 {
+				t.Fatalf("router row %d reads dimension %d", e, i)
+			}
+		}
+		popW = append(popW, float64(row[p.NEmbd-1]))
+	}
+	var m, v float64
+	for _, x := range popW {
+		m += x
+	}
+	m /= float64(len(popW))
+	for _, x := range popW {
+		v += (x - m) * (x - m)
+	}
+	if v == 0 {
+		t.Error("router anchor weights carry no popularity")
+	}
+	if g0 := newWeightGen(&pl.Preset, spec("blk.3.ffn_gate_inp.weight"), 1, 0); true {
+		g0.row(0, newRNG(1, "x", 0), row)
+		if row[p.NEmbd-1] != 0 {
+			t.Error("--routing-skew 0 still has popularity")
+		}
+	}
+}
