@@ -356,7 +356,7 @@ func (e *Engine) WorkingSet() int64 { return e.workingSet }
 func (e *Engine) startStream() error {
 	cfg := e.cfg
 	slot := e.slotBytes
-	pol, err := cache.NewPolicy(cfg.Policy, cache.PolicyOptions{})
+	pol, err := cache.NewPolicy(cfg.Policy, cache.PolicyOptions{Layers: e.desc.HParams.NLayer, Seed: 1})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}

@@ -54,7 +54,7 @@ type RunCmd struct {
 	CacheMB     string `name:"cache-mb" help:"Expert cache budget in MiB, 'auto' (from the cgroup limit or MemAvailable, minus dense weights, KV and --cache-floor-mb) or 0 (no cache)." default:"auto"`
 	CacheCeilMB int64  `name:"cache-ceil-mb" help:"Upper bound for --cache-mb auto, in MiB (0 = none)." default:"0"`
 	CacheFloor  int64  `name:"cache-floor-mb" help:"RAM in MiB that --cache-mb auto leaves free." default:"512"`
-	CachePolicy string `name:"cache-policy" help:"Expert cache replacement policy (lru, lfu, layer, random)." default:"lru"`
+	CachePolicy string `name:"cache-policy" help:"Expert cache replacement policy: layer (no LRU cliff below one token's working set; best in replay of real traces), lru, lfu or random." default:"layer"`
 	Overlap     bool   `help:"Compute resident experts while the lanes read the rest (--overlap=false waits for the whole layer, for A/B)." default:"true" negatable:""`
 	Prefetch    int    `help:"Speculative expert reads per layer for the next layer (0 = off)." default:"0"`
 	PrefetchPol string `name:"prefetch-policy" help:"Speculative prefetch policy: next-layer (the next layer's router applied early), temporal (last token's experts) or popular." default:"next-layer"`
