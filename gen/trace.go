@@ -163,6 +163,11 @@ func ReadRouteTrace(r io.Reader) (*RouteTrace, error) {
 		return nil, fmt.Errorf("%w: empty file", ErrTrace)
 	}
 	for _, st := range steps {
+		for slot, e := range st.Experts {
+			if e < 0 {
+				return nil, fmt.Errorf("%w: turn %d phase %d step %d layer %d has no slot %d", ErrTrace, st.Turn, st.Phase, st.Step, st.Layer, slot)
+			}
+		}
 		t.Steps = append(t.Steps, *st)
 	}
 	sort.Slice(t.Steps, func(i, j int) bool {

@@ -123,3 +123,29 @@ func TestEnsureDemo(t *testing.T) {
 		t.Errorf("cancelled generation left %v", m)
 	}
 }
+
+// FuzzReadRouteTrace: arbitrary input never panics, and a parsed trace
+// survives a write/read round trip with the same statistics.
+func FuzzReadRouteTrace(f *testing.F) {
+	f.Add(smallTrace)
+	f.Add("# route_trace v1\nturn,phase,step,layer,slot,expert\n0,1,0,0,3,1\n")
+	f.Add("# route_trace v1\n# model=m arch=a n_layer=1 n_expert=2 n_expert_used=1\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		tr, err := ReadRouteTrace(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		s := tr.Stats(PhaseAll)
+		var b bytes.Buffer
+		if err := WriteRouteTrace(&b, tr); err != nil {
+			t.Fatal(err)
+		}
+		tr2, err := ReadRouteTrace(&b)
+		if err != nil {
+			t.Fatalf("re-read: %v\n%s", err, b.String())
+		}
+		if s2 := tr2.Stats(PhaseAll); s2.K != s.K || s2.Tokens != s.Tokens || math.Abs(s2.PrevHit-s.PrevHit) > 1e-9 || math.Abs(s2.PopularHit-s.PopularHit) > 1e-9 {
+			t.Fatalf("stats changed: %+v vs %+v", s, s2)
+		}
+	})
+}

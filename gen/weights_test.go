@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -154,6 +155,32 @@ func TestCopyHead(t *testing.T) {
 		g0.row(0, newRNG(1, "x", 0), row)
 		if row[p.NEmbd-1] != 0 {
 			t.Error("--routing-skew 0 still has popularity")
+		}
+	}
+}
+
+// BenchmarkGeneratePooled measures assembling tensors from block pools (the
+// path the large models take), in bytes of model written.
+func BenchmarkGeneratePooled(b *testing.B) {
+	m, err := Prepare(Options{Preset: "qwen3-30b-a3b", Layers: 1, VocabSize: 300, Seed: 1, RoutingSkew: DefaultRoutingSkew})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pools, err := buildPools(context.Background(), 1, m.Plan, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ts *TensorSpec
+	for i := range m.Plan.Tensors {
+		if m.Plan.Tensors[i].Name == "blk.0.ffn_up_exps.weight" {
+			ts = &m.Plan.Tensors[i]
+		}
+	}
+	b.SetBytes(int64(ts.Bytes()))
+	var buf []byte
+	for b.Loop() {
+		if buf, err = m.tensorBytes(context.Background(), ts, pools, 2, buf); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
