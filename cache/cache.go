@@ -173,6 +173,7 @@ type Cache struct {
 	batch   uint64
 	closed  bool
 	handles int           // unreleased handles
+	waiters int           // Acquires waiting on wake
 	wake    chan struct{} // closed (and replaced) when a slot may have become available
 	st      Stats
 	elig    func(Key) bool
@@ -314,6 +315,7 @@ func (c *Cache) Acquire(ctx context.Context, key Key, size int64) (*Handle, Stat
 			c.st.Waits++
 		}
 		wake := c.wake
+		c.waiters++
 		c.mu.Unlock()
 		w0 := time.Now()
 		select {
@@ -321,6 +323,7 @@ func (c *Cache) Acquire(ctx context.Context, key Key, size int64) (*Handle, Stat
 		case <-ctx.Done():
 			d := time.Since(w0)
 			c.mu.Lock()
+			c.waiters--
 			c.st.WaitTime += d
 			c.st.Mgmt += time.Since(t0) - waited - d
 			c.mu.Unlock()
@@ -329,6 +332,7 @@ func (c *Cache) Acquire(ctx context.Context, key Key, size int64) (*Handle, Stat
 		d := time.Since(w0)
 		waited += d
 		c.mu.Lock()
+		c.waiters--
 		c.st.WaitTime += d
 	}
 }
@@ -399,6 +403,9 @@ func (c *Cache) eligible(k Key) bool {
 }
 
 func (c *Cache) signalLocked() {
+	if c.waiters == 0 {
+		return
+	}
 	close(c.wake)
 	c.wake = make(chan struct{})
 }

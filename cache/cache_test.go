@@ -12,7 +12,11 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const slot = 2 * SlotAlign
 
