@@ -171,8 +171,8 @@ func TestInspectGolden(t *testing.T) {
 			if rep.WorkingSet != ws {
 				t.Errorf("working set %d, want %d", rep.WorkingSet, ws)
 			}
-			if wantArch == "qwen3moe" && !rep.Runnable {
-				t.Errorf("qwen3moe reported not runnable")
+			if (wantArch == "qwen3moe" || wantArch == "gpt-oss") && !rep.Runnable {
+				t.Errorf("%s reported not runnable", wantArch)
 			}
 		})
 	}
@@ -185,7 +185,7 @@ func TestInspectText(t *testing.T) {
 	}
 	for _, want := range []string{
 		"architecture:  gpt-oss (",
-		"not runnable yet",
+		"gpt-oss (runnable)", // model/gptoss is registered (cmd/pipe/run.go)
 		"rope scaling",
 		"yarn ×32 from 4096",
 		"blk.3.ffn_down_exps.weight *",
