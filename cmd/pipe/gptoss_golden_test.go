@@ -213,7 +213,7 @@ func TestGptossGoldenFreeRunning(t *testing.T) {
 
 // TestGptossOutputInvariance: the gpt-oss MXFP4 model's logits are
 // bit-identical across the I/O settings (streaming or mmap, cache budget,
-// overlap, reader lanes). One expert is 104448 bytes, one token's working
+// overlap, reader lanes, speculative prefetch). One expert is 104448 bytes, one token's working
 // set 1.6 MB and all experts 3.3 MB: --cache-mb 1 is below the working set.
 func TestGptossOutputInvariance(t *testing.T) {
 	path := "../../testdata/golden/models/tiny-gptoss-MXFP4_MOE.gguf"
@@ -244,6 +244,8 @@ func TestGptossOutputInvariance(t *testing.T) {
 		{"--moe-stream=true", "--cache-mb", "1", "--io-threads", "1"},
 		{"--moe-stream=true", "--cache-mb", "1", "--io-threads", "4"},
 		{"--moe-stream=true", "--cache-mb", "0", "--overlap=false", "--io-threads", "1"},
+		{"--moe-stream=true", "--cache-mb", "2", "--prefetch", "4", "--prefetch-policy", "next-layer"},
+		{"--moe-stream=true", "--cache-mb", "2", "--prefetch", "2", "--prefetch-policy", "temporal"},
 		{"--moe-stream=false", "--overlap=false"},
 	}
 	for _, c := range configs {

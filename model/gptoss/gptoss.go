@@ -242,6 +242,21 @@ func (m *Model) matmul(w *model.Weight, x []float32, n int, y []float32) error {
 	return nil
 }
 
+// PeekRouter implements model.RouterPeeker: layer's biased router logits
+// for x (speculative prefetch applies layer ℓ+1's router to layer ℓ's
+// normalised FFN input; the guess decides only what is read early).
+func (m *Model) PeekRouter(layer int, x []float32, logits []float32) error {
+	if layer < 0 || layer >= len(m.layers) || len(x) != m.nEmbd || len(logits) < m.nExpert {
+		return fmt.Errorf("gpt-oss: PeekRouter(layer %d, %d inputs, %d outputs)", layer, len(x), len(logits))
+	}
+	L := &m.layers[layer]
+	if err := m.matmul(&L.gateInp, x, 1, logits[:m.nExpert]); err != nil {
+		return err
+	}
+	addBias(logits[:m.nExpert], 1, L.gateB)
+	return nil
+}
+
 // Forward implements model.Model.
 func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, moe model.MoE, all bool) ([][]float32, error) {
 	n := len(tokens)

@@ -306,6 +306,28 @@ func TestRouterGolden(t *testing.T) {
 	}
 }
 
+// TestPeekRouter: the peek is the layer's biased router, as Forward feeds
+// it: llama.cpp's layer-0 router logits are reproduced from its FFN input.
+func TestPeekRouter(t *testing.T) {
+	m := loadGolden(t)
+	var _ model.RouterPeeker = m
+	if err := m.PeekRouter(4, make([]float32, 256), make([]float32, 8)); err == nil {
+		t.Error("layer 4 accepted")
+	}
+	if err := m.PeekRouter(0, make([]float32, 255), make([]float32, 8)); err == nil {
+		t.Error("short input accepted")
+	}
+	zero := make([]float32, 8)
+	if err := m.PeekRouter(1, make([]float32, 256), zero); err != nil {
+		t.Fatal(err)
+	}
+	for e, v := range zero { // a zero input yields the bias alone
+		if v != m.layers[1].gateB[e] {
+			t.Errorf("expert %d: %g, bias %g", e, v, m.layers[1].gateB[e])
+		}
+	}
+}
+
 func TestSoftmaxSinkProperties(t *testing.T) {
 	x := []float32{1, 2, 3}
 	model.SoftmaxSink(x, float32(math.Inf(-1))) // a -inf sink is plain softmax
