@@ -20,7 +20,7 @@ const (
 	DemoSeed   = 1
 	// DemoFile is the file name under the cache directory; the version suffix
 	// changes whenever the demo model's content would.
-	DemoFile = "pipe-demo-qwen3-30b-a3b-2l-v2.gguf"
+	DemoFile = "pipe-demo-qwen3-30b-a3b-2l-v3.gguf"
 )
 
 // DemoOptions are the options EnsureDemo generates with.

@@ -18,7 +18,7 @@ type GenCmd struct {
 	Layers      int     `help:"Keep only the first N blocks (0 = all)."`
 	Vocab       string  `type:"existingfile" help:"Copy the tokenizer.* keys of this GGUF (e.g. a vocab-only file); default: a built-in byte-level BPE padded to the preset's vocabulary size."`
 	VocabSize   int     `name:"vocab-size" help:"Size of the built-in vocabulary (0 = the preset's real size)."`
-	RoutingSkew float64 `name:"routing-skew" default:"0.8" help:"Expert popularity skew (0 = uniform routing; the default is calibrated on the real Qwen3-30B-A3B traces)."`
+	RoutingSkew float64 `name:"routing-skew" default:"0.85" help:"Expert popularity skew (0 = uniform routing; the default is calibrated on the real Qwen3-30B-A3B traces)."`
 	Progress    bool    `negatable:"" default:"true" help:"Show progress on stderr."`
 }
 
