@@ -282,6 +282,7 @@ func TestBadOptions(t *testing.T) {
 		{Options{Preset: "qwen3-tiny", Layers: 99}, ErrBadOptions},
 		{Options{Preset: "qwen3-tiny", VocabSize: 10}, ErrBadOptions},
 		{Options{Preset: "qwen3-tiny", RoutingSkew: -1}, ErrBadOptions},
+		{Options{Preset: "qwen3-tiny", VocabPath: "x.gguf", VocabSize: 300}, ErrBadOptions},
 		{Options{Preset: "qwen3-tiny", VocabPath: "testdata/not-a-gguf.txt"}, gguf.ErrCorruption},
 	}
 	for _, c := range cases {

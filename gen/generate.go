@@ -69,6 +69,9 @@ func Prepare(o Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.VocabPath != "" && o.VocabSize > 0 {
+		return nil, fmt.Errorf("%w: --vocab and --vocab-size exclude each other (the vocab file sets the size)", ErrBadOptions)
+	}
 	var v *Vocab
 	if o.VocabPath != "" {
 		if v, err = LoadVocab(o.VocabPath); err != nil {
