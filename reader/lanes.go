@@ -20,6 +20,9 @@ type Request struct {
 	Ranges []Range
 	Label  string // names the read in errors, e.g. "layer 3 expert 17"
 	Done   func(err error)
+	// Speculative requests (prefetch) wait in their own queue, which lanes
+	// serve only when no demand request is queued.
+	Speculative bool
 }
 
 // LaneStats are one lane's cumulative counters.
@@ -50,7 +53,8 @@ type laneCounters struct {
 type Lanes struct {
 	files *Files
 	ctx   context.Context
-	q     chan *task // accepted requests, bounded
+	q     chan *task // accepted demand requests, bounded
+	qs    chan *task // accepted speculative requests, bounded
 	wg    conc.WaitGroup
 
 	mu         sync.Mutex
@@ -77,7 +81,8 @@ type task struct {
 const DefaultQueue = 64
 
 // StartLanes starts n lane goroutines reading from files. queue bounds the
-// number of accepted-but-unstarted requests (<= 0: DefaultQueue). When ctx is
+// number of accepted-but-unstarted requests of each kind, demand and
+// speculative (<= 0: DefaultQueue). When ctx is
 // cancelled the lanes stop reading and exit: pieces not yet started complete
 // with ctx.Err() (preads in progress finish first) and Submit returns
 // ErrClosed. The caller must still call Close, which waits for the lanes.
@@ -95,6 +100,7 @@ func StartLanes(ctx context.Context, files *Files, n, queue int) (*Lanes, error)
 		files:    files,
 		ctx:      ctx,
 		q:        make(chan *task, queue),
+		qs:       make(chan *task, queue),
 		counters: make([]laneCounters, n),
 		closing:  make(chan struct{}),
 	}
@@ -119,16 +125,40 @@ func (l *Lanes) N() int { return len(l.counters) }
 func (l *Lanes) Files() *Files { return l.files }
 
 func (l *Lanes) run(c *laneCounters) {
-	for t := range l.q {
-		t0 := time.Now()
-		var err error
-		if err = l.ctx.Err(); err == nil {
-			err = l.read(c, t)
+	for {
+		var t *task
+		var ok bool
+		select {
+		case t, ok = <-l.q: // demand first
+		default:
+			select {
+			case t, ok = <-l.q:
+			case t, ok = <-l.qs:
+			}
 		}
-		c.busy.Add(int64(time.Since(t0)))
-		c.reads.Add(1)
-		t.Done(err)
+		if !ok {
+			// stop closed both queues (q first): serve what is left and exit.
+			for t := range l.q {
+				l.serve(c, t)
+			}
+			for t := range l.qs {
+				l.serve(c, t)
+			}
+			return
+		}
+		l.serve(c, t)
 	}
+}
+
+func (l *Lanes) serve(c *laneCounters, t *task) {
+	t0 := time.Now()
+	var err error
+	if err = l.ctx.Err(); err == nil {
+		err = l.read(c, t)
+	}
+	c.busy.Add(int64(time.Since(t0)))
+	c.reads.Add(1)
+	t.Done(err)
 }
 
 // read reads every piece of t, up to PieceParallelism at once, and returns the
@@ -208,13 +238,17 @@ func (l *Lanes) Submit(ctx context.Context, r Request) error {
 	l.submitters.Add(1)
 	l.mu.Unlock()
 	defer l.submitters.Done()
+	q := l.q
+	if r.Speculative {
+		q = l.qs
+	}
 	select {
-	case l.q <- t:
+	case q <- t:
 		return nil
 	default:
 	}
 	select {
-	case l.q <- t:
+	case q <- t:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -242,6 +276,7 @@ func (l *Lanes) stop() {
 		l.mu.Unlock()
 		l.submitters.Wait()
 		close(l.q)
+		close(l.qs)
 	})
 }
 

@@ -280,3 +280,35 @@ func TestLanesSplitRequest(t *testing.T) {
 		t.Errorf("stats %+v", s.LaneStats)
 	}
 }
+
+// TestLanesDemandFirst: queued demand requests are served before queued
+// speculative ones, whatever the submission order.
+func TestLanesDemandFirst(t *testing.T) {
+	f, bf := blockingFiles(t)
+	defer f.Close()
+	l, err := StartLanes(context.Background(), f, 1, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := alloc(t, BlockSize)
+	var mu sync.Mutex
+	var order []string
+	submit := func(name string, spec bool) {
+		err := l.Submit(context.Background(), Request{Buf: buf, Ranges: []Range{{0, 0, 10}}, Speculative: spec,
+			Done: func(error) { mu.Lock(); order = append(order, name); mu.Unlock() }})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit("first", false)
+	<-bf.started // the lane is busy with "first"
+	submit("spec1", true)
+	submit("spec2", true)
+	submit("demand1", false)
+	submit("demand2", false)
+	close(bf.release)
+	l.Close()
+	if got := fmt.Sprint(order); got != "[first demand1 demand2 spec1 spec2]" {
+		t.Errorf("served %s", got)
+	}
+}
