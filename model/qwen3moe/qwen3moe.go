@@ -160,10 +160,7 @@ func (m *Model) ComputeExpert(l, e int, parts [][]byte, n int, x, out []float32,
 }
 
 func (m *Model) matmul(w *model.Weight, x []float32, n int, y []float32) error {
-	if err := m.pool.MatMul(w.Type, w.Data, w.Rows, w.Cols, x, n, y); err != nil {
-		return fmt.Errorf("%s: %w", w.Name, err)
-	}
-	return nil
+	return model.MatMul(m.pool, w, x, n, y)
 }
 
 // PeekRouter implements model.RouterPeeker: layer's router logits for x.
@@ -180,22 +177,17 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 	if n == 0 {
 		return nil, nil
 	}
-	pos0 := st.Pos
-	if pos0+n > st.NCtx {
-		return nil, fmt.Errorf("%w: %d positions used + %d new > context %d (raise -c)", model.ErrContextFull, pos0, n, st.NCtx)
+	pos0, err := model.Reserve(st, n)
+	if err != nil {
+		return nil, err
 	}
 	E, hd := m.nEmbd, m.headDim
 	qd, kvd := m.nHead*hd, m.nHeadKV*hd
 	tm := m.tm
 	t0 := time.Now()
-	x := make([]float32, n*E)
-	for t, tok := range tokens {
-		if tok < 0 || int(tok) >= m.tokEmbd.Rows {
-			return nil, fmt.Errorf("token id %d outside the vocabulary of %d", tok, m.tokEmbd.Rows)
-		}
-		if err := model.DequantizeRow(m.tokEmbd.Type, m.tokEmbd.Data, E, int(tok), x[t*E:(t+1)*E]); err != nil {
-			return nil, fmt.Errorf("token_embd row %d: %w", tok, err)
-		}
+	x, err := model.Embed(&m.tokEmbd, tokens)
+	if err != nil {
+		return nil, err
 	}
 	tm.Embed += time.Since(t0)
 	h := make([]float32, n*E)
@@ -274,18 +266,5 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 	st.Pos = pos0 + n
 	t0 = time.Now()
 	defer func() { tm.LMHead += time.Since(t0) }()
-	first := n - 1
-	if all {
-		first = 0
-	}
-	out := make([][]float32, 0, n-first)
-	for t := first; t < n; t++ {
-		model.RMSNorm(h[:E], x[t*E:(t+1)*E], m.eps, m.outNorm)
-		lg := make([]float32, m.output.Rows)
-		if err := m.matmul(&m.output, h[:E], 1, lg); err != nil {
-			return nil, err
-		}
-		out = append(out, lg)
-	}
-	return out, nil
+	return model.Head(m.pool, m.outNorm, m.eps, &m.output, x, n, all)
 }
