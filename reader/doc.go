@@ -27,15 +27,16 @@
 // # Lanes
 //
 // [Lanes] is a fixed pool of goroutines (the --io-threads reader lanes) that
-// take [Request]s from one bounded queue. [Lanes.Submit] blocks while the queue
-// is full (requests are never dropped). Every accepted request has its Done
+// take [Request]s from two bounded queues, demand first and speculative
+// (prefetch) only when no demand request waits. [Lanes.Submit] blocks while
+// the queue is full (requests are never dropped). Every accepted request has its Done
 // callback called exactly once, from a lane goroutine: with nil or the read
 // error after the read, or with the context's error if the lanes' context was
 // cancelled before the read started. A lane reads a request's ranges (cut in
-// pieces of at most 4 MiB) with up to PieceParallelism preads at once, so one
-// expert's slices are in flight together. Cancelling the lanes' context makes them fail what is queued and
-// exit; [Lanes.Close] stops accepting, lets the lanes finish the queue and
-// waits for them; no goroutine outlives Close.
+// pieces of at most 4 MiB) with up to [PieceParallelism] preads at once, so
+// one expert's slices are in flight together. Cancelling the lanes' context
+// makes them fail what is queued and exit; [Lanes.Close] stops accepting, lets
+// the lanes finish the queue and waits for them; no goroutine outlives Close.
 //
 // # Ownership and concurrency
 //
