@@ -67,7 +67,8 @@ type Config struct {
 	CacheAuto   bool      // --cache-mb auto: size from cgroup limit / MemAvailable
 	CacheCeil   int64     // --cache-ceil-mb in bytes (0 = none)
 	CacheFloor  int64     // --cache-floor-mb in bytes: RAM left free by auto
-	KVBytes     int64     // KV cache bytes the run will allocate (for auto)
+	KVPositions int       // context positions the run will allocate (for auto)
+	KVElemBytes int       // bytes per KV element (2 for f16, 4 for f32)
 	Policy      string    // cache replacement policy (lru …)
 	Overlap     bool      // --overlap
 	Prefetch    int       // --prefetch: speculative experts per layer
@@ -324,7 +325,7 @@ func (e *Engine) resolveBudget() error {
 			dense = 0 // page cache: reclaimable, not charged to the budget
 		}
 		a, err := cache.AutoBudget(cache.AutoOptions{
-			DenseBytes: dense, KVBytes: e.cfg.KVBytes,
+			DenseBytes: dense, KVBytes: e.kvBytes(),
 			OverheadBytes: int64(max(k, cache.DefaultTransientSlots))*e.slotBytes + 64<<20,
 			FloorBytes:    e.cfg.CacheFloor, CeilBytes: e.cfg.CacheCeil, SlotBytes: e.slotBytes,
 		})
@@ -345,6 +346,17 @@ func (e *Engine) resolveBudget() error {
 			Int64("working_set_bytes", e.workingSet).Msg(cache.CliffWarning(e.cfg.CacheBytes, e.workingSet))
 	}
 	return nil
+}
+
+// kvBytes is the KV cache the run will allocate: layers × K and V ×
+// positions × KV width × element size.
+func (e *Engine) kvBytes() int64 {
+	hp := e.desc.HParams
+	kvDim := hp.NHeadKV * hp.HeadDim
+	if kvDim == 0 {
+		kvDim = hp.NEmbd
+	}
+	return int64(hp.NLayer) * 2 * int64(e.cfg.KVPositions) * int64(kvDim) * int64(max(e.cfg.KVElemBytes, 2))
 }
 
 // Budget is the expert cache budget in bytes (resolved when auto).

@@ -177,8 +177,19 @@ func (c *RunCmd) Run(g *Globals) error {
 		cfg.CacheBytes = demoCacheMB << 20
 	}
 	kv := model.KVF16
+	cfg.KVElemBytes = 2
 	if c.KVType == "f32" {
 		kv = model.KVF32
+		cfg.KVElemBytes = 4
+	}
+	// The prompt is not tokenized yet: a token is at least one byte, so its
+	// length in bytes bounds its length in tokens.
+	cfg.KVPositions = c.Ctx
+	if cfg.KVPositions == 0 {
+		cfg.KVPositions = len(c.Prompt) + len(c.System) + 64 + c.N
+		if c.Interactive {
+			cfg.KVPositions = 4096
+		}
 	}
 
 	eng, err := stages.Open(g.Ctx, cfg)
