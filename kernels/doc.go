@@ -45,7 +45,12 @@
 // implements the hot formats with AVX2 (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, MXFP4,
 // F16, F32 and the Q8_0/Q8_K activation quantizers); the other pairs use the
 // reference on every machine. CPU features are detected
-// once at package init with golang.org/x/sys/cpu; the `purego` build tag
+// once at package init with golang.org/x/sys/cpu. An AVX-512 (F/BW/DQ/VL)
+// MXFP4 kernel is built and tested as a second implementation but not
+// selected, because it measured no faster than the AVX2 one; VNNI was not
+// used for the same reason (the kernels' compute speed already exceeds one
+// thread's memory bandwidth for all but MXFP4/Q4_0, whose cost is in
+// unpacking, not in the multiply-adds). The `purego` build tag
 // forces the reference everywhere. Every assembly routine follows the
 // reference's operation order exactly, so results are bit-identical to the
 // reference (the tests demand it), for any thread count. Lengths are checked
