@@ -38,6 +38,7 @@ type Pool struct {
 // job is one product; its fields are written by the caller before helpers are
 // woken (the channel send publishes them) and only read afterwards.
 type job struct {
+	fn    func(i int) // Parallel's body; nil for products
 	dot   dotFunc
 	rowsF rowsFunc
 	w     []byte
@@ -163,6 +164,12 @@ func (j *job) run() {
 			return
 		}
 		r1 := min(r0+j.chunk, j.rows)
+		if j.fn != nil {
+			for i := r0; i < r1; i++ {
+				j.fn(i)
+			}
+			continue
+		}
 		if n == 1 {
 			a := j.acts[0]
 			y := j.y
@@ -215,6 +222,38 @@ func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation,
 		p.done.Wait()
 	}
 	j.w, j.acts, j.y = nil, nil, nil
+}
+
+// Parallel calls fn(i) for every i in [0, n) on the pool's threads (the
+// caller included) and returns when all calls have returned. Each index is
+// handed to exactly one call; fn must be safe to run concurrently for
+// distinct indices and must not call back into the pool. It is how work
+// other than products (attention heads) shares the same persistent threads.
+func (p *Pool) Parallel(n int, fn func(i int)) error {
+	if n <= 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	j := &p.job
+	j.fn, j.rows, j.chunk = fn, n, 1
+	j.next.Store(0)
+	helpers := min(p.threads-1, n-1)
+	p.done.Add(helpers)
+	j.pending.Store(int32(helpers))
+	for _, h := range p.helpers[:helpers] {
+		h.start()
+	}
+	j.run()
+	if helpers > 0 {
+		spin(func() bool { return j.pending.Load() == 0 })
+		p.done.Wait()
+	}
+	j.fn = nil
+	return nil
 }
 
 // MatVec computes y[r] = row_r(w) · x for r < rows, where w holds rows rows

@@ -78,6 +78,34 @@ func (s *State) AttendSinks(l int, q []float32, off, dim, lo, hi int, scale, sin
 	s.attend(l, q, off, dim, lo, hi, scale, sink, true, scores, out)
 }
 
+// f16tab converts every F16 bit pattern to float32 (ggml's
+// GGML_FP16_TO_FP32 table); 256 KiB, built once.
+var f16tab = func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for i := range t {
+		t[i] = quant.FP16ToFP32(uint16(i))
+	}
+	return &t
+}()
+
+// dot4 is Σ a[i]·b[i] over four interleaved partial sums, combined as
+// (s0+s1)+(s2+s3): a fixed order, so results never depend on threading.
+func dot4(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += float32(a[i] * b[i])
+		s1 += float32(a[i+1] * b[i+1])
+		s2 += float32(a[i+2] * b[i+2])
+		s3 += float32(a[i+3] * b[i+3])
+	}
+	for ; i < len(a); i++ {
+		s0 += float32(a[i] * b[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
 func (s *State) attend(l int, q []float32, off, dim, lo, hi int, scale, sink float32, hasSink bool, scores, out []float32) {
 	softmax := func(x []float32) {
 		if hasSink {
@@ -88,30 +116,30 @@ func (s *State) attend(l int, q []float32, off, dim, lo, hi int, scale, sink flo
 	}
 	n := hi - lo + 1
 	scores = scores[:n]
+	out = out[:dim]
+	for d := range out {
+		out[d] = 0
+	}
 	if s.Type == KVF32 {
 		K := s.k32[l]
+		q = q[:dim]
 		for j := 0; j < n; j++ {
-			row := K[(lo+j)*s.kvDim+off:]
-			var acc float32
-			for d := 0; d < dim; d++ {
-				acc += q[d] * row[d]
-			}
-			scores[j] = acc * scale
+			o := (lo+j)*s.kvDim + off
+			scores[j] = dot4(q, K[o:o+dim]) * scale
 		}
 		softmax(scores)
 		V := s.v32[l]
-		for d := 0; d < dim; d++ {
-			out[d] = 0
-		}
 		for j := 0; j < n; j++ {
-			row := V[(lo+j)*s.kvDim+off:]
+			o := (lo+j)*s.kvDim + off
+			row := V[o : o+dim]
 			p := scores[j]
-			for d := 0; d < dim; d++ {
-				out[d] += p * row[d]
+			for d, v := range row {
+				out[d] += float32(p * v)
 			}
 		}
 		return
 	}
+	tab := f16tab
 	K := s.k16[l]
 	var qh [512]float32
 	qq := qh[:0]
@@ -119,26 +147,28 @@ func (s *State) attend(l int, q []float32, off, dim, lo, hi int, scale, sink flo
 		qq = make([]float32, 0, dim)
 	}
 	for d := 0; d < dim; d++ {
-		qq = append(qq, quant.FP16ToFP32(quant.FP32ToFP16(q[d])))
+		qq = append(qq, tab[quant.FP32ToFP16(q[d])])
 	}
+	var kh [512]float32
+	kk := kh[:0]
+	if dim > len(kh) {
+		kk = make([]float32, 0, dim)
+	}
+	kk = kk[:dim]
 	for j := 0; j < n; j++ {
-		row := K[(lo+j)*s.kvDim+off:]
-		var acc float32
-		for d := 0; d < dim; d++ {
-			acc += qq[d] * quant.FP16ToFP32(row[d])
+		o := (lo+j)*s.kvDim + off
+		for d, b := range K[o : o+dim] {
+			kk[d] = tab[b]
 		}
-		scores[j] = acc * scale
+		scores[j] = dot4(qq, kk) * scale
 	}
 	softmax(scores)
 	V := s.v16[l]
-	for d := 0; d < dim; d++ {
-		out[d] = 0
-	}
 	for j := 0; j < n; j++ {
-		row := V[(lo+j)*s.kvDim+off:]
-		p := quant.FP16ToFP32(quant.FP32ToFP16(scores[j]))
-		for d := 0; d < dim; d++ {
-			out[d] += p * quant.FP16ToFP32(row[d])
+		o := (lo+j)*s.kvDim + off
+		p := tab[quant.FP32ToFP16(scores[j])]
+		for d, b := range V[o : o+dim] {
+			out[d] += float32(p * tab[b])
 		}
 	}
 }

@@ -281,7 +281,7 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 	o := make([]float32, n*E)
 	rl := make([]float32, n*m.nExpert)
 	moeOut := make([]float32, n*E)
-	scores := make([]float32, pos0+n)
+	scores := make([]float32, m.nHead*(pos0+n)) // one window per head: heads run in parallel
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	group := m.nHead / m.nHeadKV
 	hs, ls, os := make([][]float32, n), make([][]float32, n), make([][]float32, n)
@@ -315,15 +315,20 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 			}
 			st.Store(l, pos0+t, k[t*kvd:(t+1)*kvd], v[t*kvd:(t+1)*kvd])
 		}
-		for t := 0; t < n; t++ {
-			p := pos0 + t
-			lo := 0
-			if L.swa && p-m.window+1 > 0 {
-				lo = p - m.window + 1
+		// Heads are independent: each runs on one pool thread with its
+		// own scores window, so results do not depend on -t.
+		if err := m.pool.Parallel(m.nHead, func(hh int) {
+			sc := scores[hh*(pos0+n) : (hh+1)*(pos0+n)]
+			for t := 0; t < n; t++ {
+				p := pos0 + t
+				lo := 0
+				if L.swa && p-m.window+1 > 0 {
+					lo = p - m.window + 1
+				}
+				st.AttendSinks(l, q[t*qd+hh*hd:], (hh/group)*hd, hd, lo, p, scale, L.sinks[hh], sc, att[t*qd+hh*hd:t*qd+(hh+1)*hd])
 			}
-			for hh := 0; hh < m.nHead; hh++ {
-				st.AttendSinks(l, q[t*qd+hh*hd:], (hh/group)*hd, hd, lo, p, scale, L.sinks[hh], scores, att[t*qd+hh*hd:t*qd+(hh+1)*hd])
-			}
+		}); err != nil {
+			return nil, err
 		}
 		if err := m.matmul(&L.wo, att, n, o); err != nil {
 			return nil, err
