@@ -158,7 +158,8 @@ func (p *Planner) noteDemand(k cache.Key) {
 // Speculate issues the policy's predicted reads for layer (typically the
 // layer after the one being computed). Predictions already resident or in
 // flight are skipped; a prediction never waits for a slot (it is dropped
-// when the cache would have to block), so speculation cannot stall demand.
+// when no resident slot is free or evictable), and the lanes serve it only
+// when no demand read is queued, so speculation cannot stall demand.
 func (p *Planner) Speculate(ctx context.Context, step, layer int) {
 	if p.spec == 0 {
 		return
@@ -170,18 +171,13 @@ func (p *Planner) Speculate(ctx context.Context, step, layer int) {
 			continue
 		}
 		rs := p.layout.ExpertRanges(layer, e)
-		tctx, cancel := context.WithCancel(ctx)
-		cancel() // never block: only take a slot that is free right now
-		h, st, err := p.cache.Acquire(tctx, key, reader.SpanBytes(rs))
+		// Prefetch never waits, never takes a transient slot and is not a
+		// lookup: a wrong guess costs a resident slot, not a hit statistic.
+		h, ok, err := p.cache.Prefetch(key, reader.SpanBytes(rs))
 		if err != nil {
 			return
 		}
-		if st != cache.Miss || h.Transient() {
-			// Resident or in flight already, or no resident slot: nothing to gain.
-			if st == cache.Miss {
-				h.Complete(context.Canceled)
-			}
-			h.Release()
+		if !ok {
 			p.skipped.Add(1)
 			continue
 		}
@@ -189,7 +185,7 @@ func (p *Planner) Speculate(ctx context.Context, step, layer int) {
 		p.specMu.Lock()
 		p.specd[key] = true
 		p.specMu.Unlock()
-		req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(layer, e) + " (prefetch)", Done: func(err error) {
+		req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(layer, e) + " (prefetch)", Speculative: true, Done: func(err error) {
 			h.Complete(err)
 			h.Release()
 		}}
