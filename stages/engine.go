@@ -320,10 +320,11 @@ func (e *Engine) resolveBudget() error {
 		if e.cfg.ExpertsUsed > 0 {
 			k = e.cfg.ExpertsUsed
 		}
+		// Dense bytes are subtracted in every mode: with warm/mmap they are
+		// page-cache pages, but a cgroup charges those too, and a cache that
+		// takes their room pushes them out to refault during compute (the
+		// seed note's Regime 2).
 		dense := d.DenseBytes
-		if e.cfg.Dense != DenseAnon {
-			dense = 0 // page cache: reclaimable, not charged to the budget
-		}
 		a, err := cache.AutoBudget(cache.AutoOptions{
 			DenseBytes: dense, KVBytes: e.kvBytes(),
 			OverheadBytes: int64(max(k, cache.DefaultTransientSlots))*e.slotBytes + 64<<20,
