@@ -182,6 +182,15 @@ func (j *job) run() {
 			}
 			continue
 		}
+		if j.rowsF != nil {
+			// The chunk's rows (≈ chunkBytes/n) stay in cache while each
+			// vector runs the same multi-row kernel MatVec uses, so every
+			// output equals MatVec's bit for bit and memory reads them once.
+			for v, a := range j.acts {
+				j.rowsF(j.w[r0*j.rb:r1*j.rb], j.rb, a, j.y[v*j.rows+r0:v*j.rows+r1])
+			}
+			continue
+		}
 		for r := r0; r < r1; r++ {
 			row := j.w[r*j.rb : (r+1)*j.rb]
 			for v, a := range j.acts {
