@@ -190,18 +190,10 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 		return nil, err
 	}
 	tm.Embed += time.Since(t0)
-	h := make([]float32, n*E)
-	q := make([]float32, n*qd)
-	k := make([]float32, n*kvd)
-	v := make([]float32, n*kvd)
-	att := make([]float32, n*qd)
-	o := make([]float32, n*E)
-	rl := make([]float32, n*m.nExpert)
-	moeOut := make([]float32, n*E)
-	scores := make([]float32, m.nHead*(pos0+n)) // one window per head: heads run in parallel
+	acts := model.NewActs(n, E, qd, kvd, m.nExpert, m.nHead, pos0+n)
+	h, q, k, v, att, o, rl, moeOut, scores := acts.H, acts.Q, acts.K, acts.V, acts.Att, acts.O, acts.RL, acts.Out, acts.Scores
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	group := m.nHead / m.nHeadKV
-	hs, ls, os := make([][]float32, n), make([][]float32, n), make([][]float32, n)
 	for l := range m.layers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -257,11 +249,8 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 		if err := m.matmul(&L.gateInp, h, n, rl); err != nil {
 			return nil, err
 		}
-		for t := 0; t < n; t++ {
-			hs[t], ls[t], os[t] = h[t*E:(t+1)*E], rl[t*m.nExpert:(t+1)*m.nExpert], moeOut[t*E:(t+1)*E]
-		}
 		tm.Router += time.Since(t0)
-		if err := moe.RunMoE(ctx, l, hs, ls, os); err != nil {
+		if err := acts.RunMoE(ctx, moe, l); err != nil {
 			return nil, err
 		}
 		for i := range x {
