@@ -11,16 +11,16 @@ import (
 
 // The demo model: Qwen3-30B-A3B's real layer shapes (128 experts of
 // 2048×768, top-8, 32/4 heads of 128, Q4_K_M mix) with DemoLayers blocks and a
-// DemoVocab-token built-in vocabulary: ≈ 0.75 GB, written in well under a
+// DemoVocab-token built-in vocabulary: ≈ 0.4 GB, written in well under a
 // minute here, large enough that a cache smaller than its experts streams.
 const (
 	DemoPreset = "qwen3-30b-a3b"
-	DemoLayers = 2
+	DemoLayers = 1
 	DemoVocab  = 8192
 	DemoSeed   = 1
 	// DemoFile is the file name under the cache directory; the version suffix
 	// changes whenever the demo model's content would.
-	DemoFile = "pipe-demo-qwen3-30b-a3b-2l-v3.gguf"
+	DemoFile = "pipe-demo-qwen3-30b-a3b-1l-v3.gguf"
 )
 
 // DemoOptions are the options EnsureDemo generates with.
