@@ -40,6 +40,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -688,10 +690,20 @@ func ProcReadBytes() int64 {
 		return -1
 	}
 	var v int64 = -1
-	for _, line := range splitLines(string(b)) {
+	for _, line := range strings.Split(string(b), "\n") {
 		if n, ok := cutInt(line, "read_bytes: "); ok {
 			v = n
 		}
 	}
 	return v
+}
+
+// cutInt parses the integer after prefix on line.
+func cutInt(line, prefix string) (int64, bool) {
+	rest, ok := strings.CutPrefix(line, prefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+	return n, err == nil
 }
