@@ -136,6 +136,7 @@ type Stats struct {
 	Transient  int64 // misses served by a transient slot (not cached)
 	Evictions  int64
 	Failed     int64 // reads completed with an error
+	Abandoned  int64 // misses released without a read (e.g. a withdrawn prefetch)
 	Prefetches int64 // speculative reads started by Prefetch (not lookups)
 
 	BytesAdmitted     int64 // expert bytes (Acquire's size) that became resident
@@ -440,7 +441,11 @@ func (c *Cache) completeLocked(h *Handle, err error) {
 	if err != nil {
 		e.err = err
 		e.state = failed
-		c.st.Failed++
+		if errors.Is(err, ErrAbandoned) {
+			c.st.Abandoned++
+		} else {
+			c.st.Failed++
+		}
 		if c.entries[e.key] == e {
 			delete(c.entries, e.key)
 		}

@@ -350,8 +350,12 @@ func TestFailedAndAbandonedReads(t *testing.T) {
 			if n := strings.Count(strings.Join(rp.log, "|"), "evict L1/E1"); n != 2 {
 				t.Errorf("OnEvict for L1/E1 %d times, want 2 (failure, eviction): %v", n, rp.log)
 			}
-			if s := c.Stats(); s.Failed != 1 || s.Evictions != 1 {
-				t.Errorf("stats %+v", s)
+			wantFailed, wantAbandoned := int64(1), int64(0)
+			if errors.Is(tc.want, ErrAbandoned) {
+				wantFailed, wantAbandoned = 0, 1
+			}
+			if s := c.Stats(); s.Failed != wantFailed || s.Abandoned != wantAbandoned || s.Evictions != 1 {
+				t.Errorf("stats %+v, want %d failed, %d abandoned", s, wantFailed, wantAbandoned)
 			}
 		})
 	}

@@ -14,7 +14,9 @@ package prefetch
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -34,8 +36,14 @@ type Layout interface {
 type Stats struct {
 	Hits, Misses, Joins int64 // demand lookups by outcome
 	Speculative         int64 // speculative reads issued
-	SpeculativeUsed     int64 // of those, later hit by a demand lookup
-	SpeculativeSkipped  int64 // predictions already resident or in flight
+	SpeculativeUsed     int64 // of those, routed to by the layer they were guessed for
+	SpeculativeSkipped  int64 // predictions already resident or in flight, or with no slot or queue room
+	// Of the speculative reads the layer's router then did not pick, those
+	// withdrawn before a lane started them (no I/O spent).
+	SpeculativeWithdrawn int64
+	// Of the used ones, those still waiting in the speculative queue when
+	// demanded, and moved to demand priority.
+	SpeculativePromoted int64
 }
 
 // Planner issues one layer's lookups and reads.
@@ -48,9 +56,9 @@ type Planner struct {
 
 	wg     sync.WaitGroup
 	specMu sync.Mutex
-	specd  map[cache.Key]bool // speculatively read, not yet demanded
+	specd  map[cache.Key]*reader.Ticket // speculative reads whose layer has not been routed yet
 
-	hits, misses, joins, speculative, used, skipped atomic.Int64
+	hits, misses, joins, speculative, used, skipped, withdrawn, promoted atomic.Int64
 }
 
 // New returns a planner. policy may be nil when spec is 0.
@@ -58,16 +66,44 @@ func New(c *cache.Cache, lanes *reader.Lanes, layout Layout, policy Policy, spec
 	if policy == nil {
 		spec = 0
 	}
-	return &Planner{cache: c, lanes: lanes, layout: layout, policy: policy, spec: spec, specd: map[cache.Key]bool{}}
+	return &Planner{cache: c, lanes: lanes, layout: layout, policy: policy, spec: spec, specd: map[cache.Key]*reader.Ticket{}}
 }
 
 // Stats returns the counters.
 func (p *Planner) Stats() Stats {
 	return Stats{Hits: p.hits.Load(), Misses: p.misses.Load(), Joins: p.joins.Load(),
-		Speculative: p.speculative.Load(), SpeculativeUsed: p.used.Load(), SpeculativeSkipped: p.skipped.Load()}
+		Speculative: p.speculative.Load(), SpeculativeUsed: p.used.Load(), SpeculativeSkipped: p.skipped.Load(),
+		SpeculativeWithdrawn: p.withdrawn.Load(), SpeculativePromoted: p.promoted.Load()}
 }
 
 func label(l, e int) string { return fmt.Sprintf("layer %d expert %d", l, e) }
+
+// Settle is called once per layer and token with every expert the layer's
+// router picked (routed), before the first Plan of that layer: speculative
+// reads of this layer that the router did not pick and that no lane has
+// started are withdrawn, so a wrong guess costs no I/O once the truth is
+// known; the guesses that were right stay (Plan promotes them if they still
+// wait in the speculative queue).
+func (p *Planner) Settle(layer int, routed []int) {
+	if p.spec == 0 {
+		return
+	}
+	p.specMu.Lock()
+	var drop []*reader.Ticket
+	for k, tk := range p.specd {
+		if k.Layer != layer || slices.Contains(routed, k.Expert) {
+			continue
+		}
+		delete(p.specd, k) // a wrong guess, whether or not it can still be withdrawn
+		drop = append(drop, tk)
+	}
+	p.specMu.Unlock()
+	for _, tk := range drop {
+		if tk.Withdraw() {
+			p.withdrawn.Add(1)
+		}
+	}
+}
 
 // Plan looks up experts (distinct, rank order) of layer and sends each to out
 // once its bytes are resident (or its read failed). out must have room for
@@ -98,7 +134,7 @@ func (p *Planner) one(ctx context.Context, layer, e int, out chan<- ffn.Ready) e
 	if err != nil {
 		return fmt.Errorf("%s: %w", label(layer, e), err)
 	}
-	p.noteDemand(key)
+	p.noteDemand(ctx, key)
 	send := func(err error) {
 		if err != nil {
 			h.Release()
@@ -143,16 +179,22 @@ func (p *Planner) one(ctx context.Context, layer, e int, out chan<- ffn.Ready) e
 	return nil
 }
 
-func (p *Planner) noteDemand(k cache.Key) {
+// noteDemand counts a demanded expert that was guessed for this layer and, if
+// its speculative read still waits in the queue, moves it to demand priority.
+func (p *Planner) noteDemand(ctx context.Context, k cache.Key) {
 	if p.spec == 0 {
 		return
 	}
 	p.specMu.Lock()
-	if p.specd[k] {
+	tk, ok := p.specd[k]
+	if ok {
 		delete(p.specd, k)
 		p.used.Add(1)
 	}
 	p.specMu.Unlock()
+	if tk != nil && tk.Promote(ctx) {
+		p.promoted.Add(1)
+	}
 }
 
 // Speculate issues the policy's predicted reads for layer (typically the
@@ -181,19 +223,27 @@ func (p *Planner) Speculate(ctx context.Context, step, layer int) {
 			p.skipped.Add(1)
 			continue
 		}
-		p.speculative.Add(1)
-		p.specMu.Lock()
-		p.specd[key] = true
-		p.specMu.Unlock()
-		req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(layer, e) + " (prefetch)", Speculative: true, Done: func(err error) {
+		req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(layer, e) + " (prefetch)", Done: func(err error) {
+			if errors.Is(err, reader.ErrWithdrawn) {
+				h.Release() // never read: the entry and its slot go (cache.ErrAbandoned)
+				return
+			}
 			h.Complete(err)
 			h.Release()
 		}}
-		if err := p.lanes.Submit(ctx, req); err != nil {
-			h.Complete(err)
+		tk, err := p.lanes.Offer(req)
+		if err != nil || tk == nil {
 			h.Release()
+			if err != nil {
+				return
+			}
+			p.skipped.Add(1) // the speculative queue is full: guessing further is pointless
 			return
 		}
+		p.speculative.Add(1)
+		p.specMu.Lock()
+		p.specd[key] = tk
+		p.specMu.Unlock()
 	}
 }
 

@@ -3,6 +3,7 @@ package prefetch
 import (
 	"bytes"
 	"context"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -171,5 +172,88 @@ func TestNextLayerGuess(t *testing.T) {
 	pp.Observe(1, 1, []int{4, 5})
 	if g := pp.Predict(2, 1, 2); g[0] != 4 || g[1] != 3 {
 		t.Fatalf("popular %v", g)
+	}
+}
+
+// gatedFile serves reads from data once open is closed.
+type gatedFile struct {
+	data    []byte
+	open    chan struct{}
+	started chan struct{} // one value per read
+}
+
+func (g *gatedFile) ReadAt(p []byte, off int64) (int, error) {
+	g.started <- struct{}{}
+	<-g.open
+	if off >= int64(len(g.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, g.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+func (g *gatedFile) Close() error { return nil }
+
+// TestSettleWithdrawsWrongGuesses: once a layer is routed, its speculative
+// reads that were wrong and still queued are withdrawn (no read, the slot
+// freed), and the right one still queued is promoted and served; every byte
+// the FFN gets is the file's.
+func TestSettleWithdrawsWrongGuesses(t *testing.T) {
+	_, _, lay, data, done := setup(t, 20) // for the layout and the data
+	done()
+	g := &gatedFile{data: data, open: make(chan struct{}), started: make(chan struct{}, 64)}
+	files, err := reader.Open([]string{"gated"}, reader.Options{NoODirect: true, Open: func(string, bool) (reader.File, error) { return g, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	ctx := context.Background()
+	lanes, err := reader.StartLanes(ctx, files, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lanes.Close()
+	pol, _ := cache.NewPolicy("lru", cache.PolicyOptions{})
+	slot := cache.SlotSize(reader.SpanBytes(lay.ranges[0][0]) + reader.BlockSize)
+	c, err := cache.New(cache.Config{BudgetBytes: 20 * slot, SlotBytes: slot, Policy: pol, TransientSlots: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	nl := &NextLayer{}
+	p := New(c, lanes, lay, nl, 3)
+	defer p.Close()
+
+	ch0 := make(chan ffn.Ready, 1)
+	if err := p.Plan(ctx, 1, 0, []int{5}, ch0); err != nil { // occupies the only lane
+		t.Fatal(err)
+	}
+	<-g.started
+	nl.SetGuess(1, []int{0, 1, 2})
+	p.Speculate(ctx, 1, 1)
+	p.Settle(1, []int{1, 4})
+	for _, e := range []int{0, 2} {
+		if c.Contains(cache.Key{Layer: 1, Expert: e}) {
+			t.Errorf("withdrawn guess %d still in the cache", e)
+		}
+	}
+	ch1 := make(chan ffn.Ready, 2)
+	if err := p.Plan(ctx, 1, 1, []int{1, 4}, ch1); err != nil {
+		t.Fatal(err)
+	}
+	close(g.open)
+	consume(t, ch0, 1, 0, lay, data)
+	consume(t, ch1, 2, 1, lay, data)
+	s := p.Stats()
+	if s.Speculative != 3 || s.SpeculativeUsed != 1 || s.SpeculativeWithdrawn != 2 || s.SpeculativePromoted != 1 || s.Joins != 1 || s.Misses != 2 {
+		t.Errorf("planner stats %+v", s)
+	}
+	if cs := c.Stats(); cs.Abandoned != 2 || cs.Failed != 0 {
+		t.Errorf("cache stats: %d abandoned, %d failed; want 2, 0", cs.Abandoned, cs.Failed)
+	}
+	if ls := lanes.Stats(); ls.Reads != 3 {
+		t.Errorf("%d reads served, want 3 (expert 5, expert 1 promoted, expert 4)", ls.Reads)
 	}
 }

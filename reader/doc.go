@@ -32,7 +32,12 @@
 // the queue is full (requests are never dropped). Every accepted request has its Done
 // callback called exactly once, from a lane goroutine: with nil or the read
 // error after the read, or with the context's error if the lanes' context was
-// cancelled before the read started. A lane reads a request's ranges (cut in
+// cancelled before the read started. Speculative requests may instead be
+// offered with [Lanes.Offer], which never blocks (a full queue refuses them)
+// and returns a [Ticket]: until a lane starts the read, the submitter can
+// Withdraw it (Done then gets [ErrWithdrawn], in the withdrawing goroutine) or
+// Promote it to the demand queue. A task claimed by a lane or by Withdraw is
+// claimed once, atomically, so Done still runs exactly once. A lane reads a request's ranges (cut in
 // pieces of at most 4 MiB) with up to [PieceParallelism] preads at once, so
 // one expert's slices are in flight together. Cancelling the lanes' context
 // makes them fail what is queued and exit; [Lanes.Close] stops accepting, lets

@@ -37,6 +37,10 @@ type LaneStats struct {
 type Stats struct {
 	LaneStats             // sums over lanes (Busy summed: can exceed wall time)
 	Lanes     []LaneStats // per lane
+
+	// Speculative requests (Offer): withdrawn before they started, promoted
+	// to demand priority, refused because their queue was full.
+	Withdrawn, Promoted, Refused int64
 }
 
 type laneCounters struct {
@@ -65,15 +69,61 @@ type Lanes struct {
 	closing    chan struct{}
 
 	counters []laneCounters
+
+	withdrawn, promoted, refused atomic.Int64
 }
 
 // PieceParallelism is the most preads one lane issues at once for one request.
 const PieceParallelism = 4
 
-// task is an accepted request.
+// task is an accepted request. A task may sit in both queues (a promoted
+// speculative request); whoever claims it first — a lane, or Withdraw —
+// owns it, and every other copy is skipped.
 type task struct {
 	Request
-	pieces []piece
+	pieces  []piece
+	claimed atomic.Bool
+}
+
+func (t *task) claim() bool { return t.claimed.CompareAndSwap(false, true) }
+
+// ErrWithdrawn is the error a withdrawn request's Done receives.
+var ErrWithdrawn = errors.New("reader: request withdrawn before it started")
+
+// Ticket names an accepted speculative request (see [Lanes.Offer]) so its
+// submitter can withdraw it or raise it to demand priority while it waits.
+// Its methods are safe for concurrent use with the lanes.
+type Ticket struct {
+	l *Lanes
+	t *task
+}
+
+// Withdraw takes the request back if no lane has started it: Done is called
+// with ErrWithdrawn, in the caller's goroutine, before Withdraw returns true.
+// It returns false when the read has started (or finished): Done is then
+// called by the lane as usual.
+func (tk *Ticket) Withdraw() bool {
+	if !tk.t.claim() {
+		return false
+	}
+	tk.l.withdrawn.Add(1)
+	tk.t.Done(ErrWithdrawn)
+	return true
+}
+
+// Promote moves a request that no lane has started yet to the demand queue
+// (it is served in turn with demand reads, ahead of every speculative one).
+// It blocks while the demand queue is full, like Submit, and returns false
+// when the read has already started, the lanes are closed or ctx ended.
+func (tk *Ticket) Promote(ctx context.Context) bool {
+	if tk.t.claimed.Load() {
+		return false
+	}
+	if tk.l.enqueue(ctx, tk.l.q, tk.t) != nil {
+		return false
+	}
+	tk.l.promoted.Add(1)
+	return true
 }
 
 // DefaultQueue is the queue length StartLanes uses when queue <= 0: enough for
@@ -151,6 +201,9 @@ func (l *Lanes) run(c *laneCounters) {
 }
 
 func (l *Lanes) serve(c *laneCounters, t *task) {
+	if !t.claim() {
+		return // withdrawn, or the other copy of a promoted request
+	}
 	t0 := time.Now()
 	var err error
 	if err = l.ctx.Err(); err == nil {
@@ -213,11 +266,45 @@ func (l *Lanes) read(c *laneCounters, t *task) error {
 // Files.ReadRanges errors). When Submit returns nil, r.Done will be called
 // exactly once; when it returns an error, r.Done is never called.
 func (l *Lanes) Submit(ctx context.Context, r Request) error {
+	t, err := l.newTask(r)
+	if err != nil {
+		return err
+	}
+	q := l.q
+	if r.Speculative {
+		q = l.qs
+	}
+	return l.enqueue(ctx, q, t)
+}
+
+// Offer queues a speculative request only if the speculative queue has room
+// right now; it never blocks, so a planner can guess without holding up
+// demand reads. It returns a nil Ticket and a nil error when the queue is
+// full (r.Done is then never called), and the errors of Submit otherwise.
+func (l *Lanes) Offer(r Request) (*Ticket, error) {
+	r.Speculative = true
+	t, err := l.newTask(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.enqueue(nil, l.qs, t); err != nil {
+		if errors.Is(err, errFull) {
+			l.refused.Add(1)
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &Ticket{l: l, t: t}, nil
+}
+
+var errFull = errors.New("reader: queue full")
+
+func (l *Lanes) newTask(r Request) (*task, error) {
 	if r.Done == nil {
-		return errors.New("reader: Submit: request without Done callback")
+		return nil, errors.New("reader: Submit: request without Done callback")
 	}
 	if err := l.files.check(r.Buf, r.Ranges, r.Label); err != nil {
-		return err
+		return nil, err
 	}
 	t := &task{Request: r}
 	forPieces(r.Ranges, laneChunkBytes, func(p piece) bool {
@@ -226,6 +313,12 @@ func (l *Lanes) Submit(ctx context.Context, r Request) error {
 		}
 		return true
 	})
+	return t, nil
+}
+
+// enqueue puts t on q, blocking while q is full until ctx ends; with a nil
+// ctx it does not block and returns errFull instead.
+func (l *Lanes) enqueue(ctx context.Context, q chan *task, t *task) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -238,14 +331,13 @@ func (l *Lanes) Submit(ctx context.Context, r Request) error {
 	l.submitters.Add(1)
 	l.mu.Unlock()
 	defer l.submitters.Done()
-	q := l.q
-	if r.Speculative {
-		q = l.qs
-	}
 	select {
 	case q <- t:
 		return nil
 	default:
+	}
+	if ctx == nil {
+		return errFull
 	}
 	select {
 	case q <- t:
@@ -282,7 +374,8 @@ func (l *Lanes) stop() {
 
 // Stats returns the cumulative counters.
 func (l *Lanes) Stats() Stats {
-	s := Stats{Lanes: make([]LaneStats, len(l.counters))}
+	s := Stats{Lanes: make([]LaneStats, len(l.counters)),
+		Withdrawn: l.withdrawn.Load(), Promoted: l.promoted.Load(), Refused: l.refused.Load()}
 	for i := range l.counters {
 		c := &l.counters[i]
 		ls := LaneStats{

@@ -312,3 +312,62 @@ func TestLanesDemandFirst(t *testing.T) {
 		t.Errorf("served %s", got)
 	}
 }
+
+// TestLanesTickets: a speculative request offered through a Ticket can be
+// withdrawn (Done gets ErrWithdrawn once, no lane reads it) or promoted ahead
+// of the other speculative requests while it waits; once started it can be
+// neither; Offer never blocks and refuses when the speculative queue is full.
+func TestLanesTickets(t *testing.T) {
+	f, bf := blockingFiles(t)
+	defer f.Close()
+	l, err := StartLanes(context.Background(), f, 1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := alloc(t, BlockSize)
+	var mu sync.Mutex
+	var order []string
+	errs := map[string]error{}
+	req := func(name string) Request {
+		return Request{Buf: buf, Ranges: []Range{{0, 0, 10}},
+			Done: func(err error) { mu.Lock(); order = append(order, name); errs[name] = err; mu.Unlock() }}
+	}
+	first, err := l.Offer(req("first"))
+	if err != nil || first == nil {
+		t.Fatalf("Offer on an empty queue: %v, %v", first, err)
+	}
+	<-bf.started // the lane is reading "first"
+	if first.Withdraw() || first.Promote(context.Background()) {
+		t.Error("a started request was withdrawn or promoted")
+	}
+	tk := map[string]*Ticket{}
+	for _, name := range []string{"s1", "s2", "s3"} {
+		if tk[name], err = l.Offer(req(name)); err != nil || tk[name] == nil {
+			t.Fatalf("Offer %s: %v, %v", name, tk[name], err)
+		}
+	}
+	if full, err := l.Offer(req("refused")); full != nil || err != nil {
+		t.Fatalf("Offer on a full queue: %v, %v; want nil, nil", full, err)
+	}
+	if !tk["s2"].Withdraw() {
+		t.Fatal("Withdraw of a waiting request failed")
+	}
+	if tk["s2"].Withdraw() || tk["s2"].Promote(context.Background()) {
+		t.Error("a withdrawn request was withdrawn or promoted again")
+	}
+	if !tk["s3"].Promote(context.Background()) {
+		t.Fatal("Promote of a waiting request failed")
+	}
+	close(bf.release)
+	l.Close()
+	if got := fmt.Sprint(order); got != "[s2 first s3 s1]" {
+		t.Errorf("Done order %s, want [s2 first s3 s1]", got)
+	}
+	if !errors.Is(errs["s2"], ErrWithdrawn) || errs["s1"] != nil || errs["s3"] != nil {
+		t.Errorf("errors %v", errs)
+	}
+	s := l.Stats()
+	if s.Reads != 3 || s.Withdrawn != 1 || s.Promoted != 1 || s.Refused != 1 {
+		t.Errorf("stats: %d reads, %d withdrawn, %d promoted, %d refused; want 3 1 1 1", s.Reads, s.Withdrawn, s.Promoted, s.Refused)
+	}
+}

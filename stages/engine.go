@@ -139,6 +139,7 @@ type stepAcc struct {
 type planReq struct {
 	step, layer int
 	experts     []int // demand lookups (nil: speculation only)
+	routed      []int // the layer's whole routed set, on its first wave (prefetch.Planner.Settle)
 	out         chan ffn.Ready
 	done        chan error
 	specLayer   int   // layer to speculate for after the demand (-1: none)
@@ -401,7 +402,7 @@ func (e *Engine) startStream() error {
 		}
 	}
 	e.planner = prefetch.New(e.cache, e.lanes, e.layout, pp, cfg.Prefetch)
-	e.plans = make(chan planReq, 1)
+	e.plans = make(chan planReq, 2) // a demand request and the speculation that follows it
 	e.group.Go(e.planLoop)
 	return nil
 }
@@ -413,6 +414,9 @@ func (e *Engine) planLoop() error {
 		case <-e.ctx.Done():
 			return nil
 		case r := <-e.plans:
+			if r.routed != nil {
+				e.planner.Settle(r.layer, r.routed)
+			}
 			if r.experts != nil {
 				err := e.planner.Plan(e.ctx, r.step, r.layer, r.experts, r.out)
 				r.done <- err
@@ -538,8 +542,12 @@ func (e *Engine) runStream(ctx context.Context, job *ffn.Job, st *ffn.Stats) err
 		order = order[len(w):]
 		out := make(chan ffn.Ready, len(w))
 		done := make(chan error, 1)
+		var routed []int
+		if first {
+			routed = job.Order
+		}
 		select {
-		case e.plans <- planReq{step: e.step, layer: job.Layer, experts: w, out: out, done: done, specLayer: e.temporalSpec(job.Layer)}:
+		case e.plans <- planReq{step: e.step, layer: job.Layer, experts: w, routed: routed, out: out, done: done, specLayer: e.temporalSpec(job.Layer)}:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-e.ctx.Done():
@@ -627,6 +635,15 @@ type Profile struct {
 // Profile returns the cumulative time breakdown.
 func (e *Engine) Profile() Profile {
 	return Profile{Timings: e.timings, Experts: e.experts, Stall: e.stallTotal}
+}
+
+// PlannerStats returns the planner's cumulative counters (ok is false when
+// not streaming).
+func (e *Engine) PlannerStats() (st prefetch.Stats, ok bool) {
+	if e.planner == nil {
+		return st, false
+	}
+	return e.planner.Stats(), true
 }
 
 // ResidentFrac samples the resident fraction of the dense weights.

@@ -270,6 +270,13 @@ func (c *RunCmd) Run(g *Globals) error {
 		Float64("experts_ms", per(pr.Experts)).Float64("stall_ms", per(pr.Stall)).
 		Float64("lm_head_ms", per(pr.LMHead)).Float64("embed_ms", per(pr.Embed)).
 		Msg("time per forward pass (prefill counted as one)")
+	if ps, ok := eng.PlannerStats(); ok && ps.Speculative > 0 {
+		g.Log.Info().Str("event", "prefetch").Int64("reads", ps.Speculative).Int64("used", ps.SpeculativeUsed).
+			Float64("precision", float64(ps.SpeculativeUsed)/float64(ps.Speculative)).
+			Int64("withdrawn", ps.SpeculativeWithdrawn).Int64("promoted", ps.SpeculativePromoted).
+			Int64("skipped", ps.SpeculativeSkipped).
+			Msg("speculative reads: issued, routed to by their layer, withdrawn unread when the guess proved wrong")
+	}
 	if c.TokensOut != "" {
 		if err := os.WriteFile(c.TokensOut, []byte(joinIDs(r.promptIDs)+"\n"+joinIDs(r.genIDs)+"\n"), 0o644); err != nil && runErr == nil {
 			runErr = fmt.Errorf("--tokens-out: %w", err)
