@@ -59,6 +59,9 @@ type Lanes struct {
 	ctx   context.Context
 	q     chan *task // accepted demand requests, bounded
 	qs    chan *task // accepted speculative requests, bounded
+	// specSem holds a token per lane serving (or waiting to serve) a
+	// speculative request: at most SpecLanes at once.
+	specSem chan struct{}
 	wg    conc.WaitGroup
 
 	mu         sync.Mutex
@@ -130,13 +133,31 @@ func (tk *Ticket) Promote(ctx context.Context) bool {
 // a layer's worth of misses of a top-8 model at any lane count.
 const DefaultQueue = 64
 
-// StartLanes starts n lane goroutines reading from files. queue bounds the
-// number of accepted-but-unstarted requests of each kind, demand and
-// speculative (<= 0: DefaultQueue). When ctx is
-// cancelled the lanes stop reading and exit: pieces not yet started complete
-// with ctx.Err() (preads in progress finish first) and Submit returns
-// ErrClosed. The caller must still call Close, which waits for the lanes.
+// StartLanes starts n lane goroutines reading from files, any of which may
+// serve speculative requests; see Start.
 func StartLanes(ctx context.Context, files *Files, n, queue int) (*Lanes, error) {
+	return Start(ctx, files, LaneOptions{Lanes: n, Queue: queue})
+}
+
+// LaneOptions configure Start.
+type LaneOptions struct {
+	Lanes int // lane goroutines (--io-threads), > 0
+	// Queue bounds the accepted-but-unstarted requests of each kind, demand
+	// and speculative (<= 0: DefaultQueue).
+	Queue int
+	// SpecLanes bounds how many lanes serve speculative requests at once
+	// (<= 0 or >= Lanes: no bound). Reads in flight share the device, so a
+	// bound keeps guesses from taking bandwidth from the demand reads the
+	// FFN is waiting for; one lane already saturates many disks.
+	SpecLanes int
+}
+
+// Start starts the lane goroutines. When ctx is cancelled the lanes stop
+// reading and exit: pieces not yet started complete with ctx.Err() (preads in
+// progress finish first) and Submit returns ErrClosed. The caller must still
+// call Close, which waits for the lanes.
+func Start(ctx context.Context, files *Files, o LaneOptions) (*Lanes, error) {
+	n, queue := o.Lanes, o.Queue
 	if n <= 0 {
 		return nil, fmt.Errorf("reader: --io-threads must be positive, got %d", n)
 	}
@@ -146,11 +167,16 @@ func StartLanes(ctx context.Context, files *Files, n, queue int) (*Lanes, error)
 	if queue <= 0 {
 		queue = DefaultQueue
 	}
+	spec := o.SpecLanes
+	if spec <= 0 || spec > n {
+		spec = n
+	}
 	l := &Lanes{
 		files:    files,
 		ctx:      ctx,
 		q:        make(chan *task, queue),
 		qs:       make(chan *task, queue),
+		specSem:  make(chan struct{}, spec),
 		counters: make([]laneCounters, n),
 		closing:  make(chan struct{}),
 	}
@@ -176,16 +202,7 @@ func (l *Lanes) Files() *Files { return l.files }
 
 func (l *Lanes) run(c *laneCounters) {
 	for {
-		var t *task
-		var ok bool
-		select {
-		case t, ok = <-l.q: // demand first
-		default:
-			select {
-			case t, ok = <-l.q:
-			case t, ok = <-l.qs:
-			}
-		}
+		t, ok, spec := l.next()
 		if !ok {
 			// stop closed both queues (q first): serve what is left and exit.
 			for t := range l.q {
@@ -197,6 +214,37 @@ func (l *Lanes) run(c *laneCounters) {
 			return
 		}
 		l.serve(c, t)
+		if spec {
+			<-l.specSem
+		}
+	}
+}
+
+// next waits for the lane's next task: a demand request if one is queued,
+// else whichever kind comes first — a speculative one only while the lane
+// holds one of the SpecLanes tokens (spec reports that it does; the caller
+// returns it after serving). ok is false once the queues are closed.
+func (l *Lanes) next() (t *task, ok, spec bool) {
+	select {
+	case t, ok = <-l.q: // demand first
+		return t, ok, false
+	default:
+	}
+	select {
+	case t, ok = <-l.q:
+		return t, ok, false
+	case l.specSem <- struct{}{}:
+	}
+	select {
+	case t, ok = <-l.q:
+		<-l.specSem
+		return t, ok, false
+	case t, ok = <-l.qs:
+		if !ok {
+			<-l.specSem
+			return nil, false, false
+		}
+		return t, true, true
 	}
 }
 

@@ -371,3 +371,67 @@ func TestLanesTickets(t *testing.T) {
 		t.Errorf("stats: %d reads, %d withdrawn, %d promoted, %d refused; want 3 1 1 1", s.Reads, s.Withdrawn, s.Promoted, s.Refused)
 	}
 }
+
+// countFile records the most reads in progress at once; every read waits
+// until release is closed.
+type countFile struct {
+	mu      sync.Mutex
+	cur, mx int
+	started chan struct{}
+	release chan struct{}
+}
+
+func (g *countFile) ReadAt(p []byte, off int64) (int, error) {
+	g.mu.Lock()
+	g.cur++
+	g.mx = max(g.mx, g.cur)
+	g.mu.Unlock()
+	g.started <- struct{}{}
+	<-g.release
+	g.mu.Lock()
+	g.cur--
+	g.mu.Unlock()
+	return len(p), nil
+}
+func (g *countFile) Close() error { return nil }
+
+// TestLanesSpecLanes: with SpecLanes 1 of 3 lanes, speculative reads run one
+// at a time while the other lanes stay free for demand reads.
+func TestLanesSpecLanes(t *testing.T) {
+	g := &countFile{started: make(chan struct{}, 16), release: make(chan struct{})}
+	f, err := Open([]string{"count"}, Options{Open: func(string, bool) (File, error) { return g, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := Start(context.Background(), f, LaneOptions{Lanes: 3, SpecLanes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := alloc(t, BlockSize)
+	var served atomic.Int32
+	req := Request{Buf: buf, Ranges: []Range{{0, 0, 10}}, Done: func(error) { served.Add(1) }}
+	for range 3 {
+		if tk, err := l.Offer(req); tk == nil || err != nil {
+			t.Fatal("Offer refused", err)
+		}
+	}
+	<-g.started // one speculative read runs
+	if err := l.Submit(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	<-g.started // the demand read runs beside it
+	select {
+	case <-g.started:
+		t.Fatal("a second speculative read started while one was in flight")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(g.release)
+	for deadline := time.Now().Add(5 * time.Second); served.Load() < 4 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	l.Close() // (Close drains what is left on every lane, unbounded)
+	if served.Load() != 4 || g.mx != 2 {
+		t.Errorf("%d served, at most %d reads at once; want 4, 2", served.Load(), g.mx)
+	}
+}

@@ -61,24 +61,25 @@ import (
 
 // Config is everything the engine needs; cmd/pipe fills it from flags.
 type Config struct {
-	Path        string
-	Stream      bool      // --moe-stream
-	IOThreads   int       // --io-threads
-	NoODirect   bool      // --no-odirect
-	CacheBytes  int64     // --cache-mb in bytes; 0 = no cache (ignored with CacheAuto)
-	CacheAuto   bool      // --cache-mb auto: size from cgroup limit / MemAvailable
-	CacheCeil   int64     // --cache-ceil-mb in bytes (0 = none)
-	CacheFloor  int64     // --cache-floor-mb in bytes: RAM left free by auto
-	KVPositions int       // context positions the run will allocate (for auto)
-	KVElemBytes int       // bytes per KV element (2 for f16, 4 for f32)
-	Policy      string    // cache replacement policy (lru …)
-	Overlap     bool      // --overlap
-	Prefetch    int       // --prefetch: speculative experts per layer
-	PrefetchPol string    // --prefetch-policy
-	Dense       DenseMode // --dense-weights
-	Threads     int       // -t
-	ExpertsUsed int       // --n-expert-used
-	Log         zerolog.Logger
+	Path          string
+	Stream        bool      // --moe-stream
+	IOThreads     int       // --io-threads
+	NoODirect     bool      // --no-odirect
+	CacheBytes    int64     // --cache-mb in bytes; 0 = no cache (ignored with CacheAuto)
+	CacheAuto     bool      // --cache-mb auto: size from cgroup limit / MemAvailable
+	CacheCeil     int64     // --cache-ceil-mb in bytes (0 = none)
+	CacheFloor    int64     // --cache-floor-mb in bytes: RAM left free by auto
+	KVPositions   int       // context positions the run will allocate (for auto)
+	KVElemBytes   int       // bytes per KV element (2 for f16, 4 for f32)
+	Policy        string    // cache replacement policy (lru …)
+	Overlap       bool      // --overlap
+	Prefetch      int       // --prefetch: speculative experts per layer
+	PrefetchPol   string    // --prefetch-policy
+	PrefetchLanes int       // --prefetch-lanes: lanes serving speculative reads at once (0: all)
+	Dense         DenseMode // --dense-weights
+	Threads       int       // -t
+	ExpertsUsed   int       // --n-expert-used
+	Log           zerolog.Logger
 	// OpenFile, when set, opens the model's files for the reader (tests use
 	// it to inject short reads, EIO and EINVAL); nil is the operating system.
 	OpenFile reader.OpenFunc
@@ -381,7 +382,7 @@ func (e *Engine) startStream() error {
 	if err != nil {
 		return err
 	}
-	e.lanes, err = reader.StartLanes(e.ctx, e.files, cfg.IOThreads, 0)
+	e.lanes, err = reader.Start(e.ctx, e.files, reader.LaneOptions{Lanes: cfg.IOThreads, SpecLanes: cfg.PrefetchLanes})
 	if err != nil {
 		return err
 	}

@@ -48,17 +48,18 @@ type RunCmd struct {
 	Seed          int64   `help:"Sampling seed (-1 = random). Same seed, same text." default:"-1"`
 	NExpertUsed   int     `name:"n-expert-used" help:"Override the experts used per token (k); lossy, deterministic. 0 = the model's." default:"0"`
 
-	MoeStream   string `name:"moe-stream" help:"Stream routed experts with O_DIRECT into a bounded cache: true, false (whole-file mmap, like llama.cpp) or auto (stream when the file is larger than half the memory available to the process)." enum:"auto,true,false" default:"auto"`
-	IOThreads   int    `name:"io-threads" help:"Reader lanes for expert reads." default:"4"`
-	NoODirect   bool   `name:"no-odirect" help:"Use buffered pread instead of O_DIRECT."`
-	CacheMB     string `name:"cache-mb" help:"Expert cache budget in MiB, 'auto' (from the cgroup limit or MemAvailable, minus dense weights, KV and --cache-floor-mb) or 0 (no cache)." default:"auto"`
-	CacheCeilMB int64  `name:"cache-ceil-mb" help:"Upper bound for --cache-mb auto, in MiB (0 = none)." default:"0"`
-	CacheFloor  int64  `name:"cache-floor-mb" help:"RAM in MiB that --cache-mb auto leaves free." default:"512"`
-	CachePolicy string `name:"cache-policy" help:"Expert cache replacement policy: layer (no LRU cliff below one token's working set; best in replay of real traces), lru, lfu or random." default:"layer"`
-	Overlap     bool   `help:"Compute resident experts while the lanes read the rest (--overlap=false waits for the whole layer, for A/B)." default:"true" negatable:""`
-	Prefetch    int    `help:"Speculative expert reads per layer for the next layer (0 = off)." default:"0"`
-	PrefetchPol string `name:"prefetch-policy" help:"Speculative prefetch policy: next-layer (the next layer's router applied early), temporal (last token's experts) or popular." default:"next-layer"`
-	Dense       string `name:"dense-weights" help:"Dense (non-expert) weights: anon (O_DIRECT into anonymous memory), warm (mmap, swept once at load) or mmap (lazy)." enum:"anon,warm,mmap" default:"anon"`
+	MoeStream     string `name:"moe-stream" help:"Stream routed experts with O_DIRECT into a bounded cache: true, false (whole-file mmap, like llama.cpp) or auto (stream when the file is larger than half the memory available to the process)." enum:"auto,true,false" default:"auto"`
+	IOThreads     int    `name:"io-threads" help:"Reader lanes for expert reads." default:"4"`
+	NoODirect     bool   `name:"no-odirect" help:"Use buffered pread instead of O_DIRECT."`
+	CacheMB       string `name:"cache-mb" help:"Expert cache budget in MiB, 'auto' (from the cgroup limit or MemAvailable, minus dense weights, KV and --cache-floor-mb) or 0 (no cache)." default:"auto"`
+	CacheCeilMB   int64  `name:"cache-ceil-mb" help:"Upper bound for --cache-mb auto, in MiB (0 = none)." default:"0"`
+	CacheFloor    int64  `name:"cache-floor-mb" help:"RAM in MiB that --cache-mb auto leaves free." default:"512"`
+	CachePolicy   string `name:"cache-policy" help:"Expert cache replacement policy: layer (no LRU cliff below one token's working set; best in replay of real traces), lru, lfu or random." default:"layer"`
+	Overlap       bool   `help:"Compute resident experts while the lanes read the rest (--overlap=false waits for the whole layer, for A/B)." default:"true" negatable:""`
+	Prefetch      int    `help:"Speculative expert reads per layer for the next layer (0 = off)." default:"0"`
+	PrefetchLanes int    `name:"prefetch-lanes" help:"Reader lanes that may serve speculative reads at once (0 = all): reads in flight share the disk, so fewer leaves demand reads more of it." default:"1"`
+	PrefetchPol   string `name:"prefetch-policy" help:"Speculative prefetch policy: next-layer (the next layer's router applied early), temporal (last token's experts) or popular." default:"next-layer"`
+	Dense         string `name:"dense-weights" help:"Dense (non-expert) weights: anon (O_DIRECT into anonymous memory), warm (mmap, swept once at load) or mmap (lazy)." enum:"anon,warm,mmap" default:"anon"`
 
 	CSV        string `help:"Write one row of metrics per generated token to this CSV file, then a '# summary' line." type:"path"`
 	Progress   bool   `help:"Show a live status line on stderr when it is a terminal."`
@@ -84,6 +85,8 @@ func (c *RunCmd) validate() error {
 		return fmt.Errorf("%w: --io-threads %d must be in 1..256", errFlag, c.IOThreads)
 	case c.Prefetch < 0:
 		return fmt.Errorf("%w: --prefetch %d must be >= 0", errFlag, c.Prefetch)
+	case c.PrefetchLanes < 0:
+		return fmt.Errorf("%w: --prefetch-lanes %d must be >= 0", errFlag, c.PrefetchLanes)
 	case c.CacheCeilMB < 0 || c.CacheFloor < 0:
 		return fmt.Errorf("%w: --cache-ceil-mb and --cache-floor-mb must be >= 0", errFlag)
 	case c.NExpertUsed < 0:
@@ -157,7 +160,7 @@ func (c *RunCmd) Run(g *Globals) error {
 	}
 	cfg := stages.Config{
 		Path: path, Stream: stream, IOThreads: c.IOThreads, NoODirect: c.NoODirect,
-		Policy: c.CachePolicy, Overlap: c.Overlap, Prefetch: c.Prefetch, PrefetchPol: c.PrefetchPol,
+		Policy: c.CachePolicy, Overlap: c.Overlap, Prefetch: c.Prefetch, PrefetchPol: c.PrefetchPol, PrefetchLanes: c.PrefetchLanes,
 		Dense: stages.DenseMode(c.Dense), Threads: threads, ExpertsUsed: c.NExpertUsed, Log: g.Log,
 		CacheCeil: c.CacheCeilMB << 20, CacheFloor: c.CacheFloor << 20,
 	}
