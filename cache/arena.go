@@ -3,17 +3,17 @@ package cache
 import (
 	"fmt"
 
-	"golang.org/x/sys/unix"
+	"github.com/pipe-engine/pipe/internal/anon"
 )
 
 // SlotAlign is the alignment of every slot's start and size (the O_DIRECT block).
 const SlotAlign = 4096
 
 // arena is a run of fixed-size slots in one anonymous private mapping, outside
-// the Go heap. Pages are touched (and so become resident) only when a slot is
-// first written; they are never handed back to the kernel (no madvise) until
-// close unmaps the whole run. Not safe for concurrent use (the cache's lock
-// guards it).
+// the Go heap (internal/anon; huge pages when asked). Pages are touched (and
+// so become resident) only when a slot is first written; they are never handed
+// back to the kernel until close unmaps the whole run. Not safe for
+// concurrent use (the cache's lock guards it).
 type arena struct {
 	mem  []byte
 	slot int64
@@ -21,14 +21,13 @@ type arena struct {
 	free []int32 // stack of free slot indexes
 }
 
-func newArena(slot int64, n int) (*arena, error) {
+func newArena(slot int64, n int, huge bool) (*arena, error) {
 	a := &arena{slot: slot, n: n}
 	if n == 0 {
 		return a, nil
 	}
 	size := slot * int64(n)
-	mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE,
-		unix.MAP_ANON|unix.MAP_PRIVATE|unix.MAP_NORESERVE)
+	mem, err := anon.Map(size, huge)
 	if err != nil {
 		return nil, fmt.Errorf("cache: mmap slot arena of %d slots x %d bytes: %w", n, slot, err)
 	}
@@ -64,7 +63,7 @@ func (a *arena) close() error {
 	if a.mem == nil {
 		return nil
 	}
-	err := unix.Munmap(a.mem)
+	err := anon.Unmap(a.mem)
 	a.mem = nil
 	a.free = nil
 	if err != nil {

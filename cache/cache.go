@@ -85,6 +85,10 @@ type Config struct {
 	// negative: none). Recommended: at least n_expert_used so a whole layer can
 	// be in flight with budget 0.
 	TransientSlots int
+	// HugePages asks for transparent huge pages behind the slot arenas
+	// (--huge-pages): O_DIRECT reads into them take far fewer device
+	// segments and page pins (see internal/anon).
+	HugePages bool
 }
 
 // Status is the outcome of Acquire.
@@ -200,11 +204,11 @@ func New(cfg Config) (*Cache, error) {
 	if nres > 1<<30 {
 		return nil, fmt.Errorf("%w: %d slots", ErrConfig, nres)
 	}
-	res, err := newArena(cfg.SlotBytes, int(nres))
+	res, err := newArena(cfg.SlotBytes, int(nres), cfg.HugePages)
 	if err != nil {
 		return nil, err
 	}
-	trans, err := newArena(cfg.SlotBytes, nt)
+	trans, err := newArena(cfg.SlotBytes, nt, cfg.HugePages)
 	if err != nil {
 		res.close()
 		return nil, err

@@ -28,8 +28,12 @@ rungo() { PIPE_BENCH_FILE="$F" "$BIN" -test.run '^$' -test.bench "ColdExpertRead
 	awk '/lanes=/{for(i=1;i<=NF;i++) if ($(i+1)=="GB/s") print $i*1000}'; }
 out=$(for r in $(seq 1 "$ROUNDS"); do for n in $LANES; do
 	if (( r % 2 )); then a=$(runfio "$n"); b=$(rungo "$n"); else b=$(rungo "$n"); a=$(runfio "$n"); fi
-	echo "$r $n $a $b $(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.3f", b/a}')" | tee /dev/stderr
+	line="$r $n $a $b $(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.3f", b/a}')"
+	echo "$line" >&2 # progress; (tee /dev/stderr would truncate a redirected log)
+	echo "$line"
 done; done)
+echo "round lanes fio_MB/s go_MB/s go/fio"
+echo "$out"
 for n in $LANES; do
 	echo "$out" | awk -v n="$n" '$2==n {sf+=$3; sg+=$4; c++}
 		END {printf "lanes %s: fio %.0f MB/s, go %.0f MB/s (means), go/fio of sums %.2f", n, sf/c, sg/c, sg/sf}'

@@ -62,7 +62,7 @@ type Lanes struct {
 	// specSem holds a token per lane serving (or waiting to serve) a
 	// speculative request: at most SpecLanes at once.
 	specSem chan struct{}
-	wg    conc.WaitGroup
+	wg      conc.WaitGroup
 
 	mu         sync.Mutex
 	closed     bool

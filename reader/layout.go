@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/pipe-engine/pipe/internal/anon"
 )
 
 // BlockSize is the alignment of O_DIRECT offsets, lengths and buffers. 4 KiB is a
@@ -88,9 +88,9 @@ func AllocAligned(n int64) (*Buffer, error) {
 		return &Buffer{}, nil
 	}
 	_, l := Widen(0, n)
-	b, err := unix.Mmap(-1, 0, int(l), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	b, err := anon.Map(l, l >= 2<<20) // huge pages: fewer device segments per read
 	if err != nil {
-		return nil, fmt.Errorf("reader: mmap %d bytes for an aligned buffer: %w", l, err)
+		return nil, fmt.Errorf("reader: aligned buffer: %w", err)
 	}
 	return &Buffer{B: b[:n]}, nil
 }
@@ -100,10 +100,7 @@ func (b *Buffer) Free() error {
 	if b == nil || cap(b.B) == 0 {
 		return nil
 	}
-	err := unix.Munmap(b.B[:cap(b.B)])
+	err := anon.Unmap(b.B)
 	b.B = nil
-	if err != nil {
-		return fmt.Errorf("reader: munmap aligned buffer: %w", err)
-	}
-	return nil
+	return err
 }

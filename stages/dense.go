@@ -2,6 +2,7 @@ package stages
 
 import (
 	"fmt"
+	"github.com/pipe-engine/pipe/internal/anon"
 	"os"
 	"sort"
 	"unsafe"
@@ -164,7 +165,7 @@ func (a *anonDense) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
 
 func (a *anonDense) close() {
 	if a.buf != nil {
-		_ = unix.Munmap(a.buf)
+		_ = anon.Unmap(a.buf)
 		a.buf = nil
 	}
 }

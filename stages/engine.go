@@ -47,11 +47,11 @@ import (
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sys/unix"
 
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/ffn"
 	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/internal/anon"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/prefetch"
@@ -76,6 +76,7 @@ type Config struct {
 	Prefetch      int       // --prefetch: speculative experts per layer
 	PrefetchPol   string    // --prefetch-policy
 	PrefetchLanes int       // --prefetch-lanes: lanes serving speculative reads at once (0: all)
+	HugePages     bool      // --huge-pages: THP behind the expert cache slots and the anonymous dense weights
 	Dense         DenseMode // --dense-weights
 	Threads       int       // -t
 	ExpertsUsed   int       // --n-expert-used
@@ -296,9 +297,9 @@ func (e *Engine) loadAnon() error {
 	if total == 0 {
 		total = reader.BlockSize
 	}
-	buf, err := unix.Mmap(-1, 0, int(total), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	buf, err := anon.Map(total, e.cfg.HugePages)
 	if err != nil {
-		return fmt.Errorf("dense weights: allocating %d bytes: %w", total, err)
+		return fmt.Errorf("dense weights: %w", err)
 	}
 	a.buf = buf
 	e.anon = a
@@ -378,7 +379,7 @@ func (e *Engine) startStream() error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	k := e.model.Router(0).K
-	e.cache, err = cache.New(cache.Config{BudgetBytes: cfg.CacheBytes, SlotBytes: slot, Policy: pol, TransientSlots: max(k, cache.DefaultTransientSlots)})
+	e.cache, err = cache.New(cache.Config{BudgetBytes: cfg.CacheBytes, SlotBytes: slot, Policy: pol, TransientSlots: max(k, cache.DefaultTransientSlots), HugePages: cfg.HugePages})
 	if err != nil {
 		return err
 	}

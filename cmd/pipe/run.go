@@ -58,6 +58,7 @@ type RunCmd struct {
 	Overlap       bool   `help:"Compute resident experts while the lanes read the rest (--overlap=false waits for the whole layer, for A/B)." default:"true" negatable:""`
 	Prefetch      int    `help:"Speculative expert reads per layer for the next layer (0 = off)." default:"0"`
 	PrefetchLanes int    `name:"prefetch-lanes" help:"Reader lanes that may serve speculative reads at once (0 = all): reads in flight share the disk, so fewer leaves demand reads more of it." default:"1"`
+	HugePages     bool   `name:"huge-pages" help:"Ask for transparent huge pages behind the expert cache and anonymous dense weights: O_DIRECT reads into them need far fewer device segments (false for A/B)." default:"true" negatable:""`
 	PrefetchPol   string `name:"prefetch-policy" help:"Speculative prefetch policy: next-layer (the next layer's router applied early), temporal (last token's experts) or popular." default:"next-layer"`
 	Dense         string `name:"dense-weights" help:"Dense (non-expert) weights: anon (O_DIRECT into anonymous memory), warm (mmap, swept once at load) or mmap (lazy)." enum:"anon,warm,mmap" default:"anon"`
 
@@ -160,7 +161,7 @@ func (c *RunCmd) Run(g *Globals) error {
 	}
 	cfg := stages.Config{
 		Path: path, Stream: stream, IOThreads: c.IOThreads, NoODirect: c.NoODirect,
-		Policy: c.CachePolicy, Overlap: c.Overlap, Prefetch: c.Prefetch, PrefetchPol: c.PrefetchPol, PrefetchLanes: c.PrefetchLanes,
+		Policy: c.CachePolicy, Overlap: c.Overlap, Prefetch: c.Prefetch, PrefetchPol: c.PrefetchPol, PrefetchLanes: c.PrefetchLanes, HugePages: c.HugePages,
 		Dense: stages.DenseMode(c.Dense), Threads: threads, ExpertsUsed: c.NExpertUsed, Log: g.Log,
 		CacheCeil: c.CacheCeilMB << 20, CacheFloor: c.CacheFloor << 20,
 	}
