@@ -24,7 +24,7 @@ trap 'rm -rf "$(dirname "$BIN")"' EXIT
 (cd "$(dirname "$0")" && go test -c -o "$BIN" .)
 runfio() { fio --name=r --filename="$F" --direct=1 --rw=randread --bs=2992k --numjobs="$1" --size="$SZ" \
 	--runtime=2 --time_based --group_reporting | sed -nE 's/.*READ: .*\(([0-9.]+)MB\/s\).*/\1/p'; }
-rungo() { PIPE_BENCH_FILE="$F" "$BIN" -test.run '^$' -test.bench "ColdExpertReads/lanes=$1\$" -test.benchtime=700x |
+rungo() { PIPE_BENCH_FILE="$F" "$BIN" -test.run '^$' -test.bench "ColdExpertReads/lanes=$1/pages=huge\$" -test.benchtime=700x |
 	awk '/lanes=/{for(i=1;i<=NF;i++) if ($(i+1)=="GB/s") print $i*1000}'; }
 out=$(for r in $(seq 1 "$ROUNDS"); do for n in $LANES; do
 	if (( r % 2 )); then a=$(runfio "$n"); b=$(rungo "$n"); else b=$(rungo "$n"); a=$(runfio "$n"); fi
