@@ -33,6 +33,8 @@ func TestOutputInvariance(t *testing.T) {
 		{"--moe-stream=true", "--cache-mb", "12", "--prefetch", "2", "--prefetch-policy", "temporal"},
 		{"--moe-stream=true", "--cache-mb", "3", "--prefetch", "8", "--prefetch-policy", "next-layer", "--io-threads", "1"},
 		{"--moe-stream=true", "--cache-mb", "12", "--prefetch", "4", "--prefetch-policy", "popular"},
+		{"--moe-stream=true", "--cache-mb", "12", "--prefetch", "8", "--prefetch-lanes", "0", "--io-threads", "4"},
+		{"--moe-stream=true", "--cache-mb", "3", "--no-huge-pages", "--prefetch", "8", "--prefetch-lanes", "2"},
 		{"--moe-stream=true", "--no-odirect", "-t", "2"},
 		{"--moe-stream=false", "-t", "1"},
 		{"--moe-stream=false", "--dense-weights", "mmap"},
@@ -64,6 +66,30 @@ func TestOutputInvariance(t *testing.T) {
 					t.Fatalf("logits differ from the mmap baseline (%d vs %d bytes)", len(got), len(base))
 				}
 			})
+		}
+	}
+}
+
+// TestRunFlagErrors: a bad run flag is a one-line error naming the flag and a
+// non-zero exit, before any model is opened.
+func TestRunFlagErrors(t *testing.T) {
+	model := filepath.Join("../../testdata/golden/models", "tiny-qwen3moe-F32.gguf")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--io-threads", "0"}, "--io-threads 0"},
+		{[]string{"--io-threads", "300"}, "--io-threads 300"},
+		{[]string{"--prefetch=-1"}, "--prefetch -1"},
+		{[]string{"--prefetch-lanes=-2"}, "--prefetch-lanes -2"},
+		{[]string{"--n-predict=-3"}, "-n -3"},
+		{[]string{"--n-expert-used=-1"}, "--n-expert-used -1"},
+		{[]string{"--prefetch-lanes", "-2"}, "--prefetch-lanes"}, // kong: a short flag, not a value
+	} {
+		args := append([]string{"run", "-m", model, "-p", "hi"}, c.args...)
+		out, errOut, code := inspectRun(t, args...)
+		if code == 0 || out != "" || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want a one-line error naming %q", c.args, code, out, errOut, c.want)
 		}
 	}
 }
