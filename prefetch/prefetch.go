@@ -3,7 +3,11 @@
 // misses' reads to the reader lanes in router-rank order, and hands every
 // expert to the FFN stage the moment its bytes are resident. A Policy may add
 // speculative reads of experts a later layer is likely to need; those reads
-// only warm the cache and never change what the FFN computes.
+// only warm the cache and never change what the FFN computes. Speculative
+// reads are offered to the lanes without blocking and tracked until their
+// layer is routed ([Planner.Settle]): wrong guesses no lane has started are
+// withdrawn (no I/O, the slot freed) and right guesses still queued are
+// promoted to demand priority.
 //
 // Ownership: the Planner owns no expert memory. Bytes live in cache slots; a
 // Ready value carries the cache pin, which the FFN stage releases. The

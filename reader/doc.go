@@ -28,7 +28,9 @@
 //
 // [Lanes] is a fixed pool of goroutines (the --io-threads reader lanes) that
 // take [Request]s from two bounded queues, demand first and speculative
-// (prefetch) only when no demand request waits. [Lanes.Submit] blocks while
+// (prefetch) only when no demand request waits, and then on at most
+// [LaneOptions].SpecLanes lanes at once so guesses leave most of the device to
+// demand reads. [Lanes.Submit] blocks while
 // the queue is full (requests are never dropped). Every accepted request has its Done
 // callback called exactly once, from a lane goroutine: with nil or the read
 // error after the read, or with the context's error if the lanes' context was

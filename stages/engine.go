@@ -13,7 +13,10 @@
 // the planner because layer ℓ+1's router needs layer ℓ's output, so a
 // separate compute goroutine would add a hand-off without adding overlap.
 // Overlap comes from the planner and lanes running while the decode goroutine
-// computes the experts that are already resident.
+// computes the experts that are already resident, and, with --prefetch and
+// the next-layer policy, from reading the experts layer ℓ+1's router picks
+// when applied to layer ℓ's input while layer ℓ computes (the planner
+// withdraws the wrong guesses once layer ℓ+1 is routed).
 //
 // Every channel is bounded and every send selects on the context, so an
 // error in any stage (a failed read, a cancelled context) ends the run with
@@ -25,13 +28,15 @@
 // which order they arrived change only timing: the FFN stage sums expert
 // outputs in top-k rank order and each expert's output depends only on its
 // bytes and inputs. Tests check bit-identical logits across --io-threads,
-// --cache-mb, --overlap, --prefetch, --dense-weights, --moe-stream and -t.
+// --cache-mb, --overlap, --prefetch, --prefetch-lanes, --huge-pages,
+// --dense-weights, --moe-stream and -t.
 //
 // # Memory
 //
 // Streaming mode (--moe-stream): expert bytes are only ever read with
-// O_DIRECT (or buffered pread as the fallback) into cache slots; the file is
-// never mmap'd for experts. Dense weights follow --dense-weights. Non-streaming
+// O_DIRECT (or buffered pread as the fallback) into cache slots (anonymous
+// memory, huge pages unless --huge-pages=false); the file is never mmap'd for
+// experts. Dense weights follow --dense-weights. Non-streaming
 // mode mmaps the whole file, as llama.cpp does, for A/B comparisons.
 package stages
 
