@@ -43,7 +43,7 @@ func Map(n int64, huge bool) ([]byte, error) {
 		return nil, fmt.Errorf("anon: mapping %d bytes: %w", l, err)
 	}
 	if huge {
-		_ = unix.Madvise(b, unix.MADV_HUGEPAGE) // advice only: EINVAL without THP
+		adviseHuge(b)
 	}
 	return b[:n], nil
 }
