@@ -435,3 +435,22 @@ func TestLanesSpecLanes(t *testing.T) {
 		t.Errorf("%d served, at most %d reads at once; want 4, 2", served.Load(), g.mx)
 	}
 }
+
+// TestOfferAfterClose: Offer on closed lanes is ErrClosed and never calls Done.
+func TestOfferAfterClose(t *testing.T) {
+	f, _ := blockingFiles(t)
+	defer f.Close()
+	l, err := StartLanes(context.Background(), f, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	called := false
+	tk, err := l.Offer(Request{Buf: alloc(t, BlockSize), Ranges: []Range{{0, 0, 10}}, Done: func(error) { called = true }})
+	if tk != nil || !errors.Is(err, ErrClosed) || called {
+		t.Errorf("Offer after Close: %v, %v, Done called %v; want nil, ErrClosed, false", tk, err, called)
+	}
+	if _, err := l.Offer(Request{}); err == nil {
+		t.Error("Offer without Done accepted")
+	}
+}
