@@ -454,3 +454,86 @@ func TestOfferAfterClose(t *testing.T) {
 		t.Error("Offer without Done accepted")
 	}
 }
+
+// fastFile answers every read after a few microseconds.
+type fastFile struct{}
+
+func (fastFile) ReadAt(p []byte, off int64) (int, error) {
+	time.Sleep(5 * time.Microsecond)
+	return len(p), nil
+}
+func (fastFile) Close() error { return nil }
+
+// TestTicketStress races Withdraw and Promote against the lanes on many
+// requests, demand and speculative mixed: every accepted request gets exactly
+// one Done, a withdrawn one with ErrWithdrawn and no read, and the counters
+// add up. Run it with -race.
+func TestTicketStress(t *testing.T) {
+	f, err := Open([]string{"fast"}, Options{Open: func(string, bool) (File, error) { return fastFile{}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := Start(context.Background(), f, LaneOptions{Lanes: 3, Queue: 64, SpecLanes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	buf := alloc(t, BlockSize)
+	dones := make([]atomic.Int32, n)
+	var withdrawnDone, demand atomic.Int64
+	tickets := make(chan *Ticket, n)
+	var wg sync.WaitGroup
+	wg.Go(func() { // the planner's role: withdraw or promote what it is handed
+		i := 0
+		for tk := range tickets {
+			if i++; i%2 == 0 {
+				tk.Withdraw()
+			} else {
+				tk.Promote(context.Background())
+			}
+		}
+	})
+	accepted := 0
+	for i := range n {
+		r := Request{Buf: buf, Ranges: []Range{{0, int64(i) * 16, 10}}, Done: func(err error) {
+			dones[i].Add(1)
+			if errors.Is(err, ErrWithdrawn) {
+				withdrawnDone.Add(1)
+			} else if err != nil {
+				t.Errorf("request %d: %v", i, err)
+			}
+		}}
+		if i%3 == 0 {
+			if err := l.Submit(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+			demand.Add(1)
+			accepted++
+			continue
+		}
+		tk, err := l.Offer(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk == nil {
+			dones[i].Add(1) // refused: Done is never called; count it as settled
+			continue
+		}
+		accepted++
+		tickets <- tk
+	}
+	close(tickets)
+	wg.Wait()
+	l.Close()
+	for i := range dones {
+		if d := dones[i].Load(); d != 1 {
+			t.Fatalf("request %d: Done called %d times", i, d)
+		}
+	}
+	s := l.Stats()
+	if s.Withdrawn != withdrawnDone.Load() || s.Reads+s.Withdrawn != int64(accepted) {
+		t.Errorf("%d reads + %d withdrawn (%d Done with ErrWithdrawn) != %d accepted", s.Reads, s.Withdrawn, withdrawnDone.Load(), accepted)
+	}
+	t.Logf("%d requests: %d demand, %d reads, %d withdrawn, %d promoted, %d refused", n, demand.Load(), s.Reads, s.Withdrawn, s.Promoted, s.Refused)
+}
