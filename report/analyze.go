@@ -17,7 +17,11 @@
 //     of the first min(5, ⌈n/3⌉) tokens ≥ CollapseFactor × the median of the
 //     last third), or the run has a majflt column averaging ≥
 //     ResidencyFaultsPerToken major faults per token: dense weights are being
-//     faulted in from flash inside compute (the seed's Regime 2).
+//     faulted in from flash inside compute (the seed's Regime 2). A collapse
+//     in a run that counted fewer than NoFaultsPerToken major faults per
+//     token is not residency (nothing came from flash through page faults:
+//     CPU contention or first touches of fresh memory slowed the first
+//     tokens); the reason says so and the run is judged by the next rules.
 //   - I/O-bound warm-up — compute is flat and the cache hit rate climbs by at
 //     least HitClimbPoints percentage points from the first to the last token:
 //     the expert cache is what warms up (the seed's Regime 1).
@@ -38,6 +42,7 @@ import (
 const (
 	CollapseFactor          = 3.0
 	ResidencyFaultsPerToken = 100.0
+	NoFaultsPerToken        = 1.0
 	HitClimbPoints          = 20.0
 )
 
@@ -117,8 +122,18 @@ func Analyze(run *Run, o Options) (*Analysis, error) {
 func Classify(s metrics.Summary) Verdict {
 	collapse := s.ComputeHeadMS / s.ComputeTailMS
 	climb := s.FinalHitPct - s.FirstHitPct
+	collapsed := s.ComputeTailMS > 0 && collapse >= CollapseFactor
+	// A run that counted its major faults and had (almost) none cannot be
+	// faulting weights in from flash, whatever its compute did; its early
+	// compute was slowed by something else (CPU contention, first touch of
+	// fresh anonymous memory), so it is judged on its cache instead.
+	var note string
+	if collapsed && s.MajfltPerToken < NoFaultsPerToken {
+		note = fmt.Sprintf("compute_ms falls %s → %s ms (%.0f×) with %.1f major faults/token, so not from flash residency; ", fms(s.ComputeHeadMS), fms(s.ComputeTailMS), collapse, s.MajfltPerToken)
+		collapsed = false
+	}
 	switch {
-	case s.ComputeTailMS > 0 && collapse >= CollapseFactor:
+	case collapsed:
 		why := fmt.Sprintf("compute_ms collapses %s → %s ms (%.0f×) over the run: the resident set faults in inside compute", fms(s.ComputeHeadMS), fms(s.ComputeTailMS), collapse)
 		if !math.IsNaN(s.MajfltPerToken) {
 			why += fmt.Sprintf("; %.0f major faults/token", s.MajfltPerToken)
@@ -127,7 +142,12 @@ func Classify(s metrics.Summary) Verdict {
 	case s.MajfltPerToken >= ResidencyFaultsPerToken:
 		return Verdict{RegimeResidency, fmt.Sprintf("%.0f major faults/token: dense weights re-fault from flash inside compute", s.MajfltPerToken)}
 	case s.FirstHitPct >= 0 && climb >= HitClimbPoints:
+		if note != "" {
+			return Verdict{RegimeIOWarmup, fmt.Sprintf("%scache hit climbing %.1f → %.1f %%: the expert cache warms up", note, s.FirstHitPct, s.FinalHitPct)}
+		}
 		return Verdict{RegimeIOWarmup, fmt.Sprintf("compute flat (%s → %s ms), cache hit climbing %.1f → %.1f %%: the expert cache warms up", fms(s.ComputeHeadMS), fms(s.ComputeTailMS), s.FirstHitPct, s.FinalHitPct)}
+	case note != "":
+		return Verdict{RegimeSteady, fmt.Sprintf("%shit rate %s", note, hitChange(s))}
 	default:
 		return Verdict{RegimeSteady, fmt.Sprintf("compute flat (%s → %s ms), hit rate %s", fms(s.ComputeHeadMS), fms(s.ComputeTailMS), hitChange(s))}
 	}
