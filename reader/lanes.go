@@ -122,7 +122,7 @@ func (tk *Ticket) Promote(ctx context.Context) bool {
 	if tk.t.claimed.Load() {
 		return false
 	}
-	if tk.l.enqueue(ctx, tk.l.q, tk.t) != nil {
+	if tk.l.enqueue(ctx, tk.l.q, tk.t, true) != nil {
 		return false
 	}
 	tk.l.promoted.Add(1)
@@ -322,7 +322,7 @@ func (l *Lanes) Submit(ctx context.Context, r Request) error {
 	if r.Speculative {
 		q = l.qs
 	}
-	return l.enqueue(ctx, q, t)
+	return l.enqueue(ctx, q, t, true)
 }
 
 // Offer queues a speculative request only if the speculative queue has room
@@ -335,7 +335,7 @@ func (l *Lanes) Offer(r Request) (*Ticket, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := l.enqueue(nil, l.qs, t); err != nil {
+	if err := l.enqueue(context.Background(), l.qs, t, false); err != nil {
 		if errors.Is(err, errFull) {
 			l.refused.Add(1)
 			return nil, nil
@@ -364,9 +364,9 @@ func (l *Lanes) newTask(r Request) (*task, error) {
 	return t, nil
 }
 
-// enqueue puts t on q, blocking while q is full until ctx ends; with a nil
-// ctx it does not block and returns errFull instead.
-func (l *Lanes) enqueue(ctx context.Context, q chan *task, t *task) error {
+// enqueue puts t on q; if q is full it blocks until ctx ends when block is
+// set, and returns errFull at once otherwise.
+func (l *Lanes) enqueue(ctx context.Context, q chan *task, t *task, block bool) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -384,7 +384,7 @@ func (l *Lanes) enqueue(ctx context.Context, q chan *task, t *task) error {
 		return nil
 	default:
 	}
-	if ctx == nil {
+	if !block {
 		return errFull
 	}
 	select {

@@ -15,7 +15,8 @@
 // disabled, under memory pressure or on kernels without it, the kernel backs
 // the mapping with 4 KiB pages and nothing else changes. Mappings are
 // MAP_NORESERVE and untouched until first written, so they cost no memory
-// until used. A Mapping is not safe for concurrent Free.
+// until used. A mapping belongs to its caller; Unmap it once, after its last
+// use.
 package anon
 
 import (
