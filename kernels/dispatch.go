@@ -21,8 +21,9 @@ type implementation struct {
 	quantQ8_0 func(x []float32, qs []int8, d []float32)
 	quantQ8_K func(x []float32, qs []int8, d []float32, bsums []int16)
 	dots      map[quant.Type]dotFunc
-	rows      map[quant.Type]rowsFunc // optional fast paths for single vectors
-	native    map[quant.Type]bool     // types with a non-reference kernel
+	rows      map[quant.Type]rowsFunc    // optional fast paths for single vectors
+	native    map[quant.Type]bool        // types with a non-reference kernel
+	gemm      map[quant.Type]*gemmKernel // multi-token kernels (gemm.go)
 }
 
 func refDots() map[quant.Type]dotFunc {
@@ -50,6 +51,7 @@ var refImpl = &implementation{
 	quantQ8_K: refQuantQ8_K,
 	dots:      refDots(),
 	native:    map[quant.Type]bool{},
+	gemm:      refGEMMs(),
 }
 
 // impl is the implementation in use, chosen once at init (see impl_*.go).

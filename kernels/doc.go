@@ -51,6 +51,18 @@
 // (the tests demand it) for any thread count. Lengths are checked in Go
 // before assembly is entered.
 //
+// # Several tokens at once
+//
+// MatMul and MatMulQ over n ≥ 2 tokens (prefill; the tokens routed to one
+// expert) use a multi-token kernel where the implementation has one for the
+// weight type (gemm.go): each weight block is loaded and unpacked once and
+// applied to a tile of tokens held in registers; the n mod tile tokens left
+// over run the vector kernel. Per (row, token) the integer block sums and
+// the float32 order are the vector kernel's, so MatMul equals MatVec bit
+// for bit. AVX2 (gemm_amd64.s): Q4_K and Q6_K against 4 tokens, Q8_0
+// against 8; pure Go (ref_gemm.go, every architecture and purego): Q4_0,
+// Q8_0, MXFP4, Q4_K, Q6_K against 4.
+//
 // An AVX-512 (F/BW/DQ/VL) MXFP4 kernel is built and tested as a second
 // implementation but not selected: it measured no faster than the AVX2 one.
 // VNNI is not used for the same reason: the AVX2 kernels already compute

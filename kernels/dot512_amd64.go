@@ -53,6 +53,7 @@ func avx512Impl(base *implementation) *implementation {
 		dots:      maps.Clone(base.dots),
 		rows:      maps.Clone(base.rows),
 		native:    maps.Clone(base.native),
+		gemm:      maps.Clone(base.gemm),
 	}
 	m.dots[quant.MXFP4] = avx512DotMXFP4
 	m.rows[quant.MXFP4] = avx512RowsMXFP4

@@ -23,8 +23,10 @@ func avx2Impl() *implementation {
 		dots:      maps.Clone(refImpl.dots),
 		rows:      map[quant.Type]rowsFunc{},
 		native:    map[quant.Type]bool{},
+		gemm:      maps.Clone(refImpl.gemm),
 	}
 	installAVX2(m)
+	installGEMMAVX2(m)
 	return m
 }
 

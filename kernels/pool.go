@@ -51,6 +51,7 @@ type job struct {
 	// pending counts helpers still on this job (spun on by the caller
 	// before it blocks on Pool.done).
 	pending atomic.Int32
+	gemm    gemmJob // multi-token kernel and packed activations, if used
 }
 
 // helper states
@@ -182,6 +183,10 @@ func (j *job) run() {
 			}
 			continue
 		}
+		if j.gemm.k != nil {
+			j.runGEMM(r0, r1)
+			continue
+		}
 		if j.rowsF != nil {
 			// The chunk's rows (≈ chunkBytes/n) stay in cache while each
 			// vector runs the same multi-row kernel MatVec uses, so every
@@ -207,10 +212,17 @@ func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation,
 	j.rowsF = impl.rows[t]
 	j.w, j.rb, j.rows, j.acts, j.y = w, rb, rows, acts, y
 	j.next.Store(0)
+	j.gemm.prepare(impl, t, acts)
 	work := rb * rows * len(acts)
 	helpers := 0
 	if p.threads > 1 && work >= parallelMinBytes {
-		chunk := max(1, chunkBytes/(rb*len(acts)))
+		// a multi-token kernel reads each chunk's rows once per tile
+		// from cache, so chunks stay at chunkBytes of weights
+		perRow := rb * len(acts)
+		if j.gemm.k != nil {
+			perRow = rb
+		}
+		chunk := max(1, chunkBytes/perRow)
 		// at least 4 chunks per thread for balance when other processes
 		// compete for the cores
 		chunk = min(chunk, max(1, rows/(4*p.threads)))

@@ -1,0 +1,137 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+
+	"github.com/pipe-engine/pipe/quant"
+)
+
+// AVX2 multi-token kernels (gemm_amd64.s): Q4_K and Q6_K rows against 4
+// tokens, Q8_0 rows against 8. The assembly reads the tile's activations
+// from a packed buffer (packQ8_K, packQ8_0) and writes y[t*ys+r].
+
+const (
+	gemmTileK   = 4 // tokens per Q4_K/Q6_K call (16 YMM registers)
+	gemmTileQ80 = 8 // tokens per Q8_0 call
+)
+
+// gemmK4Shuf[k]: VPSHUFB control broadcasting int16 lane k of each 128-bit
+// half to all its lanes (Q4_K sub-block scales).
+var gemmK4Shuf [8][32]byte
+
+// gemmQ6Shuf[c]: 8 × byte 2c then 8 × byte 2c+1 (Q6_K scale pairs).
+var gemmQ6Shuf [8][16]byte
+
+func init() {
+	for k := 0; k < 8; k++ {
+		for i := 0; i < 16; i++ {
+			gemmK4Shuf[k][2*i] = byte(2 * k)
+			gemmK4Shuf[k][2*i+1] = byte(2*k + 1)
+		}
+		for i := 0; i < 8; i++ {
+			gemmQ6Shuf[k][i] = byte(2 * k)
+			gemmQ6Shuf[k][8+i] = byte(2*k + 1)
+		}
+	}
+}
+
+//go:noescape
+func gemmQ4_KAVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, macc *[16]float32)
+
+//go:noescape
+func gemmQ6_KAVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
+func installGEMMAVX2(m *implementation) {
+	m.gemm[quant.Q4_K] = &gemmKernel{tile: gemmTileK, pack: packQ8_K, packBytes: q8KPackBytes, run: avx2GEMMQ4_K}
+	m.gemm[quant.Q6_K] = &gemmKernel{tile: gemmTileK, pack: packQ8_K, packBytes: q8KPackBytes, run: avx2GEMMQ6_K}
+	m.gemm[quant.Q8_0] = &gemmKernel{tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0PackBytes, run: avx2GEMMQ8_0}
+}
+
+// gemmOk checks the buffers of one call: rows rows of nb blocks of bs
+// bytes, a packed tile of pkLen bytes, tile outputs at stride ys.
+func gemmOk(w []byte, rb, rows, nb, bs int, pk []byte, pkLen int, y []float32, ys, tile int) bool {
+	return rows > 0 && nb > 0 && rb >= nb*bs && len(w) >= (rows-1)*rb+nb*bs &&
+		len(pk) >= pkLen && ys >= rows && len(y) >= (tile-1)*ys+rows
+}
+
+func avx2GEMMQ4_K(w []byte, rb, rows int, acts []*Activation, pk []byte, y []float32, ys int) {
+	nb := acts[0].cols / 256
+	if len(acts) != gemmTileK || !gemmOk(w, rb, rows, nb, 144, pk, q8KPackBytes(acts[0].cols, gemmTileK), y, ys, gemmTileK) {
+		fillNaN(y[:min(len(y), rows)])
+		return
+	}
+	var macc [16]float32
+	gemmQ4_KAVX2(&w[0], rb, rows, nb, &pk[0], &y[0], 4*ys, &macc)
+}
+
+func avx2GEMMQ6_K(w []byte, rb, rows int, acts []*Activation, pk []byte, y []float32, ys int) {
+	nb := acts[0].cols / 256
+	if len(acts) != gemmTileK || !gemmOk(w, rb, rows, nb, 210, pk, q8KPackBytes(acts[0].cols, gemmTileK), y, ys, gemmTileK) {
+		fillNaN(y[:min(len(y), rows)])
+		return
+	}
+	gemmQ6_KAVX2(&w[0], rb, rows, nb, &pk[0], &y[0], 4*ys)
+}
+
+func avx2GEMMQ8_0(w []byte, rb, rows int, acts []*Activation, pk []byte, y []float32, ys int) {
+	nb := acts[0].cols / 32
+	if len(acts) != gemmTileQ80 || !gemmOk(w, rb, rows, nb, 34, pk, q8_0PackBytes(acts[0].cols, gemmTileQ80), y, ys, gemmTileQ80) {
+		fillNaN(y[:min(len(y), rows)])
+		return
+	}
+	gemmQ8_0AVX2(&w[0], rb, rows, nb, &pk[0], &y[0], 4*ys)
+}
+
+// Packed Q8_K tile of T tokens, per 256-element block: T float32 scales,
+// then T × 16 int16 bsums, then T × 256 int8 quants.
+func q8KPackBytes(cols, tile int) int { return cols / 256 * q8KBlockBytes(tile) }
+
+func q8KBlockBytes(tile int) int { return tile * (4 + 32 + 256) }
+
+func packQ8_K(acts []*Activation, dst []byte) {
+	T := len(acts)
+	nb := acts[0].cols / 256
+	stride := q8KBlockBytes(T)
+	for b := 0; b < nb; b++ {
+		blk := dst[b*stride : (b+1)*stride]
+		for t, a := range acts {
+			binary.LittleEndian.PutUint32(blk[4*t:], math.Float32bits(a.d[b]))
+			bs := blk[4*T+32*t:]
+			for i, v := range a.bsums[b*16 : b*16+16] {
+				binary.LittleEndian.PutUint16(bs[2*i:], uint16(v))
+			}
+			copy(blk[36*T+256*t:36*T+256*(t+1)], int8Bytes(a.qs[b*256:b*256+256]))
+		}
+	}
+}
+
+// Packed Q8_0 tile of T tokens, per 32-element block: T float32 scales,
+// then T × 32 int8 quants.
+func q8_0PackBytes(cols, tile int) int { return cols / 32 * 36 * tile }
+
+func packQ8_0(acts []*Activation, dst []byte) {
+	T := len(acts)
+	nb := acts[0].cols / 32
+	stride := 36 * T
+	for b := 0; b < nb; b++ {
+		blk := dst[b*stride : (b+1)*stride]
+		for t, a := range acts {
+			binary.LittleEndian.PutUint32(blk[4*t:], math.Float32bits(a.d[b]))
+			copy(blk[4*T+32*t:4*T+32*(t+1)], int8Bytes(a.qs[b*32:b*32+32]))
+		}
+	}
+}
+
+func int8Bytes(s []int8) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s))
+}

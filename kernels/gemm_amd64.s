@@ -1,0 +1,420 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// AVX2 multi-token kernels (see gemm.go). Per row and block the weights are
+// loaded and unpacked once and applied to every token of the tile, held in
+// registers. Per (row, token) the operations are exactly the vector
+// kernel's (dot_amd64.s, the package doc's order): exact integer lanes per
+// block, acc = acc + float32(d*float32(lane)) with separate VMULPS/VADDPS,
+// the fixed horizontal sum, and for Q4_K the four minimum lanes
+// accumulated apart and subtracted last.
+
+// Packed Q8_K tile of 4 tokens, per block (gemm_amd64.go packQ8_K).
+#define KD 0
+#define KBS 16
+#define KQS 144
+#define KSTRIDE 1168
+
+// HSUMTO(acc, xacc, dst, tmp): dst[0] = (r0+r2)+(r1+r3), r[i]=acc[i]+acc[i+4].
+#define HSUMTO(acc, xacc, dst, tmp) \
+	VEXTRACTF128 $1, acc, tmp \
+	VADDPS       tmp, xacc, dst \
+	VMOVHLPS     dst, dst, tmp \
+	VADDPS       tmp, dst, dst \
+	VMOVSHDUP    dst, tmp \
+	VADDSS       tmp, dst, dst
+
+// HSUM4TO(src, dst, tmp): dst[0] = (m0+m2)+(m1+m3) of the xmm src.
+#define HSUM4TO(src, dst, tmp) \
+	VMOVHLPS  src, src, tmp \
+	VADDPS    tmp, src, dst \
+	VMOVSHDUP dst, tmp \
+	VADDSS    tmp, dst, dst
+
+// G4SCALES unpacks the 12 scale bytes at 4(SI) of a Q4_K block: Y15 = the
+// 8 scales as int16 in both 128-bit halves, X13 = the 8 mins as int16.
+// Clobbers AX, BX, R9, R10, R11.
+#define G4SCALES \
+	MOVL         4(SI), AX \
+	MOVL         8(SI), BX \
+	MOVL         12(SI), R9 \
+	MOVL         R9, R10 \
+	SHRL         $4, R10 \
+	ANDL         $0x0f0f0f0f, R10 \
+	MOVL         BX, R11 \
+	SHRL         $6, R11 \
+	ANDL         $0x03030303, R11 \
+	SHLL         $4, R11 \
+	ORL          R11, R10 \
+	ANDL         $0x3f3f3f3f, BX \
+	ANDL         $0x0f0f0f0f, R9 \
+	MOVL         AX, R11 \
+	SHRL         $6, R11 \
+	ANDL         $0x03030303, R11 \
+	SHLL         $4, R11 \
+	ORL          R11, R9 \
+	ANDL         $0x3f3f3f3f, AX \
+	SHLQ         $32, R9 \
+	ORQ          R9, AX \
+	VMOVQ        AX, X15 \
+	VPMOVZXBW    X15, X15 \
+	VINSERTI128  $1, X15, Y15, Y15 \
+	SHLQ         $32, R10 \
+	ORQ          R10, BX \
+	VMOVQ        BX, X13 \
+	VPMOVZXBW    X13, X13
+
+// G4MIN(t): token t's minimum lanes: macc_t (16t(DX)) += dmin_t *
+// float(madd(mins X13, pair sums of its bsums)); X12 = f16 dmin of the row.
+#define G4MIN(t) \
+	VMOVDQU      (KBS+32*t)(DI), X8 \
+	VMOVDQU      (KBS+32*t+16)(DI), X9 \
+	VPHADDW      X9, X8, X8 \
+	VPMADDWD     X8, X13, X8 \
+	VCVTDQ2PS    X8, X8 \
+	VMULSS       (KD+4*t)(DI), X12, X9 \
+	VBROADCASTSS X9, X9 \
+	VMULPS       X9, X8, X8 \
+	VADDPS       (16*t)(DX), X8, X8 \
+	VMOVUPS      X8, (16*t)(DX)
+
+// G4TOK(j, t, acc): token t's quants of chunk j against the unpacked low
+// (Y9) and high (Y8) nibbles with the sub-block scales Y10, Y11.
+#define G4TOK(j, t, acc) \
+	VPMADDUBSW (KQS+256*t+64*j)(DI), Y9, Y12 \
+	VPMADDWD   Y10, Y12, Y12 \
+	VPADDD     Y12, acc, acc \
+	VPMADDUBSW (KQS+256*t+64*j+32)(DI), Y8, Y13 \
+	VPMADDWD   Y11, Y13, Y13 \
+	VPADDD     Y13, acc, acc
+
+// G4CHUNK(j): the 32 nibble bytes of chunk j (sub-blocks 2j, 2j+1) for all
+// four tokens.
+#define G4CHUNK(j) \
+	VMOVDQU (16+32*j)(SI), Y8 \
+	VPAND   Y14, Y8, Y9 \
+	VPSRLW  $4, Y8, Y8 \
+	VPAND   Y14, Y8, Y8 \
+	VPSHUFB ·gemmK4Shuf+(64*j)(SB), Y15, Y10 \
+	VPSHUFB ·gemmK4Shuf+(64*j+32)(SB), Y15, Y11 \
+	G4TOK(j, 0, Y4) \
+	G4TOK(j, 1, Y5) \
+	G4TOK(j, 2, Y6) \
+	G4TOK(j, 3, Y7)
+
+// BLKFIN(t, acc, lanes, dw): acc += float(lanes) * (dw * d_t), d_t at
+// KD+4t(DI); clobbers X13/Y13.
+#define BLKFIN(t, acc, lanes, dw) \
+	VCVTDQ2PS    lanes, lanes \
+	VMULSS       (KD+4*t)(DI), dw, X13 \
+	VBROADCASTSS X13, Y13 \
+	VMULPS       Y13, lanes, lanes \
+	VADDPS       lanes, acc, acc
+
+// func gemmQ4_KAVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, macc *[16]float32)
+TEXT ·gemmQ4_KAVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ macc+56(FP), DX
+	MOVL         $0x0F0F0F0F, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+
+g4row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VMOVUPS X0, 0(DX)
+	VMOVUPS X0, 16(DX)
+	VMOVUPS X0, 32(DX)
+	VMOVUPS X0, 48(DX)
+
+g4blk:
+	G4SCALES
+	MOVWLZX   2(SI), AX
+	VMOVD     AX, X12
+	VCVTPH2PS X12, X12
+	G4MIN(0)
+	G4MIN(1)
+	G4MIN(2)
+	G4MIN(3)
+	VPXOR     Y4, Y4, Y4
+	VPXOR     Y5, Y5, Y5
+	VPXOR     Y6, Y6, Y6
+	VPXOR     Y7, Y7, Y7
+	G4CHUNK(0)
+	G4CHUNK(1)
+	G4CHUNK(2)
+	G4CHUNK(3)
+	MOVWLZX   (SI), AX
+	VMOVD     AX, X12
+	VCVTPH2PS X12, X12
+	BLKFIN(0, Y0, Y4, X12)
+	BLKFIN(1, Y1, Y5, X12)
+	BLKFIN(2, Y2, Y6, X12)
+	BLKFIN(3, Y3, Y7, X12)
+	ADDQ      $144, SI
+	ADDQ      $KSTRIDE, DI
+	DECQ      CX
+	JNZ       g4blk
+
+	HSUMTO(Y0, X0, X8, X9)
+	VMOVUPS  0(DX), X10
+	HSUM4TO(X10, X11, X12)
+	VSUBSS   X11, X8, X8
+	VMOVSS   X8, (R14)
+	HSUMTO(Y1, X1, X8, X9)
+	VMOVUPS  16(DX), X10
+	HSUM4TO(X10, X11, X12)
+	VSUBSS   X11, X8, X8
+	VMOVSS   X8, (R14)(R15*1)
+	HSUMTO(Y2, X2, X8, X9)
+	VMOVUPS  32(DX), X10
+	HSUM4TO(X10, X11, X12)
+	VSUBSS   X11, X8, X8
+	VMOVSS   X8, (R14)(R15*2)
+	HSUMTO(Y3, X3, X8, X9)
+	VMOVUPS  48(DX), X10
+	HSUM4TO(X10, X11, X12)
+	VSUBSS   X11, X8, X8
+	LEAQ     (R14)(R15*2), R12
+	VMOVSS   X8, (R12)(R15*1)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  g4row
+	VZEROUPPER
+	RET
+
+// Q6_K: per part of 32 elements the codes are built once (Y9 = q-32 as
+// int8, Y8 = |q-32|) and each token's quants are sign-adjusted (VPSIGNB)
+// so VPMADDUBSW forms the exact products; Y10 = the part's two scales as
+// int16; Y13 = 32 × 0x30, Y14 = 32 × 0x0F, Y15 = 32 × 32.
+
+// G6TOK(yoff, acc): one token's part at yoff(DI).
+#define G6TOK(yoff, acc) \
+	VMOVDQU    (yoff)(DI), Y12 \
+	VPSIGNB    Y9, Y12, Y12 \
+	VPMADDUBSW Y12, Y8, Y12 \
+	VPMADDWD   Y10, Y12, Y12 \
+	VPADDD     Y12, acc, acc
+
+// G6CODES: Y9 holds the low 4 bits, Y8 the high 2 bits (shifted into place
+// but not masked); form the signed and absolute codes.
+#define G6CODES \
+	VPAND   Y13, Y8, Y8 \
+	VPOR    Y8, Y9, Y9 \
+	VPSUBB  Y15, Y9, Y9 \
+	VPABSB  Y9, Y8
+
+// G6PART(e, c): part with elements e..e+31 of the block, scale pair c;
+// codes already in Y8/Y9.
+#define G6PART(e, c) \
+	VPSHUFB   ·gemmQ6Shuf+(16*(c))(SB), X11, X10 \
+	VPMOVSXBW X10, Y10 \
+	G6TOK(KQS+(e), Y4) \
+	G6TOK(KQS+256+(e), Y5) \
+	G6TOK(KQS+512+(e), Y6) \
+	G6TOK(KQS+768+(e), Y7)
+
+// G6HALF(n): elements 128n..128n+127 (ql at 64n, qh at 128+32n).
+#define G6HALF(n) \
+	VMOVDQU (64*n)(SI), Y9 \
+	VPAND   Y14, Y9, Y9 \
+	VMOVDQU (128+32*n)(SI), Y8 \
+	VPSLLW  $4, Y8, Y8 \
+	G6CODES \
+	G6PART(128*n, 4*n) \
+	VMOVDQU (64*n+32)(SI), Y9 \
+	VPAND   Y14, Y9, Y9 \
+	VMOVDQU (128+32*n)(SI), Y8 \
+	VPSLLW  $2, Y8, Y8 \
+	G6CODES \
+	G6PART(128*n+32, 4*n+1) \
+	VMOVDQU (64*n)(SI), Y9 \
+	VPSRLW  $4, Y9, Y9 \
+	VPAND   Y14, Y9, Y9 \
+	VMOVDQU (128+32*n)(SI), Y8 \
+	G6CODES \
+	G6PART(128*n+64, 4*n+2) \
+	VMOVDQU (64*n+32)(SI), Y9 \
+	VPSRLW  $4, Y9, Y9 \
+	VPAND   Y14, Y9, Y9 \
+	VMOVDQU (128+32*n)(SI), Y8 \
+	VPSRLW  $2, Y8, Y8 \
+	G6CODES \
+	G6PART(128*n+96, 4*n+3)
+
+// func gemmQ6_KAVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ6_KAVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVL         $0x0F0F0F0F, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL         $0x30303030, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL         $0x20202020, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+
+g6row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+g6blk:
+	VMOVDQU 192(SI), X11
+	VPXOR   Y4, Y4, Y4
+	VPXOR   Y5, Y5, Y5
+	VPXOR   Y6, Y6, Y6
+	VPXOR   Y7, Y7, Y7
+	G6HALF(0)
+	G6HALF(1)
+	MOVWLZX   208(SI), AX
+	VMOVD     AX, X12
+	VCVTPH2PS X12, X12
+	VCVTDQ2PS    Y4, Y4
+	VMULSS       (KD+0)(DI), X12, X8
+	VBROADCASTSS X8, Y8
+	VMULPS       Y8, Y4, Y4
+	VADDPS       Y4, Y0, Y0
+	VCVTDQ2PS    Y5, Y5
+	VMULSS       (KD+4)(DI), X12, X8
+	VBROADCASTSS X8, Y8
+	VMULPS       Y8, Y5, Y5
+	VADDPS       Y5, Y1, Y1
+	VCVTDQ2PS    Y6, Y6
+	VMULSS       (KD+8)(DI), X12, X8
+	VBROADCASTSS X8, Y8
+	VMULPS       Y8, Y6, Y6
+	VADDPS       Y6, Y2, Y2
+	VCVTDQ2PS    Y7, Y7
+	VMULSS       (KD+12)(DI), X12, X8
+	VBROADCASTSS X8, Y8
+	VMULPS       Y8, Y7, Y7
+	VADDPS       Y7, Y3, Y3
+	ADDQ      $210, SI
+	ADDQ      $KSTRIDE, DI
+	DECQ      CX
+	JNZ       g6blk
+
+	HSUMTO(Y0, X0, X8, X9)
+	VMOVSS   X8, (R14)
+	HSUMTO(Y1, X1, X8, X9)
+	VMOVSS   X8, (R14)(R15*1)
+	HSUMTO(Y2, X2, X8, X9)
+	VMOVSS   X8, (R14)(R15*2)
+	HSUMTO(Y3, X3, X8, X9)
+	LEAQ     (R14)(R15*2), R12
+	VMOVSS   X8, (R12)(R15*1)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  g6row
+	VZEROUPPER
+	RET
+
+// Q8_0 against 8 tokens: packed tile per block = 8 float32 scales, then
+// 8 × 32 quants (packQ8_0). Y8 = weights, Y9 = |weights|, X12 = f16 scale,
+// Y15 = 16 × int16(1); token t accumulates in Y(t).
+#define Q8TOK(t, acc) \
+	VMOVDQU      (32+32*t)(DI), Y10 \
+	VPSIGNB      Y8, Y10, Y10 \
+	VPMADDUBSW   Y10, Y9, Y10 \
+	VPMADDWD     Y15, Y10, Y10 \
+	VCVTDQ2PS    Y10, Y10 \
+	VMULSS       (4*t)(DI), X12, X11 \
+	VBROADCASTSS X11, Y11 \
+	VMULPS       Y11, Y10, Y10 \
+	VADDPS       Y10, acc, acc
+
+// func gemmQ8_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ8_0AVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVL         $0x00010001, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+
+q8row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+q8blk:
+	MOVWLZX   (SI), AX
+	VMOVD     AX, X12
+	VCVTPH2PS X12, X12
+	VMOVDQU   2(SI), Y8
+	VPABSB    Y8, Y9
+	Q8TOK(0, Y0)
+	Q8TOK(1, Y1)
+	Q8TOK(2, Y2)
+	Q8TOK(3, Y3)
+	Q8TOK(4, Y4)
+	Q8TOK(5, Y5)
+	Q8TOK(6, Y6)
+	Q8TOK(7, Y7)
+	ADDQ $34, SI
+	ADDQ $288, DI
+	DECQ CX
+	JNZ  q8blk
+
+	MOVQ     R14, R12
+	HSUMTO(Y0, X0, X8, X9)
+	VMOVSS   X8, (R12)
+	ADDQ     R15, R12
+	HSUMTO(Y1, X1, X8, X9)
+	VMOVSS   X8, (R12)
+	ADDQ     R15, R12
+	HSUMTO(Y2, X2, X8, X9)
+	VMOVSS   X8, (R12)
+	ADDQ     R15, R12
+	HSUMTO(Y3, X3, X8, X9)
+	VMOVSS   X8, (R12)
+	ADDQ     R15, R12
+	HSUMTO(Y4, X4, X8, X9)
+	VMOVSS   X8, (R12)
+	ADDQ     R15, R12
+	HSUMTO(Y5, X5, X8, X9)
+	VMOVSS   X8, (R12)
+	ADDQ     R15, R12
+	HSUMTO(Y6, X6, X8, X9)
+	VMOVSS   X8, (R12)
+	ADDQ     R15, R12
+	HSUMTO(Y7, X7, X8, X9)
+	VMOVSS   X8, (R12)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  q8row
+	VZEROUPPER
+	RET
