@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pipe-engine/pipe/internal/anon"
 	"github.com/pipe-engine/pipe/quant"
 )
 
@@ -16,7 +17,7 @@ import (
 //
 //	go test -run '^$' -bench . -count 3 ./kernels/
 
-const coldBytes = 256 << 20
+const coldBytes = 1 << 30
 
 type benchShape struct {
 	name       string
@@ -45,22 +46,44 @@ func cpuMetric(b *testing.B, bytes int64, cpu0 float64) {
 
 func slicesClone(s []quant.Type) []quant.Type { return append([]quant.Type(nil), s...) }
 
-// coldCopies returns n copies of one random matrix, n*size >= coldBytes.
-func coldCopies(t quant.Type, rows, cols int) (w []byte, size, n int) {
-	one := randRows(rand.New(rand.NewPCG(11, uint64(t))), t, rows, cols)
-	size = len(one)
-	n = max(1, (coldBytes+size-1)/size)
-	w = make([]byte, n*size)
-	for i := 0; i < n; i++ {
-		copy(w[i*size:], one)
+// coldSet is n copies of one random matrix, n*size >= coldBytes, in
+// anonymous memory advised for huge pages as decode's expert slots and dense
+// weights are (internal/anon). It is built on first use, so sub-benchmarks a
+// -bench filter skips cost nothing; free unmaps it.
+type coldSet struct {
+	t          quant.Type
+	rows, cols int
+	w          []byte
+	size, n    int
+}
+
+func (c *coldSet) get(b *testing.B) (w []byte, size, n int) {
+	if c.w == nil {
+		one := randRows(rand.New(rand.NewPCG(11, uint64(c.t))), c.t, c.rows, c.cols)
+		c.size = len(one)
+		c.n = max(1, (coldBytes+c.size-1)/c.size)
+		var err error
+		if c.w, err = anon.Map(int64(c.n*c.size), true); err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < c.n; i++ {
+			copy(c.w[i*c.size:], one)
+		}
 	}
-	return w, size, n
+	return c.w, c.size, c.n
+}
+
+func (c *coldSet) free() {
+	if c.w != nil {
+		_ = anon.Unmap(c.w)
+		c.w = nil
+	}
 }
 
 func BenchmarkMatVec(b *testing.B) {
 	for _, sh := range benchShapes {
 		for _, typ := range sh.types {
-			w, size, ncopies := coldCopies(typ, sh.rows, sh.cols)
+			cold := &coldSet{t: typ, rows: sh.rows, cols: sh.cols}
 			x := randX(rand.New(rand.NewPCG(12, 13)), sh.cols)
 			y := make([]float32, sh.rows)
 			for _, m := range implementations() {
@@ -72,6 +95,7 @@ func BenchmarkMatVec(b *testing.B) {
 						saved := impl
 						impl = m
 						defer func() { impl = saved }()
+						w, size, ncopies := cold.get(b)
 						p := NewPool(threads)
 						defer p.Close()
 						b.SetBytes(int64(size))
@@ -87,6 +111,7 @@ func BenchmarkMatVec(b *testing.B) {
 					})
 				}
 			}
+			cold.free()
 		}
 	}
 }
@@ -97,11 +122,12 @@ func BenchmarkMatMul(b *testing.B) {
 	const n = 8
 	rows, cols := 768, 2048
 	for _, typ := range []quant.Type{quant.Q4_K, quant.Q8_0} {
-		w, size, ncopies := coldCopies(typ, rows, cols)
+		cold := &coldSet{t: typ, rows: rows, cols: cols}
 		x := randX(rand.New(rand.NewPCG(14, 15)), n*cols)
 		y := make([]float32, n*rows)
 		for _, threads := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%v/n%d/%s/t%d", typ, n, impl.name, threads), func(b *testing.B) {
+				w, size, ncopies := cold.get(b)
 				p := NewPool(threads)
 				defer p.Close()
 				b.SetBytes(int64(size))
@@ -115,6 +141,7 @@ func BenchmarkMatMul(b *testing.B) {
 				cpuMetric(b, int64(size), cpu0)
 			})
 		}
+		cold.free()
 	}
 }
 

@@ -9,6 +9,12 @@
 // Float addition and multiplication are commutative in IEEE arithmetic, so
 // operand order inside one instruction does not matter.
 
+// PFDIST is how far ahead of the weight pointer the loops prefetch (bytes).
+// Without software prefetch the hardware prefetcher fell behind on
+// streamed rows (Q4_K: 5.8 -> 12.5 GB/s per CPU-second from RAM); a
+// prefetch past the end of the matrix is harmless (no fault).
+#define PFDIST 1024
+
 // HSUM8 reduces Y0 into X0[0] (clobbers X1).
 #define HSUM8 \
 	VEXTRACTF128 $1, Y0, X1 \
@@ -40,6 +46,7 @@ TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
 	VXORPS Y0, Y0, Y0
 
 q80loop:
+	PREFETCHT0   PFDIST(SI)
 	MOVWLZX      (SI), AX
 	VMOVD        AX, X1
 	VCVTPH2PS    X1, X1
@@ -105,6 +112,8 @@ TEXT ·dotMXFP4AVX2(SB), NOSPLIT, $0-44
 	JZ             mxtail
 
 mxloop:
+	PREFETCHT0     PFDIST(SI)
+	PREFETCHT0     (PFDIST+64)(SI)
 	MXBLOCK(0, 0, 0, 0)
 	MXBLOCK(17, 32, 4, 32)
 	MXBLOCK(34, 64, 8, 64)
@@ -217,6 +226,9 @@ TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-44
 	VXORPS X12, X12, X12
 
 q4kloop:
+	PREFETCHT0 PFDIST(SI)
+	PREFETCHT0 (PFDIST+64)(SI)
+	PREFETCHT0 (PFDIST+128)(SI)
 	DSCALE(0, Y1, X1)
 	DSCALE(2, Y2, X2)
 	K4SCALES
@@ -285,6 +297,9 @@ TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-44
 	VXORPS       X12, X12, X12
 
 q5kloop:
+	PREFETCHT0 PFDIST(SI)
+	PREFETCHT0 (PFDIST+64)(SI)
+	PREFETCHT0 (PFDIST+128)(SI)
 	DSCALE(0, Y1, X1)
 	DSCALE(2, Y2, X2)
 	K4SCALES
@@ -370,6 +385,10 @@ TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-36
 	VXORPS       Y0, Y0, Y0
 
 q6kloop:
+	PREFETCHT0 PFDIST(SI)
+	PREFETCHT0 (PFDIST+64)(SI)
+	PREFETCHT0 (PFDIST+128)(SI)
+	PREFETCHT0 (PFDIST+192)(SI)
 	VMOVDQU  192(SI), X11
 	VPXOR    Y10, Y10, Y10
 	Q6KHALF(0)
@@ -410,6 +429,8 @@ TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
 	JZ     f32tail
 
 f32loop:
+	PREFETCHT0 PFDIST(SI)
+	PREFETCHT0 (PFDIST+64)(SI)
 	VMOVUPS (SI), Y4
 	VMULPS  (DI), Y4, Y4
 	VADDPS  Y4, Y0, Y0
@@ -463,6 +484,7 @@ TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
 	JZ     f16tail
 
 f16loop:
+	PREFETCHT0 PFDIST(SI)
 	VCVTPH2PS (SI), Y4
 	VCVTPH2PS (DI), Y6
 	VMULPS    Y6, Y4, Y4
@@ -544,6 +566,8 @@ TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-44
 	JZ             q40tail
 
 q40loop:
+	PREFETCHT0     PFDIST(SI)
+	PREFETCHT0     (PFDIST+64)(SI)
 	Q40BLOCK(0, 0, 0, 0)
 	Q40BLOCK(18, 32, 4, 32)
 	Q40BLOCK(36, 64, 8, 64)
