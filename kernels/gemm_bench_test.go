@@ -29,7 +29,7 @@ func BenchmarkGEMM(b *testing.B) {
 		{"q8_0-2880x2880", 2880, 2880, quant.Q8_0, []int{8, 128}},
 	}
 	for _, sh := range shapes {
-		w, size, ncopies := coldCopies(sh.typ, sh.rows, sh.cols)
+		cold := &coldSet{t: sh.typ, rows: sh.rows, cols: sh.cols}
 		for _, n := range sh.n {
 			x := randX(rand.New(rand.NewPCG(45, 46)), n*sh.cols)
 			y := make([]float32, n*sh.rows)
@@ -45,6 +45,7 @@ func BenchmarkGEMM(b *testing.B) {
 						saved := impl
 						impl = m
 						defer func() { impl = saved }()
+						w, size, ncopies := cold.get(b)
 						p := NewPool(threads)
 						defer p.Close()
 						b.SetBytes(int64(size))
@@ -62,5 +63,6 @@ func BenchmarkGEMM(b *testing.B) {
 				}
 			}
 		}
+		cold.free()
 	}
 }
