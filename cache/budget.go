@@ -72,6 +72,7 @@ type AutoOptions struct {
 	OverheadBytes int64 // other known allocations (transient slots, compute buffers)
 	FloorBytes    int64 // RAM to leave free (--cache-floor-mb)
 	CeilBytes     int64 // upper clamp (--cache-ceil-mb); 0 = none
+	AllBytes      int64 // every expert of the model in slots: a larger cache holds nothing more (0 = unknown)
 	SlotBytes     int64 // if > 0, the budget is rounded down to whole slots
 }
 
@@ -136,6 +137,10 @@ func AutoBudget(o AutoOptions) (Auto, error) {
 	if o.CeilBytes > 0 && b > o.CeilBytes {
 		b = o.CeilBytes
 		parts = append(parts, fmt.Sprintf("clamped by --cache-ceil-mb to %s", fmtMiB(b)))
+	}
+	if o.AllBytes > 0 && b > o.AllBytes {
+		b = o.AllBytes
+		parts = append(parts, fmt.Sprintf("clamped to every expert, %s", fmtMiB(b)))
 	}
 	if o.SlotBytes > 0 {
 		n := b / o.SlotBytes

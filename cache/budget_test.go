@@ -103,6 +103,17 @@ func TestAutoBudget(t *testing.T) {
 			explain: []string{"cgroup v2 limit 6144 MiB - used 50 MiB", "clamped by --cache-ceil-mb to 4000 MiB", "1333 slots of 3 MiB"},
 		},
 		{
+			name: "a model that fits: every expert",
+			files: map[string]string{
+				"proc/meminfo":     meminfo,
+				"proc/self/cgroup": "0::/\n",
+			},
+			opts:    func(o *AutoOptions) { o.AllBytes = 900 * 3 * mib; o.SlotBytes = 3 * mib },
+			budget:  900 * 3 * mib,
+			source:  "MemAvailable",
+			explain: []string{"clamped to every expert, 2700 MiB", "900 slots of 3 MiB"},
+		},
+		{
 			name: "v2 on a hybrid system",
 			files: map[string]string{
 				"proc/meminfo":                  meminfo,

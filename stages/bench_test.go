@@ -29,7 +29,7 @@ func BenchmarkDecodeStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer e.Close()
-			s, err := e.NewSession(len(prompt)+b.N+1, model.KVF16, nil)
+			s, err := e.NewSession(len(prompt)+b.N+1, model.KVF16)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -160,6 +160,15 @@ type expertLayout struct {
 
 func (l expertLayout) ExpertRanges(layer, e int) []reader.Range { return l.ranges[layer][e] }
 
+// count is the number of experts over all layers.
+func (l expertLayout) count() int64 {
+	var n int64
+	for _, exps := range l.ranges {
+		n += int64(len(exps))
+	}
+	return n
+}
+
 // ErrConfig marks an invalid engine configuration.
 var ErrConfig = errors.New("invalid configuration")
 
@@ -339,6 +348,7 @@ func (e *Engine) resolveBudget() error {
 			DenseBytes: dense, KVBytes: e.kvBytes(),
 			OverheadBytes: int64(max(k, cache.DefaultTransientSlots))*e.slotBytes + 64<<20,
 			FloorBytes:    e.cfg.CacheFloor, CeilBytes: e.cfg.CacheCeil, SlotBytes: e.slotBytes,
+			AllBytes: e.layout.count() * e.slotBytes,
 		})
 		if err != nil {
 			return fmt.Errorf("--cache-mb auto: %w", err)

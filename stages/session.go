@@ -12,9 +12,8 @@ import (
 // Session is one decode sequence on an Engine: its KV cache and its metrics.
 // It is driven by one goroutine.
 type Session struct {
-	E    *Engine
-	St   *model.State
-	Sink *sink.Sink // may be nil
+	E  *Engine
+	St *model.State
 
 	step int // generated tokens so far (1-based step of the next one - 1)
 
@@ -27,12 +26,12 @@ type Session struct {
 }
 
 // NewSession starts a sequence with a KV cache of nCtx positions.
-func (e *Engine) NewSession(nCtx int, kv model.KVType, s *sink.Sink) (*Session, error) {
+func (e *Engine) NewSession(nCtx int, kv model.KVType) (*Session, error) {
 	st, err := e.NewState(nCtx, kv)
 	if err != nil {
 		return nil, err
 	}
-	return &Session{E: e, St: st, Sink: s}, nil
+	return &Session{E: e, St: st}, nil
 }
 
 // Prefill feeds the prompt as one batch (each expert is read once for all

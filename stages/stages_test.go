@@ -39,7 +39,7 @@ func decode(ctx context.Context, t *testing.T, cfg Config, n int) ([][]float32, 
 		return nil, err
 	}
 	defer e.Close()
-	s, err := e.NewSession(len(prompt)+n, model.KVF32, nil)
+	s, err := e.NewSession(len(prompt)+n, model.KVF32)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +203,7 @@ func TestCancelMidToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	s, err := e.NewSession(64, model.KVF16, nil)
+	s, err := e.NewSession(64, model.KVF16)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,20 @@ func (t *Tokenizer) ChatFormat() string {
 	return ""
 }
 
+// EndOfTurn is the token that closes an assistant turn in the rendered
+// history of the model's chat format (ChatML <|im_end|>, harmony <|return|>),
+// when the vocabulary has it: a conversation whose reply stopped without
+// sampling it feeds it before the next turn's delta.
+func (t *Tokenizer) EndOfTurn() (int32, bool) {
+	switch t.chatFormat {
+	case chatML:
+		return t.ID("<|im_end|>")
+	case chatHarmony:
+		return t.ID("<|return|>")
+	}
+	return 0, false
+}
+
 // ThinkOff is what Qwen3's template appends after the assistant header when
 // enable_thinking is false (pipe's --no-think).
 const ThinkOff = "<think>\n\n</think>\n\n"

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/decode"
 	"github.com/pipe-engine/pipe/replay"
 )
 
@@ -18,7 +19,8 @@ func (r *runner) openTrace(modelPath string) (func(), error) {
 		return nil, fmt.Errorf("--route-trace: %w", err)
 	}
 	bw := bufio.NewWriter(f)
-	d := r.eng.Desc()
+	eng := r.m.Engine()
+	d := eng.Desc()
 	hp := d.HParams
 	k := hp.NExpertUsed
 	if r.c.NExpertUsed > 0 {
@@ -37,30 +39,29 @@ func (r *runner) openTrace(modelPath string) (func(), error) {
 	var werr error
 	var experts []int
 	var resident []bool
-	r.eng.OnRoute = func(step, layer int, ids [][]int, ws [][]float32) {
-		if werr != nil || r.sess == nil {
+	r.m.OnRoute(func(rt decode.Route) {
+		if werr != nil {
 			return
 		}
-		c := r.eng.Cache()
+		c := eng.Cache()
 		phase := replay.PhaseDecode
-		if r.inPrefill {
+		if rt.Prefill {
 			phase = replay.PhasePrefill
 		}
-		for t := range ids {
-			experts = append(experts[:0], ids[t]...)
+		for t := range rt.IDs {
+			experts = append(experts[:0], rt.IDs[t]...)
 			resident = resident[:0]
 			for _, e := range experts {
-				resident = append(resident, c != nil && c.Contains(cache.Key{Layer: layer, Expert: e}))
+				resident = append(resident, c != nil && c.Contains(cache.Key{Layer: rt.Layer, Expert: e}))
 			}
-			pos := r.sess.St.Pos + t
-			if err := tw.Route(r.turnNo, phase, pos, layer, experts, ws[t], resident); err != nil {
+			if err := tw.Route(rt.Turn, phase, rt.Pos+t, rt.Layer, experts, rt.W[t], resident); err != nil {
 				werr = fmt.Errorf("--route-trace: %w", err)
 				return
 			}
 		}
-	}
+	})
 	return func() {
-		r.eng.OnRoute = nil
+		r.m.OnRoute(nil)
 		if err := tw.Close(); err != nil && werr == nil {
 			werr = err
 		}

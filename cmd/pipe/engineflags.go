@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pipe-engine/pipe/stages"
+)
+
+// EngineFlags are the pipeline's flags: experts per token, streaming, the
+// expert cache, prefetch and dense weights (shared by the commands that load
+// a model).
+type EngineFlags struct {
+	NExpertUsed int `name:"n-expert-used" help:"Override the experts used per token (k); lossy, deterministic. 0 = the model's." default:"0"`
+
+	MoeStream     string `name:"moe-stream" help:"Stream routed experts with O_DIRECT into a bounded cache: true, false (whole-file mmap, like llama.cpp) or auto (stream; with --cache-mb auto a model that fits in memory gets a cache holding every expert, faster than the mmap)." enum:"auto,true,false" default:"auto"`
+	IOThreads     int    `name:"io-threads" help:"Reader lanes for expert reads." default:"4"`
+	NoODirect     bool   `name:"no-odirect" help:"Use buffered pread instead of O_DIRECT."`
+	CacheMB       string `name:"cache-mb" help:"Expert cache budget in MiB, 'auto' (from the cgroup limit or MemAvailable, minus dense weights, KV and --cache-floor-mb; at most every expert) or 0 (no cache)." default:"auto"`
+	CacheCeilMB   int64  `name:"cache-ceil-mb" help:"Upper bound for --cache-mb auto, in MiB (0 = none)." default:"0"`
+	CacheFloor    int64  `name:"cache-floor-mb" help:"RAM in MiB that --cache-mb auto leaves free." default:"512"`
+	CachePolicy   string `name:"cache-policy" help:"Expert cache replacement policy: layer (no LRU cliff below one token's working set; best in replay of real traces), lru, lfu or random." default:"layer"`
+	Overlap       bool   `help:"Compute resident experts while the lanes read the rest (--overlap=false waits for the whole layer, for A/B)." default:"true" negatable:""`
+	Prefetch      int    `help:"Speculative expert reads per layer for the next layer (0 = off)." default:"0"`
+	PrefetchLanes int    `name:"prefetch-lanes" help:"Reader lanes that may serve speculative reads at once (0 = all): reads in flight share the disk, so fewer leaves demand reads more of it." default:"1"`
+	HugePages     bool   `name:"huge-pages" help:"Ask for transparent huge pages behind the expert cache and anonymous dense weights: O_DIRECT reads into them need far fewer device segments (false for A/B)." default:"true" negatable:""`
+	PrefetchPol   string `name:"prefetch-policy" help:"Speculative prefetch policy: next-layer (the next layer's router applied early), temporal (last token's experts) or popular." default:"next-layer"`
+	Dense         string `name:"dense-weights" help:"Dense (non-expert) weights: anon (O_DIRECT into anonymous memory), warm (mmap, swept once at load) or mmap (lazy)." enum:"anon,warm,mmap" default:"anon"`
+}
+
+func (f *EngineFlags) validate() error {
+	switch {
+	case f.IOThreads <= 0 || f.IOThreads > 256:
+		return fmt.Errorf("%w: --io-threads %d must be in 1..256", errFlag, f.IOThreads)
+	case f.Prefetch < 0:
+		return fmt.Errorf("%w: --prefetch %d must be >= 0", errFlag, f.Prefetch)
+	case f.PrefetchLanes < 0:
+		return fmt.Errorf("%w: --prefetch-lanes %d must be >= 0", errFlag, f.PrefetchLanes)
+	case f.CacheCeilMB < 0 || f.CacheFloor < 0:
+		return fmt.Errorf("%w: --cache-ceil-mb and --cache-floor-mb must be >= 0", errFlag)
+	case f.NExpertUsed < 0:
+		return fmt.Errorf("%w: --n-expert-used %d must be >= 0", errFlag, f.NExpertUsed)
+	}
+	return nil
+}
+
+// config is the engine configuration of a model at path with -t threads.
+func (f *EngineFlags) config(path string, threads int, log zerolog.Logger) (stages.Config, error) {
+	cfg := stages.Config{
+		Path: path, IOThreads: f.IOThreads, NoODirect: f.NoODirect,
+		Policy: f.CachePolicy, Overlap: f.Overlap, Prefetch: f.Prefetch, PrefetchPol: f.PrefetchPol, PrefetchLanes: f.PrefetchLanes, HugePages: f.HugePages,
+		Dense: stages.DenseMode(f.Dense), Threads: threads, ExpertsUsed: f.NExpertUsed, Log: log,
+		CacheCeil: f.CacheCeilMB << 20, CacheFloor: f.CacheFloor << 20,
+	}
+	switch f.CacheMB {
+	case "auto":
+		cfg.CacheAuto = true
+	default:
+		mb, err := strconv.ParseInt(f.CacheMB, 10, 64)
+		if err != nil || mb < 0 {
+			return cfg, fmt.Errorf("%w: --cache-mb %q: want a number of MiB >= 0 or auto", errFlag, f.CacheMB)
+		}
+		cfg.CacheBytes = mb << 20
+	}
+	return cfg, nil
+}

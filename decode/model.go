@@ -1,0 +1,292 @@
+// Package decode is the library decode loop: it loads a model onto a
+// stages.Engine and turns prompts into generated tokens. It owns what every
+// front end needs and none should repeat — tokenization and chat rendering
+// (through package tokenizer), sampling, end-of-generation, KV sizing, the
+// --moe-stream auto rule and the per-token sink — so `pipe run`,
+// `pipe run -i` and `pipe serve` differ only in where prompts come from and
+// where text goes.
+//
+// # Use
+//
+//	m, err := decode.Open(ctx, decode.Options{Engine: cfg, Stream: decode.StreamAuto})
+//	defer m.Close()
+//	s, err := m.NewSession(decode.SessionOptions{Sampling: params})
+//	ids, _, err := m.Encode(decode.Prompt{Text: "…", Chat: true})
+//	res, err := s.Generate(ctx, ids, decode.GenOptions{MaxTokens: 64}, func(t decode.Token) error {
+//		fmt.Print(t.Text)
+//		return nil
+//	})
+//
+// A Session keeps its KV cache between calls: Generate appends to what it
+// holds, Chat renders only what a new user message adds (as llama-cli does),
+// and Reuse rewinds to the longest prefix a new prompt shares with it.
+//
+// # Concurrency
+//
+// A Model runs one forward pass at a time: its Sessions must be driven by one
+// goroutine at a time between them (a server queues requests). The callback
+// runs on that goroutine; returning ErrStop from it ends the generation
+// cleanly, any other error aborts it.
+//
+// # Memory
+//
+// The KV cache of a session is sized once, when the session is made or, for a
+// session of size 0, at its first Generate (prompt + MaxTokens) or Chat
+// (DefaultCtx). Open reserves KV room for the --cache-mb auto budget from
+// Options.Ctx or Options.Reserve before any weights are loaded.
+package decode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/pipe-engine/pipe/model"
+	_ "github.com/pipe-engine/pipe/model/gptoss"   // registers gpt-oss
+	_ "github.com/pipe-engine/pipe/model/qwen3moe" // registers qwen3moe
+	"github.com/pipe-engine/pipe/sink"
+	"github.com/pipe-engine/pipe/stages"
+	"github.com/pipe-engine/pipe/tokenizer"
+)
+
+// DefaultCtx is the context of a chat or served session when none is given.
+const DefaultCtx = 4096
+
+// StreamMode is --moe-stream.
+type StreamMode string
+
+const (
+	// StreamAuto streams: with --cache-mb auto a model that fits in memory
+	// gets a cache that holds every expert, which decodes faster than the
+	// whole-file mmap (no 4 KiB page-cache faults; huge pages).
+	StreamAuto StreamMode = "auto"
+	// StreamOn streams routed experts with O_DIRECT into the expert cache.
+	StreamOn StreamMode = "true"
+	// StreamOff mmaps the whole file, as llama.cpp does.
+	StreamOff StreamMode = "false"
+)
+
+// Streams reports whether the mode streams experts.
+func (m StreamMode) Streams() bool { return m != StreamOff }
+
+// Options configure Open.
+type Options struct {
+	// Engine is the pipeline's configuration. Open sets its Stream from
+	// Stream and its KV fields from KV, Ctx and Reserve.
+	Engine stages.Config
+	Stream StreamMode
+	KV     model.KVType
+	// Ctx is the KV positions of a session made with size 0 (-c); 0 sizes
+	// each session at its first use (see the package doc).
+	Ctx int
+	// Reserve is the KV positions --cache-mb auto keeps room for when Ctx is
+	// 0 (EstimatePositions bounds a one-shot run); 0 means DefaultCtx.
+	Reserve int
+	// Sink configures the per-token CSV, log events and status line; Open
+	// fills its Log and Threads from Engine.
+	Sink sink.Options
+	// LoadFields are extra fields of the `load` event (e.g. the seed).
+	LoadFields []sink.Field
+}
+
+// EstimatePositions bounds the positions a one-shot run of a prompt needs
+// before it is tokenized: a token is at least one byte, so the prompt's length
+// in bytes bounds its tokens; 64 covers a chat template's markup.
+func EstimatePositions(promptBytes, maxTokens int) int {
+	return promptBytes + 64 + max(maxTokens, 0)
+}
+
+// Model is a loaded model with its tokenizer and sink.
+type Model struct {
+	eng    *stages.Engine
+	tok    *tokenizer.Tokenizer
+	sink   *sink.Sink
+	o      Options
+	active *Session // the session running a forward pass (route observer)
+	onRte  func(Route)
+
+	forwards int // forward passes since Open (a prefill counts as one)
+	closed   bool
+}
+
+// Open loads the model at o.Engine.Path, starts its pipeline and opens the
+// sink (creating the CSV).
+func Open(ctx context.Context, o Options) (*Model, error) {
+	if o.Stream == "" {
+		o.Stream = StreamAuto
+	}
+	switch o.Stream {
+	case StreamAuto, StreamOn, StreamOff:
+	default:
+		return nil, fmt.Errorf("%w: --moe-stream %q (want auto, true or false)", stages.ErrConfig, o.Stream)
+	}
+	if o.Ctx < 0 || o.Reserve < 0 {
+		return nil, fmt.Errorf("%w: context %d / reserve %d must be >= 0", stages.ErrConfig, o.Ctx, o.Reserve)
+	}
+	cfg := o.Engine
+	cfg.Stream = o.Stream.Streams()
+	cfg.KVElemBytes = 2
+	if o.KV == model.KVF32 {
+		cfg.KVElemBytes = 4
+	}
+	cfg.KVPositions = o.Ctx
+	if cfg.KVPositions == 0 {
+		cfg.KVPositions = o.Reserve
+	}
+	if cfg.KVPositions == 0 {
+		cfg.KVPositions = DefaultCtx
+	}
+	eng, err := stages.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{eng: eng, o: o}
+	if err := m.init(cfg); err != nil {
+		eng.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Model) init(cfg stages.Config) error {
+	tcfg, err := tokenizer.FromGGUF(m.eng.Desc().File)
+	if err != nil {
+		return fmt.Errorf("%s: tokenizer: %w", cfg.Path, err)
+	}
+	if m.tok, err = tokenizer.New(tcfg); err != nil {
+		return fmt.Errorf("%s: tokenizer: %w", cfg.Path, err)
+	}
+	so := m.o.Sink
+	so.Log, so.Threads = cfg.Log, cfg.Threads
+	if m.sink, err = sink.New(so); err != nil {
+		return err
+	}
+	d := m.eng.Desc()
+	extra := append([]sink.Field{sink.F("model", cfg.Path), sink.F("arch", d.Arch), sink.F("moe_stream", cfg.Stream),
+		sink.F("dense_weights", string(cfg.Dense)), sink.F("overlap", cfg.Overlap), sink.F("working_set_bytes", m.eng.WorkingSet())},
+		m.o.LoadFields...)
+	m.sink.Load(sink.LoadInfo{
+		Seconds: m.eng.LoadTime.Seconds(), DenseBytes: d.DenseBytes, ExpertBytes: d.ExpertTotalBytes,
+		BudgetBytes: m.eng.Budget(), ODirect: m.eng.ODirect(), Lanes: cfg.IOThreads, Threads: cfg.Threads, Extra: extra,
+	})
+	m.sink.Set("model", cfg.Path)
+	m.sink.Set("moe_stream", cfg.Stream)
+	m.sink.Set("dense", string(cfg.Dense))
+	m.sink.Set("overlap", cfg.Overlap)
+	m.eng.OnRoute = m.route
+	return nil
+}
+
+// Engine is the pipeline the model runs on.
+func (m *Model) Engine() *stages.Engine { return m.eng }
+
+// Tokenizer is the model's tokenizer.
+func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
+
+// Streaming reports whether routed experts are streamed (the resolved
+// --moe-stream).
+func (m *Model) Streaming() bool { return m.o.Stream.Streams() }
+
+// Prompt is a prompt before tokenization.
+type Prompt struct {
+	Text    string
+	Chat    bool   // render Text as a user message with the model's chat format
+	System  string // system message (Chat only)
+	NoThink bool   // Qwen3: an empty think block after the assistant header (Chat only)
+}
+
+// Encode renders p (with the chat format when p.Chat) and tokenizes it; it
+// returns the ids and the rendered text.
+func (m *Model) Encode(p Prompt) ([]int32, string, error) {
+	text, special := p.Text, false
+	if p.Chat {
+		var msgs []tokenizer.Message
+		if p.System != "" {
+			msgs = append(msgs, tokenizer.Message{Role: "system", Content: p.System})
+		}
+		msgs = append(msgs, tokenizer.Message{Role: "user", Content: p.Text})
+		var err error
+		if text, err = m.tok.Chat(msgs, true, p.NoThink); err != nil {
+			return nil, "", err
+		}
+		special = true
+	}
+	ids := m.tok.Encode(text, true, special)
+	if len(ids) == 0 {
+		return nil, text, ErrEmptyPrompt
+	}
+	return ids, text, nil
+}
+
+// ErrEmptyPrompt: the prompt has no tokens.
+var ErrEmptyPrompt = errors.New("the prompt is empty after tokenization")
+
+// Route is one layer's routing of a forward pass, for an OnRoute observer.
+type Route struct {
+	Turn    int  // the session's Generate/Chat call, from 0
+	Prefill bool // part of a prompt pass
+	Pos     int  // position of the pass's first token
+	Layer   int
+	IDs     [][]int     // [token][rank] experts; valid only during the call
+	W       [][]float32 // [token][rank] weights; valid only during the call
+}
+
+// OnRoute sets an observer of every layer's routing (nil: none). It runs on
+// the decoding goroutine.
+func (m *Model) OnRoute(f func(Route)) { m.onRte = f }
+
+func (m *Model) route(_, layer int, ids [][]int, ws [][]float32) {
+	s := m.active
+	if m.onRte == nil || s == nil {
+		return
+	}
+	m.onRte(Route{Turn: s.turn, Prefill: s.inPrefill, Pos: s.st.St.Pos, Layer: layer, IDs: ids, W: ws})
+}
+
+// Fail records why the run failed, for the summary (status=error or
+// canceled).
+func (m *Model) Fail(err error) { m.sink.Fail(err) }
+
+// Close logs the `profile` (and `prefetch`) events, writes the sink's
+// summary, stops the pipeline and frees the model. It returns the sink's
+// error (a CSV that could not be written); it is safe to call twice.
+func (m *Model) Close() error {
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	m.logProfile()
+	serr := m.sink.Close()
+	eerr := m.eng.Close()
+	return errors.Join(serr, eerr)
+}
+
+func (m *Model) logProfile() {
+	log := m.o.Engine.Log
+	pr := m.eng.Profile()
+	n := float64(max(m.forwards, 1))
+	per := func(d time.Duration) float64 { return float64(d) / 1e6 / n }
+	log.Info().Str("event", "profile").Int("forwards", max(m.forwards, 1)).
+		Float64("attention_ms", per(pr.Attention)).Float64("router_ms", per(pr.Router)).
+		Float64("experts_ms", per(pr.Experts)).Float64("stall_ms", per(pr.Stall)).
+		Float64("lm_head_ms", per(pr.LMHead)).Float64("embed_ms", per(pr.Embed)).
+		Msg("time per forward pass (prefill counted as one)")
+	if ps, ok := m.eng.PlannerStats(); ok && ps.Speculative > 0 {
+		log.Info().Str("event", "prefetch").Int64("reads", ps.Speculative).Int64("used", ps.SpeculativeUsed).
+			Float64("precision", float64(ps.SpeculativeUsed)/float64(ps.Speculative)).
+			Int64("withdrawn", ps.SpeculativeWithdrawn).Int64("promoted", ps.SpeculativePromoted).
+			Int64("skipped", ps.SpeculativeSkipped).
+			Msg("speculative reads: issued, routed to by their layer, withdrawn unread when the guess proved wrong")
+	}
+}
+
+// ResolveSeed turns a sampling seed of -1 (or any negative) into a random
+// one; others are returned as they are.
+func ResolveSeed(seed int64) uint64 {
+	if seed < 0 {
+		seed = time.Now().UnixNano() & math.MaxInt64
+	}
+	return uint64(seed)
+}
