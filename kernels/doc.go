@@ -44,9 +44,14 @@
 // On amd64, hand-written Go assembly (no code generator; the *_amd64.s
 // files) implements the hot formats with AVX2: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K,
 // MXFP4, F16, F32 dots and the Q8_0/Q8_K activation quantizers; the other
-// pairs use the reference on every machine. CPU features are detected once
-// at package init with golang.org/x/sys/cpu; the `purego` build tag forces
-// the reference everywhere. Every assembly routine follows the reference's
+// pairs use the reference on every machine. On arm64 the *_arm64.s files
+// implement the same set with NEON twice: with the ARMv8.2 dot-product
+// instruction SDOT ("sdot", used where cpu.ARM64.HasASIMDDP) and without
+// ("neon", every AArch64 core; the `nodotprod` build tag selects it on any
+// core); instructions the Go assembler lacks are WORD-encoded by the macros
+// of neon_arm64.h. CPU features are detected once at package init with
+// golang.org/x/sys/cpu; the `purego` build tag forces the reference
+// everywhere. Every assembly routine follows the reference's
 // operation order exactly, so results are bit-identical to the reference
 // (the tests demand it) for any thread count. Lengths are checked in Go
 // before assembly is entered.

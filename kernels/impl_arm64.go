@@ -1,0 +1,44 @@
+//go:build arm64 && !purego
+
+package kernels
+
+import (
+	"maps"
+	"sync"
+
+	"github.com/pipe-engine/pipe/quant"
+	"golang.org/x/sys/cpu"
+)
+
+// hasDotProd is detected once: the ARMv8.2 dot-product instructions (SDOT).
+// Every AArch64 core has the plain Advanced SIMD (NEON) the other set needs.
+var hasDotProd = cpu.ARM64.HasASIMDDP && !noDotProd
+
+// arm64Impl is the reference with one of the two NEON kernel sets swapped in.
+func arm64Impl(name string, set map[quant.Type]neonKernel) *implementation {
+	m := &implementation{
+		name:      name,
+		quantQ8_0: neonQuantQ8_0,
+		quantQ8_K: neonQuantQ8_K,
+		dots:      maps.Clone(refImpl.dots),
+		rows:      map[quant.Type]rowsFunc{},
+		native:    map[quant.Type]bool{},
+	}
+	installNEON(m, set)
+	return m
+}
+
+var native = sync.OnceValue(func() []*implementation {
+	neon := arm64Impl("neon", plainSet)
+	if !hasDotProd {
+		return []*implementation{neon}
+	}
+	return []*implementation{arm64Impl("sdot", sdotSet), neon}
+})
+
+// nativeImpls lists the accelerated implementations usable here, the one in
+// use first: the dot-product set where the CPU has it, then the plain NEON
+// set (every AArch64 core), so the tests run both on a dot-product machine.
+func nativeImpls() []*implementation { return native() }
+
+func bestImpl() *implementation { return nativeImpls()[0] }
