@@ -141,6 +141,7 @@ type Engine struct {
 
 type stepAcc struct {
 	stall, compute time.Duration
+	model          time.Duration // model.Timings total when the step began
 }
 
 type planReq struct {
@@ -613,13 +614,16 @@ func (e *Engine) speculateNext(job *ffn.Job) {
 		e.peekLogits = make([]float32, spec.NExpert)
 		e.probs = make([]float32, spec.NExpert)
 	}
-	if err := e.peeker.PeekRouter(next, job.X[0], e.peekLogits); err != nil {
-		return
-	}
+	t0 := time.Now()
+	err := e.peeker.PeekRouter(next, job.X[0], e.peekLogits)
 	spec.K = min(e.cfg.Prefetch, spec.NExpert)
 	e.peekIDs = make([]int, spec.K)
 	e.peekW = make([]float32, spec.K)
-	if err := router.Route(spec, e.peekLogits[:spec.NExpert], e.peekIDs, e.peekW, e.probs); err != nil {
+	if err == nil {
+		err = router.Route(spec, e.peekLogits[:spec.NExpert], e.peekIDs, e.peekW, e.probs)
+	}
+	e.timings.Router += time.Since(t0)
+	if err != nil {
 		return
 	}
 	select {
@@ -635,10 +639,15 @@ func (e *Engine) stageErr() error {
 	return context.Canceled
 }
 
-// TakeStep returns and resets the decode goroutine's stall/compute totals.
+// TakeStep returns and resets the decode goroutine's totals since the last
+// call: stall is the time the FFN stage waited for expert bytes; compute is
+// the measured busy time of the compute sections — embedding, attention,
+// router (also the next layer's, applied early for prefetch), expert FFNs,
+// the weighted sum and the LM head — never derived from wall time.
 func (e *Engine) TakeStep() (stall, compute time.Duration) {
-	s, c := e.acc.stall, e.acc.compute
-	e.acc = stepAcc{}
+	total := e.timings.Attention + e.timings.Router + e.timings.LMHead + e.timings.Embed
+	s, c := e.acc.stall, e.acc.compute+total-e.acc.model
+	e.acc = stepAcc{model: total}
 	return s, c
 }
 

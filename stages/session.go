@@ -59,12 +59,12 @@ func (s *Session) Step(ctx context.Context, tok int32, steps int) ([]float32, si
 	t0 := time.Now()
 	out, err := s.E.Forward(ctx, s.St, []int32{tok}, false)
 	wall := time.Since(t0)
-	stall, _ := s.E.TakeStep()
+	stall, compute := s.E.TakeStep()
 	m := s.sample()
 	m.Step, m.Steps = s.step, steps
 	m.WallMS = ms(wall)
 	m.StallMS = ms(stall)
-	m.ComputeMS = ms(wall - stall)
+	m.ComputeMS = ms(compute)
 	if err != nil {
 		return nil, m, err
 	}
