@@ -64,8 +64,11 @@
 // applied to a tile of tokens held in registers; the n mod tile tokens left
 // over run the vector kernel. Per (row, token) the integer block sums and
 // the float32 order are the vector kernel's, so MatMul equals MatVec bit
-// for bit. AVX2 (gemm_amd64.s): Q4_K and Q6_K against 4 tokens, Q8_0
-// against 8; pure Go (ref_gemm.go, every architecture and purego): Q4_0,
+// for bit. A kernel may chain a smaller tile for the remainder. AVX2
+// (gemm_amd64.s): Q4_K and Q6_K against 4 tokens, Q8_0 against 8; AVX-512
+// F/BW, used where present: Q4_K against 8 tokens then 2, two tokens per
+// 512-bit register (BenchmarkGEMM: about 1.45× the AVX2 kernel per
+// CPU-second); pure Go (ref_gemm.go, every architecture and purego): Q4_0,
 // Q8_0, MXFP4, Q4_K, Q6_K against 4.
 //
 // An AVX-512 (F/BW/DQ/VL) MXFP4 kernel is built and tested as a second

@@ -20,48 +20,80 @@ import "github.com/pipe-engine/pipe/quant"
 // activations (nil for kernels that do not pack).
 type gemmRun func(w []byte, rb, rows int, acts []*Activation, pk []byte, y []float32, ys int)
 
-// gemmKernel is the multi-token kernel of one weight type.
+// gemmKernel is a multi-token kernel of one weight type.
 type gemmKernel struct {
 	tile int // tokens per call
 	// pack, if set, writes a tile's activations to dst (packBytes(cols)
 	// bytes) in the layout run reads.
 	pack      func(acts []*Activation, dst []byte)
-	packBytes func(cols, tile int) int
+	packBytes func(cols int) int
 	run       gemmRun
+	// next, if set, is a kernel with a smaller tile for the tokens left
+	// after the whole tiles of this one.
+	next *gemmKernel
 }
 
-// gemmJob is the multi-token state of one product (part of job).
+// gemmSet is a named set of multi-token kernels.
+type gemmSet struct {
+	name    string
+	kernels map[quant.Type]*gemmKernel
+}
+
+// nativeGEMMSets lists the assembly kernel sets usable on this machine
+// (filled at init by the architecture's files), for tests and benchmarks;
+// implementations install the fastest of them.
+var nativeGEMMSets []gemmSet
+
+// gemmStep is one tile of a product: tokens [v, v+k.tile).
+type gemmStep struct {
+	k  *gemmKernel
+	v  int
+	pk []byte // packed activations (nil if k does not pack)
+}
+
+// gemmJob is the multi-token plan of one product (part of job).
 type gemmJob struct {
-	k       *gemmKernel
-	buf     []byte // packed tiles, reused across products
-	tileLen int    // bytes per packed tile
+	plan []gemmStep
+	rest int    // first token left to the vector kernel
+	buf  []byte // packed tiles, reused across products
 }
 
-// prepare selects m's multi-token kernel for rows of type t against acts
-// and packs the activations; it leaves g.k nil when the vector kernels are
-// to be used (a single token, fewer tokens than a tile, no kernel).
+// on reports whether the product runs multi-token kernels.
+func (g *gemmJob) on() bool { return len(g.plan) > 0 }
+
+// prepare plans the tiles of m's multi-token kernels for rows of type t
+// against acts and packs their activations. The plan is empty when no tile
+// fits (a single token, or no kernel for t): the vector kernels run.
 func (g *gemmJob) prepare(m *implementation, t quant.Type, acts []*Activation) {
-	g.k = nil
-	k := m.gemm[t]
-	if k == nil || len(acts) < k.tile || len(acts) < 2 {
-		return
+	g.plan, g.rest = g.plan[:0], 0
+	size := 0
+	for k := m.gemm[t]; k != nil; k = k.next {
+		for len(acts)-g.rest >= k.tile {
+			g.plan = append(g.plan, gemmStep{k: k, v: g.rest})
+			g.rest += k.tile
+			if k.pack != nil {
+				size += k.packBytes(acts[0].cols)
+			}
+		}
 	}
-	g.k = k
-	if k.pack == nil {
-		return
-	}
-	tiles := len(acts) / k.tile
-	g.tileLen = k.packBytes(acts[0].cols, k.tile)
-	g.buf = grow(g.buf, tiles*g.tileLen)
-	for i := 0; i < tiles; i++ {
-		k.pack(acts[i*k.tile:(i+1)*k.tile], g.buf[i*g.tileLen:(i+1)*g.tileLen])
+	g.buf = grow(g.buf, size)
+	off := 0
+	for i := range g.plan {
+		st := &g.plan[i]
+		if st.k.pack == nil {
+			continue
+		}
+		n := st.k.packBytes(acts[0].cols)
+		st.pk = g.buf[off : off+n]
+		st.k.pack(acts[st.v:st.v+st.k.tile], st.pk)
+		off += n
 	}
 }
 
-// runGEMM computes rows [r0, r1) of the product for every token: whole
-// tiles with the multi-token kernel, the remaining tokens with the vector
-// kernel. Rows go in sub-chunks of about chunkBytes so they stay in cache
-// while every tile reads them.
+// runGEMM computes rows [r0, r1) of the product for every token: the
+// planned tiles with the multi-token kernels, the remaining tokens with the
+// vector kernel. Rows go in sub-chunks of about chunkBytes so they stay in
+// cache while every tile reads them.
 func (j *job) runGEMM(r0, r1 int) {
 	sub := max(1, chunkBytes/j.rb)
 	for s := r0; s < r1; s += sub {
@@ -70,19 +102,11 @@ func (j *job) runGEMM(r0, r1 int) {
 }
 
 func (j *job) gemmRows(r0, r1 int) {
-	k := j.gemm.k
-	n := len(j.acts)
 	w := j.w[r0*j.rb : r1*j.rb]
-	full := n / k.tile * k.tile
-	for v := 0; v < full; v += k.tile {
-		var pk []byte
-		if k.pack != nil {
-			i := v / k.tile
-			pk = j.gemm.buf[i*j.gemm.tileLen : (i+1)*j.gemm.tileLen]
-		}
-		k.run(w, j.rb, r1-r0, j.acts[v:v+k.tile], pk, j.y[v*j.rows+r0:], j.rows)
+	for _, st := range j.gemm.plan {
+		st.k.run(w, j.rb, r1-r0, j.acts[st.v:st.v+st.k.tile], st.pk, j.y[st.v*j.rows+r0:], j.rows)
 	}
-	for v := full; v < n; v++ {
+	for v := j.gemm.rest; v < len(j.acts); v++ {
 		a, y := j.acts[v], j.y[v*j.rows:]
 		if j.rowsF != nil {
 			j.rowsF(w, j.rb, a, y[r0:r1])

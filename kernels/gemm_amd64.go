@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
 	"unsafe"
 
@@ -48,10 +49,31 @@ func gemmQ6_KAVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 //go:noescape
 func gemmQ8_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
+func avx2GEMMs() map[quant.Type]*gemmKernel {
+	return map[quant.Type]*gemmKernel{
+		quant.Q4_K: {tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ4_K},
+		quant.Q6_K: {tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ6_K},
+		quant.Q8_0: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMMQ8_0},
+	}
+}
+
+func init() {
+	if !hasAVX2 {
+		return
+	}
+	nativeGEMMSets = append(nativeGEMMSets, gemmSet{"avx2", avx2GEMMs()})
+	if hasAVX512 {
+		nativeGEMMSets = append(nativeGEMMSets, gemmSet{"avx512", avx512GEMMs()})
+	}
+}
+
+// installGEMMAVX2 puts the AVX2 multi-token kernels into m, and the AVX-512
+// ones over them where the CPU has AVX-512.
 func installGEMMAVX2(m *implementation) {
-	m.gemm[quant.Q4_K] = &gemmKernel{tile: gemmTileK, pack: packQ8_K, packBytes: q8KPackBytes, run: avx2GEMMQ4_K}
-	m.gemm[quant.Q6_K] = &gemmKernel{tile: gemmTileK, pack: packQ8_K, packBytes: q8KPackBytes, run: avx2GEMMQ6_K}
-	m.gemm[quant.Q8_0] = &gemmKernel{tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0PackBytes, run: avx2GEMMQ8_0}
+	maps.Copy(m.gemm, avx2GEMMs())
+	if hasAVX512 {
+		maps.Copy(m.gemm, avx512GEMMs())
+	}
 }
 
 // gemmOk checks the buffers of one call: rows rows of nb blocks of bs
@@ -93,6 +115,8 @@ func avx2GEMMQ8_0(w []byte, rb, rows int, acts []*Activation, pk []byte, y []flo
 // then T × 16 int16 bsums, then T × 256 int8 quants.
 func q8KPackBytes(cols, tile int) int { return cols / 256 * q8KBlockBytes(tile) }
 
+func q8KPack4Bytes(cols int) int { return q8KPackBytes(cols, gemmTileK) }
+
 func q8KBlockBytes(tile int) int { return tile * (4 + 32 + 256) }
 
 func packQ8_K(acts []*Activation, dst []byte) {
@@ -115,6 +139,8 @@ func packQ8_K(acts []*Activation, dst []byte) {
 // Packed Q8_0 tile of T tokens, per 32-element block: T float32 scales,
 // then T × 32 int8 quants.
 func q8_0PackBytes(cols, tile int) int { return cols / 32 * 36 * tile }
+
+func q8_0Pack8Bytes(cols int) int { return q8_0PackBytes(cols, gemmTileQ80) }
 
 func packQ8_0(acts []*Activation, dst []byte) {
 	T := len(acts)

@@ -418,3 +418,231 @@ q8blk:
 	JNZ  q8row
 	VZEROUPPER
 	RET
+
+// AVX-512 (F, BW) Q4_K against token pairs: a 512-bit register holds one
+// 32-byte weight chunk twice and the matching quants of two tokens (packed
+// side by side by packQ4_KPairs), so every integer instruction serves two
+// tokens. Per 256-bit half the lanes and the float order are the vector
+// kernel's; the horizontal sums run in both halves at once with the same
+// pairings. Layout per block (T tokens, P = T/2 pairs, G = ceil(T/4)
+// groups of four): DV: per pair 8 × d(t0) then 8 × d(t1); DM: per group
+// 4 × d of each token; PS: per group, 8 int16 bsums pair sums per token;
+// Q: per pair and chunk j, 64 bytes of low-nibble quants (32 per token)
+// then 64 of high-nibble quants.
+
+// Z4MIN(dm, ps, macc): four tokens' minimum lanes, macc += dmin·d_t ×
+// float(madd(mins Z13, pair sums)); Z12 = broadcast f16 dmin.
+#define Z4MIN(dm, ps, macc) \
+	VPMADDWD  (ps)(DI), Z13, Z20 \
+	VCVTDQ2PS Z20, Z20 \
+	VMULPS    (dm)(DI), Z12, Z21 \
+	VMULPS    Z21, Z20, Z20 \
+	VADDPS    Z20, macc, macc
+
+// Z4PAIR(q, acc): one pair's quants of a chunk (low at q, high at q+64).
+#define Z4PAIR(q, acc) \
+	VPMADDUBSW (q)(DI), Z9, Z20 \
+	VPMADDWD   Z10, Z20, Z20 \
+	VPADDD     Z20, acc, acc \
+	VPMADDUBSW (q+64)(DI), Z8, Z21 \
+	VPMADDWD   Z11, Z21, Z21 \
+	VPADDD     Z21, acc, acc
+
+// Z4UNPACK(j): chunk j's nibbles in both halves (Z9 low, Z8 high) and its
+// two sub-block scales (Z10, Z11).
+#define Z4UNPACK(j) \
+	VBROADCASTI64X4 (16+32*j)(SI), Z8 \
+	VPANDD          Z14, Z8, Z9 \
+	VPSRLW          $4, Z8, Z8 \
+	VPANDD          Z14, Z8, Z8 \
+	VPSHUFB         ·gemmK4Shuf512+(128*j)(SB), Z15, Z10 \
+	VPSHUFB         ·gemmK4Shuf512+(128*j+64)(SB), Z15, Z11
+
+// Z4FIN(dv, facc, iacc): facc += float(iacc) * (d_w Z12 · d_t at dv).
+#define Z4FIN(dv, facc, iacc) \
+	VCVTDQ2PS iacc, iacc \
+	VMULPS    (dv)(DI), Z12, Z20 \
+	VMULPS    Z20, iacc, iacc \
+	VADDPS    iacc, facc, facc
+
+// Z4BLOCKHEAD: scales (Z15), mins (Z13) broadcast to every 128-bit lane,
+// Z12 = f16 dmin.
+#define Z4BLOCKHEAD \
+	G4SCALES \
+	VSHUFI32X4      $0, Z15, Z15, Z15 \
+	VSHUFI32X4      $0, Z13, Z13, Z13 \
+	MOVWLZX         2(SI), AX \
+	VMOVD           AX, X12 \
+	VCVTPH2PS       X12, X12 \
+	VBROADCASTSS    X12, Z12
+
+// Z4D: Z12 = f16 d of the block.
+#define Z4D \
+	MOVWLZX      (SI), AX \
+	VMOVD        AX, X12 \
+	VCVTPH2PS    X12, X12 \
+	VBROADCASTSS X12, Z12
+
+// Z4RED(facc): each 256-bit half's (r0+r2)+(r1+r3) into its element 0.
+#define Z4RED(facc) \
+	VSHUFF32X4 $0xB1, facc, facc, Z20 \
+	VADDPS     Z20, facc, Z20 \
+	VPERMILPS  $0x4E, Z20, Z21 \
+	VADDPS     Z21, Z20, Z20 \
+	VMOVSHDUP  Z20, Z21 \
+	VADDPS     Z21, Z20, facc
+
+// Z4MRED(macc): each 128-bit lane's (m0+m2)+(m1+m3) into its element 0.
+#define Z4MRED(macc) \
+	VPERMILPS $0x4E, macc, Z20 \
+	VADDPS    Z20, macc, Z20 \
+	VMOVSHDUP Z20, Z21 \
+	VADDPS    Z21, Z20, macc
+
+// Z4OUT(a, m): y = scratch[a] - scratch[m] to (R12), next token.
+#define Z4OUT(a, m) \
+	VMOVSS (a)(DX), X8 \
+	VSUBSS (m)(DX), X8, X8 \
+	VMOVSS X8, (R12) \
+	ADDQ   R15, R12
+
+// 8 tokens: DV 0, DM 256, PS 384, Q 512, 2560 bytes per block.
+// func gemmQ4_KAVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+TEXT ·gemmQ4_KAVX512x8(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ scratch+56(FP), DX
+	MOVL         $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+
+z8row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+
+z8blk:
+	Z4BLOCKHEAD
+	Z4MIN(256, 384, Z4)
+	Z4MIN(320, 448, Z5)
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	Z4UNPACK(0)
+	Z4PAIR(512, Z16)
+	Z4PAIR(1024, Z17)
+	Z4PAIR(1536, Z18)
+	Z4PAIR(2048, Z19)
+	Z4UNPACK(1)
+	Z4PAIR(640, Z16)
+	Z4PAIR(1152, Z17)
+	Z4PAIR(1664, Z18)
+	Z4PAIR(2176, Z19)
+	Z4UNPACK(2)
+	Z4PAIR(768, Z16)
+	Z4PAIR(1280, Z17)
+	Z4PAIR(1792, Z18)
+	Z4PAIR(2304, Z19)
+	Z4UNPACK(3)
+	Z4PAIR(896, Z16)
+	Z4PAIR(1408, Z17)
+	Z4PAIR(1920, Z18)
+	Z4PAIR(2432, Z19)
+	Z4D
+	Z4FIN(0, Z0, Z16)
+	Z4FIN(64, Z1, Z17)
+	Z4FIN(128, Z2, Z18)
+	Z4FIN(192, Z3, Z19)
+	ADDQ $144, SI
+	ADDQ $2560, DI
+	DECQ CX
+	JNZ  z8blk
+
+	Z4RED(Z0)
+	Z4RED(Z1)
+	Z4RED(Z2)
+	Z4RED(Z3)
+	Z4MRED(Z4)
+	Z4MRED(Z5)
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	MOVQ    R14, R12
+	Z4OUT(0, 256)
+	Z4OUT(32, 272)
+	Z4OUT(64, 288)
+	Z4OUT(96, 304)
+	Z4OUT(128, 320)
+	Z4OUT(160, 336)
+	Z4OUT(192, 352)
+	Z4OUT(224, 368)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  z8row
+	VZEROUPPER
+	RET
+
+// 2 tokens: DV 0, DM 64, PS 128, Q 192, 704 bytes per block.
+// func gemmQ4_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+TEXT ·gemmQ4_KAVX512x2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ scratch+56(FP), DX
+	MOVL         $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+
+z2row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z4, Z4, Z4
+
+z2blk:
+	Z4BLOCKHEAD
+	Z4MIN(64, 128, Z4)
+	VPXORD Z16, Z16, Z16
+	Z4UNPACK(0)
+	Z4PAIR(192, Z16)
+	Z4UNPACK(1)
+	Z4PAIR(320, Z16)
+	Z4UNPACK(2)
+	Z4PAIR(448, Z16)
+	Z4UNPACK(3)
+	Z4PAIR(576, Z16)
+	Z4D
+	Z4FIN(0, Z0, Z16)
+	ADDQ $144, SI
+	ADDQ $704, DI
+	DECQ CX
+	JNZ  z2blk
+
+	Z4RED(Z0)
+	Z4MRED(Z4)
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z4, 256(DX)
+	MOVQ    R14, R12
+	Z4OUT(0, 256)
+	Z4OUT(32, 272)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  z2row
+	VZEROUPPER
+	RET

@@ -28,20 +28,31 @@ func BenchmarkGEMM(b *testing.B) {
 		{"attn-v-2048x512", 512, 2048, quant.Q6_K, []int{128}},
 		{"q8_0-2880x2880", 2880, 2880, quant.Q8_0, []int{8, 128}},
 	}
+	kinds := map[*implementation]string{}
 	for _, sh := range shapes {
 		cold := &coldSet{t: sh.typ, rows: sh.rows, cols: sh.cols}
 		for _, n := range sh.n {
 			x := randX(rand.New(rand.NewPCG(45, 46)), n*sh.cols)
 			y := make([]float32, n*sh.rows)
+			var variants []*implementation
 			vec := *impl
 			vec.gemm = nil
-			for _, m := range []*implementation{&vec, impl} {
-				kind := "gemm"
-				if m.gemm[sh.typ] == nil {
+			variants = append(variants, &vec)
+			for _, set := range gemmSets()[1:] {
+				if set.kernels[sh.typ] != nil {
+					m := *impl
+					m.gemm = set.kernels
+					variants = append(variants, &m)
+					kinds[&m] = set.name
+				}
+			}
+			for _, m := range variants {
+				kind := kinds[m]
+				if kind == "" {
 					kind = "vec"
 				}
 				for _, threads := range []int{1, 2} {
-					b.Run(fmt.Sprintf("%s/%v/n%d/%s-%s/t%d", sh.name, sh.typ, n, impl.name, kind, threads), func(b *testing.B) {
+					b.Run(fmt.Sprintf("%s/%v/n%d/%s/t%d", sh.name, sh.typ, n, kind, threads), func(b *testing.B) {
 						saved := impl
 						impl = m
 						defer func() { impl = saved }()

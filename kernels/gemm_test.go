@@ -10,13 +10,17 @@ import (
 	"github.com/pipe-engine/pipe/quant"
 )
 
-// gemmTypes are the weight types with a multi-token kernel in some
-// implementation.
+// gemmSets are the reference kernels and every native set usable here.
+func gemmSets() []gemmSet {
+	return append([]gemmSet{{"purego", refImpl.gemm}}, nativeGEMMSets...)
+}
+
+// gemmTypes are the weight types with a multi-token kernel in some set.
 func gemmTypes() []quant.Type {
 	var ts []quant.Type
 	for _, typ := range allTypes {
-		for _, m := range implementations() {
-			if m.gemm[typ] != nil {
+		for _, s := range gemmSets() {
+			if s.kernels[typ] != nil {
 				ts = append(ts, typ)
 				break
 			}
@@ -25,22 +29,20 @@ func gemmTypes() []quant.Type {
 	return ts
 }
 
-// TestGEMMKernelsIdentical calls every implementation's multi-token kernel
+// TestGEMMKernelsIdentical calls every multi-token kernel (each tile size)
 // directly (unaligned weights, odd row counts, an output stride wider than
 // the rows) and demands each (row, token) equal the reference dot product.
 func TestGEMMKernelsIdentical(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
-	for _, m := range implementations() {
+	for _, set := range gemmSets() {
 		for _, typ := range gemmTypes() {
-			k := m.gemm[typ]
-			if k == nil {
-				continue
-			}
-			for _, cols := range colsFor(typ) {
-				for _, rows := range []int{1, 3, 37} {
-					t.Run(fmt.Sprintf("%s/%v/%dx%d", m.name, typ, rows, cols), func(t *testing.T) {
-						checkGEMMKernel(t, rng, m, k, typ, rows, cols)
-					})
+			for k := set.kernels[typ]; k != nil; k = k.next {
+				for _, cols := range colsFor(typ) {
+					for _, rows := range []int{1, 3, 37} {
+						t.Run(fmt.Sprintf("%s/%v/x%d/%dx%d", set.name, typ, k.tile, rows, cols), func(t *testing.T) {
+							checkGEMMKernel(t, rng, impl, k, typ, rows, cols)
+						})
+					}
 				}
 			}
 		}
@@ -59,7 +61,7 @@ func checkGEMMKernel(t *testing.T, rng *rand.Rand, m *implementation, k *gemmKer
 	}
 	var pk []byte
 	if k.pack != nil {
-		pk = make([]byte, k.packBytes(cols, k.tile))
+		pk = make([]byte, k.packBytes(cols))
 		k.pack(acts, pk)
 	}
 	ys := rows + 3

@@ -51,7 +51,7 @@ type job struct {
 	// pending counts helpers still on this job (spun on by the caller
 	// before it blocks on Pool.done).
 	pending atomic.Int32
-	gemm    gemmJob // multi-token kernel and packed activations, if used
+	gemm    gemmJob // multi-token tiles and packed activations, if used
 }
 
 // helper states
@@ -183,7 +183,7 @@ func (j *job) run() {
 			}
 			continue
 		}
-		if j.gemm.k != nil {
+		if j.gemm.on() {
 			j.runGEMM(r0, r1)
 			continue
 		}
@@ -219,7 +219,7 @@ func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation,
 		// a multi-token kernel reads each chunk's rows once per tile
 		// from cache, so chunks stay at chunkBytes of weights
 		perRow := rb * len(acts)
-		if j.gemm.k != nil {
+		if j.gemm.on() {
 			perRow = rb
 		}
 		chunk := max(1, chunkBytes/perRow)

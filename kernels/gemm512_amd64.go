@@ -1,0 +1,105 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/pipe-engine/pipe/quant"
+)
+
+// AVX-512 Q4_K multi-token kernels (gemm_amd64.s): 8 tokens (4 pairs) per
+// call, and 2 tokens (one pair) for the tokens left after whole tiles of 8.
+// Used where AVX-512 F/BW exist: they measured faster than the AVX2 4-token
+// kernel (BenchmarkGEMM).
+
+// gemmK4Shuf512[k]: VPSHUFB control broadcasting int16 lane k of each
+// 128-bit lane to all its lanes (gemmK4Shuf for 512-bit registers).
+var gemmK4Shuf512 [8][64]byte
+
+func init() {
+	for k := range gemmK4Shuf512 {
+		for i := 0; i < 32; i++ {
+			gemmK4Shuf512[k][2*i] = byte(2 * k)
+			gemmK4Shuf512[k][2*i+1] = byte(2*k + 1)
+		}
+	}
+}
+
+//go:noescape
+func gemmQ4_KAVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+
+//go:noescape
+func gemmQ4_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+
+// q4KPairsLayout is the packed tile of T tokens per 256-element block (see
+// gemm_amd64.s): offsets of DM, PS and Q, and the block stride.
+func q4KPairsLayout(T int) (dm, ps, q, stride int) {
+	p, g := T/2, (T+3)/4
+	dm = 64 * p
+	ps = dm + 64*g
+	q = ps + 64*g
+	return dm, ps, q, q + 512*p
+}
+
+func q4KPairsBytes(T int) func(cols int) int {
+	return func(cols int) int {
+		_, _, _, s := q4KPairsLayout(T)
+		return cols / 256 * s
+	}
+}
+
+// packQ4_KPairs packs len(acts) (8 or 2) Q8_K activations for the pair
+// kernels.
+func packQ4_KPairs(acts []*Activation, dst []byte) {
+	T := len(acts)
+	dm, ps, q, stride := q4KPairsLayout(T)
+	nb := acts[0].cols / 256
+	clear(dst[:nb*stride])
+	for b := 0; b < nb; b++ {
+		blk := dst[b*stride : (b+1)*stride]
+		for t, a := range acts {
+			p, h, g, i := t/2, t%2, t/4, t%4
+			d := math.Float32bits(a.d[b])
+			for e := 0; e < 8; e++ {
+				binary.LittleEndian.PutUint32(blk[64*p+32*h+4*e:], d)
+			}
+			for e := 0; e < 4; e++ {
+				binary.LittleEndian.PutUint32(blk[dm+64*g+16*i+4*e:], d)
+			}
+			bs := a.bsums[b*16 : b*16+16]
+			for k := 0; k < 8; k++ {
+				binary.LittleEndian.PutUint16(blk[ps+64*g+16*i+2*k:], uint16(bs[2*k]+bs[2*k+1]))
+			}
+			qs := int8Bytes(a.qs[b*256 : b*256+256])
+			for j := 0; j < 4; j++ {
+				o := q + 512*p + 128*j + 32*h
+				copy(blk[o:o+32], qs[64*j:64*j+32])
+				copy(blk[o+64:o+96], qs[64*j+32:64*j+64])
+			}
+		}
+	}
+}
+
+func avx512GEMMQ4_K(T int, kern func(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)) gemmRun {
+	size := q4KPairsBytes(T)
+	return func(w []byte, rb, rows int, acts []*Activation, pk []byte, y []float32, ys int) {
+		nb := acts[0].cols / 256
+		if len(acts) != T || !gemmOk(w, rb, rows, nb, 144, pk, size(acts[0].cols), y, ys, T) {
+			fillNaN(y[:min(len(y), rows)])
+			return
+		}
+		var scratch [96]float32
+		kern(&w[0], rb, rows, nb, &pk[0], &y[0], 4*ys, &scratch)
+	}
+}
+
+// avx512GEMMs: Q4_K's 8-token kernel, with the 2-token one for the
+// remainder.
+func avx512GEMMs() map[quant.Type]*gemmKernel {
+	two := &gemmKernel{tile: 2, pack: packQ4_KPairs, packBytes: q4KPairsBytes(2), run: avx512GEMMQ4_K(2, gemmQ4_KAVX512x2)}
+	return map[quant.Type]*gemmKernel{
+		quant.Q4_K: {tile: 8, pack: packQ4_KPairs, packBytes: q4KPairsBytes(8), run: avx512GEMMQ4_K(8, gemmQ4_KAVX512x8), next: two},
+	}
+}
