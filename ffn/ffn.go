@@ -2,7 +2,10 @@
 // experts as their bytes become ready (cache hits at once, misses as the
 // reader lanes finish them), runs each expert over the tokens routed to it
 // into that expert's own output buffers, and finally sums every token's
-// expert outputs in top-k rank order.
+// expert outputs in top-k rank order. Experts that are ready together (all
+// the hits of a layer) are computed in one call when the architecture
+// implements model.BatchExpertFFN, so their projections share one pool
+// dispatch; each expert's output is the same as when computed alone.
 //
 // The rank-order sum is the engine's bit-exactness invariant: arrival order
 // decides only when an expert is computed, never how its result is combined,
@@ -76,6 +79,9 @@ type Stage struct {
 	scratch model.Scratch
 	ys      []float32 // [token][rank] outputs
 	xs, os  []float32 // gathered inputs / outputs of one expert
+	group   []Ready   // values received together, reused
+	ready   []Ready   // of those, the ones to compute now
+	work    []model.ExpertWork
 }
 
 // New returns a stage for an architecture whose hidden size is nEmbd.
@@ -104,7 +110,7 @@ func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan Ready, want int, 
 		}
 	}()
 	var firstErr error
-	for got := 0; got < want; got++ {
+	for got := 0; got < want; {
 		t0 := time.Now()
 		var r Ready
 		select {
@@ -113,23 +119,39 @@ func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan Ready, want int, 
 			return ctx.Err()
 		}
 		st.Stall += time.Since(t0)
-		if r.Err != nil {
-			if r.Release != nil {
-				r.Release()
+		// take whatever else is already there: ready experts are computed
+		// together (one pool dispatch per projection for all of them)
+		group := append(s.group[:0], r)
+		for got++; got < want; got++ {
+			select {
+			case r = <-ch:
+				group = append(group, r)
+				continue
+			default:
 			}
-			if firstErr == nil {
-				firstErr = r.Err
+			break
+		}
+		ready := s.ready[:0]
+		for _, r := range group {
+			switch {
+			case r.Err != nil:
+				if r.Release != nil {
+					r.Release()
+				}
+				if firstErr == nil {
+					firstErr = r.Err
+				}
+			case !overlap || firstErr != nil:
+				pending = append(pending, r)
+			default:
+				ready = append(ready, r)
 			}
-			continue
 		}
-		if !overlap || firstErr != nil {
-			pending = append(pending, r)
-			continue
-		}
-		err := s.compute(j, r, st)
-		if r.Release != nil {
-			r.Release()
-		}
+		clear(group)
+		s.group = group[:0]
+		err := s.computeAll(j, ready, st)
+		release(ready)
+		s.ready = ready[:0]
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
@@ -137,18 +159,86 @@ func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan Ready, want int, 
 	if firstErr != nil {
 		return firstErr
 	}
-	for len(pending) > 0 {
-		r := pending[0]
-		pending = pending[1:]
-		err := s.compute(j, r, st)
+	err := s.computeAll(j, pending, st)
+	release(pending)
+	pending = nil
+	return err
+}
+
+// release unpins every value of rs and drops the references.
+func release(rs []Ready) {
+	for _, r := range rs {
 		if r.Release != nil {
 			r.Release()
 		}
-		if err != nil {
-			return err
+	}
+	clear(rs)
+}
+
+// computeAll computes the ready experts rs: together through the
+// architecture's BatchExpertFFN when it has one, else one by one.
+func (s *Stage) computeAll(j *Job, rs []Ready, st *Stats) error {
+	bf, ok := s.fn.(model.BatchExpertFFN)
+	if !ok || len(rs) < 2 {
+		for _, r := range rs {
+			if err := s.compute(j, r, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	t0 := time.Now()
+	defer func() { st.Compute += time.Since(t0) }()
+	E := s.nEmbd
+	total := 0
+	for _, r := range rs {
+		us, ok := j.users[r.Expert]
+		if !ok {
+			return fmt.Errorf("%w: layer %d expert %d", ErrNotRouted, j.Layer, r.Expert)
+		}
+		if len(us) > 1 {
+			total += len(us)
 		}
 	}
-	return nil
+	if cap(s.xs) < total*E {
+		s.xs = make([]float32, total*E)
+		s.os = make([]float32, total*E)
+	}
+	work := s.work[:0]
+	off := 0
+	for _, r := range rs {
+		us := j.users[r.Expert]
+		w := model.ExpertWork{Expert: r.Expert, Parts: r.Parts, N: len(us)}
+		if len(us) == 1 {
+			// one token: read its input and write its (token, rank) slot
+			// in place
+			u := us[0]
+			w.X = j.X[u.t][:E]
+			w.Out = s.ys[(u.t*j.K+u.r)*E : (u.t*j.K+u.r+1)*E]
+		} else {
+			w.X, w.Out = s.xs[off*E:(off+len(us))*E], s.os[off*E:(off+len(us))*E]
+			for i, u := range us {
+				copy(w.X[i*E:(i+1)*E], j.X[u.t])
+			}
+			off += len(us)
+		}
+		work = append(work, w)
+	}
+	err := bf.ComputeExperts(j.Layer, work, &s.scratch)
+	if err == nil {
+		for _, w := range work {
+			if w.N == 1 {
+				continue
+			}
+			for i, u := range j.users[w.Expert] {
+				copy(s.ys[(u.t*j.K+u.r)*E:], w.Out[i*E:(i+1)*E])
+			}
+		}
+		st.Experts += len(work)
+	}
+	clear(work)
+	s.work = work[:0]
+	return err
 }
 
 func (s *Stage) compute(j *Job, r Ready, st *Stats) error {

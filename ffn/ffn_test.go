@@ -181,3 +181,83 @@ func TestConsumeCancelled(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// batchFFN is fakeFFN with ComputeExperts; it records the batch sizes.
+type batchFFN struct {
+	fakeFFN
+	sizes []int
+}
+
+func (f *batchFFN) ComputeExperts(l int, work []model.ExpertWork, s *model.Scratch) error {
+	f.sizes = append(f.sizes, len(work))
+	for _, w := range work {
+		if len(w.X) != w.N*f.nEmbd || len(w.Out) != w.N*f.nEmbd {
+			return errors.New("work buffers of the wrong size")
+		}
+		if err := f.ComputeExpert(l, w.Expert, w.Parts, w.N, w.X, w.Out, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestBatchedExperts: experts already waiting in the channel are computed
+// in one ComputeExperts call, with the same bits as one by one, and every
+// value is released (also when the batch fails).
+func TestBatchedExperts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const E = 16
+	for trial := 0; trial < 10; trial++ {
+		n, k := 1+rng.IntN(4), 2+rng.IntN(3)
+		j := makeJob(rng, n, k, 8, E)
+		want, _, err := run(t, j, j.Order, true, &fakeFFN{nEmbd: E, fail: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ov := range []bool{true, false} {
+			f := &batchFFN{fakeFFN: fakeFFN{nEmbd: E, fail: -1}}
+			s := New(f, E)
+			s.Begin(j)
+			ch := make(chan Ready, len(j.Order))
+			released := 0
+			for _, e := range j.Order {
+				ch <- Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Release: func() { released++ }}
+			}
+			var st Stats
+			if err := s.Consume(context.Background(), j, ch, len(j.Order), ov, &st); err != nil {
+				t.Fatal(err)
+			}
+			s.Finish(j, &st)
+			if released != len(j.Order) || st.Experts != len(j.Order) {
+				t.Fatalf("released %d, computed %d of %d", released, st.Experts, len(j.Order))
+			}
+			if len(j.Order) > 1 && (len(f.sizes) != 1 || f.sizes[0] != len(j.Order)) {
+				t.Fatalf("batches %v, want one of %d", f.sizes, len(j.Order))
+			}
+			for tk := range want {
+				for i := range want[tk] {
+					if math.Float32bits(j.Out[tk][i]) != math.Float32bits(want[tk][i]) {
+						t.Fatalf("overlap %v token %d elem %d: batched %v, single %v", ov, tk, i, j.Out[tk][i], want[tk][i])
+					}
+				}
+			}
+		}
+	}
+	// a failing expert inside a batch: the error is returned, all released
+	j := makeJob(rng, 3, 3, 8, E)
+	f := &batchFFN{fakeFFN: fakeFFN{nEmbd: E, fail: j.Order[1]}}
+	s := New(f, E)
+	s.Begin(j)
+	ch := make(chan Ready, len(j.Order))
+	released := 0
+	for _, e := range j.Order {
+		ch <- Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Release: func() { released++ }}
+	}
+	var st Stats
+	if err := s.Consume(context.Background(), j, ch, len(j.Order), true, &st); !errors.Is(err, errBoom) {
+		t.Fatalf("err %v", err)
+	}
+	if released != len(j.Order) {
+		t.Fatalf("released %d of %d", released, len(j.Order))
+	}
+}

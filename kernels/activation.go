@@ -160,3 +160,12 @@ func (a *Activation) quantizeWith(m *implementation, t quant.Type, x []float32) 
 	}
 	return nil
 }
+
+// Serves reports whether a, prepared for some weight type, is the activation
+// rows of type t would get from x: the same vec_dot format and the same
+// correction terms (MXFP4 and Q4_0 rows need their own). Products sharing an
+// input can then share one quantization (Q4_K and Q6_K rows, say).
+func (a *Activation) Serves(t quant.Type) bool {
+	at, err := ActivationType(t)
+	return err == nil && at == a.typ && unsignedOffset(t) == unsignedOffset(a.weight)
+}

@@ -90,7 +90,10 @@
 // # Concurrency and ownership
 //
 // A Pool owns its persistent worker goroutines; MatVec/MatVecQ/MatMul split
-// the rows over them and block until all rows are written. A Pool is safe for
+// the rows over them and block until all rows are written. MatVecs runs
+// several products (q/k/v; the gate and up projections of all of a layer's
+// routed experts) as one dispatch, so small matrices pay one wake-up and one
+// final wait together. A Pool is safe for
 // concurrent use (calls are serialized). Weights, x and y are only borrowed
 // for the duration of a call; y must not alias w or x. An Activation is
 // immutable after Quantize returns and may be shared by concurrent readers.

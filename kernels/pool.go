@@ -33,6 +33,7 @@ type Pool struct {
 	act    Activation     // MatVec's quantized x
 	single [1]*Activation // the one activation of MatVec/MatVecQ
 	batch  []*Activation  // MatMul's quantized x, grown on demand
+	bat    batchState     // MatVecs' products and chunks
 }
 
 // job is one product; its fields are written by the caller before helpers are
@@ -100,6 +101,7 @@ func NewPool(threads int) *Pool {
 		threads = 1
 	}
 	p := &Pool{threads: threads}
+	p.bat.run = p.bat.runChunk
 	for i := 1; i < threads; i++ {
 		h := &helper{wake: make(chan struct{}, 1)}
 		h.state.Store(spinning)
@@ -259,10 +261,17 @@ func (p *Pool) Parallel(n int, fn func(i int)) error {
 	if p.closed {
 		return ErrClosed
 	}
+	p.parallelLocked(n, p.threads, fn)
+	return nil
+}
+
+// parallelLocked runs fn(i) for i < n (n > 0) on up to threads threads; the
+// caller holds p.mu.
+func (p *Pool) parallelLocked(n, threads int, fn func(i int)) {
 	j := &p.job
 	j.fn, j.rows, j.chunk = fn, n, 1
 	j.next.Store(0)
-	helpers := min(p.threads-1, n-1)
+	helpers := min(threads-1, n-1)
 	p.done.Add(helpers)
 	j.pending.Store(int32(helpers))
 	for _, h := range p.helpers[:helpers] {
@@ -274,7 +283,6 @@ func (p *Pool) Parallel(n int, fn func(i int)) error {
 		p.done.Wait()
 	}
 	j.fn = nil
-	return nil
 }
 
 // MatVec computes y[r] = row_r(w) · x for r < rows, where w holds rows rows

@@ -85,9 +85,56 @@ type ExpertFFN interface {
 	ComputeExpert(layer, expert int, parts [][]byte, n int, x, out []float32, scratch *Scratch) error
 }
 
+// ExpertWork is one expert's share of a batch (BatchExpertFFN): the
+// expert's parts as for ComputeExpert, the inputs of its N tokens (N×n_embd)
+// and its outputs.
+type ExpertWork struct {
+	Expert int
+	Parts  [][]byte
+	N      int
+	X, Out []float32
+}
+
+// BatchExpertFFN is implemented by architectures that compute several
+// experts of one layer together (one pool dispatch per projection for all
+// of them instead of one per expert). Each expert's output equals
+// ComputeExpert's bit for bit. Works may share an X slice (the same token);
+// their Out slices must be distinct.
+type BatchExpertFFN interface {
+	ComputeExperts(layer int, work []ExpertWork, scratch *Scratch) error
+}
+
 // Scratch holds per-goroutine temporaries for ExpertFFN.
 type Scratch struct {
-	A, B []float32
+	A, B     []float32
+	Products []kernels.Product // BatchExpertFFN's products, reused
+	ins      []*Inputs
+	nIns     int
+}
+
+// Input returns the Inputs of x among those handed out since ResetInputs:
+// works sharing one x slice share its quantizations.
+func (s *Scratch) Input(x []float32) *Inputs {
+	for _, in := range s.ins[:s.nIns] {
+		if len(x) > 0 && len(in.x) == len(x) && &in.x[0] == &x[0] {
+			return in
+		}
+	}
+	if s.nIns == len(s.ins) {
+		s.ins = append(s.ins, new(Inputs))
+	}
+	in := s.ins[s.nIns]
+	s.nIns++
+	in.Reset(x)
+	return in
+}
+
+// ResetInputs forgets the inputs handed out by Input (keeping the buffers).
+func (s *Scratch) ResetInputs() {
+	for _, in := range s.ins[:s.nIns] {
+		in.Reset(nil)
+	}
+	s.nIns = 0
 }
 
 // Grow returns s's buffers resized to at least n floats each.

@@ -159,8 +159,103 @@ func (m *Model) ComputeExpert(l, e int, parts [][]byte, n int, x, out []float32,
 	return nil
 }
 
+// ComputeExperts implements model.BatchExpertFFN: the gate and up
+// projections of every single-token expert in one pool dispatch (their
+// shared input quantized once), then all their down projections in another;
+// experts of several tokens go through ComputeExpert (the multi-token
+// kernels).
+func (m *Model) ComputeExperts(l int, work []model.ExpertWork, s *model.Scratch) error {
+	if l < 0 || l >= len(m.layers) {
+		return fmt.Errorf("%w: qwen3moe: layer %d out of range", model.ErrBadModel, l)
+	}
+	L := &m.layers[l]
+	F, E := m.nFF, m.nEmbd
+	single := 0
+	for _, w := range work {
+		if len(w.Parts) != 3 {
+			return fmt.Errorf("qwen3moe: layer %d expert %d: %d parts, want gate, up, down", l, w.Expert, len(w.Parts))
+		}
+		if w.N == 1 {
+			single++
+			continue
+		}
+		if err := m.ComputeExpert(l, w.Expert, w.Parts, w.N, w.X, w.Out, s); err != nil {
+			return err
+		}
+	}
+	if single == 0 {
+		return nil
+	}
+	gate, up := s.Grow(single * F)
+	s.ResetInputs()
+	ps := s.Products[:0]
+	i := 0
+	for _, w := range work {
+		if w.N != 1 {
+			continue
+		}
+		in := s.Input(w.X[:E])
+		ag, err := in.For(L.gateT)
+		if err != nil {
+			return fmt.Errorf("layer %d expert %d gate: %w", l, w.Expert, err)
+		}
+		au, err := in.For(L.upT)
+		if err != nil {
+			return fmt.Errorf("layer %d expert %d up: %w", l, w.Expert, err)
+		}
+		ps = append(ps,
+			kernels.Product{Type: L.gateT, W: w.Parts[0], Rows: F, Cols: E, A: ag, Y: gate[i*F : (i+1)*F]},
+			kernels.Product{Type: L.upT, W: w.Parts[1], Rows: F, Cols: E, A: au, Y: up[i*F : (i+1)*F]})
+		i++
+	}
+	if err := m.pool.MatVecs(ps); err != nil {
+		return fmt.Errorf("layer %d experts gate/up: %w", l, err)
+	}
+	model.SwiGLU(gate, gate, up)
+	ps = ps[:0]
+	i = 0
+	for _, w := range work {
+		if w.N != 1 {
+			continue
+		}
+		a, err := s.Input(gate[i*F : (i+1)*F]).For(L.downT)
+		if err != nil {
+			return fmt.Errorf("layer %d expert %d down: %w", l, w.Expert, err)
+		}
+		ps = append(ps, kernels.Product{Type: L.downT, W: w.Parts[2], Rows: E, Cols: F, A: a, Y: w.Out[:E]})
+		i++
+	}
+	err := m.pool.MatVecs(ps)
+	clear(ps)
+	s.Products = ps[:0]
+	s.ResetInputs()
+	if err != nil {
+		return fmt.Errorf("layer %d experts down: %w", l, err)
+	}
+	return nil
+}
+
 func (m *Model) matmul(w *model.Weight, x []float32, n int, y []float32) error {
 	return model.MatMul(m.pool, w, x, n, y)
+}
+
+// qkv projects the normed input h of n tokens to q, k and v: one pool
+// dispatch over the three matrices for a single token (h quantized once per
+// activation format), the multi-token products otherwise.
+func (m *Model) qkv(L *layer, in *model.Inputs, h []float32, n int, q, k, v []float32) error {
+	if n == 1 {
+		in.Reset(h)
+		return model.MatVecs(m.pool, in, []*model.Weight{&L.wq, &L.wk, &L.wv}, [][]float32{q, k, v})
+	}
+	for _, p := range []struct {
+		w *model.Weight
+		y []float32
+	}{{&L.wq, q}, {&L.wk, k}, {&L.wv, v}} {
+		if err := m.matmul(p.w, h, n, p.y); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PeekRouter implements model.RouterPeeker: layer's router logits for x.
@@ -192,6 +287,7 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 	tm.Embed += time.Since(t0)
 	acts := model.NewActs(n, E, qd, kvd, m.nExpert, m.nHead, pos0+n)
 	h, q, k, v, att, o, rl, moeOut, scores := acts.H, acts.Q, acts.K, acts.V, acts.Att, acts.O, acts.RL, acts.Out, acts.Scores
+	var in model.Inputs
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	group := m.nHead / m.nHeadKV
 	for l := range m.layers {
@@ -203,13 +299,7 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 		for t := 0; t < n; t++ {
 			model.RMSNorm(h[t*E:(t+1)*E], x[t*E:(t+1)*E], m.eps, L.attnNorm)
 		}
-		if err := m.matmul(&L.wq, h, n, q); err != nil {
-			return nil, err
-		}
-		if err := m.matmul(&L.wk, h, n, k); err != nil {
-			return nil, err
-		}
-		if err := m.matmul(&L.wv, h, n, v); err != nil {
+		if err := m.qkv(L, &in, h, n, q, k, v); err != nil {
 			return nil, err
 		}
 		for t := 0; t < n; t++ {

@@ -1,0 +1,96 @@
+package qwen3moe_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/kernels"
+	"github.com/pipe-engine/pipe/model"
+)
+
+// TestComputeExpertsEqualsComputeExpert: the batched experts (single-token
+// works sharing one input, single-token works with their own inputs, and a
+// multi-token work) give exactly ComputeExpert's bits, for every quant type
+// of the tiny model and 1..3 threads.
+func TestComputeExpertsEqualsComputeExpert(t *testing.T) {
+	for _, q := range []string{"F32", "Q4_K_M", "Q8_0", "Q4_0", "MXFP4_MOE"} {
+		path := filepath.Join(golden, "models/tiny-qwen3moe-"+q+".gguf")
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := model.Describe(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, threads := range []int{1, 2, 3} {
+			pool := kernels.NewPool(threads)
+			m, err := model.New(d, fileSource{raw}, model.Options{Pool: pool})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bf, ok := m.(model.BatchExpertFFN)
+			if !ok {
+				t.Fatal("qwen3moe does not implement model.BatchExpertFFN")
+			}
+			E := d.HParams.NEmbd
+			rng := rand.New(rand.NewPCG(61, uint64(threads)))
+			randVec := func(n int) []float32 {
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				return x
+			}
+			shared, own, multi := randVec(E), randVec(E), randVec(3*E)
+			layer := 1
+			parts := func(e int) [][]byte {
+				var ps [][]byte
+				for _, sl := range d.Experts[layer][e] {
+					ps = append(ps, raw[sl.Off:sl.Off+sl.Len])
+				}
+				return ps
+			}
+			work := []model.ExpertWork{
+				{Expert: 0, Parts: parts(0), N: 1, X: shared, Out: make([]float32, E)},
+				{Expert: 5, Parts: parts(5), N: 3, X: multi, Out: make([]float32, 3*E)},
+				{Expert: 3, Parts: parts(3), N: 1, X: shared, Out: make([]float32, E)},
+				{Expert: 7, Parts: parts(7), N: 1, X: own, Out: make([]float32, E)},
+			}
+			var s model.Scratch
+			for round := 0; round < 2; round++ { // scratch reuse
+				if err := bf.ComputeExperts(layer, work, &s); err != nil {
+					t.Fatal(err)
+				}
+				for _, w := range work {
+					want := make([]float32, w.N*E)
+					var s1 model.Scratch
+					if err := m.ComputeExpert(layer, w.Expert, w.Parts, w.N, w.X, want, &s1); err != nil {
+						t.Fatal(err)
+					}
+					for i := range want {
+						if math.Float32bits(want[i]) != math.Float32bits(w.Out[i]) {
+							t.Fatalf("%s t%d expert %d elem %d: batched %v, single %v", q, threads, w.Expert, i, w.Out[i], want[i])
+						}
+					}
+				}
+			}
+			bad := []model.ExpertWork{{Expert: 0, Parts: parts(0)[:2], N: 1, X: shared, Out: make([]float32, E)}}
+			if err := bf.ComputeExperts(layer, bad, &s); err == nil {
+				t.Fatalf("%s: two parts accepted", q)
+			}
+			if err := bf.ComputeExperts(99, work, &s); err == nil {
+				t.Fatalf("%s: layer 99 accepted", q)
+			}
+			pool.Close()
+		}
+	}
+}
