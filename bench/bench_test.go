@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipe-engine/pipe/internal/sysmem"
 )
 
 const fakeEnv = "PIPE_BENCH_FAKE_RUN"
@@ -205,7 +207,7 @@ func TestMemCap(t *testing.T) {
 		t.Errorf("table does not report OOM:\n%s", b.String())
 	}
 	// the cgroups are gone
-	v2, v1 := cgroupRoots()
+	v2, v1 := sysmem.MemoryCgroupDirs()
 	for _, d := range []string{v1, v2} {
 		if d == "" {
 			continue

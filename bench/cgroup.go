@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/pipe-engine/pipe/internal/sysmem"
 )
 
 // ErrNotRoot reports --mem-cap or --cold without root privileges.
@@ -26,45 +27,13 @@ type cgroup struct {
 
 var cgSeq atomic.Int64
 
-// cgroupRoots returns the memory cgroup directory of the current process for
-// v2 (unified) and v1, whichever exist.
-func cgroupRoots() (v2dir, v1dir string) {
-	f, err := os.Open("/proc/self/cgroup")
-	if err != nil {
-		return "", ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		switch {
-		case parts[0] == "0" && parts[1] == "":
-			for _, mnt := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-				if _, err := os.Stat(filepath.Join(mnt, "cgroup.controllers")); err == nil {
-					d := filepath.Join(mnt, parts[2])
-					if b, err := os.ReadFile(filepath.Join(mnt, "cgroup.controllers")); err == nil && strings.Contains(string(b), "memory") {
-						v2dir = d
-					}
-					break
-				}
-			}
-		case strings.Contains(","+parts[1]+",", ",memory,"):
-			v1dir = filepath.Join("/sys/fs/cgroup/memory", parts[2])
-		}
-	}
-	return v2dir, v1dir
-}
-
 // newCgroup makes a cgroup limited to limit bytes of memory (no swap).
 func newCgroup(limit int64) (*cgroup, error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("bench: --mem-cap %w (it makes a memory cgroup); run as root or drop --mem-cap", ErrNotRoot)
 	}
 	name := fmt.Sprintf("pipe-bench-%d-%d", os.Getpid(), cgSeq.Add(1))
-	v2dir, v1dir := cgroupRoots()
+	v2dir, v1dir := sysmem.MemoryCgroupDirs()
 	var errs []error
 	if v1dir != "" {
 		cg := &cgroup{dir: filepath.Join(v1dir, name)}

@@ -1,16 +1,11 @@
 package cache
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path"
-	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/pipe-engine/pipe/internal/sysmem"
 )
 
 // Memory sizing for --cache-mb auto, and the cliff guard.
@@ -84,14 +79,6 @@ type Auto struct {
 	Explain   string // one human line: the arithmetic, for the load log
 }
 
-// Limit is a memory limit found in the cgroup hierarchy.
-type Limit struct {
-	Version int    // 1 or 2
-	Path    string // file the limit was read from
-	Limit   int64  // bytes
-	Usage   int64  // bytes in use in that cgroup, minus reclaimable inactive file pages
-}
-
 // AutoBudget sizes the expert cache: memory available to the process (the
 // tightest cgroup memory limit minus that cgroup's non-reclaimable usage, and
 // never more than MemAvailable), minus dense weights, KV cache, overhead and
@@ -105,8 +92,8 @@ func AutoBudget(o AutoOptions) (Auto, error) {
 	if cg == "" {
 		cg = "/sys/fs/cgroup"
 	}
-	memAvail, memErr := MemAvailable(proc)
-	lim, limOK, limErr := CgroupLimit(proc, cg)
+	memAvail, memErr := sysmem.MemAvailable(proc)
+	lim, limOK, limErr := sysmem.CgroupLimit(proc, cg)
 	var a Auto
 	var parts []string
 	switch {
@@ -150,213 +137,6 @@ func AutoBudget(o AutoOptions) (Auto, error) {
 	a.Budget = b
 	a.Explain = fmt.Sprintf("cache budget %s: %s", fmtMiB(b), strings.Join(parts, "; "))
 	return a, nil
-}
-
-// MemAvailable reads MemAvailable from <procRoot>/meminfo (falling back to
-// MemFree+Cached on kernels without it).
-func MemAvailable(procRoot string) (int64, error) {
-	p := filepath.Join(procRoot, "meminfo")
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return 0, fmt.Errorf("cache: %w", err)
-	}
-	var free, cached int64 = -1, -1
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("cache: %s: field %s: %w", p, name, err)
-		}
-		if len(f) > 1 && f[1] == "kB" {
-			v *= 1024
-		}
-		switch name {
-		case "MemAvailable":
-			return v, nil
-		case "MemFree":
-			free = v
-		case "Cached":
-			cached = v
-		}
-	}
-	if free >= 0 && cached >= 0 {
-		return free + cached, nil
-	}
-	return 0, fmt.Errorf("cache: %s: no MemAvailable or MemFree/Cached", p)
-}
-
-// CgroupLimit finds the tightest memory limit applying to the process: its own
-// cgroup (from <procRoot>/self/cgroup) and its ancestors, cgroup v1
-// (<cgroupRoot>/memory/<path>/memory.limit_in_bytes) if the memory controller
-// is on a v1 hierarchy, else v2 (<cgroupRoot>/<path>/memory.max, or under
-// <cgroupRoot>/unified on hybrid systems). If the process's path does not exist
-// under the mount (a cgroup namespace), the mount root is used. ok is false
-// when no limit is set (or no cgroup is found); err reports unreadable files.
-func CgroupLimit(procRoot, cgroupRoot string) (lim Limit, ok bool, err error) {
-	data, err := os.ReadFile(filepath.Join(procRoot, "self", "cgroup"))
-	if err != nil {
-		return Limit{}, false, fmt.Errorf("cache: %w", err)
-	}
-	var v1Path, v2Path string
-	hasV1, hasV2 := false, false
-	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
-		f := strings.SplitN(line, ":", 3)
-		if len(f) != 3 {
-			continue
-		}
-		if f[0] == "0" && f[1] == "" {
-			v2Path, hasV2 = f[2], true
-			continue
-		}
-		for c := range strings.SplitSeq(f[1], ",") {
-			if c == "memory" {
-				v1Path, hasV1 = f[2], true
-			}
-		}
-	}
-	switch {
-	case hasV1:
-		return walkLimits(1, filepath.Join(cgroupRoot, "memory"), v1Path)
-	case hasV2:
-		root := cgroupRoot
-		if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
-			if _, err2 := os.Stat(filepath.Join(root, "unified", "cgroup.controllers")); err2 == nil {
-				root = filepath.Join(root, "unified")
-			}
-		}
-		return walkLimits(2, root, v2Path)
-	}
-	return Limit{}, false, nil
-}
-
-// walkLimits reads the limit of cg and each ancestor under mount and returns
-// the smallest, with its cgroup's usage.
-func walkLimits(version int, mount, cg string) (Limit, bool, error) {
-	cg = path.Clean("/" + cg)
-	if _, err := os.Stat(filepath.Join(mount, filepath.FromSlash(cg))); err != nil {
-		cg = "/" // namespaced: our cgroup is the mount root
-	}
-	limFile, usageFile, inactive := "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"
-	if version == 2 {
-		limFile, usageFile, inactive = "memory.max", "memory.current", "inactive_file"
-	}
-	var best Limit
-	found := false
-	for dir := cg; ; dir = path.Dir(dir) {
-		d := filepath.Join(mount, filepath.FromSlash(dir))
-		p := filepath.Join(d, limFile)
-		v, set, err := readLimit(p)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return Limit{}, false, err
-		}
-		if err == nil && set && (!found || v < best.Limit) {
-			u, err := readUsage(d, usageFile, inactive)
-			if err != nil {
-				return Limit{}, false, err
-			}
-			best = Limit{Version: version, Path: p, Limit: v, Usage: u}
-			found = true
-		}
-		if dir == "/" {
-			break
-		}
-	}
-	return best, found, nil
-}
-
-// noLimit: v1 reports "unlimited" as a huge page-rounded number.
-const noLimit = int64(1) << 60
-
-func readLimit(p string) (int64, bool, error) {
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return 0, false, fmt.Errorf("cache: %w", err)
-	}
-	s := strings.TrimSpace(string(data))
-	if s == "max" {
-		return 0, false, nil
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, false, fmt.Errorf("cache: %s: %w", p, err)
-	}
-	if v >= noLimit || v < 0 {
-		return 0, false, nil
-	}
-	return v, true, nil
-}
-
-// readUsage returns usage minus inactive file pages (reclaimable), as
-// container tools report "used" memory. Missing files count as 0.
-func readUsage(dir, usageFile, inactiveKey string) (int64, error) {
-	data, err := os.ReadFile(filepath.Join(dir, usageFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("cache: %w", err)
-	}
-	u, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("cache: %s: %w", filepath.Join(dir, usageFile), err)
-	}
-	stat, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
-	if err == nil {
-		for line := range strings.SplitSeq(string(stat), "\n") {
-			k, v, ok := strings.Cut(line, " ")
-			if ok && k == inactiveKey {
-				if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n <= u {
-					u -= n
-				}
-			}
-		}
-	}
-	return u, nil
-}
-
-// PeakRSS returns the process's peak resident set (VmHWM) and current RSS
-// (VmRSS) in bytes from <procRoot>/self/status.
-func PeakRSS(procRoot string) (peak, cur int64, err error) {
-	if procRoot == "" {
-		procRoot = "/proc"
-	}
-	p := filepath.Join(procRoot, "self", "status")
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return 0, 0, fmt.Errorf("cache: %w", err)
-	}
-	peak, cur = -1, -1
-	for line := range strings.SplitSeq(string(data), "\n") {
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok || (name != "VmHWM" && name != "VmRSS") {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("cache: %s: %s: %w", p, name, err)
-		}
-		if name == "VmHWM" {
-			peak = v * 1024
-		} else {
-			cur = v * 1024
-		}
-	}
-	if peak < 0 || cur < 0 {
-		return 0, 0, fmt.Errorf("cache: %s: no VmHWM/VmRSS", p)
-	}
-	return peak, cur, nil
 }
 
 func fmtMiB(b int64) string {

@@ -45,7 +45,8 @@ func loadGolden(t *testing.T, name string) golden {
 func open(t *testing.T, mode StreamMode, ctxLen int) *Model {
 	t.Helper()
 	m, err := Open(context.Background(), Options{
-		Engine: stages.Config{Path: tinyQ8, IOThreads: 2, CacheBytes: 4 << 20, Policy: "lru", Overlap: true, Threads: 2, Log: zerolog.Nop()},
+		Engine: stages.Config{Path: tinyQ8, IO: stages.IOConfig{Lanes: 2}, Cache: stages.CacheConfig{Bytes: 4 << 20, Policy: "lru"},
+			Overlap: true, Threads: 2, Log: zerolog.Nop()},
 		Stream: mode, KV: model.KVF32, Ctx: ctxLen,
 	})
 	if err != nil {

@@ -127,17 +127,11 @@ func Open(ctx context.Context, o Options) (*Model, error) {
 	}
 	cfg := o.Engine
 	cfg.Stream = o.Stream.Streams()
-	cfg.KVElemBytes = 2
+	cfg.Cache.KVElemBytes = 2
 	if o.KV == model.KVF32 {
-		cfg.KVElemBytes = 4
+		cfg.Cache.KVElemBytes = 4
 	}
-	cfg.KVPositions = o.Ctx
-	if cfg.KVPositions == 0 {
-		cfg.KVPositions = o.Reserve
-	}
-	if cfg.KVPositions == 0 {
-		cfg.KVPositions = DefaultCtx
-	}
+	cfg.Cache.KVPositions = firstNonZero(o.Ctx, firstNonZero(o.Reserve, DefaultCtx))
 	eng, err := stages.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -168,8 +162,8 @@ func (m *Model) init(cfg stages.Config) error {
 		sink.F("dense_weights", string(cfg.Dense)), sink.F("overlap", cfg.Overlap), sink.F("working_set_bytes", m.eng.WorkingSet())},
 		m.o.LoadFields...)
 	m.sink.Load(sink.LoadInfo{
-		Seconds: m.eng.LoadTime.Seconds(), DenseBytes: d.DenseBytes, ExpertBytes: d.ExpertTotalBytes,
-		BudgetBytes: m.eng.Budget(), ODirect: m.eng.ODirect(), Lanes: cfg.IOThreads, Threads: cfg.Threads, Extra: extra,
+		Seconds: m.eng.LoadTime().Seconds(), DenseBytes: d.DenseBytes, ExpertBytes: d.ExpertTotalBytes,
+		BudgetBytes: m.eng.Budget(), ODirect: m.eng.ODirect(), Lanes: cfg.IO.Lanes, Threads: cfg.Threads, Extra: extra,
 	})
 	m.sink.Set("model", cfg.Path)
 	m.sink.Set("moe_stream", cfg.Stream)

@@ -54,7 +54,7 @@ func (m *Model) NewSession(o SessionOptions) (*Session, error) {
 	if o.System != "" {
 		s.past = append(s.past, tokenizer.Message{Role: "system", Content: o.System})
 	}
-	if n := cmp(o.Ctx, m.o.Ctx); n > 0 {
+	if n := firstNonZero(o.Ctx, m.o.Ctx); n > 0 {
 		if err := s.size(n); err != nil {
 			return nil, err
 		}
@@ -62,8 +62,8 @@ func (m *Model) NewSession(o SessionOptions) (*Session, error) {
 	return s, nil
 }
 
-// cmp returns the first non-zero argument.
-func cmp(a, b int) int {
+// firstNonZero returns the first non-zero argument.
+func firstNonZero(a, b int) int {
 	if a != 0 {
 		return a
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/pipe-engine/pipe/dense"
 	"github.com/pipe-engine/pipe/model"
 )
 
@@ -16,9 +17,9 @@ func BenchmarkDecodeStep(b *testing.B) {
 		name string
 		cfg  func() Config
 	}{
-		{"mmap", func() Config { c := baseCfg(); c.Stream = false; c.Dense = DenseMmap; return c }},
-		{"stream-cache-all", func() Config { c := baseCfg(); c.CacheBytes = 64 << 20; return c }},
-		{"stream-cache-0", func() Config { c := baseCfg(); c.CacheBytes = 0; return c }},
+		{"mmap", func() Config { c := baseCfg(); c.Stream = false; c.Dense = dense.Mmap; return c }},
+		{"stream-cache-all", func() Config { c := baseCfg(); c.Cache.Bytes = 64 << 20; return c }},
+		{"stream-cache-0", func() Config { c := baseCfg(); c.Cache.Bytes = 0; return c }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg := bc.cfg()

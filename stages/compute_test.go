@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipe-engine/pipe/dense"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/reader"
 	"github.com/pipe-engine/pipe/sink"
@@ -30,9 +31,9 @@ func stepRows(t *testing.T, n int, readDelay time.Duration, observer func()) []s
 	t.Helper()
 	var delay time.Duration
 	cfg := baseCfg()
-	cfg.CacheBytes = 0
-	cfg.Dense = DenseMmap // dense bytes via mmap: only expert reads go through the slow file
-	cfg.OpenFile = func(path string, direct bool) (reader.File, error) {
+	cfg.Cache.Bytes = 0
+	cfg.Dense = dense.Mmap // dense bytes via mmap: only expert reads go through the slow file
+	cfg.IO.Open = func(path string, direct bool) (reader.File, error) {
 		f, err := reader.OpenOS(path, direct)
 		if err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pipe-engine/pipe/internal/sysmem"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/sink"
 )
@@ -44,8 +45,7 @@ func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]fl
 	d := time.Since(t0)
 	s.E.TakeStep()
 	s.sample() // prefill I/O is not charged to the first token
-	if s.E.planner != nil {
-		ps := s.E.planner.Stats()
+	if ps, ok := s.E.PlannerStats(); ok {
 		s.baseHits, s.baseLookups = ps.Hits, ps.Hits+ps.Misses+ps.Joins
 	}
 	return out, d, err
@@ -80,29 +80,29 @@ func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 func (s *Session) sample() sink.TokenMetrics {
 	var m sink.TokenMetrics
 	e := s.E
-	maj, cpu := Rusage()
+	maj, cpu := sysmem.Rusage()
 	m.Majflt = maj - s.lastMaj
 	m.CPUMS = ms(cpu - s.lastCPU)
 	s.lastMaj, s.lastCPU = maj, cpu
 	m.CacheHitPct = -1
-	if e.lanes != nil {
-		ls := e.lanes.Stats()
+	if e.io != nil {
+		ls := e.io.lanes.Stats()
 		m.IOMS = ms(time.Duration(ls.Busy.Nanoseconds() - s.lastIO))
 		m.ReadBytes = ls.Bytes - s.lastBytes
 		s.lastIO, s.lastBytes = ls.Busy.Nanoseconds(), ls.Bytes
 	} else {
-		pr := ProcReadBytes()
+		pr := sysmem.ProcReadBytes()
 		if pr >= 0 && s.lastProcRead >= 0 {
 			m.ReadBytes = pr - s.lastProcRead
 		}
 		s.lastProcRead = pr
 	}
-	if e.cache != nil {
-		cs := e.cache.Stats()
+	if e.io != nil {
+		cs := e.io.cache.Stats()
 		m.MgmtMS = ms(cs.Mgmt - s.lastMgmt)
 		s.lastMgmt = cs.Mgmt
-		if e.cfg.CacheBytes > 0 {
-			ps := e.planner.Stats()
+		if e.cfg.Cache.Bytes > 0 {
+			ps := e.io.planner.Stats()
 			// Running hit rate over decode lookups; a join (waiting on a
 			// read already in flight) counts as a miss.
 			if tot := ps.Hits + ps.Misses + ps.Joins - s.baseLookups; tot > 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
+	"github.com/pipe-engine/pipe/dense"
 	"github.com/pipe-engine/pipe/model"
 	_ "github.com/pipe-engine/pipe/model/qwen3moe"
 	"github.com/pipe-engine/pipe/reader"
@@ -27,8 +28,8 @@ const goldenF32 = "../testdata/golden/models/tiny-qwen3moe-F32.gguf"
 var prompt = []int32{284, 444, 330, 107, 285, 426, 110, 458, 32, 106, 319, 112, 115}
 
 func baseCfg() Config {
-	return Config{Path: goldenF32, Stream: true, IOThreads: 2, CacheBytes: 4 << 20, Policy: "lru",
-		Overlap: true, Dense: DenseAnon, Threads: 2, Log: zerolog.Nop()}
+	return Config{Path: goldenF32, Stream: true, IO: IOConfig{Lanes: 2}, Cache: CacheConfig{Bytes: 4 << 20, Policy: "lru"},
+		Overlap: true, Dense: dense.Anon, Threads: 2, Log: zerolog.Nop()}
 }
 
 // decode runs the prompt and n greedy steps and returns every logit row.
@@ -112,7 +113,7 @@ func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func expertStart(t *testing.T) int64 {
-	e, err := Open(context.Background(), Config{Path: goldenF32, Threads: 1, Dense: DenseMmap, Log: zerolog.Nop()})
+	e, err := Open(context.Background(), Config{Path: goldenF32, Threads: 1, Dense: dense.Mmap, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +136,8 @@ func TestReadErrorsNameLayerAndExpert(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var hits atomic.Int64
 			cfg := baseCfg()
-			cfg.Dense = DenseMmap // dense bytes via mmap: only expert reads hit the fault
-			cfg.OpenFile = func(path string, direct bool) (reader.File, error) {
+			cfg.Dense = dense.Mmap // dense bytes via mmap: only expert reads hit the fault
+			cfg.IO.Open = func(path string, direct bool) (reader.File, error) {
 				f, err := reader.OpenOS(path, direct)
 				if err != nil {
 					return nil, err
@@ -165,7 +166,7 @@ func TestEINVALFallsBack(t *testing.T) {
 	}
 	var hits atomic.Int64
 	cfg := baseCfg()
-	cfg.OpenFile = func(path string, direct bool) (reader.File, error) {
+	cfg.IO.Open = func(path string, direct bool) (reader.File, error) {
 		f, err := reader.OpenOS(path, direct)
 		if err != nil || !direct {
 			return f, err
@@ -234,10 +235,10 @@ func TestConfigErrors(t *testing.T) {
 		mod  func(*Config)
 	}{
 		{"threads", func(c *Config) { c.Threads = 0 }},
-		{"lanes", func(c *Config) { c.IOThreads = 0 }},
-		{"budget", func(c *Config) { c.CacheBytes = -1 }},
+		{"lanes", func(c *Config) { c.IO.Lanes = 0 }},
+		{"budget", func(c *Config) { c.Cache.Bytes = -1 }},
 		{"dense", func(c *Config) { c.Dense = "swap" }},
-		{"policy", func(c *Config) { c.Policy = "nope" }},
+		{"policy", func(c *Config) { c.Cache.Policy = "nope" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := baseCfg()
@@ -267,13 +268,13 @@ func TestConfigErrors(t *testing.T) {
 func TestStreamMatchesMmap(t *testing.T) {
 	m := baseCfg()
 	m.Stream = false
-	m.Dense = DenseMmap
+	m.Dense = dense.Mmap
 	want, err := decode(context.Background(), t, m, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []Config{baseCfg(), func() Config { c := baseCfg(); c.CacheBytes = 0; c.Overlap = false; return c }(),
-		func() Config { c := baseCfg(); c.CacheBytes = 1 << 20; c.IOThreads = 1; c.Dense = DenseWarm; return c }()} {
+	for _, c := range []Config{baseCfg(), func() Config { c := baseCfg(); c.Cache.Bytes = 0; c.Overlap = false; return c }(),
+		func() Config { c := baseCfg(); c.Cache.Bytes = 1 << 20; c.IO.Lanes = 1; c.Dense = dense.Warm; return c }()} {
 		got, err := decode(context.Background(), t, c, 4)
 		if err != nil {
 			t.Fatal(err)

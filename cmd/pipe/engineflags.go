@@ -6,6 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pipe-engine/pipe/dense"
 	"github.com/pipe-engine/pipe/stages"
 )
 
@@ -49,20 +50,21 @@ func (f *EngineFlags) validate() error {
 // config is the engine configuration of a model at path with -t threads.
 func (f *EngineFlags) config(path string, threads int, log zerolog.Logger) (stages.Config, error) {
 	cfg := stages.Config{
-		Path: path, IOThreads: f.IOThreads, NoODirect: f.NoODirect,
-		Policy: f.CachePolicy, Overlap: f.Overlap, Prefetch: f.Prefetch, PrefetchPol: f.PrefetchPol, PrefetchLanes: f.PrefetchLanes, HugePages: f.HugePages,
-		Dense: stages.DenseMode(f.Dense), Threads: threads, ExpertsUsed: f.NExpertUsed, Log: log,
-		CacheCeil: f.CacheCeilMB << 20, CacheFloor: f.CacheFloor << 20,
+		Path: path, Overlap: f.Overlap, Threads: threads, ExpertsUsed: f.NExpertUsed, HugePages: f.HugePages,
+		IO:       stages.IOConfig{Lanes: f.IOThreads, NoODirect: f.NoODirect},
+		Cache:    stages.CacheConfig{Ceil: f.CacheCeilMB << 20, Floor: f.CacheFloor << 20, Policy: f.CachePolicy},
+		Prefetch: stages.PrefetchConfig{N: f.Prefetch, Policy: f.PrefetchPol, Lanes: f.PrefetchLanes},
+		Dense:    dense.Mode(f.Dense), Log: log,
 	}
 	switch f.CacheMB {
 	case "auto":
-		cfg.CacheAuto = true
+		cfg.Cache.Auto = true
 	default:
 		mb, err := strconv.ParseInt(f.CacheMB, 10, 64)
 		if err != nil || mb < 0 {
 			return cfg, fmt.Errorf("%w: --cache-mb %q: want a number of MiB >= 0 or auto", errFlag, f.CacheMB)
 		}
-		cfg.CacheBytes = mb << 20
+		cfg.Cache.Bytes = mb << 20
 	}
 	return cfg, nil
 }

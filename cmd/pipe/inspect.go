@@ -127,47 +127,11 @@ func writeInspectText(w io.Writer, r *inspectReport, d *model.Desc) error {
 	}
 	h := r.HParams
 	p("\nhyper-parameters:\n")
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	row := func(k string, v any) { fmt.Fprintf(tw, "  %s\t%v\n", k, v) }
-	row("n_layer", h.NLayer)
-	row("n_embd", h.NEmbd)
-	row("n_head / n_head_kv", fmt.Sprintf("%d / %d", h.NHead, h.NHeadKV))
-	if len(h.HeadCountLayers) > 0 {
-		row("n_head per layer", fmt.Sprint(h.HeadCountLayers))
-	}
-	if len(h.HeadCountKVLayers) > 0 {
-		row("n_head_kv per layer", fmt.Sprint(h.HeadCountKVLayers))
-	}
-	row("head_dim (k / v)", fmt.Sprintf("%d / %d", h.HeadDim, h.HeadDimV))
-	row("n_expert / used (k)", fmt.Sprintf("%d / %d", h.NExpert, h.NExpertUsed))
-	row("n_ff_exp", h.NFFExp)
-	if h.NFF != 0 {
-		row("n_ff", h.NFF)
-	}
-	if h.NFFShExp != 0 {
-		row("n_ff_shexp", h.NFFShExp)
-	}
-	row("n_vocab", h.NVocab)
-	row("n_ctx_train", h.NCtxTrain)
-	row("rope freq_base", h.RopeFreqBase)
-	if h.RopeScalingType != "" || h.RopeScaleLinear != 0 {
-		row("rope scaling", fmt.Sprintf("%s ×%g from %d", orDash(h.RopeScalingType), h.RopeScaleLinear, h.RopeScalingOrigCtx))
-	}
-	row("rms_eps", h.RMSEps)
-	if h.SlidingWindow != 0 {
-		row("sliding_window", h.SlidingWindow)
-	}
-	if len(h.SlidingWindowPattern) > 0 {
-		row("sliding_window layers", fmt.Sprint(h.SlidingWindowPattern))
-	}
-	if h.FinalLogitSoftcap != 0 {
-		row("final_logit_softcap", h.FinalLogitSoftcap)
-	}
-	tw.Flush()
+	writeHParams(ew, h)
 
 	if len(r.Tensors) > 0 {
 		p("\ntensors (%d):\n", r.NTensors)
-		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "name\ttype\tshape\tshard\toffset\tbytes\t\n")
 		for _, t := range r.Tensors {
 			name := t.Name
@@ -239,4 +203,45 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	n, err := e.w.Write(p)
 	e.err = err
 	return n, err
+}
+
+// writeHParams writes the hyper-parameters table of inspect's text report.
+func writeHParams(ew io.Writer, h model.HParams) {
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	row := func(k string, v any) { fmt.Fprintf(tw, "  %s\t%v\n", k, v) }
+	row("n_layer", h.NLayer)
+	row("n_embd", h.NEmbd)
+	row("n_head / n_head_kv", fmt.Sprintf("%d / %d", h.NHead, h.NHeadKV))
+	if len(h.HeadCountLayers) > 0 {
+		row("n_head per layer", fmt.Sprint(h.HeadCountLayers))
+	}
+	if len(h.HeadCountKVLayers) > 0 {
+		row("n_head_kv per layer", fmt.Sprint(h.HeadCountKVLayers))
+	}
+	row("head_dim (k / v)", fmt.Sprintf("%d / %d", h.HeadDim, h.HeadDimV))
+	row("n_expert / used (k)", fmt.Sprintf("%d / %d", h.NExpert, h.NExpertUsed))
+	row("n_ff_exp", h.NFFExp)
+	if h.NFF != 0 {
+		row("n_ff", h.NFF)
+	}
+	if h.NFFShExp != 0 {
+		row("n_ff_shexp", h.NFFShExp)
+	}
+	row("n_vocab", h.NVocab)
+	row("n_ctx_train", h.NCtxTrain)
+	row("rope freq_base", h.RopeFreqBase)
+	if h.RopeScalingType != "" || h.RopeScaleLinear != 0 {
+		row("rope scaling", fmt.Sprintf("%s ×%g from %d", orDash(h.RopeScalingType), h.RopeScaleLinear, h.RopeScalingOrigCtx))
+	}
+	row("rms_eps", h.RMSEps)
+	if h.SlidingWindow != 0 {
+		row("sliding_window", h.SlidingWindow)
+	}
+	if len(h.SlidingWindowPattern) > 0 {
+		row("sliding_window layers", fmt.Sprint(h.SlidingWindowPattern))
+	}
+	if h.FinalLogitSoftcap != 0 {
+		row("final_logit_softcap", h.FinalLogitSoftcap)
+	}
+	tw.Flush()
 }

@@ -88,10 +88,10 @@ func (c *RunCmd) options(g *Globals, path string, demo bool, seed uint64) (decod
 	if err != nil {
 		return decode.Options{}, err
 	}
-	if demo && cfg.CacheAuto {
+	if demo && cfg.Cache.Auto {
 		// The demo shows streaming with a cache smaller than the experts.
-		cfg.CacheAuto = false
-		cfg.CacheBytes = demoCacheMB << 20
+		cfg.Cache.Auto = false
+		cfg.Cache.Bytes = demoCacheMB << 20
 	}
 	o := decode.Options{Engine: cfg, Stream: decode.StreamMode(c.MoeStream), KV: model.KVF16, Ctx: c.Ctx,
 		LoadFields: []sink.Field{sink.F("seed", seed)}}

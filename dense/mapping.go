@@ -1,8 +1,7 @@
-package stages
+package dense
 
 import (
 	"fmt"
-	"github.com/pipe-engine/pipe/internal/anon"
 	"os"
 	"sort"
 	"unsafe"
@@ -10,20 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pipe-engine/pipe/gguf"
-)
-
-// DenseMode is the --dense-weights policy.
-type DenseMode string
-
-const (
-	// DenseAnon reads the dense byte ranges with O_DIRECT into anonymous
-	// memory: they cannot be reclaimed as clean file pages (the seed note's
-	// Regime-2 fix).
-	DenseAnon DenseMode = "anon"
-	// DenseWarm mmaps the file and sweeps the dense ranges once at load.
-	DenseWarm DenseMode = "warm"
-	// DenseMmap mmaps the file and lets the dense pages fault in lazily.
-	DenseMmap DenseMode = "mmap"
+	"github.com/pipe-engine/pipe/internal/anon"
+	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/reader"
 )
 
 // mapping is a read-only whole-file mmap of every shard.
@@ -163,11 +151,45 @@ func (a *anonDense) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
 	return a.buf[p : p+n : p+n], nil
 }
 
-func (a *anonDense) close() {
+func (a *anonDense) close() error {
+	var err error
 	if a.buf != nil {
-		_ = anon.Unmap(a.buf)
+		err = anon.Unmap(a.buf)
 		a.buf = nil
 	}
+	return err
+}
+
+// loadAnon reads d's dense ranges with O_DIRECT into one anonymous mapping
+// and returns it with the page spans of the ranges.
+func loadAnon(d *model.Desc, files *reader.Files, huge bool) (*anonDense, [][]byte, error) {
+	var total int64
+	for _, r := range d.Dense {
+		_, l := reader.Widen(r.Off, r.Len)
+		total += l
+	}
+	if total == 0 {
+		total = reader.BlockSize
+	}
+	buf, err := anon.Map(total, huge)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dense weights: %w", err)
+	}
+	a := &anonDense{buf: buf}
+	var spans [][]byte
+	var pos int64
+	for _, r := range d.Dense {
+		start, l := reader.Widen(r.Off, r.Len)
+		rr := []reader.Range{{Shard: r.Shard, Off: r.Off, Len: r.Len}}
+		if _, err := files.ReadRanges(buf[pos:pos+l], rr, "dense weights"); err != nil {
+			a.close()
+			return nil, nil, err
+		}
+		a.ranges = append(a.ranges, anonRange{shard: r.Shard, off: r.Off, len: r.Len, at: pos + r.Off - start})
+		spans = append(spans, buf[pos:pos+l])
+		pos += l
+	}
+	return a, spans, nil
 }
 
 func mincore(b, vec []byte) error {

@@ -1,0 +1,60 @@
+package sysmem
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func fakeRoots(t *testing.T, files map[string]string) (proc, cg string) {
+	t.Helper()
+	root := t.TempDir()
+	for p, content := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(root, "proc"), filepath.Join(root, "cg")
+}
+
+func TestCgroupLimitErrors(t *testing.T) {
+	proc, cg := fakeRoots(t, map[string]string{"proc/self/cgroup": "0::/\n", "cg/memory.max": "lots\n"})
+	if _, _, err := CgroupLimit(proc, cg); err == nil || !strings.Contains(err.Error(), "memory.max") {
+		t.Errorf("garbage memory.max: %v", err)
+	}
+	proc, cg = fakeRoots(t, map[string]string{"proc/self/cgroup": "0::/\n", "cg/memory.max": "max\n"})
+	if _, ok, err := CgroupLimit(proc, cg); ok || err != nil {
+		t.Errorf("memory.max = max: ok %v, err %v", ok, err)
+	}
+}
+
+func TestMemAvailable(t *testing.T) {
+	proc, _ := fakeRoots(t, map[string]string{"proc/meminfo": "MemFree: 1024 kB\nCached: 2048 kB\n"})
+	if v, err := MemAvailable(proc); err != nil || v != 3<<20 {
+		t.Errorf("MemFree+Cached fallback: %d, %v", v, err)
+	}
+	proc, _ = fakeRoots(t, map[string]string{"proc/meminfo": "MemTotal: x kB\n"})
+	if _, err := MemAvailable(proc); err == nil || !strings.Contains(err.Error(), "MemTotal") {
+		t.Errorf("garbage meminfo: %v", err)
+	}
+}
+
+// TestRusage: the CPU time grows with work; /proc/self/io is read where it
+// exists.
+func TestRusage(t *testing.T) {
+	_, c0 := Rusage()
+	for t0 := time.Now(); time.Since(t0) < 20*time.Millisecond; {
+	}
+	if _, c1 := Rusage(); c1 <= c0 {
+		t.Errorf("CPU time %v then %v", c0, c1)
+	}
+	if _, err := os.Stat("/proc/self/io"); err == nil && ProcReadBytes() < 0 {
+		t.Error("/proc/self/io exists but read_bytes was not parsed")
+	}
+}

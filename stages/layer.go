@@ -1,0 +1,295 @@
+package stages
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/ffn"
+	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/prefetch"
+	"github.com/pipe-engine/pipe/reader"
+	"github.com/pipe-engine/pipe/router"
+)
+
+// layerScratch is the decode goroutine's reusable routing buffers.
+type layerScratch struct {
+	routeIDs   [][]int
+	routeW     [][]float32
+	probs      []float32
+	peekLogits []float32
+	peekIDs    []int
+	peekW      []float32
+}
+
+type stepAcc struct {
+	stall, compute time.Duration
+	model          time.Duration // model.Timings total when the step began
+}
+
+type planReq struct {
+	step, layer int
+	experts     []int // demand lookups (nil: speculation only)
+	routed      []int // the layer's whole routed set, on its first wave (prefetch.Planner.Settle)
+	out         chan ffn.Ready
+	done        chan error
+	specLayer   int   // layer to speculate for after the demand (-1: none)
+	guess       []int // next-layer policy: the predicted experts of specLayer
+}
+
+func (e *Engine) startStream() error {
+	cfg := e.cfg
+	slot := e.layout.slotBytes
+	pol, err := cache.NewPolicy(cfg.Cache.Policy, cache.PolicyOptions{Layers: e.desc.HParams.NLayer, Seed: 1})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	k := e.model.Router(0).K
+	e.io.cache, err = cache.New(cache.Config{BudgetBytes: cfg.Cache.Bytes, SlotBytes: slot, Policy: pol, TransientSlots: max(k, cache.DefaultTransientSlots), HugePages: cfg.HugePages})
+	if err != nil {
+		return err
+	}
+	e.io.lanes, err = reader.Start(e.life.ctx, e.io.files, reader.LaneOptions{Lanes: cfg.IO.Lanes, SpecLanes: cfg.Prefetch.Lanes})
+	if err != nil {
+		return err
+	}
+	var pp prefetch.Policy
+	if cfg.Prefetch.N > 0 && cfg.Cache.Bytes > 0 {
+		name := cfg.Prefetch.Policy
+		if name == "" {
+			name = "temporal"
+		}
+		if pp, err = prefetch.NewPolicy(name, e.desc.HParams.NLayer); err != nil {
+			return fmt.Errorf("%w: --prefetch-policy: %w", ErrConfig, err)
+		}
+	}
+	e.io.policy = pp
+	if _, ok := pp.(*prefetch.NextLayer); ok {
+		if e.io.peeker, ok = e.model.(model.RouterPeeker); !ok {
+			return fmt.Errorf("%w: --prefetch-policy next-layer: architecture %s cannot apply a router early", ErrConfig, e.desc.Arch)
+		}
+	}
+	e.io.planner = prefetch.New(e.io.cache, e.io.lanes, e.layout, pp, cfg.Prefetch.N)
+	e.io.plans = make(chan planReq, 2) // a demand request and the speculation that follows it
+	e.life.group.Go(e.planLoop)
+	return nil
+}
+
+// planLoop is the planner goroutine.
+func (e *Engine) planLoop() error {
+	for {
+		select {
+		case <-e.life.ctx.Done():
+			return nil
+		case r := <-e.io.plans:
+			if r.routed != nil {
+				e.io.planner.Settle(r.layer, r.routed)
+			}
+			if r.experts != nil {
+				err := e.io.planner.Plan(e.life.ctx, r.step, r.layer, r.experts, r.out)
+				r.done <- err
+				if err != nil {
+					continue
+				}
+			}
+			if r.specLayer >= 0 && r.specLayer < len(e.layout.ranges) {
+				if nl, ok := e.io.policy.(*prefetch.NextLayer); ok {
+					nl.SetGuess(r.specLayer, r.guess)
+				}
+				e.io.planner.Speculate(e.life.ctx, r.step, r.specLayer)
+			}
+		}
+	}
+}
+
+// RunMoE implements model.MoE: the per-layer pipeline.
+func (e *Engine) RunMoE(ctx context.Context, layer int, x, logits [][]float32, out [][]float32) error {
+	spec := e.model.Router(layer)
+	n := len(x)
+	if cap(e.scratch.routeIDs) < n {
+		e.scratch.routeIDs = make([][]int, n)
+		e.scratch.routeW = make([][]float32, n)
+	}
+	ids, ws := e.scratch.routeIDs[:n], e.scratch.routeW[:n]
+	if len(e.scratch.probs) < spec.NExpert {
+		e.scratch.probs = make([]float32, spec.NExpert)
+	}
+	t0 := time.Now()
+	for t := 0; t < n; t++ {
+		if cap(ids[t]) < spec.K {
+			ids[t] = make([]int, spec.K)
+			ws[t] = make([]float32, spec.K)
+		}
+		ids[t], ws[t] = ids[t][:spec.K], ws[t][:spec.K]
+		if err := router.Route(spec, logits[t], ids[t], ws[t], e.scratch.probs); err != nil {
+			return fmt.Errorf("layer %d: %w", layer, err)
+		}
+	}
+	job := &ffn.Job{Layer: layer, K: spec.K, X: x, IDs: ids, W: ws, Out: out}
+	job.Plan()
+	e.ffn.Begin(job)
+	var st ffn.Stats
+	st.Compute += time.Since(t0)
+	if e.OnRoute != nil {
+		e.OnRoute(e.meter.step, layer, ids, ws)
+	}
+	var err error
+	if e.io == nil {
+		err = e.runMapped(ctx, job, &st)
+	} else {
+		err = e.runStream(ctx, job, &st)
+	}
+	if err != nil {
+		return err
+	}
+	e.ffn.Finish(job, &st)
+	e.meter.acc.stall += st.Stall
+	e.meter.acc.compute += st.Compute
+	e.meter.experts += st.Compute
+	e.meter.stall += st.Stall
+	return nil
+}
+
+func (e *Engine) runMapped(ctx context.Context, job *ffn.Job, st *ffn.Stats) error {
+	ch := make(chan ffn.Ready, len(job.Order))
+	for _, x := range job.Order {
+		rs := e.layout.ranges[job.Layer][x]
+		parts := make([][]byte, len(rs))
+		for i, r := range rs {
+			b, err := e.weights.Mapped(r.Shard, r.Off, r.Len)
+			if err != nil {
+				return fmt.Errorf("layer %d expert %d: %w", job.Layer, x, err)
+			}
+			parts[i] = b
+		}
+		ch <- ffn.Ready{Expert: x, Parts: parts}
+	}
+	return e.ffn.Consume(ctx, job, ch, len(job.Order), true, st)
+}
+
+func (e *Engine) runStream(ctx context.Context, job *ffn.Job, st *ffn.Stats) error {
+	order := job.Order
+	// Without overlap the FFN waits for a whole wave; a wave must fit in the
+	// slots that can be pinned at once (the transient pool is at least k).
+	wave := len(order)
+	if !e.cfg.Overlap {
+		wave = max(job.K, cache.DefaultTransientSlots)
+	}
+	first := true
+	for len(order) > 0 {
+		w := order[:min(wave, len(order))]
+		order = order[len(w):]
+		out := make(chan ffn.Ready, len(w))
+		done := make(chan error, 1)
+		var routed []int
+		if first {
+			routed = job.Order
+		}
+		select {
+		case e.io.plans <- planReq{step: e.meter.step, layer: job.Layer, experts: w, routed: routed, out: out, done: done, specLayer: e.temporalSpec(job.Layer)}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.life.ctx.Done():
+			return e.stageErr()
+		}
+		if first {
+			e.speculateNext(job)
+			first = false
+		}
+		cerr := e.ffn.Consume(ctx, job, out, len(w), e.cfg.Overlap, st)
+		var perr error
+		select {
+		case perr = <-done:
+		case <-e.life.ctx.Done():
+			perr = e.stageErr()
+		}
+		if cerr != nil {
+			return cerr
+		}
+		if perr != nil {
+			return perr
+		}
+	}
+	return nil
+}
+
+// temporalSpec is the layer a history-based policy speculates for after
+// layer's demand (-1: none; the next-layer policy sends its own request).
+func (e *Engine) temporalSpec(layer int) int {
+	if e.io.policy == nil || e.io.peeker != nil {
+		return -1
+	}
+	return layer + 1
+}
+
+// speculateNext applies layer+1's router to this layer's input (decode only:
+// a prefill reads nearly every expert anyway) and hands the guess to the
+// planner without blocking: speculation is dropped when the planner is busy.
+func (e *Engine) speculateNext(job *ffn.Job) {
+	if e.io.peeker == nil || len(job.X) != 1 || job.Layer+1 >= len(e.layout.ranges) {
+		return
+	}
+	next := job.Layer + 1
+	spec := e.model.Router(next)
+	if len(e.scratch.peekLogits) < spec.NExpert {
+		e.scratch.peekLogits = make([]float32, spec.NExpert)
+		e.scratch.probs = make([]float32, spec.NExpert)
+	}
+	t0 := time.Now()
+	err := e.io.peeker.PeekRouter(next, job.X[0], e.scratch.peekLogits)
+	spec.K = min(e.cfg.Prefetch.N, spec.NExpert)
+	e.scratch.peekIDs = make([]int, spec.K)
+	e.scratch.peekW = make([]float32, spec.K)
+	if err == nil {
+		err = router.Route(spec, e.scratch.peekLogits[:spec.NExpert], e.scratch.peekIDs, e.scratch.peekW, e.scratch.probs)
+	}
+	e.meter.timings.Router += time.Since(t0)
+	if err != nil {
+		return
+	}
+	select {
+	case e.io.plans <- planReq{step: e.meter.step, layer: next, specLayer: next, guess: e.scratch.peekIDs}:
+	default:
+	}
+}
+
+func (e *Engine) stageErr() error {
+	if err := context.Cause(e.life.ctx); err != nil {
+		return err
+	}
+	return context.Canceled
+}
+
+// TakeStep returns and resets the decode goroutine's totals since the last
+// call: stall is the time the FFN stage waited for expert bytes; compute is
+// the measured busy time of the compute sections — embedding, attention,
+// router (also the next layer's, applied early for prefetch), expert FFNs,
+// the weighted sum and the LM head — never derived from wall time.
+func (e *Engine) TakeStep() (stall, compute time.Duration) {
+	total := e.meter.timings.Attention + e.meter.timings.Router + e.meter.timings.LMHead + e.meter.timings.Embed
+	s, c := e.meter.acc.stall, e.meter.acc.compute+total-e.meter.acc.model
+	e.meter.acc = stepAcc{model: total}
+	return s, c
+}
+
+// Profile is where the decode goroutine's time went since Open.
+type Profile struct {
+	model.Timings
+	Experts time.Duration // routing, expert FFNs and the weighted sum
+	Stall   time.Duration // waiting for expert bytes
+}
+
+// Profile returns the cumulative time breakdown.
+func (e *Engine) Profile() Profile {
+	return Profile{Timings: e.meter.timings, Experts: e.meter.experts, Stall: e.meter.stall}
+}
+
+// PlannerStats returns the planner's cumulative counters (ok is false when
+// not streaming).
+func (e *Engine) PlannerStats() (st prefetch.Stats, ok bool) {
+	if e.io == nil {
+		return st, false
+	}
+	return e.io.planner.Stats(), true
+}
