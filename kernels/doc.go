@@ -66,9 +66,9 @@
 // the float32 order are the vector kernel's, so MatMul equals MatVec bit
 // for bit. A kernel may chain a smaller tile for the remainder. AVX2
 // (gemm_amd64.s): Q4_K and Q6_K against 4 tokens, Q8_0 against 8; AVX-512
-// F/BW, used where present: Q4_K against 8 tokens then 2, two tokens per
-// 512-bit register (BenchmarkGEMM: about 1.45× the AVX2 kernel per
-// CPU-second); pure Go (ref_gemm.go, every architecture and purego): Q4_0,
+// F/BW, used where present: Q4_K and Q6_K against 8 tokens then 2, two
+// tokens per 512-bit register (BenchmarkGEMM per CPU-second: Q4_K about
+// 1.45×, Q6_K about 1.1× the AVX2 kernels); pure Go (ref_gemm.go, every architecture and purego): Q4_0,
 // Q8_0, MXFP4, Q4_K, Q6_K against 4.
 //
 // An AVX-512 (F/BW/DQ/VL) MXFP4 kernel is built and tested as a second

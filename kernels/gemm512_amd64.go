@@ -9,10 +9,10 @@ import (
 	"github.com/pipe-engine/pipe/quant"
 )
 
-// AVX-512 Q4_K multi-token kernels (gemm_amd64.s): 8 tokens (4 pairs) per
-// call, and 2 tokens (one pair) for the tokens left after whole tiles of 8.
-// Used where AVX-512 F/BW exist: they measured faster than the AVX2 4-token
-// kernel (BenchmarkGEMM).
+// AVX-512 Q4_K and Q6_K multi-token kernels (gemm_amd64.s): 8 tokens (4
+// pairs) per call, and 2 tokens (one pair) for the tokens left after whole
+// tiles of 8. Used where AVX-512 F/BW exist: they measured faster than the
+// AVX2 4-token kernels (BenchmarkGEMM).
 
 // gemmK4Shuf512[k]: VPSHUFB control broadcasting int16 lane k of each
 // 128-bit lane to all its lanes (gemmK4Shuf for 512-bit registers).
@@ -29,6 +29,12 @@ func init() {
 
 //go:noescape
 func gemmQ4_KAVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+
+//go:noescape
+func gemmQ6_KAVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+
+//go:noescape
+func gemmQ6_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
 
 //go:noescape
 func gemmQ4_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
@@ -82,11 +88,47 @@ func packQ4_KPairs(acts []*Activation, dst []byte) {
 	}
 }
 
-func avx512GEMMQ4_K(T int, kern func(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)) gemmRun {
-	size := q4KPairsBytes(T)
+// q6KPairsBytes: per 256-element block, 64 bytes of scales and 1024 of
+// quants and corrections per pair.
+func q6KPairsBytes(T int) func(cols int) int {
+	return func(cols int) int { return cols / 256 * 1088 * (T / 2) }
+}
+
+// packQ6_KPairs packs len(acts) (8 or 2) Q8_K activations for the Q6_K
+// pair kernels: scales, quants, and 32·(sum of each quant pair).
+func packQ6_KPairs(acts []*Activation, dst []byte) {
+	P := len(acts) / 2
+	stride := 1088 * P
+	nb := acts[0].cols / 256
+	for b := 0; b < nb; b++ {
+		blk := dst[b*stride : (b+1)*stride]
+		for t, a := range acts {
+			p, h := t/2, t%2
+			d := math.Float32bits(a.d[b])
+			for e := 0; e < 8; e++ {
+				binary.LittleEndian.PutUint32(blk[64*p+32*h+4*e:], d)
+			}
+			qs := a.qs[b*256 : b*256+256]
+			base := 64*P + 1024*p + 32*h
+			for c := 0; c < 8; c++ {
+				y := qs[32*c : 32*c+32]
+				copy(blk[base+64*c:base+64*c+32], int8Bytes(y))
+				for i := 0; i < 16; i++ {
+					binary.LittleEndian.PutUint16(blk[base+512+64*c+2*i:], uint16(32*(int16(y[2*i])+int16(y[2*i+1]))))
+				}
+			}
+		}
+	}
+}
+
+type pairKernel func(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+
+// avx512GEMM wraps a pair kernel of T tokens for rows of blocks of bs
+// bytes.
+func avx512GEMM(T, bs int, size func(cols int) int, kern pairKernel) gemmRun {
 	return func(w []byte, rb, rows int, acts []*Activation, pk []byte, y []float32, ys int) {
 		nb := acts[0].cols / 256
-		if len(acts) != T || !gemmOk(w, rb, rows, nb, 144, pk, size(acts[0].cols), y, ys, T) {
+		if len(acts) != T || !gemmOk(w, rb, rows, nb, bs, pk, size(acts[0].cols), y, ys, T) {
 			fillNaN(y[:min(len(y), rows)])
 			return
 		}
@@ -95,11 +137,16 @@ func avx512GEMMQ4_K(T int, kern func(w *byte, rb, rows, nb int, pk *byte, y *flo
 	}
 }
 
-// avx512GEMMs: Q4_K's 8-token kernel, with the 2-token one for the
-// remainder.
+// pairGEMM is the 8-token kernel with the 2-token one for the remainder.
+func pairGEMM(bs int, size func(T int) func(cols int) int, pack func([]*Activation, []byte), k8, k2 pairKernel) *gemmKernel {
+	two := &gemmKernel{tile: 2, pack: pack, packBytes: size(2), run: avx512GEMM(2, bs, size(2), k2)}
+	return &gemmKernel{tile: 8, pack: pack, packBytes: size(8), run: avx512GEMM(8, bs, size(8), k8), next: two}
+}
+
+// avx512GEMMs: Q4_K and Q6_K pair kernels.
 func avx512GEMMs() map[quant.Type]*gemmKernel {
-	two := &gemmKernel{tile: 2, pack: packQ4_KPairs, packBytes: q4KPairsBytes(2), run: avx512GEMMQ4_K(2, gemmQ4_KAVX512x2)}
 	return map[quant.Type]*gemmKernel{
-		quant.Q4_K: {tile: 8, pack: packQ4_KPairs, packBytes: q4KPairsBytes(8), run: avx512GEMMQ4_K(8, gemmQ4_KAVX512x8), next: two},
+		quant.Q4_K: pairGEMM(144, q4KPairsBytes, packQ4_KPairs, gemmQ4_KAVX512x8, gemmQ4_KAVX512x2),
+		quant.Q6_K: pairGEMM(210, q6KPairsBytes, packQ6_KPairs, gemmQ6_KAVX512x8, gemmQ6_KAVX512x2),
 	}
 }

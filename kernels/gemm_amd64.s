@@ -646,3 +646,214 @@ z2blk:
 	JNZ  z2row
 	VZEROUPPER
 	RET
+
+// AVX-512 (F, BW) Q6_K against token pairs, like the Q4_K pair kernels:
+// each part's codes (0..63, unsigned) are built once in both 256-bit
+// halves; VPMADDUBSW against a pair's quants, minus the packed 32·(pair
+// sums of the quants) (what the vector kernel's second VPMADDUBSW forms),
+// times the scale pair, gives the vector kernel's exact lanes. Layout per
+// block (P pairs): DV: per pair 8 × d(t0) then 8 × d(t1); then per pair
+// 1024 bytes: per part c, 64 bytes of quants (32 per token) at 64c, and
+// the 64 bytes of corrections at 512+64c.
+
+// Z6C0..Z6C3(n): part codes of half n into Z9 (Z8 clobbered); Z13 = 0x30,
+// Z14 = 0x0F bytes.
+#define Z6C0(n) \
+	VBROADCASTI64X4 (64*n)(SI), Z9 \
+	VPANDD          Z14, Z9, Z9 \
+	VBROADCASTI64X4 (128+32*n)(SI), Z8 \
+	VPSLLW          $4, Z8, Z8 \
+	VPANDD          Z13, Z8, Z8 \
+	VPORD           Z8, Z9, Z9
+
+#define Z6C1(n) \
+	VBROADCASTI64X4 (64*n+32)(SI), Z9 \
+	VPANDD          Z14, Z9, Z9 \
+	VBROADCASTI64X4 (128+32*n)(SI), Z8 \
+	VPSLLW          $2, Z8, Z8 \
+	VPANDD          Z13, Z8, Z8 \
+	VPORD           Z8, Z9, Z9
+
+#define Z6C2(n) \
+	VBROADCASTI64X4 (64*n)(SI), Z9 \
+	VPSRLW          $4, Z9, Z9 \
+	VPANDD          Z14, Z9, Z9 \
+	VBROADCASTI64X4 (128+32*n)(SI), Z8 \
+	VPANDD          Z13, Z8, Z8 \
+	VPORD           Z8, Z9, Z9
+
+#define Z6C3(n) \
+	VBROADCASTI64X4 (64*n+32)(SI), Z9 \
+	VPSRLW          $4, Z9, Z9 \
+	VPANDD          Z14, Z9, Z9 \
+	VBROADCASTI64X4 (128+32*n)(SI), Z8 \
+	VPSRLW          $2, Z8, Z8 \
+	VPANDD          Z13, Z8, Z8 \
+	VPORD           Z8, Z9, Z9
+
+// Z6SC(c): Z10 = scale pair c as 8 × lo, 8 × hi int16 in both halves.
+#define Z6SC(c) \
+	VPSHUFB    ·gemmQ6Shuf+(16*(c))(SB), X11, X10 \
+	VPMOVSXBW  X10, Y10 \
+	VSHUFI64X2 $0x44, Z10, Z10, Z10
+
+// Z6P(yoff, acc): one pair's part.
+#define Z6P(yoff, acc) \
+	VPMADDUBSW (yoff)(DI), Z9, Z12 \
+	VPSUBW     (yoff+512)(DI), Z12, Z12 \
+	VPMADDWD   Z10, Z12, Z12 \
+	VPADDD     Z12, acc, acc
+
+// 8 tokens: pairs at 256, 1280, 2304, 3328; 4352 bytes per block.
+#define Z6PART8(c) \
+	Z6SC(c) \
+	Z6P(256+64*(c), Z16) \
+	Z6P(1280+64*(c), Z17) \
+	Z6P(2304+64*(c), Z18) \
+	Z6P(3328+64*(c), Z19)
+
+#define Z6HALF8(n) \
+	Z6C0(n) \
+	Z6PART8(4*n) \
+	Z6C1(n) \
+	Z6PART8(4*n+1) \
+	Z6C2(n) \
+	Z6PART8(4*n+2) \
+	Z6C3(n) \
+	Z6PART8(4*n+3)
+
+// 2 tokens: the pair at 64; 1088 bytes per block.
+#define Z6PART2(c) \
+	Z6SC(c) \
+	Z6P(64+64*(c), Z16)
+
+#define Z6HALF2(n) \
+	Z6C0(n) \
+	Z6PART2(4*n) \
+	Z6C1(n) \
+	Z6PART2(4*n+1) \
+	Z6C2(n) \
+	Z6PART2(4*n+2) \
+	Z6C3(n) \
+	Z6PART2(4*n+3)
+
+// Z6CONST: Z13 = 0x30, Z14 = 0x0F bytes.
+#define Z6CONST \
+	MOVL         $0x0F0F0F0F, AX \
+	VPBROADCASTD AX, Z14 \
+	MOVL         $0x30303030, AX \
+	VPBROADCASTD AX, Z13
+
+// Z6D: Z12 = f16 d of the block (at 208).
+#define Z6D \
+	MOVWLZX      208(SI), AX \
+	VMOVD        AX, X12 \
+	VCVTPH2PS    X12, X12 \
+	VBROADCASTSS X12, Z12
+
+// Z6OUT(a): y = scratch[a] to (R12), next token.
+#define Z6OUT(a) \
+	VMOVSS (a)(DX), X8 \
+	VMOVSS X8, (R12) \
+	ADDQ   R15, R12
+
+// func gemmQ6_KAVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+TEXT ·gemmQ6_KAVX512x8(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ scratch+56(FP), DX
+	Z6CONST
+
+z68row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+z68blk:
+	VMOVDQU 192(SI), X11
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	VPXORD  Z18, Z18, Z18
+	VPXORD  Z19, Z19, Z19
+	Z6HALF8(0)
+	Z6HALF8(1)
+	Z6D
+	Z4FIN(0, Z0, Z16)
+	Z4FIN(64, Z1, Z17)
+	Z4FIN(128, Z2, Z18)
+	Z4FIN(192, Z3, Z19)
+	ADDQ $210, SI
+	ADDQ $4352, DI
+	DECQ CX
+	JNZ  z68blk
+
+	Z4RED(Z0)
+	Z4RED(Z1)
+	Z4RED(Z2)
+	Z4RED(Z3)
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	MOVQ    R14, R12
+	Z6OUT(0)
+	Z6OUT(32)
+	Z6OUT(64)
+	Z6OUT(96)
+	Z6OUT(128)
+	Z6OUT(160)
+	Z6OUT(192)
+	Z6OUT(224)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  z68row
+	VZEROUPPER
+	RET
+
+// func gemmQ6_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+TEXT ·gemmQ6_KAVX512x2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ scratch+56(FP), DX
+	Z6CONST
+
+z62row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+
+z62blk:
+	VMOVDQU 192(SI), X11
+	VPXORD  Z16, Z16, Z16
+	Z6HALF2(0)
+	Z6HALF2(1)
+	Z6D
+	Z4FIN(0, Z0, Z16)
+	ADDQ $210, SI
+	ADDQ $1088, DI
+	DECQ CX
+	JNZ  z62blk
+
+	Z4RED(Z0)
+	VMOVUPS Z0, 0(DX)
+	MOVQ    R14, R12
+	Z6OUT(0)
+	Z6OUT(32)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  z62row
+	VZEROUPPER
+	RET
