@@ -44,8 +44,7 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/model"
-	_ "github.com/pipe-engine/pipe/model/gptoss"   // registers gpt-oss
-	_ "github.com/pipe-engine/pipe/model/qwen3moe" // registers qwen3moe
+	_ "github.com/pipe-engine/pipe/model/archs" // registers every architecture
 	"github.com/pipe-engine/pipe/sink"
 	"github.com/pipe-engine/pipe/stages"
 	"github.com/pipe-engine/pipe/tokenizer"

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/pipe-engine/pipe/kernels"
@@ -63,36 +62,4 @@ func Head(p *kernels.Pool, norm []float32, eps float32, output *Weight, x []floa
 		out = append(out, lg)
 	}
 	return out, nil
-}
-
-// Acts are the per-pass activations of a transformer MoE forward pass over
-// n tokens (token-major): the normed input H, Q/K/V, the attention output
-// Att and its projection O, router logits RL, the MoE output Out, and one
-// scores window per head (heads run in parallel).
-type Acts struct {
-	N, E, NExpert          int
-	H, Q, K, V, Att, O, RL []float32
-	Out, Scores            []float32
-	hs, ls, os             [][]float32
-}
-
-// NewActs allocates the activations of a pass of n tokens ending at
-// position end (exclusive) for nHead query heads of width qd and KV width kvd.
-func NewActs(n, e, qd, kvd, nExpert, nHead, end int) *Acts {
-	return &Acts{N: n, E: e, NExpert: nExpert,
-		H: make([]float32, n*e), Q: make([]float32, n*qd), K: make([]float32, n*kvd), V: make([]float32, n*kvd),
-		Att: make([]float32, n*qd), O: make([]float32, n*e), RL: make([]float32, n*nExpert),
-		Out: make([]float32, n*e), Scores: make([]float32, nHead*end),
-		hs: make([][]float32, n), ls: make([][]float32, n), os: make([][]float32, n)}
-}
-
-// RunMoE hands layer's normed inputs H and router logits RL to moe, which
-// writes Out.
-func (a *Acts) RunMoE(ctx context.Context, moe MoE, layer int) error {
-	for t := 0; t < a.N; t++ {
-		a.hs[t] = a.H[t*a.E : (t+1)*a.E]
-		a.ls[t] = a.RL[t*a.NExpert : (t+1)*a.NExpert]
-		a.os[t] = a.Out[t*a.E : (t+1)*a.E]
-	}
-	return moe.RunMoE(ctx, layer, a.hs, a.ls, a.os)
 }

@@ -127,8 +127,7 @@ type HParams struct {
 type Desc struct {
 	Arch      string // general.architecture
 	Name      string // general.name
-	Known     bool   // a MoE architecture this package recognises (qwen3moe, qwen2moe, gpt-oss, gemma4)
-	Supported bool   // pipe can run it (see Runnable)
+	Supported bool   // an architecture is registered under Arch (see Runnable)
 	HParams   HParams
 
 	File    *gguf.File
@@ -150,15 +149,6 @@ type Desc struct {
 	DenseTensorBytes int64 // Σ sizes of the non-expert tensors (without padding)
 	ExpertTotalBytes int64 // Σ sizes of the expert tensors
 	WorkingSet       int64 // Σ over layers of NExpertUsed × ExpertBytes[layer]: one token's expert bytes
-}
-
-// knownArchs are the MoE architectures Describe recognises; the value says
-// whether pipe can run it even if no implementation has been registered.
-var knownArchs = map[string]bool{
-	"qwen3moe": true,
-	"qwen2moe": false,
-	"gpt-oss":  false,
-	"gemma4":   false,
 }
 
 // Limits on metadata counts, so a hostile header cannot make Describe allocate
@@ -202,9 +192,10 @@ func IsExpertTensor(name string) (layer int, p Proj, ok bool) {
 	return 0, 0, false
 }
 
-// Describe builds the description of f from its metadata. An architecture it
-// does not recognise is described (tensor split included) with Known and
-// Supported false; only inconsistent metadata is an error (ErrBadModel).
+// Describe builds the description of f from its metadata. The required
+// hyper-parameters are enforced for registered architectures only; any
+// other is described (tensor split included) with Supported false. Only
+// inconsistent metadata is an error (ErrBadModel).
 func Describe(f *gguf.File) (*Desc, error) {
 	if f == nil {
 		return nil, fmt.Errorf("model: Describe(nil): %w", ErrBadModel)
@@ -219,10 +210,8 @@ func Describe(f *gguf.File) (*Desc, error) {
 	}
 	d.Arch = arch
 	d.Name, _ = f.GetString("general.name")
-	run, known := knownArchs[arch]
-	d.Known = known
-	d.Supported = run || Runnable(arch)
-	if err := d.readHParams(known); err != nil {
+	d.Supported = Runnable(arch)
+	if err := d.readHParams(d.Supported); err != nil {
 		return nil, err
 	}
 	if err := d.split(); err != nil {
@@ -235,8 +224,8 @@ func (d *Desc) bad(format string, args ...any) error {
 	return fmt.Errorf("model: %s: %w: "+format, append([]any{d.File.Path, ErrBadModel}, args...)...)
 }
 
-// hp reads the hyper-parameter keys; required keys are only enforced for
-// recognised architectures.
+// readHParams reads the hyper-parameter keys; required keys are only
+// enforced when known (a registered architecture).
 func (d *Desc) readHParams(known bool) error {
 	f := d.File
 	pre := d.Arch + "."

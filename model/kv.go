@@ -7,30 +7,37 @@ import (
 )
 
 // State is the per-sequence decode state: the KV cache and the next position.
-// It is owned by one decode loop; not safe for concurrent use.
+// Each layer has its own row width (KV heads × head dim), so architectures
+// whose layers differ in geometry (gemma4's sliding-window and full layers)
+// share one cache type. It is owned by one decode loop; not safe for
+// concurrent use.
 type State struct {
 	NCtx int
 	Pos  int // positions filled so far
 	Type KVType
-	// Per layer: K and V rows of width KVDim, NCtx rows each.
+	// Per layer: K and V rows of width widths[l], NCtx rows each.
 	k32, v32 [][]float32
 	k16, v16 [][]uint16
-	kvDim    int
+	widths   []int
 }
 
-// NewKV allocates a KV cache of nCtx positions for nLayer layers of width kvDim.
-func NewKV(nLayer, nCtx, kvDim int, t KVType) (*State, error) {
+// NewKV allocates a KV cache of nCtx positions with one layer per entry of
+// widths, each holding K and V rows of that many floats.
+func NewKV(nCtx int, widths []int, t KVType) (*State, error) {
 	if nCtx <= 0 {
 		return nil, fmt.Errorf("model: context length %d must be positive", nCtx)
 	}
-	s := &State{NCtx: nCtx, Type: t, kvDim: kvDim}
-	for l := 0; l < nLayer; l++ {
+	s := &State{NCtx: nCtx, Type: t, widths: append([]int(nil), widths...)}
+	for _, w := range widths {
+		if w <= 0 {
+			return nil, fmt.Errorf("model: KV row width %d must be positive", w)
+		}
 		if t == KVF32 {
-			s.k32 = append(s.k32, make([]float32, nCtx*kvDim))
-			s.v32 = append(s.v32, make([]float32, nCtx*kvDim))
+			s.k32 = append(s.k32, make([]float32, nCtx*w))
+			s.v32 = append(s.v32, make([]float32, nCtx*w))
 		} else {
-			s.k16 = append(s.k16, make([]uint16, nCtx*kvDim))
-			s.v16 = append(s.v16, make([]uint16, nCtx*kvDim))
+			s.k16 = append(s.k16, make([]uint16, nCtx*w))
+			s.v16 = append(s.v16, make([]uint16, nCtx*w))
 		}
 	}
 	return s, nil
@@ -42,40 +49,50 @@ func (s *State) Bytes() int64 {
 	if s.Type == KVF32 {
 		per = 4
 	}
-	n := len(s.k32) + len(s.k16)
-	return int64(n) * 2 * int64(s.NCtx) * int64(s.kvDim) * per
+	var n int64
+	for _, w := range s.widths {
+		n += 2 * int64(s.NCtx) * int64(w) * per
+	}
+	return n
 }
 
 // Store writes position pos's K and V rows for layer l.
 func (s *State) Store(l, pos int, k, v []float32) {
-	o := pos * s.kvDim
+	w := s.widths[l]
+	o := pos * w
 	if s.Type == KVF32 {
-		copy(s.k32[l][o:o+s.kvDim], k)
-		copy(s.v32[l][o:o+s.kvDim], v)
+		copy(s.k32[l][o:o+w], k[:w])
+		copy(s.v32[l][o:o+w], v[:w])
 		return
 	}
-	kd, vd := s.k16[l][o:o+s.kvDim], s.v16[l][o:o+s.kvDim]
+	kd, vd := s.k16[l][o:o+w], s.v16[l][o:o+w]
 	for i := range kd {
 		kd[i] = quant.FP32ToFP16(k[i])
 		vd[i] = quant.FP32ToFP16(v[i])
 	}
 }
 
-// Attend computes one query head's attention output over positions [lo, hi]
-// of layer l, reading KV head columns [off, off+dim). scores must hold
-// hi-lo+1 floats; out receives dim floats. The arithmetic follows ggml's
-// non-flash path: KQ dot (Q rounded to F16 when the cache is F16), softmax of
-// KQ·scale, then the probabilities (rounded to F16 for an F16 cache) times V.
-func (s *State) Attend(l int, q []float32, off, dim, lo, hi int, scale float32, scores, out []float32) {
-	s.attend(l, q, off, dim, lo, hi, scale, 0, false, scores, out)
+// AttnArgs name one query head's attention over the cache: layer Layer's
+// KV head columns [Off, Off+Dim) at positions [Lo, Hi], scores scaled by
+// Scale. With HasSink, Sink is one extra logit that joins the softmax
+// denominator but has no value row (gpt-oss), as ggml_soft_max_add_sinks
+// computes it (the max includes the sink, exp(sink - max) joins the sum).
+type AttnArgs struct {
+	Layer    int
+	Off, Dim int
+	Lo, Hi   int
+	Scale    float32
+	Sink     float32
+	HasSink  bool
 }
 
-// AttendSinks is Attend with an attention sink (gpt-oss): one extra logit
-// per head that joins the softmax denominator but has no value row, as
-// ggml_soft_max_add_sinks computes it (the max includes the sink, and
-// exp(sink - max) is added to the sum).
-func (s *State) AttendSinks(l int, q []float32, off, dim, lo, hi int, scale, sink float32, scores, out []float32) {
-	s.attend(l, q, off, dim, lo, hi, scale, sink, true, scores, out)
+// Attend computes one query head's attention output as a describes it.
+// scores must hold Hi-Lo+1 floats; out receives Dim floats. The arithmetic
+// follows ggml's non-flash path: KQ dot (Q rounded to F16 when the cache is
+// F16), softmax of KQ·scale, then the probabilities (rounded to F16 for an
+// F16 cache) times V.
+func (s *State) Attend(a *AttnArgs, q, scores, out []float32) {
+	s.attend(a, q, scores, out)
 }
 
 // f16tab converts every F16 bit pattern to float32 (ggml's
@@ -106,10 +123,12 @@ func dot4(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-func (s *State) attend(l int, q []float32, off, dim, lo, hi int, scale, sink float32, hasSink bool, scores, out []float32) {
+func (s *State) attend(a *AttnArgs, q, scores, out []float32) {
+	l, off, dim, lo, hi, scale := a.Layer, a.Off, a.Dim, a.Lo, a.Hi, a.Scale
+	kvDim := s.widths[l]
 	softmax := func(x []float32) {
-		if hasSink {
-			SoftmaxSink(x, sink)
+		if a.HasSink {
+			SoftmaxSink(x, a.Sink)
 		} else {
 			Softmax(x)
 		}
@@ -124,13 +143,13 @@ func (s *State) attend(l int, q []float32, off, dim, lo, hi int, scale, sink flo
 		K := s.k32[l]
 		q = q[:dim]
 		for j := 0; j < n; j++ {
-			o := (lo+j)*s.kvDim + off
+			o := (lo+j)*kvDim + off
 			scores[j] = dot4(q, K[o:o+dim]) * scale
 		}
 		softmax(scores)
 		V := s.v32[l]
 		for j := 0; j < n; j++ {
-			o := (lo+j)*s.kvDim + off
+			o := (lo+j)*kvDim + off
 			row := V[o : o+dim]
 			p := scores[j]
 			for d, v := range row {
@@ -156,7 +175,7 @@ func (s *State) attend(l int, q []float32, off, dim, lo, hi int, scale, sink flo
 	}
 	kk = kk[:dim]
 	for j := 0; j < n; j++ {
-		o := (lo+j)*s.kvDim + off
+		o := (lo+j)*kvDim + off
 		for d, b := range K[o : o+dim] {
 			kk[d] = tab[b]
 		}
@@ -165,7 +184,7 @@ func (s *State) attend(l int, q []float32, off, dim, lo, hi int, scale, sink flo
 	softmax(scores)
 	V := s.v16[l]
 	for j := 0; j < n; j++ {
-		o := (lo+j)*s.kvDim + off
+		o := (lo+j)*kvDim + off
 		p := tab[quant.FP32ToFP16(scores[j])]
 		for d, b := range V[o : o+dim] {
 			out[d] += float32(p * tab[b])

@@ -10,7 +10,14 @@
 // computed; the architecture supplies the per-expert math through ExpertFFN
 // and the gating rule through RouterSpec. Nothing here names a stage, and the
 // stages never name an architecture: architectures register themselves with
-// Register and are found by their GGUF general.architecture string.
+// Register and are found by their GGUF general.architecture string
+// (package model/archs imports them all).
+//
+// Architectures share one decoder-block skeleton (block.go): a Decoder is
+// the embedding, Layers of Attention (weights plus per-layer geometry: heads,
+// head width, window, rotation, and optional biases, norms and sinks) and an
+// FFN hook (the feed-forward half, where architectures differ most), and the
+// output head. The KV cache (State) holds one row width per layer.
 //
 // Buffers: a Model reads its dense weights from a DenseSource it does not
 // own (the caller keeps it alive and unchanged until Close); expert bytes are
@@ -34,7 +41,8 @@ import (
 
 // Sentinel errors.
 var (
-	// ErrUnsupportedArch: the file's architecture is recognised or unknown but cannot run.
+	// ErrUnsupportedArch: no architecture of the file's name is registered, or
+	// the file uses a feature its architecture does not implement.
 	ErrUnsupportedArch = errors.New("unsupported architecture")
 	// ErrContextFull: the tokens do not fit in the context window.
 	ErrContextFull = errors.New("context window exceeded")
@@ -179,9 +187,11 @@ type Model interface {
 
 // RouterPeeker is implemented by architectures that can apply a layer's
 // router to a hidden state of an earlier layer: speculative prefetch uses
-// layer ℓ+1's router on layer ℓ's normalised FFN input to guess which
-// experts ℓ+1 will route before its attention has run. The guess only
-// decides what is read early, never what is computed.
+// layer ℓ+1's router on layer ℓ's router input (what the architecture hands
+// a RouterInputMoE: the normalised FFN input for qwen3moe and gpt-oss, the
+// attention output for gemma4) to guess which experts ℓ+1 will route before
+// its attention has run. The guess only decides what is read early, never
+// what is computed.
 type RouterPeeker interface {
 	PeekRouter(layer int, x []float32, logits []float32) error
 }
@@ -272,4 +282,16 @@ type Weight struct {
 	Type       quant.Type
 	Rows, Cols int
 	Data       []byte
+}
+
+// ExpertsUsed is the number of experts per token: the file's, or opt's
+// override when set (it must not exceed the experts there are).
+func ExpertsUsed(hp HParams, opt Options) (int, error) {
+	if opt.ExpertsUsed <= 0 {
+		return hp.NExpertUsed, nil
+	}
+	if opt.ExpertsUsed > hp.NExpert {
+		return 0, fmt.Errorf("--n-expert-used %d exceeds the model's %d experts", opt.ExpertsUsed, hp.NExpert)
+	}
+	return opt.ExpertsUsed, nil
 }

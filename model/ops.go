@@ -88,22 +88,36 @@ func SwiGLU(out, gate, up []float32) {
 	}
 }
 
-// RopeCache holds cos/sin per position pair for one rotation setup.
+// Rotation rotates one head vector for a position: the rotary embedding of
+// an attention layer (Rope here, YaRN variants in the architectures).
+type Rotation interface {
+	ApplyNeoX(x []float32, pos int)
+}
+
+// Rope is NeoX rotary embedding without YaRN extrapolation, as ggml_rope_ext
+// computes it: pairs (i, i+NDims/2) of the first NDims dimensions rotate by
+// pos·Base^(-2i/NDims)·FreqScale / FreqFactors[i]; dimensions past NDims
+// pass through unchanged.
 type Rope struct {
 	NDims     int     // rotated dimensions (pairs are i and i+NDims/2: NeoX)
 	Base      float32 // freq_base
 	FreqScale float32 // 1/scaling factor (linear); 1 when unscaled
 	AttnScale float32 // multiplies cos and sin (YaRN mscale); 1 when unscaled
+	// FreqFactors, when not nil, divides each pair's angle (NDims/2 values,
+	// ggml's rope "freq_factors": gemma4's proportional rope on full layers).
+	FreqFactors []float32
 }
 
-// ApplyNeoX rotates one head vector x (len ≥ NDims) for position pos, as
-// ggml_rope_ext with mode NEOX and no YaRN extrapolation.
+// ApplyNeoX rotates one head vector x (len ≥ NDims) for position pos.
 func (r Rope) ApplyNeoX(x []float32, pos int) {
 	half := r.NDims / 2
 	thetaScale := float32(math.Pow(float64(r.Base), -2.0/float64(r.NDims)))
 	theta := float32(pos)
 	for i := 0; i < half; i++ {
 		t := r.FreqScale * theta
+		if r.FreqFactors != nil {
+			t = r.FreqScale * (theta / r.FreqFactors[i])
+		}
 		c := float32(math.Cos(float64(t))) * r.AttnScale
 		s := float32(math.Sin(float64(t))) * r.AttnScale
 		x0 := x[i]

@@ -15,7 +15,7 @@
 // Overlap comes from the planner and lanes running while the decode goroutine
 // computes the experts that are already resident, and, with --prefetch and
 // the next-layer policy, from reading the experts layer ℓ+1's router picks
-// when applied to layer ℓ's input while layer ℓ computes (the planner
+// when applied to layer ℓ's router input while layer ℓ computes (the planner
 // withdraws the wrong guesses once layer ℓ+1 is routed).
 //
 // Every channel is bounded and every send selects on the context, so an

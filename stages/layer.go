@@ -19,6 +19,7 @@ type layerScratch struct {
 	routeW     [][]float32
 	probs      []float32
 	peekLogits []float32
+	peekIn     [][]float32 // the current layer's router inputs (RunMoERouted)
 	peekIDs    []int
 	peekW      []float32
 }
@@ -103,8 +104,16 @@ func (e *Engine) planLoop() error {
 	}
 }
 
-// RunMoE implements model.MoE: the per-layer pipeline.
+// RunMoE implements model.MoE: the per-layer pipeline, with x as the
+// router input for speculation.
 func (e *Engine) RunMoE(ctx context.Context, layer int, x, logits [][]float32, out [][]float32) error {
+	return e.RunMoERouted(ctx, layer, x, logits, x, out)
+}
+
+// RunMoERouted implements model.RouterInputMoE: the per-layer pipeline;
+// next-layer speculation applies the next layer's router to routerIn.
+func (e *Engine) RunMoERouted(ctx context.Context, layer int, x, logits, routerIn, out [][]float32) error {
+	e.scratch.peekIn = routerIn
 	spec := e.model.Router(layer)
 	n := len(x)
 	if cap(e.scratch.routeIDs) < n {
@@ -223,11 +232,11 @@ func (e *Engine) temporalSpec(layer int) int {
 	return layer + 1
 }
 
-// speculateNext applies layer+1's router to this layer's input (decode only:
+// speculateNext applies layer+1's router to this layer's router input (decode only:
 // a prefill reads nearly every expert anyway) and hands the guess to the
 // planner without blocking: speculation is dropped when the planner is busy.
 func (e *Engine) speculateNext(job *ffn.Job) {
-	if e.io.peeker == nil || len(job.X) != 1 || job.Layer+1 >= len(e.layout.ranges) {
+	if e.io.peeker == nil || len(e.scratch.peekIn) != 1 || job.Layer+1 >= len(e.layout.ranges) {
 		return
 	}
 	next := job.Layer + 1
@@ -237,7 +246,7 @@ func (e *Engine) speculateNext(job *ffn.Job) {
 		e.scratch.probs = make([]float32, spec.NExpert)
 	}
 	t0 := time.Now()
-	err := e.io.peeker.PeekRouter(next, job.X[0], e.scratch.peekLogits)
+	err := e.io.peeker.PeekRouter(next, e.scratch.peekIn[0], e.scratch.peekLogits)
 	spec.K = min(e.cfg.Prefetch.N, spec.NExpert)
 	e.scratch.peekIDs = make([]int, spec.K)
 	e.scratch.peekW = make([]float32, spec.K)

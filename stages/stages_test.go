@@ -17,7 +17,7 @@ import (
 
 	"github.com/pipe-engine/pipe/dense"
 	"github.com/pipe-engine/pipe/model"
-	_ "github.com/pipe-engine/pipe/model/qwen3moe"
+	_ "github.com/pipe-engine/pipe/model/archs"
 	"github.com/pipe-engine/pipe/reader"
 )
 

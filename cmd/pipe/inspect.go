@@ -38,7 +38,6 @@ type inspectReport struct {
 	Alignment        uint64          `json:"alignment"`
 	Arch             string          `json:"architecture"`
 	Name             string          `json:"name,omitempty"`
-	Known            bool            `json:"known"`
 	Runnable         bool            `json:"runnable"`
 	HParams          model.HParams   `json:"hparams"`
 	NTensors         int             `json:"n_tensors"`
@@ -78,7 +77,7 @@ func (c *InspectCmd) Run(g *Globals) error {
 func buildInspectReport(f *gguf.File, d *model.Desc, table bool) *inspectReport {
 	rep := &inspectReport{
 		File: f.Path, Version: f.Version, Alignment: f.Alignment,
-		Arch: d.Arch, Name: d.Name, Known: d.Known, Runnable: d.Supported, HParams: d.HParams,
+		Arch: d.Arch, Name: d.Name, Runnable: d.Supported, HParams: d.HParams,
 		NTensors: len(f.Tensors), TensorBytes: f.TensorBytes(),
 		DenseBytes: d.DenseBytes, DenseTensorBytes: d.DenseTensorBytes, DenseRanges: len(d.Dense),
 		ExpertBytes: d.ExpertTotalBytes, OneExpertBytes: d.ExpertBytes, WorkingSetBytes: d.WorkingSet,
@@ -115,11 +114,8 @@ func writeInspectText(w io.Writer, r *inspectReport, d *model.Desc) error {
 	}
 	p("format:        GGUF v%d, alignment %d\n", r.Version, r.Alignment)
 	status := "runnable"
-	switch {
-	case !r.Runnable && r.Known:
-		status = "recognised, not runnable yet"
-	case !r.Runnable:
-		status = "unknown architecture, not runnable yet"
+	if !r.Runnable {
+		status = "not runnable: no architecture of this name is built in"
 	}
 	p("architecture:  %s (%s)\n", r.Arch, status)
 	if r.Name != "" {

@@ -17,6 +17,8 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
+
+	_ "github.com/pipe-engine/pipe/model/archs" // registers every architecture
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".

@@ -1,0 +1,10 @@
+// Package archs imports every architecture pipe can run, so that a program
+// registers them all with one import (architectures register themselves
+// with model.Register from their package's init). Adding an architecture
+// means adding its package here; nothing else in the engine names it.
+package archs
+
+import (
+	_ "github.com/pipe-engine/pipe/model/gptoss"   // registers gpt-oss
+	_ "github.com/pipe-engine/pipe/model/qwen3moe" // registers qwen3moe
+)

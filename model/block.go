@@ -1,0 +1,426 @@
+package model
+
+// block.go: the decoder-block skeleton every architecture shares. A Decoder
+// is the embedding, a list of Layers and the output head; each Layer is an
+// Attention (weights plus per-layer geometry, with optional parts for what
+// the architectures add: biases, per-head Q/K norms, a weightless V norm, a
+// post-attention norm, sinks, a sliding window) followed by an FFN hook (the
+// feed-forward half, where the architectures differ most). Architectures
+// fill a Decoder from their tensors and implement the FFN hook; Forward,
+// NewState and PeekRouter are written once here.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/pipe-engine/pipe/kernels"
+)
+
+// Geom is one attention layer's geometry.
+type Geom struct {
+	NHead, NHeadKV int
+	HeadDim        int      // K and V head width
+	Window         int      // sliding window: query p sees key j iff p-j < Window; 0 = whole causal context
+	Rope           Rotation // rotation of Q and K heads
+	Scale          float32  // KQ scale
+}
+
+// QDim is the width of a token's queries.
+func (g Geom) QDim() int { return g.NHead * g.HeadDim }
+
+// KVDim is the width of a token's keys (and values).
+func (g Geom) KVDim() int { return g.NHeadKV * g.HeadDim }
+
+// Attention is one layer's attention: weights, geometry and optional parts
+// (nil when the architecture has none).
+type Attention struct {
+	Geom
+	Norm           []float32 // attn_norm (RMS)
+	Wq, Wk, Wv, Wo Weight    // Wv without Data: V is K's projection (gemma4)
+	Bq, Bk, Bv, Bo []float32 // projection biases (gpt-oss)
+	QNorm, KNorm   []float32 // per-head RMS norms of Q and K, before RoPE
+	VNorm          bool      // per-head RMS norm of V without a weight (gemma4)
+	PostNorm       []float32 // RMS norm of the projected output, before the residual (gemma4)
+	Sinks          []float32 // one sink logit per head (gpt-oss)
+}
+
+// FFN is the feed-forward half of a decoder layer.
+type FFN interface {
+	// Run transforms the residual stream x (the attention block's output,
+	// p.N × n_embd, token-major) in place; routed experts go through p.RunMoE.
+	Run(ctx context.Context, p *Pass, layer int, x []float32) error
+}
+
+// Peeker is implemented by FFN hooks with a router: Peek writes the
+// layer's router logits for routerIn, a hidden state of the kind the hook
+// hands to Pass.RunMoE as its router input.
+type Peeker interface {
+	Peek(p *kernels.Pool, routerIn, logits []float32) error
+}
+
+// Layer is one decoder block.
+type Layer struct {
+	Attn Attention
+	FFN  FFN
+}
+
+// Decoder is a decoder-only transformer built from Layers.
+type Decoder struct {
+	Pool      *kernels.Pool
+	NEmbd     int
+	Eps       float32 // RMS norm epsilon
+	TokEmbd   Weight
+	EmbdScale float32 // multiplies the token embeddings (0: not scaled)
+	Layers    []Layer
+	OutNorm   []float32
+	Output    Weight
+	Softcap   float32 // final logit soft-cap: cap·tanh(logit/cap) (0: none)
+	Timings   *Timings
+}
+
+// NewState implements Model: one KV layer per decoder layer, each as wide
+// as its own geometry.
+func (d *Decoder) NewState(nCtx int, kv KVType) (*State, error) {
+	widths := make([]int, len(d.Layers))
+	for l := range d.Layers {
+		widths[l] = d.Layers[l].Attn.KVDim()
+	}
+	return NewKV(nCtx, widths, kv)
+}
+
+// PeekRouter implements RouterPeeker through layer's FFN hook.
+func (d *Decoder) PeekRouter(layer int, x []float32, logits []float32) error {
+	if layer < 0 || layer >= len(d.Layers) || len(x) != d.NEmbd {
+		return fmt.Errorf("model: PeekRouter(layer %d of %d, %d inputs of %d)", layer, len(d.Layers), len(x), d.NEmbd)
+	}
+	pk, ok := d.Layers[layer].FFN.(Peeker)
+	if !ok {
+		return fmt.Errorf("model: layer %d has no router", layer)
+	}
+	return pk.Peek(d.Pool, x, logits)
+}
+
+// Forward implements Model: embeddings, every layer's attention and FFN,
+// then the output head.
+func (d *Decoder) Forward(ctx context.Context, st *State, tokens []int32, moe MoE, all bool) ([][]float32, error) {
+	n := len(tokens)
+	if n == 0 {
+		return nil, nil
+	}
+	pos0, err := Reserve(st, n)
+	if err != nil {
+		return nil, err
+	}
+	tm := d.Timings
+	if tm == nil {
+		tm = &Timings{}
+	}
+	t0 := time.Now()
+	x, err := Embed(&d.TokEmbd, tokens)
+	if err != nil {
+		return nil, err
+	}
+	if d.EmbdScale != 0 {
+		for i := range x {
+			x[i] *= d.EmbdScale
+		}
+	}
+	tm.Embed += time.Since(t0)
+	p := d.newPass(n, pos0, moe, tm)
+	for l := range d.Layers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p.next = 0
+		t0 = time.Now()
+		if err := p.attention(st, l, &d.Layers[l].Attn, x); err != nil {
+			return nil, err
+		}
+		tm.Attention += time.Since(t0)
+		if err := d.Layers[l].FFN.Run(ctx, p, l, x); err != nil {
+			return nil, err
+		}
+	}
+	st.Pos = pos0 + n
+	t0 = time.Now()
+	defer func() { tm.LMHead += time.Since(t0) }()
+	out, err := Head(d.Pool, d.OutNorm, d.Eps, &d.Output, x, n, all)
+	if err != nil || d.Softcap == 0 {
+		return out, err
+	}
+	for _, row := range out {
+		SoftCap(row, d.Softcap)
+	}
+	return out, nil
+}
+
+// SoftCap replaces every logit v with cap·tanh(v·(1/cap)), as ggml's
+// scale, tanh, scale.
+func SoftCap(row []float32, c float32) {
+	inv := 1 / c
+	for i, v := range row {
+		row[i] = float32(math.Tanh(float64(v*inv))) * c
+	}
+}
+
+// Pass is one Forward call's activations over N tokens starting at
+// position Pos0 (token-major rows of n_embd floats). The attention buffers
+// are sized for the widest layer; FFN hooks take more from Buf, which hands
+// out buffers that are reused from layer to layer.
+type Pass struct {
+	N, Pos0, E int
+	Pool       *kernels.Pool
+	Eps        float32
+	Timings    *Timings
+	moe        MoE
+
+	h, q, k, v, att, o []float32
+	scores             []float32 // one window of Pos0+N floats per query head
+	bufs               [][]float32
+	next               int
+	xs, ls, rs, os     [][]float32
+	in                 Inputs // the single-token q/k/v input, quantized once
+}
+
+func (d *Decoder) newPass(n, pos0 int, moe MoE, tm *Timings) *Pass {
+	qd, kvd, heads := 0, 0, 0
+	for l := range d.Layers {
+		a := &d.Layers[l].Attn
+		qd, kvd, heads = max(qd, a.QDim()), max(kvd, a.KVDim()), max(heads, a.NHead)
+	}
+	E := d.NEmbd
+	return &Pass{N: n, Pos0: pos0, E: E, Pool: d.Pool, Eps: d.Eps, Timings: tm, moe: moe,
+		h: make([]float32, n*E), q: make([]float32, n*qd), k: make([]float32, n*kvd), v: make([]float32, n*kvd),
+		att: make([]float32, n*qd), o: make([]float32, n*E), scores: make([]float32, heads*(pos0+n)),
+		xs: make([][]float32, n), ls: make([][]float32, n), rs: make([][]float32, n), os: make([][]float32, n)}
+}
+
+// Buf returns a buffer of size floats for the current layer (contents
+// unspecified). Buffers are reused from one layer to the next.
+func (p *Pass) Buf(size int) []float32 {
+	if p.next == len(p.bufs) {
+		p.bufs = append(p.bufs, nil)
+	}
+	b := p.bufs[p.next]
+	if cap(b) < size {
+		b = make([]float32, size)
+		p.bufs[p.next] = b
+	}
+	p.next++
+	return b[:size]
+}
+
+// Norm writes the RMS norm of each of the N rows of x into dst (dst may be
+// x); w may be nil (no weight).
+func (p *Pass) Norm(dst, x, w []float32) {
+	NormRows(dst, x, p.N, p.Eps, w)
+}
+
+// NormRows RMS-normalises each of the n rows of x into dst (dst may be x).
+func NormRows(dst, x []float32, n int, eps float32, w []float32) {
+	c := len(x) / n
+	for t := 0; t < n; t++ {
+		RMSNorm(dst[t*c:(t+1)*c], x[t*c:(t+1)*c], eps, w)
+	}
+}
+
+// MatMul multiplies the N rows of x by w into y.
+func (p *Pass) MatMul(w *Weight, x, y []float32) error {
+	return MatMul(p.Pool, w, x, p.N, y)
+}
+
+// RouterInputMoE is a MoE that also takes, per token, the hidden state the
+// architecture's router read (PeekRouter's input), so that speculative
+// prefetch can apply the next layer's router to the same kind of input.
+type RouterInputMoE interface {
+	MoE
+	RunMoERouted(ctx context.Context, layer int, x, logits, routerIn, out [][]float32) error
+}
+
+// RunMoE hands layer's expert inputs x, router logits and router inputs
+// (rows of N) to the MoE, which writes out.
+func (p *Pass) RunMoE(ctx context.Context, layer int, x, logits, routerIn, out []float32) error {
+	ne := len(logits) / p.N
+	for t := 0; t < p.N; t++ {
+		p.xs[t] = x[t*p.E : (t+1)*p.E]
+		p.ls[t] = logits[t*ne : (t+1)*ne]
+		p.rs[t] = routerIn[t*p.E : (t+1)*p.E]
+		p.os[t] = out[t*p.E : (t+1)*p.E]
+	}
+	if rm, ok := p.moe.(RouterInputMoE); ok {
+		return rm.RunMoERouted(ctx, layer, p.xs, p.ls, p.rs, p.os)
+	}
+	return p.moe.RunMoE(ctx, layer, p.xs, p.ls, p.os)
+}
+
+// AddBias adds bias to each row of y (rows of len(bias)); a nil bias adds
+// nothing.
+func AddBias(y, bias []float32) {
+	w := len(bias)
+	if w == 0 {
+		return
+	}
+	for o := 0; o+w <= len(y); o += w {
+		row := y[o : o+w]
+		for i, b := range bias {
+			row[i] += b
+		}
+	}
+}
+
+// attention runs layer l's attention block on the residual stream x in
+// place: x += PostNorm(Wo·attend(rope(norm(Wq h)), rope(norm(Wk h)), Wv h) + bo)
+// with h = RMSNorm(x)·Norm.
+func (p *Pass) attention(st *State, l int, a *Attention, x []float32) error {
+	n, qd, kvd := p.N, a.QDim(), a.KVDim()
+	h, q, k, v, att, o := p.h, p.q[:n*qd], p.k[:n*kvd], p.v[:n*kvd], p.att[:n*qd], p.o
+	p.Norm(h, x, a.Norm)
+	if err := p.qkv(a, h, q, k, v); err != nil {
+		return err
+	}
+	AddBias(q, a.Bq)
+	AddBias(k, a.Bk)
+	AddBias(v, a.Bv)
+	p.prepareHeads(a, q, k, v)
+	for t := 0; t < n; t++ {
+		st.Store(l, p.Pos0+t, k[t*kvd:(t+1)*kvd], v[t*kvd:(t+1)*kvd])
+	}
+	if err := p.attendPrompt(st, l, a, q, att); err != nil {
+		return err
+	}
+	if err := p.MatMul(&a.Wo, att, o); err != nil {
+		return err
+	}
+	AddBias(o, a.Bo)
+	if a.PostNorm != nil {
+		p.Norm(o, o, a.PostNorm)
+	}
+	for i := range x {
+		x[i] = o[i] + x[i]
+	}
+	return nil
+}
+
+// qkv projects the normed input h to q, k and v (v = k without Wv): one
+// pool dispatch over the matrices for a single token (h quantized once per
+// activation format), the multi-token products otherwise.
+func (p *Pass) qkv(a *Attention, h, q, k, v []float32) error {
+	ws, ys := []*Weight{&a.Wq, &a.Wk, &a.Wv}, [][]float32{q, k, v}
+	if a.Wv.Data == nil {
+		ws, ys = ws[:2], ys[:2]
+	}
+	if p.N == 1 {
+		p.in.Reset(h)
+		err := MatVecs(p.Pool, &p.in, ws, ys)
+		p.in.Reset(nil)
+		if err != nil {
+			return err
+		}
+	} else {
+		for i, w := range ws {
+			if err := p.MatMul(w, h, ys[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if a.Wv.Data == nil {
+		copy(v, k)
+	}
+	return nil
+}
+
+// prepareHeads applies the per-head norms and the rotation to every token's
+// Q and K heads, and the weightless norm to V heads when the layer has it.
+func (p *Pass) prepareHeads(a *Attention, q, k, v []float32) {
+	hd := a.HeadDim
+	for t := 0; t < p.N; t++ {
+		pos := p.Pos0 + t
+		for i := 0; i < a.NHead; i++ {
+			head := q[(t*a.NHead+i)*hd : (t*a.NHead+i+1)*hd]
+			if a.QNorm != nil {
+				RMSNorm(head, head, p.Eps, a.QNorm)
+			}
+			a.Rope.ApplyNeoX(head, pos)
+		}
+		for i := 0; i < a.NHeadKV; i++ {
+			o := (t*a.NHeadKV + i) * hd
+			head := k[o : o+hd]
+			if a.KNorm != nil {
+				RMSNorm(head, head, p.Eps, a.KNorm)
+			}
+			a.Rope.ApplyNeoX(head, pos)
+			if a.VNorm {
+				RMSNorm(v[o:o+hd], v[o:o+hd], p.Eps, nil)
+			}
+		}
+	}
+}
+
+// attendPrompt is the attention of every query head of the N tokens over
+// the cache (causal, within the layer's window). Heads are independent: each
+// runs on one pool thread with its own scores window, so results do not
+// depend on -t.
+func (p *Pass) attendPrompt(st *State, l int, a *Attention, q, att []float32) error {
+	hd, qd := a.HeadDim, a.QDim()
+	group := a.NHead / a.NHeadKV
+	end := p.Pos0 + p.N
+	return p.Pool.Parallel(a.NHead, func(hh int) {
+		sc := p.scores[hh*end : (hh+1)*end]
+		args := AttnArgs{Layer: l, Off: (hh / group) * hd, Dim: hd, Scale: a.Scale}
+		if a.Sinks != nil {
+			args.Sink, args.HasSink = a.Sinks[hh], true
+		}
+		for t := 0; t < p.N; t++ {
+			args.Hi = p.Pos0 + t
+			args.Lo = 0
+			if a.Window > 0 && args.Hi-a.Window+1 > 0 {
+				args.Lo = args.Hi - a.Window + 1
+			}
+			st.Attend(&args, q[t*qd+hh*hd:], sc, att[t*qd+hh*hd:t*qd+(hh+1)*hd])
+		}
+	})
+}
+
+// RoutedFFN is the pre-norm routed MoE feed-forward of qwen3moe and
+// gpt-oss: h = RMSNorm(x)·Norm, logits = Gate h + GateBias, x += MoE(h).
+type RoutedFFN struct {
+	Norm     []float32
+	Gate     Weight    // ffn_gate_inp: NExpert rows
+	GateBias []float32 // optional
+}
+
+// Run implements FFN.
+func (f *RoutedFFN) Run(ctx context.Context, p *Pass, layer int, x []float32) error {
+	t0 := time.Now()
+	h := p.Buf(p.N * p.E)
+	p.Norm(h, x, f.Norm)
+	logits := p.Buf(p.N * f.Gate.Rows)
+	if err := p.MatMul(&f.Gate, h, logits); err != nil {
+		return err
+	}
+	AddBias(logits, f.GateBias)
+	p.Timings.Router += time.Since(t0)
+	out := p.Buf(p.N * p.E)
+	if err := p.RunMoE(ctx, layer, h, logits, h, out); err != nil {
+		return err
+	}
+	for i := range x {
+		x[i] = out[i] + x[i]
+	}
+	return nil
+}
+
+// Peek implements Peeker: the router applied to a normalised FFN input.
+func (f *RoutedFFN) Peek(pool *kernels.Pool, x, logits []float32) error {
+	if len(logits) < f.Gate.Rows {
+		return fmt.Errorf("model: peek into %d logits, router has %d", len(logits), f.Gate.Rows)
+	}
+	lg := logits[:f.Gate.Rows]
+	if err := MatMul(pool, &f.Gate, x, 1, lg); err != nil {
+		return err
+	}
+	AddBias(lg, f.GateBias)
+	return nil
+}
