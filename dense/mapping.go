@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/internal/anon"
+	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/reader"
 )
@@ -22,7 +23,7 @@ type mapping struct {
 func mapFiles(f *gguf.File) (*mapping, error) {
 	m := &mapping{}
 	for _, sh := range f.Shards {
-		fd, err := os.Open(sh.Path)
+		fd, err := safefile.OpenInput(sh.Path)
 		if err != nil {
 			m.close()
 			return nil, err

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/quant"
 )
 
@@ -605,8 +606,33 @@ func SplitPath(prefix string, i, n int) string {
 	return fmt.Sprintf("%s-%05d-of-%05d.gguf", prefix, i+1, n)
 }
 
+// ShardPaths names the files a model at path is made of, by file name alone
+// (nothing is read): every PREFIX-0000k-of-0000n.gguf for a split name, else
+// path itself. Writers use it to refuse outputs that would overwrite a shard.
+func ShardPaths(path string) []string {
+	m := splitName.FindStringSubmatch(filepath.Base(path))
+	n := 0
+	if m != nil {
+		n, _ = strconv.Atoi(m[3])
+	}
+	if n < 1 {
+		return []string{path}
+	}
+	prefix := filepath.Join(filepath.Dir(path), m[1])
+	out := make([]string, n)
+	for i := range out {
+		out[i] = SplitPath(prefix, i, n)
+	}
+	return out
+}
+
 func openShard(path string, shard int) (*Shard, []TensorInfo, error) {
-	fd, err := os.Open(path)
+	// A FIFO or device would block the open or the reads forever.
+	fd, err := safefile.OpenInput(path)
+	var pe *os.PathError
+	if errors.Is(err, safefile.ErrNotRegular) && errors.As(err, &pe) {
+		return nil, nil, &FormatError{File: path, Field: "file", Msg: pe.Err.Error(), Err: ErrUnsupported}
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("gguf: %w", err)
 	}
@@ -614,9 +640,6 @@ func openShard(path string, shard int) (*Shard, []TensorInfo, error) {
 	st, err := fd.Stat()
 	if err != nil {
 		return nil, nil, fmt.Errorf("gguf: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, &FormatError{File: path, Field: "file", Msg: "not a regular file", Err: ErrUnsupported}
 	}
 	return decodeShard(path, fd, st.Size(), shard)
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pipe-engine/pipe/quant"
@@ -150,4 +151,15 @@ func TestSplitModelErrors(t *testing.T) {
 			t.Errorf("err = %v, want ErrCorruption", err)
 		}
 	})
+}
+
+func TestShardPaths(t *testing.T) {
+	got := ShardPaths(filepath.Join("d", "m-00002-of-00003.gguf"))
+	want := []string{filepath.Join("d", "m-00001-of-00003.gguf"), filepath.Join("d", "m-00002-of-00003.gguf"), filepath.Join("d", "m-00003-of-00003.gguf")}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("ShardPaths = %v, want %v", got, want)
+	}
+	if got := ShardPaths("model.gguf"); len(got) != 1 || got[0] != "model.gguf" {
+		t.Fatalf("single file: %v", got)
+	}
 }

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/metrics"
 )
 
@@ -72,7 +72,7 @@ func (r *Run) TrailerFloat(key string) (float64, bool) {
 
 // ReadFile reads a per-token CSV from path.
 func ReadFile(path string) (*Run, error) {
-	f, err := os.Open(path)
+	f, err := safefile.OpenInput(path)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/replay"
 )
 
@@ -44,7 +44,7 @@ func (c *ReplayCmd) Run(g *Globals) error {
 		if err := g.Ctx.Err(); err != nil {
 			return err
 		}
-		f, err := os.Open(path)
+		f, err := safefile.OpenInput(path)
 		if err != nil {
 			return fmt.Errorf("replay: %w", err)
 		}
