@@ -31,6 +31,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/internal/safefile"
 )
 
 // ErrBadVary reports a malformed --vary.
@@ -108,6 +111,8 @@ type Options struct {
 	// Log, if set, receives one line per run as it finishes, and the child's
 	// stderr is appended to OutDir/<run>.log.
 	Log io.Writer
+
+	guard *safefile.Guard // the model's files: no log may overwrite them
 }
 
 // RunResult is one child run.
@@ -153,6 +158,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: --out-dir: %w", err)
+	}
+	o.guard = &safefile.Guard{}
+	if o.Model != "" {
+		for _, p := range gguf.ShardPaths(o.Model) {
+			o.guard.Protect("the model -m", p)
+		}
 	}
 	if o.MemCap > 0 && os.Geteuid() != 0 {
 		return nil, fmt.Errorf("bench: --mem-cap %w (it makes a memory cgroup); run as root or drop --mem-cap", ErrNotRoot)
@@ -240,7 +251,7 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 	cmd := exec.CommandContext(rctx, o.Exe, args...)
 	cmd.Env = append(os.Environ(), o.Env...)
 	cmd.Stdout = io.Discard
-	logf, err := os.Create(filepath.Join(o.OutDir, base+".log"))
+	logf, err := o.guard.Create("--out-dir", filepath.Join(o.OutDir, base+".log"))
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}

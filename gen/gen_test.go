@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/quant"
 )
 
@@ -374,5 +376,52 @@ func TestPresetExpertBytes(t *testing.T) {
 		if len(seen) != len(c.want) {
 			t.Errorf("%s: expert sizes %v, want %v", c.preset, seen, c.want)
 		}
+	}
+}
+
+// TestGenerateFileNeverReplacesNonRegular: -o naming a FIFO, a device, a
+// directory, a symbolic link or the --vocab input is refused and the node is
+// left as it was (the rename would have replaced it).
+func TestGenerateFileNeverReplacesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+	target := filepath.Join(dir, "target.gguf")
+	if err := os.WriteFile(target, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sym := filepath.Join(dir, "sym.gguf")
+	if err := os.Symlink(target, sym); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, os.DevNull, dir, sym} {
+		before, _ := os.Lstat(p)
+		_, err := GenerateFile(context.Background(), Options{Preset: "qwen3-tiny"}, p)
+		if !errors.Is(err, safefile.ErrNotRegular) {
+			t.Fatalf("-o %s: err = %v, want ErrNotRegular", p, err)
+		}
+		if after, _ := os.Lstat(p); after.Mode() != before.Mode() || !os.SameFile(before, after) {
+			t.Fatalf("-o %s: the node changed", p)
+		}
+	}
+	vocab := filepath.Join(dir, "vocab.gguf")
+	b, err := os.ReadFile(filepath.Join(goldenModels, "tiny-qwen3moe-Q8_0.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(vocab, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = GenerateFile(context.Background(), Options{Preset: "qwen3-tiny", VocabPath: vocab}, vocab)
+	if !errors.Is(err, safefile.ErrSameFile) {
+		t.Fatalf("-o the --vocab file: err = %v, want ErrSameFile", err)
+	}
+	if got, _ := os.ReadFile(vocab); !bytes.Equal(got, b) {
+		t.Fatal("the --vocab file changed")
+	}
+	if _, err := os.ReadFile(target); err != nil {
+		t.Fatal(err)
 	}
 }

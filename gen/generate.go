@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/quant"
 )
 
@@ -114,13 +115,23 @@ func Generate(ctx context.Context, o Options, out io.Writer) (*Result, error) {
 }
 
 // GenerateFile writes the model to path atomically: it writes path's
-// directory/.name.tmp-*, syncs it and renames it over path. It writes with
+// directory/.name.tmp-*, syncs it and renames it over path. It refuses a path
+// that exists and is not a regular file (a device, a FIFO, a directory, a
+// symbolic link: the rename would replace it) or is the --vocab input,
+// before writing and again before the rename. It writes with
 // O_DIRECT where the file system allows, so generating an 18 GB model neither
 // waits on page-cache write-back nor pushes everything else out of RAM.
 func GenerateFile(ctx context.Context, o Options, path string) (*Result, error) {
 	m, err := Prepare(o)
 	if err != nil {
 		return nil, err
+	}
+	var guard safefile.Guard
+	if o.VocabPath != "" {
+		guard.Protect("--vocab", o.VocabPath)
+	}
+	if err := guard.CheckReplace(path); err != nil {
+		return nil, fmt.Errorf("gen: --out: %w", err)
 	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -153,6 +164,9 @@ func GenerateFile(ctx context.Context, o Options, path string) (*Result, error) 
 	}
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("gen: close %s: %w", tmp, err)
+	}
+	if err := guard.CheckReplace(path); err != nil {
+		return nil, fmt.Errorf("gen: --out: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return nil, fmt.Errorf("gen: rename to %s: %w", path, err)

@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +17,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/pipe-engine/pipe/internal/safefile"
 )
 
 // Plot geometry. A PNG is rendered at PlotDPI, so it is
@@ -31,14 +32,27 @@ const (
 	plotFloorMS = 1.0
 )
 
-// PlotFile draws the runs to path, a .png or .svg file (see WritePlot).
+// PlotFile draws the runs to path, a .png or .svg file (see WritePlot). It
+// refuses a path that is one of the runs' CSV files.
 func PlotFile(as []*Analysis, path string) error {
 	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
 	var buf bytes.Buffer
 	if err := WritePlot(&buf, as, format); err != nil {
 		return fmt.Errorf("--plot %s: %w", path, err)
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	var guard safefile.Guard
+	for _, a := range as {
+		guard.Protect("the input", a.Run.Path)
+	}
+	f, err := guard.Create("--plot", path)
+	if err != nil {
+		return fmt.Errorf("--plot: %w", err)
+	}
+	_, err = f.Write(buf.Bytes())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("--plot: %w", err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
+	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/metrics"
 )
 
@@ -353,6 +354,34 @@ func TestPlot(t *testing.T) {
 	}
 	if err := PlotFile(nil, pngPath); !errors.Is(err, ErrNoTokens) {
 		t.Errorf("no runs: %v", err)
+	}
+	// --plot naming an input CSV (here through a hard link with a .png
+	// name) is refused and leaves it intact.
+	in := filepath.Join(dir, "in.csv")
+	b, err := os.ReadFile(filepath.Join("testdata", "qwen_k8.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run, err := ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Analyze(run, Options{Warmup: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := filepath.Join(dir, "same.png")
+	if err := os.Link(in, same); err != nil {
+		t.Fatal(err)
+	}
+	if err := PlotFile([]*Analysis{a}, same); !errors.Is(err, safefile.ErrSameFile) {
+		t.Errorf("--plot on the input: %v", err)
+	}
+	if got, _ := os.ReadFile(in); !bytes.Equal(got, b) {
+		t.Error("--plot on the input changed it")
 	}
 }
 

@@ -102,8 +102,10 @@ type LoadInfo struct {
 // Options configure a Sink.
 type Options struct {
 	// CSV is the per-token CSV path ("" = none). The file is created (or
-	// truncated) by New and closed by Close.
-	CSV string
+	// truncated) by New, with Create when set (the caller's checks, e.g.
+	// that it is not an input file) else os.Create, and closed by Close.
+	CSV    string
+	Create func(path string) (*os.File, error)
 	// CSVWriter, if CSV is empty, receives the CSV instead (it is not closed).
 	CSVWriter io.Writer
 	// ExtraColumns are appended to the fixed header; TokenMetrics.Extra
@@ -152,7 +154,11 @@ func New(o Options) (*Sink, error) {
 	}
 	s := &Sink{o: o, w: o.CSVWriter, name: "csv writer"}
 	if o.CSV != "" {
-		f, err := os.Create(o.CSV)
+		create := o.Create
+		if create == nil {
+			create = os.Create
+		}
+		f, err := create(o.CSV)
 		if err != nil {
 			return nil, fmt.Errorf("sink: --csv: %w", err)
 		}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/pipe-engine/pipe/bench"
+	"github.com/pipe-engine/pipe/internal/safefile"
 )
 
 // BenchCmd is `pipe bench`: run a matrix of `pipe run` configurations side by
@@ -54,19 +56,34 @@ func (c *BenchCmd) Run(g *Globals) error {
 	}
 	rep, err := bench.Run(g.Ctx, o)
 	if rep != nil && len(rep.Runs) > 0 {
-		for name, format := range map[string]string{"bench.json": "json", "bench.md": "markdown"} {
-			if f, ferr := os.Create(filepath.Join(o.OutDir, name)); ferr == nil {
-				_ = rep.Write(f, format)
-				_ = f.Close()
-			}
+		guard := modelGuard(c.Model)
+		for _, x := range []struct{ name, format string }{{"bench.json", "json"}, {"bench.md", "markdown"}} {
+			err = errors.Join(err, writeReport(guard, filepath.Join(o.OutDir, x.name), rep, x.format))
 		}
-		if werr := rep.Write(g.Stdout, c.Format); werr != nil && err == nil {
-			err = werr
+		if werr := rep.Write(g.Stdout, c.Format); werr != nil {
+			err = errors.Join(err, fmt.Errorf("stdout: %w", werr))
 		}
 	}
 	if err != nil {
 		return err
 	}
 	g.Log.Info().Str("event", "bench_done").Str("out_dir", o.OutDir).Int("runs", len(rep.Runs)).Msg("bench finished")
+	return nil
+}
+
+// writeReport writes the bench report to path through guard, checking every
+// write and the close.
+func writeReport(guard *safefile.Guard, path string, rep *bench.Report, format string) error {
+	f, err := guard.Create("--out-dir", path)
+	if err != nil {
+		return fmt.Errorf("bench: --out-dir: %w", err)
+	}
+	werr := rep.Write(f, format)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("bench: %s: %w", path, werr)
+	}
 	return nil
 }
