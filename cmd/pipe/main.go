@@ -111,21 +111,60 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	g := &Globals{Ctx: ctx, Log: log, Stdout: stdout, Stderr: stderr}
 	if err := kctx.Run(g); err != nil {
-		if errors.Is(err, context.Canceled) {
-			fmt.Fprintf(stderr, "pipe: interrupted\n")
-			return 130
-		}
-		fmt.Fprintf(stderr, "pipe: %v\n", err)
-		return 1
+		return exitCode(ctx, err, stderr)
 	}
 	return 0
 }
 
+// exitCode reports err and returns the exit status: 128+signal when a signal
+// cancelled the run (130 for SIGINT, 143 for SIGTERM), 141 when stdout's
+// reader went away, else 1.
+func exitCode(ctx context.Context, err error, stderr io.Writer) int {
+	var sig signalError
+	switch {
+	case errors.Is(err, context.Canceled) && errors.As(context.Cause(ctx), &sig):
+		fmt.Fprintf(stderr, "pipe: interrupted by %v\n", sig.sig)
+		return 128 + int(sig.sig)
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "pipe: interrupted\n")
+		return 130
+	case errors.Is(err, syscall.EPIPE):
+		fmt.Fprintf(stderr, "pipe: %v\n", err)
+		return 128 + int(syscall.SIGPIPE)
+	}
+	fmt.Fprintf(stderr, "pipe: %v\n", err)
+	return 1
+}
+
 type exitSignal struct{}
 
+// signalError is the cancellation cause of a run stopped by a signal.
+type signalError struct{ sig syscall.Signal }
+
+func (e signalError) Error() string { return "signal: " + e.sig.String() }
+
+// handleSignals cancels the run on the first SIGINT or SIGTERM (it stops
+// within a layer, writes its outputs' trailers and exits 128+signal); a
+// second one exits at once.
+func handleSignals(cancel context.CancelCauseFunc, stderr io.Writer, exit func(int)) {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		first := (<-ch).(syscall.Signal)
+		cancel(signalError{first})
+		second := (<-ch).(syscall.Signal)
+		fmt.Fprintf(stderr, "pipe: %v again: exiting now\n", second)
+		exit(128 + int(second))
+	}()
+}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed stdout (| head) is a write error that ends the run with its
+	// CSV trailer, not a silent death by SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	handleSignals(cancel, os.Stderr, os.Exit)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	cancel(nil)
 	os.Exit(code)
 }

@@ -14,7 +14,9 @@ import (
 	"strings"
 
 	"github.com/pipe-engine/pipe/decode"
+	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/replay"
 	"github.com/pipe-engine/pipe/sample"
 	"github.com/pipe-engine/pipe/sink"
 )
@@ -126,13 +128,6 @@ func (c *RunCmd) Run(g *Globals) error {
 			return err
 		}
 	}
-	if c.CPUProfile != "" {
-		stop, err := startCPUProfile(c.CPUProfile)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
 	path, demo := c.Model, false
 	if path == "" {
 		p, err := ensureDemo(g)
@@ -144,42 +139,109 @@ func (c *RunCmd) Run(g *Globals) error {
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("-m: %w", err)
 	}
+	// Every output is created before the model is loaded: a bad path fails
+	// at once, and none can be the model or another output.
+	outs, err := c.openOutputs(modelGuard(path))
+	if err != nil {
+		return err
+	}
+	defer outs.close()
+	if outs.profile != nil {
+		if err := pprof.StartCPUProfile(outs.profile); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	seed := decode.ResolveSeed(c.Seed)
 	o, err := c.options(g, path, demo, seed)
 	if err != nil {
 		return err
 	}
+	o.Sink.Create = outs.takeCSV
 	m, err := decode.Open(g.Ctx, o)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	r := &runner{c: c, g: g, m: m}
-	runErr := r.run(path, decode.SessionOptions{Sampling: c.params(seed), Force: forced, System: c.System, NoThink: c.NoThink})
-	if runErr != nil {
-		m.Fail(runErr)
+	r := &runner{c: c, g: g, m: m, logits: outs.logits, out: &stdoutWriter{w: g.Stdout}}
+	if outs.trace != nil {
+		r.openTrace(path, outs.trace)
 	}
-	if c.TokensOut != "" {
-		if err := os.WriteFile(c.TokensOut, []byte(joinIDs(r.promptIDs)+"\n"+joinIDs(r.genIDs)+"\n"), 0o644); err != nil && runErr == nil {
-			runErr = fmt.Errorf("--tokens-out: %w", err)
-		}
+	runErr := r.run(decode.SessionOptions{Sampling: c.params(seed), Force: forced, System: c.System, NoThink: c.NoThink})
+	r.closeTrace()
+	if outs.tokens != nil {
+		fmt.Fprintf(outs.tokens, "%s\n%s\n", joinIDs(r.promptIDs), joinIDs(r.genIDs))
 	}
-	if err := m.Close(); err != nil && runErr == nil {
-		runErr = err
+	if outs.profile != nil {
+		pprof.StopCPUProfile()
 	}
-	return runErr
+	// A lost output fails the run, and the CSV trailer says so.
+	runErr = errors.Join(runErr, outs.close())
+	m.Fail(runErr)
+	return errors.Join(runErr, m.Close())
 }
 
-func startCPUProfile(path string) (func(), error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+// runOutputs are the run's files (nil when not asked for).
+type runOutputs struct {
+	csv                            *os.File // until the sink takes it
+	logits, trace, tokens, profile *output
+}
+
+// takeCSV hands the CSV file to the sink (sink.Options.Create).
+func (o *runOutputs) takeCSV(string) (*os.File, error) {
+	f := o.csv
+	o.csv = nil
+	return f, nil
+}
+
+// openOutputs creates every output file the flags name.
+func (c *RunCmd) openOutputs(guard *safefile.Guard) (*runOutputs, error) {
+	o := &runOutputs{}
+	for _, x := range []struct {
+		flag, path string
+		dst        **output
+	}{
+		{"--csv", c.CSV, nil},
+		{"--logits-out", c.LogitsOut, &o.logits},
+		{"--route-trace", c.RouteTrace, &o.trace},
+		{"--tokens-out", c.TokensOut, &o.tokens},
+		{"--cpuprofile", c.CPUProfile, &o.profile},
+	} {
+		if x.path == "" {
+			continue
+		}
+		if x.dst != nil {
+			f, err := createOutput(guard, x.flag, x.path)
+			if err != nil {
+				o.close()
+				return nil, err
+			}
+			*x.dst = f
+			continue
+		}
+		f, err := guard.Create(x.flag, x.path)
+		if err != nil {
+			o.close()
+			return nil, fmt.Errorf("%s: %w", x.flag, err)
+		}
+		o.csv = f
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	return o, nil
+}
+
+// close closes every output still open and returns their errors.
+func (o *runOutputs) close() error {
+	var errs []error
+	if o.csv != nil {
+		errs = append(errs, o.csv.Close())
+		o.csv = nil
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	for _, f := range []*output{o.logits, o.trace, o.tokens, o.profile} {
+		if f != nil {
+			errs = append(errs, f.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func joinIDs(ids []int32) string {
@@ -193,33 +255,21 @@ func joinIDs(ids []int32) string {
 // runner prints what the decode loop generates and keeps the --tokens-out
 // record.
 type runner struct {
-	c      *RunCmd
-	g      *Globals
-	m      *decode.Model
-	logits *bufio.Writer
+	c         *RunCmd
+	g         *Globals
+	m         *decode.Model
+	logits    *output       // --logits-out, or nil
+	logitsBuf []byte        // one row of --logits-out
+	out       *stdoutWriter // the generated text
+	trace     *output       // --route-trace, or nil
+	traceW    *replay.TraceWriter
 
 	promptIDs, genIDs []int32
 }
 
-// run opens the testing outputs and decodes once or interactively.
-func (r *runner) run(path string, so decode.SessionOptions) error {
+// run decodes once or interactively.
+func (r *runner) run(so decode.SessionOptions) error {
 	c := r.c
-	if c.RouteTrace != "" {
-		closeTrace, err := r.openTrace(path)
-		if err != nil {
-			return err
-		}
-		defer closeTrace()
-	}
-	if c.LogitsOut != "" {
-		f, err := os.Create(c.LogitsOut)
-		if err != nil {
-			return fmt.Errorf("--logits-out: %w", err)
-		}
-		defer f.Close()
-		r.logits = bufio.NewWriter(f)
-		defer r.logits.Flush()
-	}
 	sess, err := r.m.NewSession(so)
 	if err != nil {
 		return err
@@ -238,13 +288,15 @@ func (r *runner) genOptions() decode.GenOptions {
 	return o
 }
 
-// print writes each generated token's text to stdout as it comes.
+// print writes each generated token's text to stdout as it comes; a failed
+// write, or a failed --route-trace write, ends the run.
 func (r *runner) print(t decode.Token) error {
 	r.genIDs = append(r.genIDs, t.ID)
-	out := r.g.Stdout
-	fmt.Fprint(out, t.Text)
-	if f, ok := out.(interface{ Flush() error }); ok && !t.EOG {
-		_ = f.Flush()
+	if err := r.out.write(t.Text, fmt.Sprintf("token %d", len(r.genIDs))); err != nil {
+		return err
+	}
+	if r.trace != nil && r.trace.Err() != nil {
+		return fmt.Errorf("token %d: %w", len(r.genIDs), r.trace.Err())
 	}
 	return nil
 }
@@ -260,22 +312,23 @@ func (r *runner) once(sess *decode.Session) error {
 	}
 	r.promptIDs = ids
 	if c.Echo {
-		fmt.Fprint(r.g.Stdout, text)
+		if err := r.out.write(text, "the prompt (--echo)"); err != nil {
+			return err
+		}
 	}
 	if _, err := sess.Generate(r.g.Ctx, ids, r.genOptions(), r.print); err != nil {
 		return err
 	}
-	fmt.Fprintln(r.g.Stdout)
-	return nil
+	return r.out.write("\n", "the final newline")
 }
 
 func (r *runner) writeLogits(l []float32) error {
-	var b [4]byte
+	r.logitsBuf = r.logitsBuf[:0]
 	for _, v := range l {
-		binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
-		if _, err := r.logits.Write(b[:]); err != nil {
-			return fmt.Errorf("--logits-out: %w", err)
-		}
+		r.logitsBuf = binary.LittleEndian.AppendUint32(r.logitsBuf, math.Float32bits(v))
+	}
+	if _, err := r.logits.Write(r.logitsBuf); err != nil {
+		return fmt.Errorf("step %d: %w", len(r.genIDs), err)
 	}
 	return nil
 }
@@ -295,7 +348,9 @@ func (r *runner) interactive(sess *decode.Session) error {
 		if _, err := sess.Chat(r.g.Ctx, line, r.genOptions(), r.print); err != nil {
 			return err
 		}
-		fmt.Fprintln(r.g.Stdout)
+		if err := r.out.write("\n", "the end of a reply"); err != nil {
+			return err
+		}
 		if err := r.g.Ctx.Err(); err != nil {
 			return err
 		}

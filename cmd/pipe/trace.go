@@ -1,24 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/decode"
 	"github.com/pipe-engine/pipe/replay"
 )
 
-// openTrace starts --route-trace: every (token, layer) routing of the run in
-// route_trace v1, with the residency the cache had when the layer was looked
-// up. It returns the function that flushes and closes the file.
-func (r *runner) openTrace(modelPath string) (func(), error) {
-	f, err := os.Create(r.c.RouteTrace)
-	if err != nil {
-		return nil, fmt.Errorf("--route-trace: %w", err)
-	}
-	bw := bufio.NewWriter(f)
+// openTrace starts --route-trace into out: every (token, layer) routing of
+// the run in route_trace v1, with the residency the cache had when the layer
+// was looked up. A write error stops the tracing and is kept in out (the
+// token callback ends the run with it); closeTrace writes the rest.
+func (r *runner) openTrace(modelPath string, out *output) {
 	eng := r.m.Engine()
 	d := eng.Desc()
 	hp := d.HParams
@@ -35,12 +29,12 @@ func (r *runner) openTrace(modelPath string) (func(), error) {
 		}
 		hdr.Layers = append(hdr.Layers, replay.LayerInfo{ExpertBytes: eb, DenseBytes: perLayerDense})
 	}
-	tw := replay.NewTraceWriter(bw, hdr)
-	var werr error
+	tw := replay.NewTraceWriter(out, hdr)
+	r.trace, r.traceW = out, tw
 	var experts []int
 	var resident []bool
 	r.m.OnRoute(func(rt decode.Route) {
-		if werr != nil {
+		if out.Err() != nil {
 			return
 		}
 		c := eng.Cache()
@@ -55,24 +49,22 @@ func (r *runner) openTrace(modelPath string) (func(), error) {
 				resident = append(resident, c != nil && c.Contains(cache.Key{Layer: rt.Layer, Expert: e}))
 			}
 			if err := tw.Route(rt.Turn, phase, rt.Pos+t, rt.Layer, experts, rt.W[t], resident); err != nil {
-				werr = fmt.Errorf("--route-trace: %w", err)
+				out.fail(fmt.Errorf("position %d layer %d: %w", rt.Pos+t, rt.Layer, err))
 				return
 			}
 		}
 	})
-	return func() {
-		r.m.OnRoute(nil)
-		if err := tw.Close(); err != nil && werr == nil {
-			werr = err
-		}
-		if err := bw.Flush(); err != nil && werr == nil {
-			werr = err
-		}
-		if err := f.Close(); err != nil && werr == nil {
-			werr = err
-		}
-		if werr != nil {
-			r.g.Log.Error().Err(werr).Msg("route trace")
-		}
-	}, nil
+}
+
+// closeTrace stops tracing and flushes the trace writer into its output
+// (which the run closes with its other outputs).
+func (r *runner) closeTrace() {
+	if r.traceW == nil {
+		return
+	}
+	r.m.OnRoute(nil)
+	if err := r.traceW.Close(); err != nil {
+		r.trace.fail(err)
+	}
+	r.traceW = nil
 }

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const tinyModel = "../../testdata/golden/models/tiny-qwen3moe-Q8_0.gguf"
+
+// copyModel copies the tiny model into a temporary directory (tests that may
+// destroy it must not touch testdata).
+func copyModel(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(tinyModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "model.gguf")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runCode runs the CLI in-process and returns its exit code, stdout and
+// stderr.
+func runCode(t *testing.T, stdout io.Writer, args ...string) (int, string) {
+	t.Helper()
+	var errb bytes.Buffer
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	code := run(context.Background(), args, stdout, &errb)
+	return code, errb.String()
+}
+
+// noStack fails the test when stderr holds a Go stack trace.
+func noStack(t *testing.T, stderr string) {
+	t.Helper()
+	for _, s := range []string{"goroutine ", "panic:", "fatal error:", "SIGBUS", "SIGSEGV"} {
+		if strings.Contains(stderr, s) {
+			t.Fatalf("stderr holds a crash (%q):\n%s", s, stderr)
+		}
+	}
+}
+
+// TestOutputIsModelRefused: every output flag naming the model (directly, by
+// a hard link or a symbolic link) is refused before the model is touched.
+func TestOutputIsModelRefused(t *testing.T) {
+	m := copyModel(t)
+	want, _ := os.ReadFile(m)
+	hard := filepath.Join(filepath.Dir(m), "hard.gguf")
+	if err := os.Link(m, hard); err != nil {
+		t.Fatal(err)
+	}
+	sym := filepath.Join(filepath.Dir(m), "sym.gguf")
+	if err := os.Symlink(m, sym); err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"--csv", "--logits-out", "--route-trace", "--tokens-out", "--cpuprofile"} {
+		for _, out := range []string{m, hard, sym} {
+			code, stderr := runCode(t, nil, "run", "-m", m, "-n", "2", "--temp", "0", flag, out)
+			if code == 0 || !strings.Contains(stderr, flag) || !strings.Contains(stderr, "same file as the model") {
+				t.Fatalf("%s %s: exit %d, stderr:\n%s", flag, out, code, stderr)
+			}
+			noStack(t, stderr)
+			if got, _ := os.ReadFile(m); !bytes.Equal(got, want) {
+				t.Fatalf("%s %s changed the model", flag, out)
+			}
+		}
+	}
+	// Two outputs on one file are refused too; /dev/null may repeat.
+	out := filepath.Join(t.TempDir(), "out")
+	code, stderr := runCode(t, nil, "run", "-m", m, "-n", "2", "--temp", "0", "--csv", out, "--logits-out", out)
+	if code == 0 || !strings.Contains(stderr, "same file as --csv") {
+		t.Fatalf("--csv and --logits-out on one file: exit %d, stderr:\n%s", code, stderr)
+	}
+	if code, stderr := runCode(t, nil, "run", "-m", m, "-n", "2", "--temp", "0", "--csv", os.DevNull, "--logits-out", os.DevNull); code != 0 {
+		t.Fatalf("/dev/null twice: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// TestWriteErrorsFail: every output that cannot be written (/dev/full) ends
+// the run non-zero naming the flag and the path; when stdout fails, the CSV
+// trailer says status=error.
+func TestWriteErrorsFail(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full on this system")
+	}
+	m := copyModel(t)
+	for _, flag := range []string{"--csv", "--logits-out", "--route-trace", "--tokens-out", "--cpuprofile"} {
+		code, stderr := runCode(t, nil, "run", "-m", m, "-n", "3", "--temp", "0", flag, "/dev/full")
+		if code == 0 || !strings.Contains(stderr, flag) || !strings.Contains(stderr, "/dev/full") {
+			t.Fatalf("%s /dev/full: exit %d, stderr:\n%s", flag, code, stderr)
+		}
+		noStack(t, stderr)
+	}
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("cannot open /dev/full: %v", err)
+	}
+	defer full.Close()
+	csv := filepath.Join(t.TempDir(), "run.csv")
+	code, stderr := runCode(t, full, "run", "-m", m, "-n", "3", "--temp", "0", "--csv", csv)
+	if code == 0 || !strings.Contains(stderr, "stdout: token 1") {
+		t.Fatalf("stdout on /dev/full: exit %d, stderr:\n%s", code, stderr)
+	}
+	b, _ := os.ReadFile(csv)
+	if !strings.Contains(string(b), "# summary") || !strings.Contains(string(b), "status=error") {
+		t.Fatalf("CSV after a stdout failure:\n%s", b)
+	}
+}
+
+// runExe starts the test binary as the pipe CLI.
+func runExe(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	return cmd, &stderr
+}
+
+// TestBrokenPipeKeepsCSV: `pipe run … | head -c 1`: the run ends with status
+// 141 and a CSV trailer saying status=error, not a silent SIGPIPE death.
+func TestBrokenPipeKeepsCSV(t *testing.T) {
+	csv := filepath.Join(t.TempDir(), "run.csv")
+	cmd, stderr := runExe(t, "run", "-m", tinyModel, "-n", "2000", "--temp", "0", "--ignore-eos", "--csv", csv)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	var one [1]byte
+	if _, err := io.ReadFull(r, one[:]); err != nil {
+		t.Fatalf("no output: %v; stderr:\n%s", err, stderr)
+	}
+	r.Close()
+	err = cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 141 || !strings.Contains(stderr.String(), "broken pipe") {
+		t.Fatalf("exit %v, want status 141 naming the broken pipe; stderr:\n%s", err, stderr)
+	}
+	b, _ := os.ReadFile(csv)
+	if !strings.Contains(string(b), "# summary") || !strings.Contains(string(b), "status=error") {
+		t.Fatalf("CSV trailer after a broken pipe:\n%s", b)
+	}
+}
+
+// TestSIGTERMExits143 sends SIGTERM mid-decode: status 143, trailer
+// status=canceled.
+func TestSIGTERMExits143(t *testing.T) {
+	csv := filepath.Join(t.TempDir(), "run.csv")
+	cmd, stderr := runExe(t, "run", "-m", tinyModel, "-n", "100000", "--temp", "0", "--ignore-eos", "--csv", csv)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitRows(t, cmd, csv, stderr)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
+		t.Fatalf("exit %v, want 143; stderr:\n%s", err, stderr)
+	}
+	b, _ := os.ReadFile(csv)
+	if !strings.Contains(string(b), "status=canceled") {
+		t.Fatalf("CSV trailer after SIGTERM:\n%s", b)
+	}
+}
+
+// waitRows waits until the CSV has a few rows.
+func waitRows(t *testing.T, cmd *exec.Cmd, csv string, stderr *bytes.Buffer) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(csv)
+		if strings.Count(string(b), "\n") >= 4 {
+			return
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no rows after 30 s; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestFIFOInputsDoNotBlock: a FIFO given as the model (run, inspect), as a CSV
+// to report or as a trace to replay is refused at once.
+func TestFIFOInputsDoNotBlock(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+	for _, args := range [][]string{
+		{"run", "-m", fifo, "-n", "1"},
+		{"inspect", fifo},
+		{"report", fifo},
+		{"replay", fifo},
+	} {
+		done := make(chan struct{})
+		var code int
+		var stderr string
+		go func() {
+			code, stderr = runCode(t, nil, args...)
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			// Unblock the open so the goroutine ends, then fail.
+			if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+				f.Close()
+			}
+			t.Fatalf("pipe %s blocked on the FIFO", strings.Join(args, " "))
+		}
+		if code == 0 || !strings.Contains(stderr, "not a regular file") {
+			t.Fatalf("pipe %s: exit %d, stderr:\n%s", strings.Join(args, " "), code, stderr)
+		}
+	}
+}
