@@ -64,7 +64,8 @@
 // applied to a tile of tokens held in registers; the n mod tile tokens left
 // over run the vector kernel. Per (row, token) the integer block sums and
 // the float32 order are the vector kernel's, so MatMul equals MatVec bit
-// for bit. A kernel may chain a smaller tile for the remainder. AVX2
+// for bit. A kernel may chain a smaller tile for the remainder, and may
+// run a last partial tile padded with copies of its last token. AVX2
 // (gemm_amd64.s): Q4_K and Q6_K against 4 tokens, Q8_0 against 8; AVX-512
 // F/BW, used where present: Q4_K and Q6_K against 8 tokens then 2, two
 // tokens per 512-bit register (BenchmarkGEMM per CPU-second: Q4_K about

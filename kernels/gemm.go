@@ -31,6 +31,11 @@ type gemmKernel struct {
 	// next, if set, is a kernel with a smaller tile for the tokens left
 	// after the whole tiles of this one.
 	next *gemmKernel
+	// minFill > 0 lets a last, partial tile of at least minFill tokens run
+	// this kernel padded with copies of its last token (cheaper than the
+	// smaller kernels for those tokens); the padding's outputs are
+	// discarded.
+	minFill int
 }
 
 // gemmSet is a named set of multi-token kernels.
@@ -44,18 +49,23 @@ type gemmSet struct {
 // implementations install the fastest of them.
 var nativeGEMMSets []gemmSet
 
-// gemmStep is one tile of a product: tokens [v, v+k.tile).
+// gemmStep is one tile of a product: tokens [v, v+valid); valid < k.tile
+// for a padded tile.
 type gemmStep struct {
-	k  *gemmKernel
-	v  int
-	pk []byte // packed activations (nil if k does not pack)
+	k     *gemmKernel
+	v     int
+	valid int
+	acts  []*Activation // k.tile activations (padded with copies)
+	pk    []byte        // packed activations (nil if k does not pack)
 }
 
 // gemmJob is the multi-token plan of one product (part of job).
 type gemmJob struct {
 	plan []gemmStep
-	rest int    // first token left to the vector kernel
-	buf  []byte // packed tiles, reused across products
+	rest int           // first token left to the vector kernel
+	buf  []byte        // packed tiles, reused across products
+	pad  []float32     // outputs of a padded tile (tile × rows)
+	acts []*Activation // a padded tile's activations
 }
 
 // on reports whether the product runs multi-token kernels.
@@ -64,16 +74,28 @@ func (g *gemmJob) on() bool { return len(g.plan) > 0 }
 // prepare plans the tiles of m's multi-token kernels for rows of type t
 // against acts and packs their activations. The plan is empty when no tile
 // fits (a single token, or no kernel for t): the vector kernels run.
-func (g *gemmJob) prepare(m *implementation, t quant.Type, acts []*Activation) {
+func (g *gemmJob) prepare(m *implementation, t quant.Type, acts []*Activation, rows int) {
 	g.plan, g.rest = g.plan[:0], 0
+	n := len(acts)
 	size := 0
-	for k := m.gemm[t]; k != nil; k = k.next {
-		for len(acts)-g.rest >= k.tile {
-			g.plan = append(g.plan, gemmStep{k: k, v: g.rest})
+	for k := m.gemm[t]; k != nil && g.rest < n; k = k.next {
+		for n-g.rest >= k.tile {
+			g.plan = append(g.plan, gemmStep{k: k, v: g.rest, valid: k.tile, acts: acts[g.rest : g.rest+k.tile]})
 			g.rest += k.tile
-			if k.pack != nil {
-				size += k.packBytes(acts[0].cols)
+		}
+		if r := n - g.rest; k.minFill > 0 && r >= k.minFill {
+			g.acts = append(g.acts[:0], acts[g.rest:]...)
+			for len(g.acts) < k.tile {
+				g.acts = append(g.acts, acts[n-1])
 			}
+			g.plan = append(g.plan, gemmStep{k: k, v: g.rest, valid: r, acts: g.acts})
+			g.pad = grow(g.pad, k.tile*rows)
+			g.rest = n
+		}
+	}
+	for _, st := range g.plan {
+		if st.k.pack != nil {
+			size += st.k.packBytes(acts[0].cols)
 		}
 	}
 	g.buf = grow(g.buf, size)
@@ -85,7 +107,7 @@ func (g *gemmJob) prepare(m *implementation, t quant.Type, acts []*Activation) {
 		}
 		n := st.k.packBytes(acts[0].cols)
 		st.pk = g.buf[off : off+n]
-		st.k.pack(acts[st.v:st.v+st.k.tile], st.pk)
+		st.k.pack(st.acts, st.pk)
 		off += n
 	}
 }
@@ -104,7 +126,17 @@ func (j *job) runGEMM(r0, r1 int) {
 func (j *job) gemmRows(r0, r1 int) {
 	w := j.w[r0*j.rb : r1*j.rb]
 	for _, st := range j.gemm.plan {
-		st.k.run(w, j.rb, r1-r0, j.acts[st.v:st.v+st.k.tile], st.pk, j.y[st.v*j.rows+r0:], j.rows)
+		if st.valid == st.k.tile {
+			st.k.run(w, j.rb, r1-r0, st.acts, st.pk, j.y[st.v*j.rows+r0:], j.rows)
+			continue
+		}
+		// padded tile: every token's rows [r0, r1) go to pad, the real
+		// tokens' are copied out (threads own disjoint rows of pad)
+		pad := j.gemm.pad
+		st.k.run(w, j.rb, r1-r0, st.acts, st.pk, pad[r0:], j.rows)
+		for t := 0; t < st.valid; t++ {
+			copy(j.y[(st.v+t)*j.rows+r0:(st.v+t)*j.rows+r1], pad[t*j.rows+r0:t*j.rows+r1])
+		}
 	}
 	for v := j.gemm.rest; v < len(j.acts); v++ {
 		a, y := j.acts[v], j.y[v*j.rows:]

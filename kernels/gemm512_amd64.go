@@ -137,10 +137,11 @@ func avx512GEMM(T, bs int, size func(cols int) int, kern pairKernel) gemmRun {
 	}
 }
 
-// pairGEMM is the 8-token kernel with the 2-token one for the remainder.
+// pairGEMM is the 8-token kernel (also for a last tile of 5–7 tokens,
+// padded) with the 2-token one for the remainder.
 func pairGEMM(bs int, size func(T int) func(cols int) int, pack func([]*Activation, []byte), k8, k2 pairKernel) *gemmKernel {
 	two := &gemmKernel{tile: 2, pack: pack, packBytes: size(2), run: avx512GEMM(2, bs, size(2), k2)}
-	return &gemmKernel{tile: 8, pack: pack, packBytes: size(8), run: avx512GEMM(8, bs, size(8), k8), next: two}
+	return &gemmKernel{tile: 8, pack: pack, packBytes: size(8), run: avx512GEMM(8, bs, size(8), k8), next: two, minFill: 5}
 }
 
 // avx512GEMMs: Q4_K and Q6_K pair kernels.

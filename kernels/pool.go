@@ -214,7 +214,7 @@ func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation,
 	j.rowsF = impl.rows[t]
 	j.w, j.rb, j.rows, j.acts, j.y = w, rb, rows, acts, y
 	j.next.Store(0)
-	j.gemm.prepare(impl, t, acts)
+	j.gemm.prepare(impl, t, acts, rows)
 	work := rb * rows * len(acts)
 	helpers := 0
 	if p.threads > 1 && work >= parallelMinBytes {
