@@ -21,8 +21,12 @@ type blockFormat struct {
 }
 
 var (
-	fmtQ8_0 = blockFormat{34, 32, false}
-	fmtQ4_K = blockFormat{144, 256, true}
+	fmtQ8_0  = blockFormat{34, 32, false}
+	fmtQ4_K  = blockFormat{144, 256, true}
+	fmtQ5_K  = blockFormat{176, 256, true}
+	fmtQ6_K  = blockFormat{210, 256, false}
+	fmtMXFP4 = blockFormat{17, 32, false}
+	fmtQ4_0  = blockFormat{18, 32, false}
 )
 
 // blocks checks one row against a and returns its block count (0 when the
@@ -46,6 +50,16 @@ func (f blockFormat) bsumsPtr(a *Activation) *int16 {
 }
 
 var nan = float32(math.NaN())
+
+// e8m0HalfTable[e] = e8m0Half(e): the MXFP4 block scales, read by the
+// assembly.
+var e8m0HalfTable [256]float32
+
+func init() {
+	for e := range e8m0HalfTable {
+		e8m0HalfTable[e] = e8m0Half(uint8(e))
+	}
+}
 
 func (k blockKernel) dot(f blockFormat) dotFunc {
 	return func(w []byte, a *Activation) float32 {
@@ -88,23 +102,66 @@ type neonKernel struct {
 // lanes: SDOT (ARMv8.2 dot product) or SMULL/ADDP/SADDLP (plain NEON).
 var (
 	sdotSet = map[quant.Type]neonKernel{
-		quant.Q8_0: {dotQ8_0SDOT, fmtQ8_0},
-		quant.Q4_K: {dotQ4_KSDOT, fmtQ4_K},
+		quant.Q8_0:  {dotQ8_0SDOT, fmtQ8_0},
+		quant.Q4_K:  {dotQ4_KSDOT, fmtQ4_K},
+		quant.Q5_K:  {dotQ5_KSDOT, fmtQ5_K},
+		quant.Q6_K:  {dotQ6_KSDOT, fmtQ6_K},
+		quant.MXFP4: {dotMXFP4SDOT, fmtMXFP4},
+		quant.Q4_0:  {dotQ4_0SDOT, fmtQ4_0},
 	}
 	plainSet = map[quant.Type]neonKernel{
-		quant.Q8_0: {dotQ8_0NEON, fmtQ8_0},
-		quant.Q4_K: {dotQ4_KNEON, fmtQ4_K},
+		quant.Q8_0:  {dotQ8_0NEON, fmtQ8_0},
+		quant.Q4_K:  {dotQ4_KNEON, fmtQ4_K},
+		quant.Q5_K:  {dotQ5_KNEON, fmtQ5_K},
+		quant.Q6_K:  {dotQ6_KNEON, fmtQ6_K},
+		quant.MXFP4: {dotMXFP4NEON, fmtMXFP4},
+		quant.Q4_0:  {dotQ4_0NEON, fmtQ4_0},
 	}
 )
 
-// installNEON swaps the kernels of set into m.
+// installNEON swaps the kernels of set and the float kernels into m.
 func installNEON(m *implementation, set map[quant.Type]neonKernel) {
 	for t, k := range set {
 		m.dots[t], m.rows[t], m.native[t] = k.k.dot(k.f), k.k.rows(k.f), true
 	}
+	m.dots[quant.F32], m.rows[quant.F32] = floatDot(dotF32NEON, 4, actF32), floatRows(dotF32NEON, 4, actF32)
+	m.dots[quant.F16], m.rows[quant.F16] = floatDot(dotF16NEON, 2, actF16), floatRows(dotF16NEON, 2, actF16)
+	m.native[quant.F32], m.native[quant.F16] = true, true
 }
 
-// The assembly routines (dot_arm64.s).
+// floatKernel is the shape of the F32 (x *float32) and F16 (x *uint16)
+// routines (dotf_arm64.s).
+type floatKernel[T float32 | uint16] func(w *byte, x *T, n int) float32
+
+// floatDot and floatRows wrap a float-row routine; es is the weight element
+// size and act picks the activation's vector.
+func floatDot[T float32 | uint16](k floatKernel[T], es int, act func(*Activation) []T) dotFunc {
+	return func(w []byte, a *Activation) float32 {
+		x, n := act(a), a.cols
+		if n <= 0 || len(w) != es*n || len(x) < n {
+			return nan
+		}
+		return k(&w[0], &x[0], n)
+	}
+}
+
+func floatRows[T float32 | uint16](k floatKernel[T], es int, act func(*Activation) []T) rowsFunc {
+	return func(w []byte, rb int, a *Activation, y []float32) {
+		x, n := act(a), a.cols
+		if n <= 0 || rb != es*n || len(x) < n || len(y) == 0 || len(w) < len(y)*rb {
+			fillNaN(y)
+			return
+		}
+		for i := range y {
+			y[i] = k(&w[i*rb], &x[0], n)
+		}
+	}
+}
+
+func actF32(a *Activation) []float32 { return a.f }
+func actF16(a *Activation) []uint16  { return a.h }
+
+// The assembly routines (dot_arm64.s, dotf_arm64.s).
 
 //go:noescape
 func dotQ8_0SDOT(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
@@ -117,3 +174,33 @@ func dotQ4_KSDOT(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 
 //go:noescape
 func dotQ4_KNEON(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ5_KSDOT(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ5_KNEON(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ6_KSDOT(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ6_KNEON(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotMXFP4SDOT(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotMXFP4NEON(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ4_0SDOT(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ4_0NEON(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotF32NEON(w *byte, x *float32, n int) float32
+
+//go:noescape
+func dotF16NEON(w *byte, x *uint16, n int) float32
