@@ -215,7 +215,7 @@ func (g *weightGen) row(r uint64, rg *rng, dst []float32) {
 	switch t.Role {
 	case RoleNorm:
 		for i := range dst {
-			dst[i] = float32(1 + normJitter*rg.norm())
+			dst[i] = float32(1 + float64(normJitter*rg.norm())) // no FMA on arm64
 		}
 		if n == p.NEmbd {
 			for i := n - g.anchors; i < n; i++ {
@@ -230,7 +230,7 @@ func (g *weightGen) row(r uint64, rg *rng, dst []float32) {
 		return
 	case RoleRouter:
 		read := n - g.anchors // dimensions the router reads
-		rstd, v := std, embedStd*embedStd+layerVarGain*float64(t.Layer)
+		rstd, v := std, float64(embedStd*embedStd)+float64(layerVarGain*float64(t.Layer)) // no FMA on arm64
 		if hasCopyHead(p) {
 			// same logit noise as reading every dimension, from the routing
 			// dimensions only; those hold e_t + α·e_{t-1}

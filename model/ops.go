@@ -122,8 +122,9 @@ func (r Rope) ApplyNeoX(x []float32, pos int) {
 		s := float32(math.Sin(float64(t))) * r.AttnScale
 		x0 := x[i]
 		x1 := x[i+half]
-		x[i] = x0*c - x1*s
-		x[i+half] = x0*s + x1*c
+		// explicit roundings: never fused into FMA (Go fuses on arm64)
+		x[i] = float32(x0*c) - float32(x1*s)
+		x[i+half] = float32(x0*s) + float32(x1*c)
 		theta *= thetaScale
 	}
 }

@@ -209,7 +209,7 @@ func (s *Sampler) penalize(id int32, l float32) float32 {
 	if c > 0 {
 		pres = s.p.PresencePenalty
 	}
-	return l - float32(c)*s.p.FreqPenalty - pres
+	return l - float32(float32(c)*s.p.FreqPenalty) - pres // no FMA on arm64
 }
 
 // better orders candidates: higher logit first, lower id on ties.

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The arm64 tests under user-mode emulation (qemu-aarch64-static): the
+# kernels, quant, model and stages packages and the golden, logits
+# fingerprint (bit-identical to amd64) and output invariance tests of
+# cmd/pipe, once with each arm64 kernel set forced (sdot: the ARMv8.2
+# dot-product kernels; neon: the plain NEON kernels, -tags nodotprod).
+# PIPE_KERNELS makes a run fail if the set in use is not the one named.
+# -short trims the slow sweeps (emulation is ~10x slower); the golden tests
+# still run every model file.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CGO_ENABLED=0 GOOS=linux GOARCH=arm64
+if ! command -v qemu-aarch64-static >/dev/null 2>&1; then
+  echo "qemu-aarch64-static not found (Debian package qemu-user-static)" >&2
+  exit 1
+fi
+# Go fuses x*y+z into one instruction on arm64 unless a float32()/float64()
+# conversion forces the rounding; fused code would not match amd64.
+echo "== no fused multiply-add in the arm64 build"
+listing=$(go build -gcflags='github.com/pipe-engine/pipe/...=-S' -o /dev/null ./... 2>&1)
+if ! grep -q 'model\.Softmax STEXT' <<<"$listing"; then echo "no assembly listing from go build -gcflags=-S"; exit 1; fi
+fused=$(grep -E '^\s+0x[0-9a-f]+ [0-9]+ \([^)]*\)\s+F(N)?M(ADD|SUB)[SD]\b' <<<"$listing" || true)
+if [ -n "$fused" ]; then echo "fused multiply-add in:"; echo "$fused"; exit 1; fi
+run() {
+  local set=$1; shift
+  echo "== arm64 under qemu: kernel set $set"
+  PIPE_KERNELS=$set go test -count=1 -short -exec qemu-aarch64-static "$@" \
+    ./kernels/ ./quant/ ./model/... ./stages/
+  PIPE_KERNELS=$set go test -count=1 -short -exec qemu-aarch64-static "$@" \
+    -run 'Golden|Fingerprint|Invariance' ./cmd/pipe/
+}
+run sdot
+run neon -tags nodotprod
