@@ -230,7 +230,8 @@ func (g *weightGen) row(r uint64, rg *rng, dst []float32) {
 		return
 	case RoleRouter:
 		read := n - g.anchors // dimensions the router reads
-		rstd, v := std, float64(embedStd*embedStd)+float64(layerVarGain*float64(t.Layer)) // no FMA on arm64
+		// explicit roundings: no FMA on arm64
+		rstd, v := std, float64(embedStd*embedStd)+float64(layerVarGain*float64(t.Layer))
 		if hasCopyHead(p) {
 			// same logit noise as reading every dimension, from the routing
 			// dimensions only; those hold e_t + α·e_{t-1}
