@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 
+	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/quant"
 )
 
@@ -105,24 +106,6 @@ var f16tab = func() *[1 << 16]float32 {
 	return &t
 }()
 
-// dot4 is Σ a[i]·b[i] over four interleaved partial sums, combined as
-// (s0+s1)+(s2+s3): a fixed order, so results never depend on threading.
-func dot4(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += float32(a[i] * b[i])
-		s1 += float32(a[i+1] * b[i+1])
-		s2 += float32(a[i+2] * b[i+2])
-		s3 += float32(a[i+3] * b[i+3])
-	}
-	for ; i < len(a); i++ {
-		s0 += float32(a[i] * b[i])
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
 func (s *State) attend(a *AttnArgs, q, scores, out []float32) {
 	l, off, dim, lo, hi, scale := a.Layer, a.Off, a.Dim, a.Lo, a.Hi, a.Scale
 	kvDim := s.widths[l]
@@ -139,27 +122,20 @@ func (s *State) attend(a *AttnArgs, q, scores, out []float32) {
 	for d := range out {
 		out[d] = 0
 	}
+	// The score dots (four lanes, (s0+s1)+(s2+s3)) and the in-order
+	// weighted value sums run in kernels' vectorized helpers, which keep
+	// exactly that order.
+	at := lo*kvDim + off
 	if s.Type == KVF32 {
-		K := s.k32[l]
-		q = q[:dim]
-		for j := 0; j < n; j++ {
-			o := (lo+j)*kvDim + off
-			scores[j] = dot4(q, K[o:o+dim]) * scale
+		kernels.DotsF32(q[:dim], s.k32[l][at:], kvDim, scores)
+		for j := range scores {
+			scores[j] *= scale
 		}
 		softmax(scores)
-		V := s.v32[l]
-		for j := 0; j < n; j++ {
-			o := (lo+j)*kvDim + off
-			row := V[o : o+dim]
-			p := scores[j]
-			for d, v := range row {
-				out[d] += float32(p * v)
-			}
-		}
+		kernels.AxpysF32(out, scores, s.v32[l][at:], kvDim)
 		return
 	}
 	tab := f16tab
-	K := s.k16[l]
 	var qh [512]float32
 	qq := qh[:0]
 	if dim > len(qh) {
@@ -168,26 +144,13 @@ func (s *State) attend(a *AttnArgs, q, scores, out []float32) {
 	for d := 0; d < dim; d++ {
 		qq = append(qq, tab[quant.FP32ToFP16(q[d])])
 	}
-	var kh [512]float32
-	kk := kh[:0]
-	if dim > len(kh) {
-		kk = make([]float32, 0, dim)
-	}
-	kk = kk[:dim]
-	for j := 0; j < n; j++ {
-		o := (lo+j)*kvDim + off
-		for d, b := range K[o : o+dim] {
-			kk[d] = tab[b]
-		}
-		scores[j] = dot4(qq, kk) * scale
+	kernels.DotsF16(qq, s.k16[l][at:], kvDim, scores)
+	for j := range scores {
+		scores[j] *= scale
 	}
 	softmax(scores)
-	V := s.v16[l]
-	for j := 0; j < n; j++ {
-		o := (lo+j)*kvDim + off
-		p := tab[quant.FP32ToFP16(scores[j])]
-		for d, b := range V[o : o+dim] {
-			out[d] += float32(p * tab[b])
-		}
+	for j := range scores { // the weights are rounded to F16 like the cache
+		scores[j] = tab[quant.FP32ToFP16(scores[j])]
 	}
+	kernels.AxpysF16(out, scores, s.v16[l][at:], kvDim)
 }
