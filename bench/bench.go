@@ -133,9 +133,13 @@ type RunResult struct {
 	SteadyTokS float64           `json:"steady_tok_s"`
 	HitPct     float64           `json:"cache_hit_pct"`
 	MiBPerTok  float64           `json:"MiB_per_token"`
-	PeakRSSMiB float64           `json:"peak_rss_MiB"`
-	CgroupPeak float64           `json:"cgroup_peak_MiB,omitempty"`
-	MajFlt     int64             `json:"majflt"`
+	TTFTms     float64           `json:"ttft_ms"` // -1 when the trailer has none
+	// WarmupTokens and First5Ms are the trailer's warmup_tokens and first5_wall_ms.
+	WarmupTokens int     `json:"warmup_tokens"`
+	First5Ms     float64 `json:"first5_wall_ms"`
+	PeakRSSMiB   float64 `json:"peak_rss_MiB"`
+	CgroupPeak   float64 `json:"cgroup_peak_MiB,omitempty"`
+	MajFlt       int64   `json:"majflt"`
 }
 
 // OK reports whether the run completed and produced a summary.
@@ -311,6 +315,12 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 		res.SteadyTokS = num(sum, "steady_tok_s")
 		res.HitPct = num(sum, "cache_hit_pct")
 		res.MiBPerTok = num(sum, "MiB_per_token")
+		res.WarmupTokens = int(num(sum, "warmup_tokens"))
+		res.First5Ms = num(sum, "first5_wall_ms")
+		res.TTFTms = -1
+		if v, err := strconv.ParseFloat(sum["ttft_ms"], 64); err == nil {
+			res.TTFTms = v
+		}
 	} else if res.Err == "" {
 		res.Err = err.Error()
 	}

@@ -74,8 +74,12 @@ func fakeRun(args []string) int {
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(f, "%d,1,%.1f,0,0,0,50,0,0,0,0,-1\n", i, 1000/tokS)
 	}
-	fmt.Fprintf(f, "# summary tokens=%d tok_s=%.3f steady_tok_s=%.3f read_MiB=10 MiB_per_token=%.1f cache_hit_pct=%.1f status=ok\n",
-		n, tokS*0.9, tokS, 100/float64(lanes), 10*float64(lanes))
+	ttft := fmt.Sprintf(" ttft_ms=%.1f", 1000/float64(lanes)) // none with --overlap=false
+	if flags["overlap"] == "false" {
+		ttft = ""
+	}
+	fmt.Fprintf(f, "# summary tokens=%d tok_s=%.3f steady_tok_s=%.3f warmup_tokens=%d first5_wall_ms=%.1f read_MiB=10 MiB_per_token=%.1f cache_hit_pct=%.1f%s status=ok\n",
+		n, tokS*0.9, tokS, lanes/2, 2000/tokS, 100/float64(lanes), 10*float64(lanes), ttft)
 	return 0
 }
 
@@ -130,6 +134,15 @@ func TestMatrixInterleavedTable(t *testing.T) {
 		if c.PeakRSSMiB <= 0 {
 			t.Errorf("config %d: no peak RSS", i)
 		}
+		lanes := float64(int(1) << (i / 2))
+		wantTTFT := 1000 / lanes
+		if i%2 == 1 {
+			wantTTFT = math.NaN() // no ttft_ms in those trailers
+		}
+		if !(math.Abs(c.TTFTms-wantTTFT) < 1e-9 || math.IsNaN(wantTTFT) && math.IsNaN(c.TTFTms)) || c.WarmupTok != float64(int(lanes)/2) ||
+			math.Abs(c.First5Ms-2000/w.steady) > 0.1 {
+			t.Errorf("config %d: TTFT %v warm-up %v first-5 %v, want %v, %v, %v", i, c.TTFTms, c.WarmupTok, c.First5Ms, wantTTFT, int(lanes)/2, 2000/w.steady)
+		}
 	}
 	for _, format := range []string{"text", "markdown", "json"} {
 		var b bytes.Buffer
@@ -145,7 +158,7 @@ func TestMatrixInterleavedTable(t *testing.T) {
 				t.Errorf("json does not round-trip: %v", err)
 			}
 		}
-		if format == "markdown" && !strings.Contains(b.String(), "| config | tok/s |") {
+		if format == "markdown" && !strings.Contains(b.String(), "| config | tok/s | steady tok/s | ratio | TTFT ms | warm-up | first-5 ms |") {
 			t.Errorf("markdown header missing:\n%s", b.String())
 		}
 	}

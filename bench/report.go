@@ -30,7 +30,10 @@ type ConfigStats struct {
 	SteadyTokS  float64  `json:"steady_tok_s"` // mean over completed runs of the steady-window tok/s
 	SteadyMin   float64  `json:"steady_tok_s_min"`
 	SteadyMax   float64  `json:"steady_tok_s_max"`
-	Ratio       float64  `json:"ratio"` // SteadyTokS / the first configuration's (NaN when either has no completed run)
+	Ratio       float64  `json:"ratio"`          // SteadyTokS / the first configuration's (NaN when either has no completed run)
+	TTFTms      float64  `json:"ttft_ms"`        // mean time to first token (prompt → first generated token)
+	WarmupTok   float64  `json:"warmup_tokens"`  // mean warm-up length (tokens before the steady window)
+	First5Ms    float64  `json:"first5_wall_ms"` // mean wall of the first five tokens
 	HitPct      float64  `json:"cache_hit_pct"`
 	MiBPerTok   float64  `json:"MiB_per_token"`
 	PeakRSSMiB  float64  `json:"peak_rss_MiB"` // max over runs
@@ -57,7 +60,7 @@ func (r *Report) aggregate() {
 		c := &r.Configs[i]
 		*c = ConfigStats{Label: c.Label, Flags: c.Flags, SteadyMin: math.NaN(), SteadyMax: math.NaN()}
 		var n float64
-		var majflt, tokens float64
+		var majflt, tokens, ttftN float64
 		for _, run := range r.Runs {
 			if run.Config != i {
 				continue
@@ -78,6 +81,12 @@ func (r *Report) aggregate() {
 			c.SteadyTokS += run.SteadyTokS
 			c.HitPct += run.HitPct
 			c.MiBPerTok += run.MiBPerTok
+			if run.TTFTms >= 0 {
+				c.TTFTms += run.TTFTms
+				ttftN++
+			}
+			c.WarmupTok += float64(run.WarmupTokens)
+			c.First5Ms += run.First5Ms
 			majflt += float64(run.MajFlt)
 			tokens += float64(run.Tokens)
 			if math.IsNaN(c.SteadyMin) || run.SteadyTokS < c.SteadyMin {
@@ -89,8 +98,12 @@ func (r *Report) aggregate() {
 		}
 		if n == 0 {
 			c.TokS, c.SteadyTokS, c.HitPct, c.MiBPerTok, c.MajFltPerTk = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
+			c.TTFTms, c.WarmupTok, c.First5Ms = math.NaN(), math.NaN(), math.NaN()
 			continue
 		}
+		c.TTFTms /= ttftN // NaN without a TTFT
+		c.WarmupTok /= n
+		c.First5Ms /= n
 		c.TokS /= n
 		c.SteadyTokS /= n
 		c.HitPct /= n
@@ -123,14 +136,14 @@ func (c *ConfigStats) status() string {
 	return s
 }
 
-var header = []string{"config", "tok/s", "steady tok/s", "ratio", "hit %", "MiB/token", "peak RSS MiB", "majflt/token", "runs"}
+var header = []string{"config", "tok/s", "steady tok/s", "ratio", "TTFT ms", "warm-up", "first-5 ms", "hit %", "MiB/token", "peak RSS MiB", "majflt/token", "runs"}
 
 func (c *ConfigStats) row() []string {
 	steady := f(c.SteadyTokS, 3)
 	if c.OK > 1 {
 		steady += fmt.Sprintf(" (%s–%s)", f(c.SteadyMin, 3), f(c.SteadyMax, 3))
 	}
-	return []string{c.Label, f(c.TokS, 3), steady, f(c.Ratio, 2), f(c.HitPct, 1), f(c.MiBPerTok, 1), f(c.PeakRSSMiB, 0), f(c.MajFltPerTk, 1), c.status()}
+	return []string{c.Label, f(c.TokS, 3), steady, f(c.Ratio, 2), f(c.TTFTms, 0), f(c.WarmupTok, 1), f(c.First5Ms, 0), f(c.HitPct, 1), f(c.MiBPerTok, 1), f(c.PeakRSSMiB, 0), f(c.MajFltPerTk, 1), c.status()}
 }
 
 // Write prints the report as text (aligned table), markdown or json.
@@ -189,7 +202,7 @@ func jsonSafe(r *Report) *Report {
 	}
 	for i := range c.Configs {
 		x := &c.Configs[i]
-		for _, p := range []*float64{&x.TokS, &x.SteadyTokS, &x.SteadyMin, &x.SteadyMax, &x.Ratio, &x.HitPct, &x.MiBPerTok, &x.PeakRSSMiB, &x.MajFltPerTk} {
+		for _, p := range []*float64{&x.TokS, &x.SteadyTokS, &x.SteadyMin, &x.SteadyMax, &x.Ratio, &x.TTFTms, &x.WarmupTok, &x.First5Ms, &x.HitPct, &x.MiBPerTok, &x.PeakRSSMiB, &x.MajFltPerTk} {
 			fix(p)
 		}
 	}

@@ -238,6 +238,15 @@ func (m *Model) route(_, layer int, ids [][]int, ws [][]float32) {
 	m.onRte(Route{Turn: s.turn, Prefill: s.inPrefill, Pos: s.st.St.Pos, Layer: layer, IDs: ids, W: ws})
 }
 
+// expertBytesRead is the expert bytes the reader lanes have read since Open
+// (0 without streaming).
+func (m *Model) expertBytesRead() int64 {
+	if l := m.eng.Lanes(); l != nil {
+		return l.Stats().Bytes
+	}
+	return 0
+}
+
 // Fail records why the run failed, for the summary (status=error or
 // canceled).
 func (m *Model) Fail(err error) { m.sink.Fail(err) }

@@ -128,6 +128,10 @@ type GenOptions struct {
 	// OnLogits, if set, sees each step's logits before sampling (the slice is
 	// valid only during the call).
 	OnLogits func([]float32) error
+	// Given is when the prompt was given, the start of the time to first
+	// token (zero: when Generate or Chat was called); a front end that
+	// tokenizes the prompt itself sets it before Encode.
+	Given time.Time
 }
 
 // Token is one sampled token as the callback sees it.
@@ -170,6 +174,7 @@ type Result struct {
 	Stop         Stop          // why it ended
 	Prefill      time.Duration // the prompt pass
 	Decode       time.Duration // from the first sample to the end
+	TTFT         time.Duration // from GenOptions.Given to the first sampled token
 }
 
 // Generate feeds ids after what the session holds and generates up to
@@ -179,6 +184,9 @@ type Result struct {
 func (s *Session) Generate(ctx context.Context, ids []int32, o GenOptions, onToken func(Token) error) (Result, error) {
 	if len(ids) == 0 {
 		return Result{}, ErrEmptyPrompt
+	}
+	if o.Given.IsZero() {
+		o.Given = time.Now()
 	}
 	if s.st == nil {
 		if err := s.size(len(ids) + max(o.MaxTokens, 0)); err != nil {
@@ -218,6 +226,10 @@ func (s *Session) run(ctx context.Context, ids []int32, n int, o GenOptions, onT
 			return res, err
 		}
 		res.Tokens = append(res.Tokens, next)
+		if i == 0 {
+			res.TTFT = time.Since(o.Given)
+			s.m.sink.FirstToken(res.TTFT)
+		}
 		if tok.IsEOG(next) && !o.IgnoreEOS {
 			s.unfed, res.Stop = next, StopEOG
 			return res, call(onToken, Token{ID: next, Text: stream.Flush(), EOG: true})
@@ -254,6 +266,7 @@ func call(f func(Token) error, t Token) error {
 // prefill feeds the prompt as one pass and returns the last position's logits.
 func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]float32, error) {
 	s.inPrefill = true
+	read0 := s.m.expertBytesRead()
 	rows, d, err := s.st.Prefill(ctx, ids, false)
 	s.inPrefill = false
 	s.m.forwards++
@@ -263,6 +276,7 @@ func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]floa
 	}
 	s.hist = append(s.hist, ids...)
 	s.m.sink.Prefill(len(ids), d)
+	s.m.sink.PrefillRead(s.m.expertBytesRead() - read0)
 	s.smp.AcceptAll(ids)
 	return rows[0], nil
 }
@@ -303,6 +317,9 @@ func (s *Session) step(ctx context.Context, tok int32, steps int) ([]float32, er
 // end-of-turn token, then the rendered delta), as llama-cli's conversation
 // mode does. The reply (without a final EOG) joins the conversation.
 func (s *Session) Chat(ctx context.Context, user string, o GenOptions, onToken func(Token) error) (Result, error) {
+	if o.Given.IsZero() {
+		o.Given = time.Now()
+	}
 	if s.st == nil {
 		if err := s.size(DefaultCtx); err != nil {
 			return Result{}, err

@@ -231,6 +231,7 @@ func (a *Analysis) facts() [][2]string {
 		{"tokens", strconv.Itoa(n)},
 		{"mean tok/s", fmt.Sprintf("%s  (%d tokens / %s s wall)", frate(s.MeanTokS), n, f2(s.TotalWallMS/1000))},
 		{"steady tok/s", fmt.Sprintf("%s  (warm-up %s by %s; steady window %s)", frate(s.SteadyTokS), plural(s.WarmupTokens, "token"), warm, steadyFrom)},
+		{"TTFT", a.ttftFact()},
 		{"first-5 wall avg", a.msFormat()(s.First5WallMS) + " ms"},
 		{"last-third tok/s", fmt.Sprintf("%s  (last %d tokens)", frate(s.LastThirdTokS), s.LastThirdTokens)},
 		{"final hit", finalHit(s)},
@@ -349,6 +350,7 @@ func trailerNum(key string) func(*Analysis) float64 {
 
 var cmpMetrics = []cmpMetric{
 	{"tokens", "", 0, func(a *Analysis) float64 { return float64(a.Summary.Tokens) }, f0, always},
+	{"TTFT", "ms", -1, trailerNum("ttft_ms"), f0, anyTrailer("ttft_ms")},
 	{"first-5 wall avg", "ms", -1, func(a *Analysis) float64 { return a.Summary.First5WallMS }, f0, always},
 	{"mean tok/s", "", +1, func(a *Analysis) float64 { return a.Summary.MeanTokS }, frate, always},
 	{"steady tok/s", "", +1, func(a *Analysis) float64 { return a.Summary.SteadyTokS }, frate, always},
@@ -360,15 +362,43 @@ var cmpMetrics = []cmpMetric{
 	{"mgmt share", "%", -1, func(a *Analysis) float64 { return 100 * a.Summary.MgmtShare }, f1, always},
 	{"cpu occupancy", "", 0, func(a *Analysis) float64 { return a.Summary.CPUOccupancy }, f2, anyHas("cpu_ms")},
 	{"major faults/token", "", -1, func(a *Analysis) float64 { return a.Summary.MajfltPerToken }, f1, anyHas("majflt")},
-	{"budget", "MiB", 0, trailerNum("cache_budget_MiB"), f0, func(as []*Analysis) bool {
+	{"budget", "MiB", 0, trailerNum("cache_budget_MiB"), f0, anyTrailer("cache_budget_MiB")},
+}
+
+// anyTrailer shows a metric when some run's trailer has key.
+func anyTrailer(key string) func([]*Analysis) bool {
+	return func(as []*Analysis) bool {
 		for _, a := range as {
-			if _, ok := a.Run.TrailerValue("cache_budget_MiB"); ok {
+			if _, ok := a.Run.TrailerValue(key); ok {
 				return true
 			}
 		}
 		return false
-	}},
+	}
 }
+
+// ttftFact is the time to first token line: ttft_ms from the trailer, with
+// the prefill that makes most of it.
+func (a *Analysis) ttftFact() string {
+	v, ok := a.Run.TrailerFloat("ttft_ms")
+	if !ok {
+		return dash + " (no ttft_ms in the trailer)"
+	}
+	out := f0(v) + " ms  (prompt to first token"
+	if p, ok := a.Run.TrailerFloat("prefill_s"); ok {
+		out += fmt.Sprintf("; prefill %s ms", f0(1000*p))
+		if n, ok := a.Run.TrailerValue("prefill_tokens"); ok {
+			out += " for " + n + " tokens"
+		}
+		if r, ok := a.Run.TrailerFloat("prefill_read_GBs"); ok {
+			out += ", expert reads at " + f2(r) + " GB/s"
+		}
+	}
+	return out + ")"
+}
+
+// TTFTms is the run's time to first token from the trailer (NaN if absent).
+func (a *Analysis) TTFTms() float64 { return trailerNum("ttft_ms")(a) }
 
 // Comparison is one cell of the side-by-side table: metric of run Value
 // against the first run's Base.
@@ -481,6 +511,7 @@ type jsonRun struct {
 	WarmupTokens    int               `json:"warmup_tokens"`
 	WarmupForced    bool              `json:"warmup_forced"`
 	WarmupEndStep   int               `json:"warmup_end_step"`
+	TTFTms          *float64          `json:"ttft_ms"`
 	First5WallMS    *float64          `json:"first5_wall_ms"`
 	LastThirdTokens int               `json:"last_third_tokens"`
 	LastThirdTokS   *float64          `json:"last_third_tok_s"`
@@ -521,6 +552,7 @@ func writeJSON(w io.Writer, as []*Analysis) error {
 			Name: a.Run.Name, Path: a.Run.Path, Columns: a.Run.Header, Tokens: s.Tokens,
 			TotalWallMS: s.TotalWallMS, MeanTokS: jnum(s.MeanTokS), SteadyTokS: jnum(s.SteadyTokS),
 			WarmupTokens: s.WarmupTokens, WarmupForced: s.WarmupForced, WarmupEndStep: a.WarmupEndStep(),
+			TTFTms:       jnum(a.TTFTms()),
 			First5WallMS: jnum(s.First5WallMS), LastThirdTokens: s.LastThirdTokens, LastThirdTokS: jnum(s.LastThirdTokS),
 			FirstHitPct: jnum(s.FirstHitPct), FinalHitPct: jnum(s.FinalHitPct), ReadMiB: s.ReadMiB,
 			MiBPerToken: jnum(s.MiBPerToken), StallShare: jnum(s.StallShare), MgmtShare: jnum(s.MgmtShare),

@@ -204,6 +204,9 @@ func buildPlots(as []*Analysis) (top, bottom *plot.Plot, legend plot.Legend, err
 		if end := a.WarmupEndStep(); end > 0 {
 			x := float64(end) + 0.5
 			label := fmt.Sprintf("%s warm-up end (step %d)", a.Run.Name, end)
+			if ttft := a.TTFTms(); !math.IsNaN(ttft) {
+				label += fmt.Sprintf(", TTFT %.0f ms", ttft)
+			}
 			for k, p := range []struct {
 				p      *plot.Plot
 				y0, y1 float64

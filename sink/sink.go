@@ -21,7 +21,7 @@
 // known: tokens tok_s steady_tok_s warmup_tokens first5_wall_ms
 // last_third_tok_s read_MiB MiB_per_token cache_hit_pct stall_share
 // mgmt_share majflt_per_token cpu_occupancy load_s prefill_tokens prefill_s
-// prefill_tok_s cache_budget_MiB dense_MiB expert_MiB o_direct io_threads
+// prefill_tok_s ttft_ms prefill_read_MiB prefill_read_GBs cache_budget_MiB dense_MiB expert_MiB o_direct io_threads
 // threads status, then the caller's Set keys in call order (a Set of a key
 // listed here replaces its value). Values never contain whitespace.
 //
@@ -34,11 +34,14 @@
 //   - `load` (info): load_seconds, dense_bytes, expert_bytes, budget_bytes,
 //     o_direct (bool), lanes, threads, then LoadInfo.Extra fields.
 //   - `prefill` (info): prefill_tokens, prefill_seconds, prefill_tok_s.
+//   - `first_token` (info): ttft_ms, the time from the prompt to the first
+//     generated token (FirstToken; the first prompt of the run only).
 //   - `token` (debug): every CSV column under its CSV name (extra columns too).
 //   - `summary` (info, from Close): tokens, mean_tok_s, steady_tok_s,
 //     warmup_tokens, first5_wall_ms, last_third_tok_s, hit_pct, read_mib,
 //     mib_per_token, stall_share, mgmt_share, majflt_per_token, cpu_occupancy,
-//     load_seconds, prefill_seconds, status, error (when failed), then the Set
+//     load_seconds, prefill_seconds, ttft_ms, prefill_read_MiB,
+//     prefill_read_GBs, status, error (when failed), then the Set
 //     keys. Fields whose value is unknown (NaN) are omitted.
 //
 // # Concurrency
@@ -134,6 +137,7 @@ type Sink struct {
 	load     *LoadInfo
 	prefillN int
 	prefillS float64
+	start    start
 	extra    []Field
 	failure  error
 	closed   bool
@@ -360,6 +364,7 @@ func (s *Sink) trailer(sum metrics.Summary) []Field {
 			num("prefill_tok_s", float64(s.prefillN)/s.prefillS, 2)
 		}
 	}
+	out = append(out, s.startTrailer()...)
 	if s.load != nil {
 		num("cache_budget_MiB", float64(s.load.BudgetBytes)/(1<<20), 1)
 		num("dense_MiB", float64(s.load.DenseBytes)/(1<<20), 1)
@@ -455,6 +460,11 @@ func (s *Sink) logSummary(sum metrics.Summary) {
 	if s.prefillN > 0 || s.prefillS > 0 {
 		ev.Int("prefill_tokens", s.prefillN)
 		f("prefill_seconds", s.prefillS)
+	}
+	for _, kv := range s.startTrailer() {
+		if v, err := strconv.ParseFloat(kv.Value.(string), 64); err == nil {
+			ev.Float64(kv.Key, v)
+		}
 	}
 	ev.Str("status", s.status())
 	if s.failure != nil {

@@ -12,6 +12,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pipe-engine/pipe/decode"
 	"github.com/pipe-engine/pipe/internal/safefile"
@@ -303,6 +304,7 @@ func (r *runner) print(t decode.Token) error {
 
 func (r *runner) once(sess *decode.Session) error {
 	c := r.c
+	given := time.Now() // the prompt is given: the start of the time to first token
 	ids, text, err := r.m.Encode(decode.Prompt{Text: c.Prompt, Chat: c.Chat, System: c.System, NoThink: c.NoThink})
 	if err != nil {
 		if errors.Is(err, decode.ErrEmptyPrompt) {
@@ -316,7 +318,9 @@ func (r *runner) once(sess *decode.Session) error {
 			return err
 		}
 	}
-	if _, err := sess.Generate(r.g.Ctx, ids, r.genOptions(), r.print); err != nil {
+	o := r.genOptions()
+	o.Given = given
+	if _, err := sess.Generate(r.g.Ctx, ids, o, r.print); err != nil {
 		return err
 	}
 	return r.out.write("\n", "the final newline")

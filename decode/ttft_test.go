@@ -1,0 +1,55 @@
+package decode
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/sink"
+	"github.com/pipe-engine/pipe/stages"
+)
+
+// TestTTFT: Generate's time to first token starts at GenOptions.Given, covers
+// the prefill, and is the run's ttft_ms in the CSV trailer beside the
+// prefill's expert read.
+func TestTTFT(t *testing.T) {
+	var csv bytes.Buffer
+	m, err := Open(context.Background(), Options{
+		Engine: stages.Config{Path: tinyQ8, IO: stages.IOConfig{Lanes: 2}, Cache: stages.CacheConfig{Bytes: 4 << 20, Policy: "lru"},
+			Overlap: true, Threads: 2, Log: zerolog.Nop()},
+		Stream: StreamOn, KV: model.KVF32, Sink: sink.Options{CSVWriter: &csv, Warmup: -1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.NewSession(SessionOptions{Sampling: greedy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _, err := m.Encode(Prompt{Text: "Once upon a time"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	given := time.Now().Add(-time.Second) // the prompt came a second ago
+	res, err := s.Generate(context.Background(), ids, GenOptions{MaxTokens: 3, Given: given}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if res.TTFT < time.Second+res.Prefill || res.TTFT > time.Since(given) {
+		t.Errorf("TTFT %v: want at least 1s + prefill %v and at most %v", res.TTFT, res.Prefill, time.Since(given))
+	}
+	trailer := csv.String()[strings.LastIndex(csv.String(), "# summary"):]
+	for _, k := range []string{" ttft_ms=1", " prefill_read_MiB=", " prefill_read_GBs=", " warmup_tokens="} {
+		if !strings.Contains(trailer, k) {
+			t.Errorf("trailer %q lacks %q", trailer, k)
+		}
+	}
+}
