@@ -118,9 +118,21 @@ type HParams struct {
 	// SlidingWindowPattern is attention.sliding_window_pattern when stored as
 	// a per-layer array (gemma4): true = the layer uses the sliding window.
 	SlidingWindowPattern []bool  `json:"sliding_window_pattern,omitempty"`
-	FinalLogitSoftcap    float32 `json:"final_logit_softcap"`            // final_logit_softcapping (gemma)
+	FinalLogitSoftcap    float32 `json:"final_logit_softcap"` // final_logit_softcapping (gemma)
+	SWA                  SWAGeom `json:"swa"`
+	SharedKVLayers       int     `json:"shared_kv_layers,omitempty"`     // attention.shared_kv_layers (gemma4)
+	EmbdPerLayer         int     `json:"n_embd_per_layer,omitempty"`     // embedding_length_per_layer_input (gemma4)
 	HeadCountKVLayers    []int   `json:"head_count_kv_layers,omitempty"` // per-layer head_count_kv when stored as an array
 	HeadCountLayers      []int   `json:"head_count_layers,omitempty"`    // per-layer head_count when stored as an array
+}
+
+// SWAGeom is the sliding-window layers' own geometry (gemma4). Fields are
+// 0 when the key is absent: the architecture applies llama.cpp's defaults.
+type SWAGeom struct {
+	HeadDim      int     `json:"head_dim,omitempty"`       // attention.key_length_swa
+	HeadDimV     int     `json:"head_dim_v,omitempty"`     // attention.value_length_swa
+	NRot         int     `json:"n_rot,omitempty"`          // rope.dimension_count_swa
+	RopeFreqBase float32 `json:"rope_freq_base,omitempty"` // rope.freq_base_swa
 }
 
 // Desc describes a model file from its metadata alone.
@@ -306,9 +318,15 @@ func (d *Desc) readHParams(known bool) error {
 	h.NCtxTrain, _ = integer("context_length", false, big)
 	h.NRot, _ = integer("rope.dimension_count", false, big)
 	h.SlidingWindow, _ = integer("attention.sliding_window", false, big)
+	h.SWA.HeadDim, _ = integer("attention.key_length_swa", false, big)
+	h.SWA.HeadDimV, _ = integer("attention.value_length_swa", false, big)
+	h.SWA.NRot, _ = integer("rope.dimension_count_swa", false, big)
+	h.SharedKVLayers, _ = integer("attention.shared_kv_layers", false, maxLayers)
+	h.EmbdPerLayer, _ = integer("embedding_length_per_layer_input", false, big)
 	h.RopeScalingOrigCtx, _ = integer("rope.scaling.original_context_length", false, big)
 	h.RMSEps = float("attention.layer_norm_rms_epsilon")
 	h.RopeFreqBase = float("rope.freq_base")
+	h.SWA.RopeFreqBase = float("rope.freq_base_swa")
 	h.RopeScaleLinear = float("rope.scaling.factor")
 	if h.RopeScaleLinear == 0 {
 		h.RopeScaleLinear = float("rope.scale_linear")

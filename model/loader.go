@@ -42,6 +42,12 @@ func (l *Loader) info(name string) *gguf.TensorInfo {
 	return ti
 }
 
+// Has reports whether the file has a tensor called name.
+func (l *Loader) Has(name string) bool {
+	_, ok := l.d.File.Tensor(name)
+	return ok
+}
+
 // Matrix loads a 2-D weight with ne0 = cols and ne1 = rows; rows < 0 accepts
 // any row count. A missing tensor is an error.
 func (l *Loader) Matrix(name string, cols, rows int) Weight {

@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"sync"
 
 	"github.com/pipe-engine/pipe/quant"
 )
@@ -85,6 +86,45 @@ func SiLU(x float32) float32 {
 func SwiGLU(out, gate, up []float32) {
 	for i := range out {
 		out[i] = SiLU(gate[i]) * up[i]
+	}
+}
+
+// geluTab is ggml's GELU table: for every F16 bit pattern h,
+// F16(gelu_f32(F32(h))) (ggml_table_gelu_f16, 128 KiB), built on first use.
+var geluTab = sync.OnceValue(func() *[1 << 16]uint16 {
+	var t [1 << 16]uint16
+	for i := range t {
+		t[i] = quant.FP32ToFP16(geluF32(quant.FP16ToFP32(uint16(i))))
+	}
+	return &t
+})
+
+// geluF32 is ggml_gelu_f32, the tanh approximation in float32.
+func geluF32(x float32) float32 {
+	const (
+		coefA       = float32(0.044715)
+		sqrt2OverPi = float32(0.79788456080286535587989211986876)
+	)
+	inner := sqrt2OverPi * x * (1 + coefA*x*x)
+	return 0.5 * x * (1 + float32(math.Tanh(float64(inner))))
+}
+
+// GEGLU writes gelu(gate)·up into out (out may alias gate or up), as
+// ggml_vec_geglu_f32 computes it with GGML_GELU_FP16: 0 where gate ≤ -10,
+// gate·up where gate ≥ 10, else ggml's GELU table at gate rounded to F16,
+// times up.
+func GEGLU(out, gate, up []float32) {
+	tab := geluTab()
+	for i := range out {
+		g := gate[i]
+		switch {
+		case g <= -10:
+			out[i] = 0
+		case g >= 10:
+			out[i] = g * up[i]
+		default:
+			out[i] = quant.FP16ToFP32(tab[quant.FP32ToFP16(g)]) * up[i]
+		}
 	}
 }
 

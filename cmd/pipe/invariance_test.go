@@ -12,11 +12,15 @@ import (
 // bit-identical whatever the I/O settings. The tiny F32 golden model has
 // 4 layers × top-2 of 8 experts of ~0.8 MB each, so one token's working set
 // is ~6.3 MB and all experts ~25 MB: --cache-mb 3 is below the working set
-// (the LRU cliff), 12 about half the experts, 30 all of them.
+// (the LRU cliff), 12 about half the experts, 30 all of them. The gemma4
+// files (3 layers × top-2 of 8 experts of 0.75 MB at F32: a 4.5 MB working
+// set, 18 MB in all) run the same settings: per-layer geometry, the dense
+// MLP beside the experts and the router on the attention output (what
+// next-layer prefetch peeks with) must not change a bit either.
 func TestOutputInvariance(t *testing.T) {
-	models := []string{"tiny-qwen3moe-F32", "tiny-qwen3moe-Q4_K_M"}
+	models := []string{"tiny-qwen3moe-F32", "tiny-qwen3moe-Q4_K_M", "tiny-gemma4-F32", "tiny-gemma4-Q4_K_M"}
 	if testing.Short() {
-		models = models[1:]
+		models = []string{"tiny-qwen3moe-Q4_K_M", "tiny-gemma4-Q4_K_M"}
 	}
 	configs := [][]string{
 		{"--moe-stream=true", "--io-threads", "1"},
