@@ -7,12 +7,14 @@ import (
 	"math"
 
 	"github.com/pipe-engine/pipe/quant"
+	"golang.org/x/sys/cpu"
 )
 
 // AVX-512 Q4_K and Q6_K multi-token kernels (gemm_amd64.s): 8 tokens (4
 // pairs) per call, and 2 tokens (one pair) for the tokens left after whole
-// tiles of 8. Used where AVX-512 F/BW exist: they measured faster than the
-// AVX2 4-token kernels (BenchmarkGEMM).
+// tiles of 8. Used where AVX-512 F/BW exist (the VNNI variants where
+// AVX-512 VNNI does): they measured faster than the AVX2 4-token kernels
+// (BenchmarkGEMM).
 
 // gemmK4Shuf512[k]: VPSHUFB control broadcasting int16 lane k of each
 // 128-bit lane to all its lanes (gemmK4Shuf for 512-bit registers).
@@ -35,6 +37,18 @@ func gemmQ6_KAVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, s
 
 //go:noescape
 func gemmQ6_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+
+//go:noescape
+func gemmQ4_KVNNIx8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+
+//go:noescape
+func gemmQ4_KVNNIx2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+
+//go:noescape
+func gemmQ6_KVNNIx8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+
+//go:noescape
+func gemmQ6_KVNNIx2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
 
 //go:noescape
 func gemmQ4_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
@@ -142,6 +156,17 @@ func avx512GEMM(T, bs int, size func(cols int) int, kern pairKernel) gemmRun {
 func pairGEMM(bs int, size func(T int) func(cols int) int, pack func([]*Activation, []byte), k8, k2 pairKernel) *gemmKernel {
 	two := &gemmKernel{tile: 2, pack: pack, packBytes: size(2), run: avx512GEMM(2, bs, size(2), k2)}
 	return &gemmKernel{tile: 8, pack: pack, packBytes: size(8), run: avx512GEMM(8, bs, size(8), k8), next: two, minFill: 5}
+}
+
+// hasVNNI gates the VNNI variants (VPDPWSSD).
+var hasVNNI = hasAVX512 && cpu.X86.HasAVX512VNNI
+
+// vnniGEMMs: the pair kernels with VPDPWSSD.
+func vnniGEMMs() map[quant.Type]*gemmKernel {
+	return map[quant.Type]*gemmKernel{
+		quant.Q4_K: pairGEMM(144, q4KPairsBytes, packQ4_KPairs, gemmQ4_KVNNIx8, gemmQ4_KVNNIx2),
+		quant.Q6_K: pairGEMM(210, q6KPairsBytes, packQ6_KPairs, gemmQ6_KVNNIx8, gemmQ6_KVNNIx2),
+	}
 }
 
 // avx512GEMMs: Q4_K and Q6_K pair kernels.

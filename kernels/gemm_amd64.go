@@ -65,14 +65,21 @@ func init() {
 	if hasAVX512 {
 		nativeGEMMSets = append(nativeGEMMSets, gemmSet{"avx512", avx512GEMMs()})
 	}
+	if hasVNNI {
+		nativeGEMMSets = append(nativeGEMMSets, gemmSet{"avx512vnni", vnniGEMMs()})
+	}
 }
 
-// installGEMMAVX2 puts the AVX2 multi-token kernels into m, and the AVX-512
-// ones over them where the CPU has AVX-512.
+// installGEMMAVX2 puts the AVX2 multi-token kernels into m, and over them
+// the AVX-512 ones where the CPU has AVX-512 (their VNNI variants with
+// AVX-512 VNNI).
 func installGEMMAVX2(m *implementation) {
 	maps.Copy(m.gemm, avx2GEMMs())
 	if hasAVX512 {
 		maps.Copy(m.gemm, avx512GEMMs())
+	}
+	if hasVNNI {
+		maps.Copy(m.gemm, vnniGEMMs())
 	}
 }
 

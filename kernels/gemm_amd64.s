@@ -857,3 +857,289 @@ z62blk:
 	JNZ  z62row
 	VZEROUPPER
 	RET
+
+// AVX-512 VNNI variants of the pair kernels: VPDPWSSD adds the
+// scale-weighted pair sums straight into the int32 lanes (VPMADDWD +
+// VPADDD in one instruction; the integer lanes are exactly the same).
+
+#define Z4PAIRV(q, acc) \
+	VPMADDUBSW (q)(DI), Z9, Z20 \
+	VPDPWSSD   Z10, Z20, acc \
+	VPMADDUBSW (q+64)(DI), Z8, Z21 \
+	VPDPWSSD   Z11, Z21, acc
+
+// func gemmQ4_KVNNIx8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+TEXT ·gemmQ4_KVNNIx8(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ scratch+56(FP), DX
+	MOVL         $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+
+v8row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+
+v8blk:
+	Z4BLOCKHEAD
+	Z4MIN(256, 384, Z4)
+	Z4MIN(320, 448, Z5)
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	Z4UNPACK(0)
+	Z4PAIRV(512, Z16)
+	Z4PAIRV(1024, Z17)
+	Z4PAIRV(1536, Z18)
+	Z4PAIRV(2048, Z19)
+	Z4UNPACK(1)
+	Z4PAIRV(640, Z16)
+	Z4PAIRV(1152, Z17)
+	Z4PAIRV(1664, Z18)
+	Z4PAIRV(2176, Z19)
+	Z4UNPACK(2)
+	Z4PAIRV(768, Z16)
+	Z4PAIRV(1280, Z17)
+	Z4PAIRV(1792, Z18)
+	Z4PAIRV(2304, Z19)
+	Z4UNPACK(3)
+	Z4PAIRV(896, Z16)
+	Z4PAIRV(1408, Z17)
+	Z4PAIRV(1920, Z18)
+	Z4PAIRV(2432, Z19)
+	Z4D
+	Z4FIN(0, Z0, Z16)
+	Z4FIN(64, Z1, Z17)
+	Z4FIN(128, Z2, Z18)
+	Z4FIN(192, Z3, Z19)
+	ADDQ $144, SI
+	ADDQ $2560, DI
+	DECQ CX
+	JNZ  v8blk
+
+	Z4RED(Z0)
+	Z4RED(Z1)
+	Z4RED(Z2)
+	Z4RED(Z3)
+	Z4MRED(Z4)
+	Z4MRED(Z5)
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	MOVQ    R14, R12
+	Z4OUT(0, 256)
+	Z4OUT(32, 272)
+	Z4OUT(64, 288)
+	Z4OUT(96, 304)
+	Z4OUT(128, 320)
+	Z4OUT(160, 336)
+	Z4OUT(192, 352)
+	Z4OUT(224, 368)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  v8row
+	VZEROUPPER
+	RET
+
+// func gemmQ4_KVNNIx2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+TEXT ·gemmQ4_KVNNIx2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ scratch+56(FP), DX
+	MOVL         $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+
+v2row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z4, Z4, Z4
+
+v2blk:
+	Z4BLOCKHEAD
+	Z4MIN(64, 128, Z4)
+	VPXORD Z16, Z16, Z16
+	Z4UNPACK(0)
+	Z4PAIRV(192, Z16)
+	Z4UNPACK(1)
+	Z4PAIRV(320, Z16)
+	Z4UNPACK(2)
+	Z4PAIRV(448, Z16)
+	Z4UNPACK(3)
+	Z4PAIRV(576, Z16)
+	Z4D
+	Z4FIN(0, Z0, Z16)
+	ADDQ $144, SI
+	ADDQ $704, DI
+	DECQ CX
+	JNZ  v2blk
+
+	Z4RED(Z0)
+	Z4MRED(Z4)
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z4, 256(DX)
+	MOVQ    R14, R12
+	Z4OUT(0, 256)
+	Z4OUT(32, 272)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  v2row
+	VZEROUPPER
+	RET
+
+#define Z6PV(yoff, acc) \
+	VPMADDUBSW (yoff)(DI), Z9, Z12 \
+	VPSUBW     (yoff+512)(DI), Z12, Z12 \
+	VPDPWSSD   Z10, Z12, acc
+
+#define Z6PART8V(c) \
+	Z6SC(c) \
+	Z6PV(256+64*(c), Z16) \
+	Z6PV(1280+64*(c), Z17) \
+	Z6PV(2304+64*(c), Z18) \
+	Z6PV(3328+64*(c), Z19)
+
+#define Z6HALF8V(n) \
+	Z6C0(n) \
+	Z6PART8V(4*n) \
+	Z6C1(n) \
+	Z6PART8V(4*n+1) \
+	Z6C2(n) \
+	Z6PART8V(4*n+2) \
+	Z6C3(n) \
+	Z6PART8V(4*n+3)
+
+#define Z6PART2V(c) \
+	Z6SC(c) \
+	Z6PV(64+64*(c), Z16)
+
+#define Z6HALF2V(n) \
+	Z6C0(n) \
+	Z6PART2V(4*n) \
+	Z6C1(n) \
+	Z6PART2V(4*n+1) \
+	Z6C2(n) \
+	Z6PART2V(4*n+2) \
+	Z6C3(n) \
+	Z6PART2V(4*n+3)
+
+// func gemmQ6_KVNNIx8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+TEXT ·gemmQ6_KVNNIx8(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ scratch+56(FP), DX
+	Z6CONST
+
+w68row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+w68blk:
+	VMOVDQU 192(SI), X11
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	VPXORD  Z18, Z18, Z18
+	VPXORD  Z19, Z19, Z19
+	Z6HALF8V(0)
+	Z6HALF8V(1)
+	Z6D
+	Z4FIN(0, Z0, Z16)
+	Z4FIN(64, Z1, Z17)
+	Z4FIN(128, Z2, Z18)
+	Z4FIN(192, Z3, Z19)
+	ADDQ $210, SI
+	ADDQ $4352, DI
+	DECQ CX
+	JNZ  w68blk
+
+	Z4RED(Z0)
+	Z4RED(Z1)
+	Z4RED(Z2)
+	Z4RED(Z3)
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	MOVQ    R14, R12
+	Z6OUT(0)
+	Z6OUT(32)
+	Z6OUT(64)
+	Z6OUT(96)
+	Z6OUT(128)
+	Z6OUT(160)
+	Z6OUT(192)
+	Z6OUT(224)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  w68row
+	VZEROUPPER
+	RET
+
+// func gemmQ6_KVNNIx2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+TEXT ·gemmQ6_KVNNIx2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ scratch+56(FP), DX
+	Z6CONST
+
+w62row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+
+w62blk:
+	VMOVDQU 192(SI), X11
+	VPXORD  Z16, Z16, Z16
+	Z6HALF2V(0)
+	Z6HALF2V(1)
+	Z6D
+	Z4FIN(0, Z0, Z16)
+	ADDQ $210, SI
+	ADDQ $1088, DI
+	DECQ CX
+	JNZ  w62blk
+
+	Z4RED(Z0)
+	VMOVUPS Z0, 0(DX)
+	MOVQ    R14, R12
+	Z6OUT(0)
+	Z6OUT(32)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  w62row
+	VZEROUPPER
+	RET
