@@ -206,7 +206,11 @@ func (e *Engine) runStream(ctx context.Context, job *ffn.Job, st *ffn.Stats) err
 			e.speculateNext(job)
 			first = false
 		}
-		cerr := e.ffn.Consume(ctx, job, out, len(w), e.cfg.Overlap, st)
+		// The wave is consumed under the engine's lifetime, not ctx: the
+		// planner and lanes deliver every expert of it, and one left unread
+		// in out would stay pinned in the cache for good. A cancelled ctx
+		// ends the pass at the next wave or layer (the sends above).
+		cerr := e.ffn.Consume(e.life.ctx, job, out, len(w), e.cfg.Overlap, st)
 		var perr error
 		select {
 		case perr = <-done:

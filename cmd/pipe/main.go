@@ -32,6 +32,7 @@ type CLI struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	Run     RunCmd     `cmd:"" help:"Decode a prompt, streaming routed experts from flash (the main job)."`
+	Serve   ServeCmd   `cmd:"" help:"Serve the model over an OpenAI-compatible HTTP API (chat and text completions, streaming)."`
 	Gen     GenCmd     `cmd:"" help:"Write a synthetic model with the shapes, names, metadata and quantization mix of a real one."`
 	Bench   BenchCmd   `cmd:"" help:"Run a matrix of pipe run configurations side by side (interleaved), optionally under a memory cap, and tabulate them."`
 	Inspect InspectCmd `cmd:"" help:"Show a GGUF model's architecture, hyper-parameters, tensors and expert/dense split."`

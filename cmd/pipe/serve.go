@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/pipe-engine/pipe/decode"
+	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/serve"
+	"github.com/pipe-engine/pipe/sink"
+)
+
+// ServeCmd is `pipe serve`: an OpenAI-compatible HTTP server (package serve).
+type ServeCmd struct {
+	Model  string `short:"m" help:"GGUF model file (first shard of a split model). Without it, the demo model (see pipe run)." type:"path"`
+	Host   string `help:"Address to listen on (a non-loopback address without --api-key logs a warning)." default:"127.0.0.1"`
+	Port   int    `help:"Port to listen on (0 = any free port; the 'listening' event names it)." default:"8080"`
+	Alias  string `short:"a" help:"Model name in /v1/models and in responses (default: the file name)."`
+	APIKey string `name:"api-key" env:"PIPE_API_KEY" help:"Require 'Authorization: Bearer KEY' on every route but /health."`
+	Thr    int    `short:"t" name:"threads" help:"Compute threads (0 = number of CPUs)." default:"0"`
+	Ctx    int    `short:"c" name:"ctx-size" help:"Context of the served session in tokens: prompt + max_tokens of a request must fit." default:"4096"`
+	KVType string `name:"kv-type" help:"KV cache element type: f16 or f32." enum:"f16,f32" default:"f16"`
+
+	NoThink bool `name:"no-think" help:"Qwen3: render chats with an empty think block."`
+
+	SamplingFlags `embed:""`
+	EngineFlags   `embed:""`
+}
+
+func (c *ServeCmd) validate() error {
+	switch {
+	case c.Port < 0 || c.Port > 65535:
+		return fmt.Errorf("%w: --port %d must be in 0..65535", errFlag, c.Port)
+	case c.Thr < 0:
+		return fmt.Errorf("%w: -t %d must be >= 0", errFlag, c.Thr)
+	case c.Ctx < 1:
+		return fmt.Errorf("%w: -c %d must be >= 1", errFlag, c.Ctx)
+	}
+	return c.EngineFlags.validate()
+}
+
+// Run implements the command: load the model, listen, serve until SIGINT or
+// SIGTERM, then shut down gracefully (exit status 0).
+func (c *ServeCmd) Run(g *Globals) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	params := c.params(0)
+	if err := params.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", errFlag, err)
+	}
+	path, demo := c.Model, false
+	if path == "" {
+		p, err := ensureDemo(g)
+		if err != nil {
+			return err
+		}
+		path, demo = p, true
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("-m: %w", err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(c.Host, strconv.Itoa(c.Port)))
+	if err != nil {
+		return fmt.Errorf("--host/--port: %w", err)
+	}
+	defer ln.Close()
+	o, err := c.options(g, path, demo)
+	if err != nil {
+		return err
+	}
+	// The engine outlives a signal: Serve cancels the running request
+	// itself and the model is closed after it.
+	m, err := decode.Open(context.WithoutCancel(g.Ctx), o)
+	if err != nil {
+		return err
+	}
+	srv, err := serve.New(serve.Options{Model: m, ModelID: c.modelID(path), Ctx: c.Ctx, Sampling: params, Seed: c.Seed,
+		NoThink: c.NoThink, APIKey: c.APIKey, Log: g.Log})
+	if err != nil {
+		m.Close()
+		return err
+	}
+	serr := srv.Serve(g.Ctx, ln)
+	return errors.Join(serr, m.Close())
+}
+
+func (c *ServeCmd) modelID(path string) string {
+	if c.Alias != "" {
+		return c.Alias
+	}
+	return strings.TrimSuffix(filepath.Base(path), ".gguf")
+}
+
+func (c *ServeCmd) options(g *Globals, path string, demo bool) (decode.Options, error) {
+	threads := c.Thr
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	cfg, err := c.EngineFlags.config(path, threads, g.Log)
+	if err != nil {
+		return decode.Options{}, err
+	}
+	o := decode.Options{Engine: cfg, Stream: decode.StreamMode(c.MoeStream), KV: model.KVF16, Ctx: c.Ctx,
+		Sink: sink.Options{Warmup: -1}}
+	if demo {
+		o.Stream = decode.StreamOn
+		if cfg.Cache.Auto {
+			o.Engine.Cache.Auto, o.Engine.Cache.Bytes = false, demoCacheMB<<20
+		}
+	}
+	if c.KVType == "f32" {
+		o.KV = model.KVF32
+	}
+	return o, nil
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestServeProcess runs a real `pipe serve` process: it logs where it
+// listens, answers a streamed chat completion, and on SIGTERM shuts down and
+// exits 0, every stderr line a JSON object.
+func TestServeProcess(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "serve", "-m", "../../testdata/golden/models/tiny-qwen3moe-Q8_0.gguf", "--port", "0",
+		"-c", "256", "--temp", "0", "--cache-mb", "4", "-t", "2")
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var mu sync.Mutex
+	var lines []string
+	addr := make(chan string, 1)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			mu.Lock()
+			lines = append(lines, sc.Text())
+			mu.Unlock()
+			var ev struct{ Event, Addr string }
+			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Event == "listening" {
+				addr <- ev.Addr
+			}
+		}
+	}()
+	var url string
+	select {
+	case a := <-addr:
+		url = "http://" + a
+	case <-time.After(30 * time.Second):
+		t.Fatal("no listening event in 30 s")
+	}
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
+		t.Fatalf("status %d, body %q", resp.StatusCode, body)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-readDone
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v; stderr:\n%s", err, strings.Join(lines, "\n"))
+	}
+	events := map[string]bool{}
+	for _, l := range lines {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("stderr line is not JSON: %q", l)
+		}
+		events[ev["event"].(string)] = true
+	}
+	for _, e := range []string{"load", "listening", "request", "shutdown", "summary"} {
+		if !events[e] {
+			t.Errorf("no %q event on stderr", e)
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pipe-engine/pipe/sample"
+	"github.com/pipe-engine/pipe/tokenizer"
+)
+
+// ErrRequest marks a request the client must fix (HTTP 400).
+var ErrRequest = errors.New("bad request")
+
+func badRequest(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrRequest, fmt.Sprintf(format, a...))
+}
+
+// samplingFields are the OpenAI (and llama-server) sampling fields a request
+// may set; nil means the server's default.
+type samplingFields struct {
+	Temperature      *float32 `json:"temperature"`
+	TopP             *float32 `json:"top_p"`
+	TopK             *int     `json:"top_k"`
+	MinP             *float32 `json:"min_p"`
+	RepeatPenalty    *float32 `json:"repeat_penalty"`
+	FrequencyPenalty *float32 `json:"frequency_penalty"`
+	PresencePenalty  *float32 `json:"presence_penalty"`
+	Seed             *int64   `json:"seed"`
+}
+
+// commonFields are shared by both completion routes.
+type commonFields struct {
+	Model               string    `json:"model"`
+	MaxTokens           *int      `json:"max_tokens"`
+	MaxCompletionTokens *int      `json:"max_completion_tokens"`
+	Stop                stopField `json:"stop"`
+	Stream              bool      `json:"stream"`
+	N                   *int      `json:"n"`
+	samplingFields
+}
+
+// chatRequest is POST /v1/chat/completions.
+type chatRequest struct {
+	Messages []chatMessage `json:"messages"`
+	commonFields
+}
+
+// completionRequest is POST /v1/completions.
+type completionRequest struct {
+	Prompt promptField `json:"prompt"`
+	commonFields
+}
+
+type chatMessage struct {
+	Role    string       `json:"role"`
+	Content contentField `json:"content"`
+}
+
+// contentField is a message's content: a string or an array of parts of
+// which only "text" parts are supported.
+type contentField string
+
+func (c *contentField) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*c = contentField(s)
+		return nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return errors.New("content: want a string or an array of text parts")
+	}
+	var sb strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return fmt.Errorf("content: part type %q is not supported (text only)", p.Type)
+		}
+		sb.WriteString(p.Text)
+	}
+	*c = contentField(sb.String())
+	return nil
+}
+
+// promptField is a completion prompt: a string or an array of one string.
+type promptField string
+
+func (p *promptField) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*p = promptField(s)
+		return nil
+	}
+	var ss []string
+	if err := json.Unmarshal(b, &ss); err != nil || len(ss) != 1 {
+		return errors.New("prompt: want a string or an array of exactly one string")
+	}
+	*p = promptField(ss[0])
+	return nil
+}
+
+// stopField is "stop": a string or an array of strings.
+type stopField []string
+
+func (s *stopField) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*s = stopField{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return errors.New("stop: want a string or an array of strings")
+	}
+	*s = many
+	return nil
+}
+
+// maxStops bounds the stop sequences of one request.
+const maxStops = 16
+
+// job is a validated request, ready for the decode slot.
+type job struct {
+	chat      bool
+	messages  []tokenizer.Message // chat
+	prompt    string              // completion
+	maxTokens int                 // < 0: until end-of-generation or the context is full
+	stops     []string
+	stream    bool
+	params    sample.Params
+	seed      *int64 // as requested (nil: the server's default)
+}
+
+func (c *commonFields) toJob(def sample.Params, j *job) error {
+	if c.N != nil && *c.N != 1 {
+		return badRequest("n=%d: only n=1 is supported", *c.N)
+	}
+	j.maxTokens = -1
+	for _, v := range []*int{c.MaxTokens, c.MaxCompletionTokens} {
+		if v != nil {
+			if *v < 1 {
+				return badRequest("max_tokens %d must be >= 1", *v)
+			}
+			j.maxTokens = *v
+		}
+	}
+	if len(c.Stop) > maxStops {
+		return badRequest("stop: %d sequences, at most %d", len(c.Stop), maxStops)
+	}
+	for _, s := range c.Stop {
+		if s == "" {
+			return badRequest("stop: empty sequence")
+		}
+	}
+	j.stops, j.stream = c.Stop, c.Stream
+	p := c.samplingFields.apply(def)
+	if err := p.Validate(); err != nil {
+		return badRequest("%v", err)
+	}
+	if p.Temp > 2 || p.Temp < 0 {
+		return badRequest("temperature %v must be in [0, 2]", p.Temp)
+	}
+	j.params, j.seed = p, c.Seed
+	return nil
+}
+
+// apply returns def with the request's fields set (the seed is resolved at
+// decode time).
+func (f *samplingFields) apply(def sample.Params) sample.Params {
+	p := def
+	set := func(dst *float32, v *float32) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&p.Temp, f.Temperature)
+	set(&p.TopP, f.TopP)
+	set(&p.MinP, f.MinP)
+	set(&p.RepeatPenalty, f.RepeatPenalty)
+	set(&p.FreqPenalty, f.FrequencyPenalty)
+	set(&p.PresencePenalty, f.PresencePenalty)
+	if f.TopK != nil {
+		p.TopK = *f.TopK
+	}
+	return p
+}
+
+func parseChat(body []byte, def sample.Params) (job, error) {
+	var r chatRequest
+	if err := json.Unmarshal(body, &r); err != nil {
+		return job{}, badRequest("invalid JSON: %v", err)
+	}
+	j := job{chat: true}
+	if len(r.Messages) == 0 {
+		return j, badRequest("messages: at least one message is required")
+	}
+	for i, m := range r.Messages {
+		switch m.Role {
+		case "system", "user", "assistant":
+		case "developer":
+			m.Role = "system"
+		default:
+			return j, badRequest("messages[%d].role %q: want system, user or assistant", i, m.Role)
+		}
+		j.messages = append(j.messages, tokenizer.Message{Role: m.Role, Content: string(m.Content)})
+	}
+	return j, r.toJob(def, &j)
+}
+
+func parseCompletion(body []byte, def sample.Params) (job, error) {
+	var r completionRequest
+	if err := json.Unmarshal(body, &r); err != nil {
+		return job{}, badRequest("invalid JSON: %v", err)
+	}
+	j := job{prompt: string(r.Prompt)}
+	if j.prompt == "" {
+		return j, badRequest("prompt: a non-empty prompt is required")
+	}
+	return j, r.toJob(def, &j)
+}
+
+// usage is the OpenAI usage object.
+type usage struct {
+	PromptTokens        int           `json:"prompt_tokens"`
+	CompletionTokens    int           `json:"completion_tokens"`
+	TotalTokens         int           `json:"total_tokens"`
+	PromptTokensDetails promptDetails `json:"prompt_tokens_details"`
+}
+
+// promptDetails.CachedTokens are the prompt tokens whose KV was reused from
+// the previous request.
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+type chatMsgOut struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content"`
+}
+
+type chatDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type choice struct {
+	Index        int         `json:"index"`
+	Message      *chatMsgOut `json:"message,omitempty"`
+	Delta        *chatDelta  `json:"delta,omitempty"`
+	Text         *string     `json:"text,omitempty"`
+	Logprobs     *struct{}   `json:"logprobs"`
+	FinishReason *string     `json:"finish_reason"`
+}
+
+// response is a completion, a chat completion or one chunk of either.
+type response struct {
+	ID      string   `json:"id"`
+	Object  string   `json:"object"`
+	Created int64    `json:"created"`
+	Model   string   `json:"model"`
+	Choices []choice `json:"choices"`
+	Usage   *usage   `json:"usage,omitempty"`
+}
+
+type apiError struct {
+	Error apiErrorBody `json:"error"`
+}
+
+type apiErrorBody struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    *int   `json:"code"`
+}

@@ -1,0 +1,156 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// shape is what distinguishes a chat completion from a text completion on
+// the wire.
+type shape struct {
+	chat    bool
+	id      string
+	model   string
+	created int64
+}
+
+func (sh shape) object(chunk bool) string {
+	switch {
+	case sh.chat && chunk:
+		return "chat.completion.chunk"
+	case sh.chat:
+		return "chat.completion"
+	}
+	return "text_completion"
+}
+
+func (sh shape) response(chunk bool, c choice) *response {
+	return &response{ID: sh.id, Object: sh.object(chunk), Created: sh.created, Model: sh.model, Choices: []choice{c}}
+}
+
+// collector is the emitter of a non-streaming request: one JSON body at the
+// end.
+type collector struct {
+	sh  shape
+	w   http.ResponseWriter
+	buf strings.Builder
+}
+
+func (c *collector) begin() error { return nil }
+
+func (c *collector) text(s string) error {
+	c.buf.WriteString(s)
+	return nil
+}
+
+func (c *collector) end(o *outcome) error {
+	txt := c.buf.String()
+	ch := choice{FinishReason: &o.finish}
+	if c.sh.chat {
+		ch.Message = &chatMsgOut{Role: "assistant", Content: txt}
+	} else {
+		ch.Text = &txt
+	}
+	r := c.sh.response(false, ch)
+	r.Usage = o.usage()
+	return writeJSON(c.w, http.StatusOK, r)
+}
+
+// sse is the emitter of a streaming request: server-sent events, one chunk
+// per piece of text, a last chunk with finish_reason and usage, then
+// `data: [DONE]`. Every write has its own deadline, so a client that stops
+// reading cannot hold the decode slot for longer than writeTimeout.
+type sse struct {
+	sh      shape
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	started bool
+}
+
+func (e *sse) begin() error {
+	h := e.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	e.w.WriteHeader(http.StatusOK)
+	e.started = true
+	if !e.sh.chat {
+		return e.flush()
+	}
+	empty := ""
+	return e.event(e.sh.response(true, choice{Delta: &chatDelta{Role: "assistant", Content: &empty}}))
+}
+
+func (e *sse) text(s string) error {
+	c := choice{}
+	if e.sh.chat {
+		c.Delta = &chatDelta{Content: &s}
+	} else {
+		c.Text = &s
+	}
+	return e.event(e.sh.response(true, c))
+}
+
+func (e *sse) end(o *outcome) error {
+	c := choice{FinishReason: &o.finish}
+	if e.sh.chat {
+		c.Delta = &chatDelta{}
+	} else {
+		empty := ""
+		c.Text = &empty
+	}
+	r := e.sh.response(true, c)
+	r.Usage = o.usage()
+	if err := e.event(r); err != nil {
+		return err
+	}
+	return e.raw([]byte("data: [DONE]\n\n"))
+}
+
+// fail reports an error that happened after the stream started.
+func (e *sse) fail(body apiError) error {
+	return e.event(body)
+}
+
+func (e *sse) event(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, len(b)+8)
+	buf = append(buf, "data: "...)
+	buf = append(buf, b...)
+	buf = append(buf, "\n\n"...)
+	return e.raw(buf)
+}
+
+func (e *sse) raw(b []byte) error {
+	if err := e.rc.SetWriteDeadline(time.Now().Add(e.timeout)); err != nil && err != http.ErrNotSupported {
+		return err
+	}
+	if _, err := e.w.Write(b); err != nil {
+		return err
+	}
+	return e.flush()
+}
+
+func (e *sse) flush() error {
+	if err := e.rc.Flush(); err != nil && err != http.ErrNotSupported {
+		return err
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

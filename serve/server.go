@@ -1,0 +1,222 @@
+// Package serve is `pipe serve`: an OpenAI-compatible HTTP server (net/http)
+// on one loaded model, built on the library decode loop (package decode).
+//
+// # Routes
+//
+//   - POST /v1/chat/completions and POST /v1/completions: OpenAI request and
+//     response shapes (messages or prompt, max_tokens, temperature, top_p,
+//     top_k, min_p, repeat_penalty, frequency_penalty, presence_penalty,
+//     seed, stop, stream); with "stream": true the reply is server-sent
+//     events, a last chunk with finish_reason and usage, then
+//     `data: [DONE]`. usage.prompt_tokens_details.cached_tokens counts the
+//     prompt tokens whose KV was reused.
+//   - GET /v1/models, GET /health, GET /metrics (Prometheus text format).
+//     The same routes answer without the /v1 prefix, as llama-server's do.
+//
+// Anything else is 404; a wrong method 405; bad JSON, bad fields and a
+// request that does not fit the context 400; an oversized body 413; a
+// missing or wrong API key 401 (every route but /health).
+//
+// # Invariants
+//
+// One model is loaded for the server's lifetime and one decode.Session holds
+// its KV cache, so the expert cache stays warm across requests. Requests
+// queue for a single decode slot and are decoded one at a time. A request's
+// prompt reuses the KV of the longest prefix it shares with what the session
+// holds (decode.Session.Reuse), so a chat that grows by one turn prefills
+// only the new turn.
+//
+// # Concurrency and cancellation
+//
+// Each request runs on its net/http goroutine; the slot (a channel of
+// capacity one) serialises everything that touches the Model or Session. A
+// request's context is cancelled when its client disconnects or the server
+// shuts down; the decode loop checks it at every token and inside the
+// forward pass, so the slot is free within one token. Serve shuts down on
+// its context's cancellation: it cancels running and queued requests, waits
+// for their handlers (bounded by ShutdownGrace) and returns nil.
+//
+// # Logging
+//
+// Every request logs one zerolog event `request` (id, method, path, status,
+// duration_ms and, for generations, prompt_tokens, cached_tokens,
+// completion_tokens, queue_ms, ttft_ms, tok_s, hit_pct, read_mib, stall_ms,
+// finish_reason; null where not applicable). net/http's own errors are
+// logged as `http_error` events.
+package serve
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pipe-engine/pipe/decode"
+	"github.com/pipe-engine/pipe/sample"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Model is the loaded model; the caller opens and closes it.
+	Model *decode.Model
+	// ModelID is the model's name in /v1/models and in responses.
+	ModelID string
+	// Ctx is the KV positions of the served session (0: decode.DefaultCtx).
+	Ctx int
+	// Sampling are the defaults of fields a request leaves out; Seed is the
+	// seed of a request without one (negative: a random seed per request).
+	Sampling sample.Params
+	Seed     int64
+	// NoThink renders chats with an empty think block (Qwen3).
+	NoThink bool
+	// APIKey, if set, is required as `Authorization: Bearer KEY` on every
+	// route but /health.
+	APIKey string
+	Log    zerolog.Logger
+	// MaxBodyBytes bounds a request body (0: DefaultMaxBody).
+	MaxBodyBytes int64
+	// Timeouts (0: the defaults below).
+	ReadTimeout, WriteTimeout, IdleTimeout, ShutdownGrace time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxBody       = 4 << 20
+	DefaultReadTimeout   = 30 * time.Second  // request headers and body
+	DefaultWriteTimeout  = 60 * time.Second  // each write of a response
+	DefaultIdleTimeout   = 120 * time.Second // keep-alive between requests
+	DefaultShutdownGrace = 10 * time.Second
+)
+
+// Server serves one model. Create it with New.
+type Server struct {
+	o       Options
+	sess    *decode.Session
+	slot    chan struct{}
+	met     *meters
+	nextID  atomic.Uint64
+	idBase  string
+	created int64
+	keyHash [sha256.Size]byte
+}
+
+// New makes the server's session (its KV cache is allocated here).
+func New(o Options) (*Server, error) {
+	if o.Model == nil {
+		return nil, errors.New("serve: no model")
+	}
+	if o.Ctx == 0 {
+		o.Ctx = decode.DefaultCtx
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.ReadTimeout, DefaultReadTimeout)
+	def(&o.WriteTimeout, DefaultWriteTimeout)
+	def(&o.IdleTimeout, DefaultIdleTimeout)
+	def(&o.ShutdownGrace, DefaultShutdownGrace)
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBody
+	}
+	if err := o.Sampling.Validate(); err != nil {
+		return nil, err
+	}
+	sess, err := o.Model.NewSession(decode.SessionOptions{Ctx: o.Ctx, Sampling: o.Sampling})
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	s := &Server{o: o, sess: sess, slot: make(chan struct{}, 1), met: newMeters(),
+		idBase: fmt.Sprintf("%x", now.UnixNano()), created: now.Unix()}
+	if o.APIKey != "" {
+		s.keyHash = sha256.Sum256([]byte(o.APIKey))
+	}
+	return s, nil
+}
+
+// Handler is the server's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for _, p := range []string{"", "/v1"} {
+		mux.Handle(p+"/chat/completions", s.route(http.MethodPost, true, s.chat))
+		mux.Handle(p+"/completions", s.route(http.MethodPost, true, s.completion))
+		mux.Handle(p+"/models", s.route(http.MethodGet, true, s.models))
+	}
+	mux.Handle("/health", s.route(http.MethodGet, false, s.health))
+	mux.Handle("/metrics", s.route(http.MethodGet, true, s.metrics))
+	mux.Handle("/", s.route("", true, s.notFound))
+	return mux
+}
+
+// Serve answers on ln until ctx is cancelled, then shuts down gracefully and
+// returns nil (or the listener's error).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.o.APIKey == "" && !loopback(ln.Addr()) {
+		s.o.Log.Warn().Str("event", "no_api_key").Str("addr", ln.Addr().String()).
+			Msg("serving on a non-loopback address without --api-key: anyone who can reach it can use the model")
+	}
+	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: s.o.ReadTimeout,
+		ReadTimeout:       s.o.ReadTimeout,
+		IdleTimeout:       s.o.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          log.New(httpErrors{s.o.Log}, "", 0),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.o.Log.Info().Str("event", "listening").Str("addr", ln.Addr().String()).Str("model", s.o.ModelID).
+		Int("ctx", s.sess.Ctx()).Msg("listening")
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	cancel() // running and queued generations end within one token
+	sctx, stop := context.WithTimeout(context.Background(), s.o.ShutdownGrace)
+	defer stop()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	s.o.Log.Info().Str("event", "shutdown").Msg("server stopped")
+	return err
+}
+
+func loopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// httpErrors logs net/http's error messages as JSON events.
+type httpErrors struct{ log zerolog.Logger }
+
+func (h httpErrors) Write(p []byte) (int, error) {
+	h.log.Warn().Str("event", "http_error").Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// authorized compares the bearer token with the key in constant time (both
+// hashed first, so neither length leaks).
+func (s *Server) authorized(r *http.Request) bool {
+	if s.o.APIKey == "" {
+		return true
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(got[:], s.keyHash[:]) == 1 && ok
+}
