@@ -41,7 +41,15 @@
 // Prefetch is the speculative variant: it never waits, never takes a
 // transient slot and is not a lookup (not in the hit rate). Its handle is
 // completed and released by the read's callback; a demand Acquire meanwhile
-// joins it (InFlight) and afterwards hits.
+// joins it (InFlight) and afterwards hits. Warm (warm.go) is the warm-start
+// variant: it also never evicts, taking only free resident slots.
+//
+// # Hot sets
+//
+// A HotSet (hotset.go) is the per-expert popularity of one model, tied to
+// the model file by a ModelID, saved as a versioned, checksummed text file
+// when a run ends and read at the next start; a stale or corrupt file is
+// refused (ErrHotSetStale, ErrHotSetCorrupt).
 //
 // # Concurrency
 //

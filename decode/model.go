@@ -21,6 +21,15 @@
 // holds, Chat renders only what a new user message adds (as llama-cli does),
 // and Reuse rewinds to the longest prefix a new prompt shares with it.
 //
+// # Warm start
+//
+// With Options.HotSet, Open reads the model's hot set (the experts' routing
+// popularity saved by earlier runs; a stale or corrupt one is ignored with a
+// warning) and starts reading its hottest experts into the expert cache in
+// the background (stages.Engine.WarmStart); every routing is counted, and
+// Close saves this run's counts plus half the earlier popularity
+// (SaveHotSet, which a server may also call itself).
+//
 // # Concurrency
 //
 // A Model runs one forward pass at a time: its Sessions must be driven by one
@@ -88,6 +97,9 @@ type Options struct {
 	Sink sink.Options
 	// LoadFields are extra fields of the `load` event (e.g. the seed).
 	LoadFields []sink.Field
+	// HotSet configures the warm start: the hot set read at Open and saved
+	// at Close (see hotset.go).
+	HotSet HotSetOptions
 }
 
 // EstimatePositions bounds the positions a one-shot run of a prompt needs
@@ -105,6 +117,7 @@ type Model struct {
 	o      Options
 	active *Session // the session running a forward pass (route observer)
 	onRte  func(Route)
+	hot    *hotState // nil without Options.HotSet
 
 	forwards int // forward passes since Open (a prefill counts as one)
 	closed   bool
@@ -169,6 +182,7 @@ func (m *Model) init(cfg stages.Config) error {
 	m.sink.Set("dense", string(cfg.Dense))
 	m.sink.Set("overlap", cfg.Overlap)
 	m.eng.OnRoute = m.route
+	m.initHotSet()
 	return nil
 }
 
@@ -231,6 +245,7 @@ type Route struct {
 func (m *Model) OnRoute(f func(Route)) { m.onRte = f }
 
 func (m *Model) route(_, layer int, ids [][]int, ws [][]float32) {
+	m.countRoute(layer, ids)
 	s := m.active
 	if m.onRte == nil || s == nil {
 		return
@@ -260,6 +275,7 @@ func (m *Model) Close() error {
 	}
 	m.closed = true
 	m.logProfile()
+	m.closeHotSet()
 	serr := m.sink.Close()
 	eerr := m.eng.Close()
 	return errors.Join(serr, eerr)

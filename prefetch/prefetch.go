@@ -7,7 +7,9 @@
 // reads are offered to the lanes without blocking and tracked until their
 // layer is routed ([Planner.Settle]): wrong guesses no lane has started are
 // withdrawn (no I/O, the slot freed) and right guesses still queued are
-// promoted to demand priority.
+// promoted to demand priority. [Planner.Warm] (warm.go) is the warm start:
+// it reads a hot set's experts into free cache slots the same speculative
+// way, a bounded number at a time, while the prompt is prefilled.
 //
 // Ownership: the Planner owns no expert memory. Bytes live in cache slots; a
 // Ready value carries the cache pin, which the FFN stage releases. The
@@ -63,6 +65,11 @@ type Planner struct {
 	specd  map[cache.Key]*reader.Ticket // speculative reads whose layer has not been routed yet
 
 	hits, misses, joins, speculative, used, skipped, withdrawn, promoted atomic.Int64
+
+	warmMu sync.Mutex
+	warmQ  map[cache.Key]*warmRead // warm-start reads not yet done
+	warmed map[cache.Key]bool      // warm-started experts no demand lookup has found yet
+	warm   WarmStats
 }
 
 // New returns a planner. policy may be nil when spec is 0.
@@ -70,7 +77,8 @@ func New(c *cache.Cache, lanes *reader.Lanes, layout Layout, policy Policy, spec
 	if policy == nil {
 		spec = 0
 	}
-	return &Planner{cache: c, lanes: lanes, layout: layout, policy: policy, spec: spec, specd: map[cache.Key]*reader.Ticket{}}
+	return &Planner{cache: c, lanes: lanes, layout: layout, policy: policy, spec: spec, specd: map[cache.Key]*reader.Ticket{},
+		warmQ: map[cache.Key]*warmRead{}, warmed: map[cache.Key]bool{}}
 }
 
 // Stats returns the counters.
@@ -139,6 +147,7 @@ func (p *Planner) one(ctx context.Context, layer, e int, out chan<- ffn.Ready) e
 		return fmt.Errorf("%s: %w", label(layer, e), err)
 	}
 	p.noteDemand(ctx, key)
+	p.noteWarm(ctx, key)
 	send := func(err error) {
 		if err != nil {
 			h.Release()

@@ -40,6 +40,7 @@ type RunCmd struct {
 
 	SamplingFlags `embed:""`
 	EngineFlags   `embed:""`
+	HotSetFlags   `embed:""`
 
 	CSV        string `help:"Write one row of metrics per generated token to this CSV file, then a '# summary' line." type:"path"`
 	Progress   bool   `help:"Show a live status line on stderr when it is a terminal."`
@@ -97,7 +98,7 @@ func (c *RunCmd) options(g *Globals, path string, demo bool, seed uint64) (decod
 		cfg.Cache.Bytes = demoCacheMB << 20
 	}
 	o := decode.Options{Engine: cfg, Stream: decode.StreamMode(c.MoeStream), KV: model.KVF16, Ctx: c.Ctx,
-		LoadFields: []sink.Field{sink.F("seed", seed)}}
+		LoadFields: []sink.Field{sink.F("seed", seed)}, HotSet: c.HotSetFlags.options()}
 	if demo {
 		o.Stream = decode.StreamOn
 	}

@@ -1,0 +1,280 @@
+package cache
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A hot set is the popularity of every expert of a model — how often the
+// router picked it, decayed over runs — saved when a run ends and read when
+// the next one starts, so the reader lanes can fill the cache with the
+// hottest experts before the prompt needs them (warm start).
+//
+// File format (text, version 1):
+//
+//	pipe hot set v1
+//	model size=<bytes of all shards> header_sha256=<hex>
+//	layers=<n>
+//	L <layer> <experts> <popularity of expert 0> … (one line per layer)
+//	end crc32=<IEEE CRC-32 of every byte before this line, 8 hex digits>
+//
+// A file whose version, model identity or shape does not match, or that fails
+// to parse or its checksum, is refused (ErrHotSetStale, ErrHotSetCorrupt):
+// a hot set only ever decides what is read speculatively, so a refused one
+// costs the warm start and nothing else.
+
+// HotSetVersion is the version of the hot-set file format.
+const HotSetVersion = 1
+
+// HotSetDecay is the weight of the previous runs' popularity when a run's
+// counts are added to a loaded hot set (Merge): the last run counts as much
+// as all earlier ones together.
+const HotSetDecay = 0.5
+
+// Hot-set errors.
+var (
+	// ErrHotSetStale: the hot set belongs to another model (size, header
+	// hash or shape differ) or another format version.
+	ErrHotSetStale = errors.New("hot set is stale")
+	// ErrHotSetCorrupt: the hot set does not parse or fails its checksum.
+	ErrHotSetCorrupt = errors.New("hot set is corrupt")
+)
+
+// ModelID ties a hot set to a model file: the total size of its shards and
+// the SHA-256 of the first shard's header (metadata and tensor infos).
+type ModelID struct {
+	Size      int64
+	HeaderSHA string // lower-case hex
+}
+
+func (id ModelID) String() string {
+	return fmt.Sprintf("size=%d header_sha256=%s", id.Size, id.HeaderSHA)
+}
+
+// HotSet is the per-expert popularity of one model. It is not safe for
+// concurrent use.
+type HotSet struct {
+	Model ModelID
+	Pop   [][]float64 // [layer][expert]
+}
+
+// NewHotSet returns an empty hot set for a model whose layer i has
+// experts[i] experts.
+func NewHotSet(id ModelID, experts []int) *HotSet {
+	h := &HotSet{Model: id, Pop: make([][]float64, len(experts))}
+	for i, n := range experts {
+		h.Pop[i] = make([]float64, n)
+	}
+	return h
+}
+
+// Add counts one routing of experts at layer (ids out of range are ignored).
+func (h *HotSet) Add(layer int, experts []int) {
+	if layer < 0 || layer >= len(h.Pop) {
+		return
+	}
+	row := h.Pop[layer]
+	for _, e := range experts {
+		if e >= 0 && e < len(row) {
+			row[e]++
+		}
+	}
+}
+
+// Clone returns a deep copy of h.
+func (h *HotSet) Clone() *HotSet {
+	c := &HotSet{Model: h.Model, Pop: make([][]float64, len(h.Pop))}
+	for i, row := range h.Pop {
+		c.Pop[i] = slices.Clone(row)
+	}
+	return c
+}
+
+// Shape returns the expert count of every layer.
+func (h *HotSet) Shape() []int {
+	s := make([]int, len(h.Pop))
+	for i, row := range h.Pop {
+		s[i] = len(row)
+	}
+	return s
+}
+
+// Merge adds HotSetDecay × old's popularity to h (same shape required).
+func (h *HotSet) Merge(old *HotSet) error {
+	if !slices.Equal(h.Shape(), old.Shape()) {
+		return fmt.Errorf("%w: shape %v, want %v", ErrHotSetStale, old.Shape(), h.Shape())
+	}
+	for l, row := range old.Pop {
+		for e, p := range row {
+			h.Pop[l][e] += HotSetDecay * p
+		}
+	}
+	return nil
+}
+
+// Empty reports whether no expert has any popularity.
+func (h *HotSet) Empty() bool {
+	for _, row := range h.Pop {
+		for _, p := range row {
+			if p > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Hottest returns up to n experts with a positive popularity, hottest first
+// (ties: lower layer, then lower expert id).
+func (h *HotSet) Hottest(n int) []Key {
+	type kp struct {
+		k Key
+		p float64
+	}
+	var all []kp
+	for l, row := range h.Pop {
+		for e, p := range row {
+			if p > 0 {
+				all = append(all, kp{Key{l, e}, p})
+			}
+		}
+	}
+	slices.SortStableFunc(all, func(a, b kp) int { return cmp.Compare(b.p, a.p) })
+	out := make([]Key, 0, min(n, len(all)))
+	for _, x := range all[:min(n, len(all))] {
+		out = append(out, x.k)
+	}
+	return out
+}
+
+// WriteTo writes h in the file format.
+func (h *HotSet) WriteTo(w io.Writer) (int64, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "pipe hot set v%d\nmodel %s\nlayers=%d\n", HotSetVersion, h.Model, len(h.Pop))
+	for l, row := range h.Pop {
+		fmt.Fprintf(&b, "L %d %d", l, len(row))
+		for _, p := range row {
+			b.WriteByte(' ')
+			b.WriteString(strconv.FormatFloat(p, 'g', -1, 64))
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString(crcLine(b.String()))
+	n, err := w.Write(b.Bytes())
+	return int64(n), err
+}
+
+// crcLine is the end line of a hot set whose preceding bytes are body.
+func crcLine(body string) string {
+	return fmt.Sprintf("end crc32=%08x\n", crc32.ChecksumIEEE([]byte(body)))
+}
+
+// ReadHotSet parses a hot set and checks that it belongs to the model want
+// with the given per-layer expert counts.
+func ReadHotSet(r io.Reader, want ModelID, experts []int) (*HotSet, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	end := bytes.LastIndex(data, []byte("end crc32="))
+	if end < 0 || (end > 0 && data[end-1] != '\n') {
+		return nil, fmt.Errorf("%w: no end line", ErrHotSetCorrupt)
+	}
+	sum, err := strconv.ParseUint(strings.TrimSpace(string(data[end+len("end crc32="):])), 16, 32)
+	if err != nil || uint32(sum) != crc32.ChecksumIEEE(data[:end]) {
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrHotSetCorrupt)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data[:end]))
+	sc.Buffer(nil, 1<<20)
+	line := func() string {
+		if sc.Scan() {
+			return sc.Text()
+		}
+		return ""
+	}
+	if v := line(); v != fmt.Sprintf("pipe hot set v%d", HotSetVersion) {
+		if strings.HasPrefix(v, "pipe hot set v") {
+			return nil, fmt.Errorf("%w: format %q, want v%d", ErrHotSetStale, strings.TrimPrefix(v, "pipe hot set "), HotSetVersion)
+		}
+		return nil, fmt.Errorf("%w: not a hot set (first line %q)", ErrHotSetCorrupt, v)
+	}
+	if m := line(); m != "model "+want.String() {
+		return nil, fmt.Errorf("%w: made for the model %q, this one is %q", ErrHotSetStale, strings.TrimPrefix(m, "model "), want.String())
+	}
+	if l := line(); l != "layers="+strconv.Itoa(len(experts)) {
+		return nil, fmt.Errorf("%w: %q, the model has %d layers", ErrHotSetStale, l, len(experts))
+	}
+	h := NewHotSet(want, experts)
+	for l, n := range experts {
+		f := strings.Fields(line())
+		if len(f) < 3 || f[0] != "L" || f[1] != strconv.Itoa(l) {
+			return nil, fmt.Errorf("%w: no line for layer %d", ErrHotSetCorrupt, l)
+		}
+		if f[2] != strconv.Itoa(n) {
+			return nil, fmt.Errorf("%w: layer %d has %s experts in the hot set, %d in the model", ErrHotSetStale, l, f[2], n)
+		}
+		if len(f) != 3+n {
+			return nil, fmt.Errorf("%w: layer %d has %d values, want %d", ErrHotSetCorrupt, l, len(f)-3, n)
+		}
+		for e, s := range f[3:] {
+			p, err := strconv.ParseFloat(s, 64)
+			if err != nil || !(p >= 0) || p > 1e300 {
+				return nil, fmt.Errorf("%w: layer %d expert %d popularity %q", ErrHotSetCorrupt, l, e, s)
+			}
+			h.Pop[l][e] = p
+		}
+	}
+	if rest := line(); rest != "" || sc.Err() != nil {
+		return nil, fmt.Errorf("%w: trailing data %q", ErrHotSetCorrupt, rest)
+	}
+	return h, nil
+}
+
+// LoadHotSet reads the hot set at path (see ReadHotSet). A missing file is
+// an error wrapping fs.ErrNotExist.
+func LoadHotSet(path string, want ModelID, experts []int) (*HotSet, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("hot set: %w", err)
+	}
+	defer f.Close()
+	h, err := ReadHotSet(f, want, experts)
+	if err != nil {
+		return nil, fmt.Errorf("hot set %s: %w", path, err)
+	}
+	return h, nil
+}
+
+// Save writes h to path atomically (a temporary file in the same directory,
+// then a rename), creating the directory if needed.
+func (h *HotSet) Save(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("hot set: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("hot set: %w", err)
+	}
+	_, werr := h.WriteTo(tmp)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("hot set %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("hot set %s: %w", path, err)
+	}
+	return nil
+}

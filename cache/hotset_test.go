@@ -1,0 +1,119 @@
+package cache
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var hotID = ModelID{Size: 18550000000, HeaderSHA: "0123456789abcdef"}
+
+func sampleHotSet() *HotSet {
+	h := NewHotSet(hotID, []int{4, 4, 3})
+	h.Add(0, []int{1, 2})
+	h.Add(0, []int{1, 3})
+	h.Add(1, []int{0, 1})
+	h.Add(2, []int{2, 2, 2, 9, -1}) // out of range ignored
+	h.Pop[1][3] = 0.125
+	return h
+}
+
+// TestHotSetRoundTrip: Save then LoadHotSet gives the same popularity, and
+// Hottest orders by popularity, then layer, then expert.
+func TestHotSetRoundTrip(t *testing.T) {
+	h := sampleHotSet()
+	path := filepath.Join(t.TempDir(), "sub", "model.hot")
+	if err := h.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadHotSet(path, hotID, []int{4, 4, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range h.Pop {
+		if !slices.Equal(got.Pop[l], h.Pop[l]) {
+			t.Errorf("layer %d: %v, want %v", l, got.Pop[l], h.Pop[l])
+		}
+	}
+	want := []Key{{2, 2}, {0, 1}, {0, 2}, {0, 3}, {1, 0}, {1, 1}, {1, 3}}
+	if hot := got.Hottest(100); !slices.Equal(hot, want) {
+		t.Errorf("Hottest = %v, want %v", hot, want)
+	}
+	if hot := got.Hottest(2); !slices.Equal(hot, want[:2]) {
+		t.Errorf("Hottest(2) = %v", hot)
+	}
+	n := NewHotSet(hotID, []int{4, 4, 3})
+	n.Add(1, []int{2})
+	if err := n.Merge(got); err != nil || n.Pop[1][2] != 1 || n.Pop[2][2] != 1.5 || n.Pop[1][3] != 0.0625 {
+		t.Errorf("Merge: %v %v", err, n.Pop)
+	}
+	if err := n.Merge(NewHotSet(hotID, []int{4, 4})); !errors.Is(err, ErrHotSetStale) {
+		t.Errorf("Merge of another shape: %v", err)
+	}
+	if _, err := LoadHotSet(filepath.Join(t.TempDir(), "none.hot"), hotID, []int{4, 4, 3}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestHotSetStaleOrCorrupt: a hot set of another model, shape or version is
+// stale; a damaged one is corrupt; neither is ever returned.
+func TestHotSetStaleOrCorrupt(t *testing.T) {
+	var b bytes.Buffer
+	if _, err := sampleHotSet().WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	good := b.String()
+	resum := func(s string) string { // re-checksum an edited body so only the edit is wrong
+		body := s[:strings.LastIndex(s, "end crc32=")]
+		var out bytes.Buffer
+		out.WriteString(body)
+		out.WriteString(crcLine(body))
+		return out.String()
+	}
+	shape := []int{4, 4, 3}
+	for _, tc := range []struct {
+		name  string
+		text  string
+		id    ModelID
+		shape []int
+		want  error
+	}{
+		{"other size", good, ModelID{Size: 1, HeaderSHA: hotID.HeaderSHA}, shape, ErrHotSetStale},
+		{"other header", good, ModelID{Size: hotID.Size, HeaderSHA: "ffff"}, shape, ErrHotSetStale},
+		{"other layers", good, hotID, []int{4, 4, 3, 1}, ErrHotSetStale},
+		{"other experts", good, hotID, []int{4, 5, 3}, ErrHotSetStale},
+		{"short layer", resum(strings.Replace(good, "L 0 4 0 2", "L 0 4 2", 1)), hotID, shape, ErrHotSetCorrupt},
+		{"version 2", resum(strings.Replace(good, "pipe hot set v1", "pipe hot set v2", 1)), hotID, shape, ErrHotSetStale},
+		{"truncated", good[:len(good)/2], hotID, shape, ErrHotSetCorrupt},
+		{"flipped byte", strings.Replace(good, "L 0 4 0 2", "L 0 4 0 3", 1), hotID, shape, ErrHotSetCorrupt},
+		{"negative", resum(strings.Replace(good, "L 0 4 0 2", "L 0 4 0 -2", 1)), hotID, shape, ErrHotSetCorrupt},
+		{"nan", resum(strings.Replace(good, "L 0 4 0 2", "L 0 4 0 NaN", 1)), hotID, shape, ErrHotSetCorrupt},
+		{"missing layer", resum(strings.Replace(good, "L 2 3 0 0 3\n", "", 1)), hotID, shape, ErrHotSetCorrupt},
+		{"extra line", resum(strings.Replace(good, "L 2 3 0 0 3\n", "L 2 3 0 0 3\nL 3 1 1\n", 1)), hotID, shape, ErrHotSetCorrupt},
+		{"garbage", "\x00\x01garbage", hotID, shape, ErrHotSetCorrupt},
+		{"empty", "", hotID, shape, ErrHotSetCorrupt},
+		{"bad checksum", strings.Replace(good, "end crc32=", "end crc32=zz", 1), hotID, shape, ErrHotSetCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "m.hot")
+			if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			h, err := LoadHotSet(path, tc.id, tc.shape)
+			if !errors.Is(err, tc.want) || h != nil {
+				t.Errorf("got %v (hot set %v), want %v", err, h != nil, tc.want)
+			}
+			if err != nil && !strings.Contains(err.Error(), path) {
+				t.Errorf("error %q does not name the file", err)
+			}
+		})
+	}
+	if !strings.Contains(good, "L 2 3 0 0 3\n") || !strings.Contains(good, "L 0 4 0 2") {
+		t.Fatalf("format changed; fix the test's edits:\n%s", good)
+	}
+}

@@ -1,0 +1,170 @@
+package prefetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/reader"
+)
+
+// WarmStats count a warm start's reads.
+type WarmStats struct {
+	Issued    int64 // reads offered to the lanes
+	Completed int64 // of those, read into the cache
+	Withdrawn int64 // taken back unread (the warm start was stopped)
+	Promoted  int64 // moved to demand priority because a demand lookup joined them
+	Used      int64 // warmed experts a demand lookup later found (hit or join)
+	Full      bool  // the warm start stopped because no free slot was left
+}
+
+// warmRead is one warm-start read the planner tracks until it is done.
+type warmRead struct{ tk *reader.Ticket }
+
+// Warm fills free cache slots with keys, hottest first, before the run needs
+// them (the warm start). Every read is speculative: it takes only a free
+// resident slot (cache.Warm — it never evicts, so it never exceeds the
+// budget nor pushes out an expert the run used), it is offered to the lanes'
+// speculative queue, which they serve only when no demand read waits, and at
+// most inflight of them are queued or reading at once, so a demand miss
+// always finds a slot that is free or evictable. A demand lookup that joins
+// a warm read still queued promotes it to demand priority. Warm returns when
+// every key has been offered, the cache is full or ctx ends (then it
+// withdraws its reads no lane has started); the reads it offered complete
+// asynchronously. It is meant to run on its own goroutine, concurrently with
+// Plan.
+func (p *Planner) Warm(ctx context.Context, keys []cache.Key, inflight int) (WarmStats, error) {
+	sem := make(chan struct{}, max(inflight, 1))
+	defer func() {
+		if ctx.Err() != nil {
+			p.withdrawWarm()
+		}
+	}()
+	for _, k := range keys {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return p.WarmStats(), nil
+		}
+		full, err := p.warmOne(ctx, k, sem)
+		if full || err != nil || ctx.Err() != nil {
+			p.warmMu.Lock()
+			p.warm.Full = full
+			p.warmMu.Unlock()
+			if errors.Is(err, reader.ErrClosed) || errors.Is(err, cache.ErrClosed) {
+				err = nil // the run ended first
+			}
+			return p.WarmStats(), err
+		}
+	}
+	return p.WarmStats(), nil
+}
+
+// warmOne offers the read of k; it holds one token of sem, which the read's
+// Done (or warmOne itself, when nothing is read) gives back.
+func (p *Planner) warmOne(ctx context.Context, k cache.Key, sem chan struct{}) (full bool, err error) {
+	rs := p.layout.ExpertRanges(k.Layer, k.Expert)
+	h, st, err := p.cache.Warm(k, reader.SpanBytes(rs))
+	if err != nil || st != cache.WarmStarted {
+		<-sem
+		return st == cache.WarmFull && err == nil, err
+	}
+	wr := &warmRead{}
+	req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(k.Layer, k.Expert) + " (warm start)", Done: func(err error) {
+		p.warmMu.Lock()
+		if p.warmQ[k] == wr {
+			delete(p.warmQ, k)
+		}
+		switch {
+		case errors.Is(err, reader.ErrWithdrawn):
+			p.warm.Withdrawn++
+			delete(p.warmed, k)
+		case err == nil:
+			p.warm.Completed++
+		default:
+			delete(p.warmed, k)
+		}
+		p.warmMu.Unlock()
+		if !errors.Is(err, reader.ErrWithdrawn) {
+			h.Complete(err) // a withdrawn read is abandoned by Release: the slot goes back
+		}
+		h.Release()
+		<-sem
+	}}
+	p.warmMu.Lock()
+	p.warmQ[k], p.warmed[k] = wr, true
+	p.warmMu.Unlock()
+	for {
+		tk, err := p.lanes.Offer(req)
+		if tk != nil {
+			p.warmMu.Lock()
+			wr.tk = tk
+			p.warm.Issued++
+			p.warmMu.Unlock()
+			return false, nil
+		}
+		if err == nil { // the speculative queue is full: wait for room
+			select {
+			case <-time.After(time.Millisecond):
+				continue
+			case <-ctx.Done():
+			}
+		}
+		p.warmMu.Lock()
+		delete(p.warmQ, k)
+		delete(p.warmed, k)
+		p.warmMu.Unlock()
+		h.Release()
+		<-sem
+		if err != nil {
+			return false, fmt.Errorf("warm start: %s: %w", label(k.Layer, k.Expert), err)
+		}
+		return false, nil
+	}
+}
+
+// noteWarm counts a demand lookup of a warmed expert and, if its read still
+// waits in the speculative queue, moves it to demand priority.
+func (p *Planner) noteWarm(ctx context.Context, k cache.Key) {
+	p.warmMu.Lock()
+	if !p.warmed[k] {
+		p.warmMu.Unlock()
+		return
+	}
+	delete(p.warmed, k)
+	p.warm.Used++
+	var tk *reader.Ticket
+	if wr := p.warmQ[k]; wr != nil {
+		tk = wr.tk
+	}
+	p.warmMu.Unlock()
+	if tk != nil && tk.Promote(ctx) {
+		p.warmMu.Lock()
+		p.warm.Promoted++
+		p.warmMu.Unlock()
+	}
+}
+
+// withdrawWarm takes back every warm read no lane has started.
+func (p *Planner) withdrawWarm() {
+	p.warmMu.Lock()
+	var tks []*reader.Ticket
+	for _, wr := range p.warmQ {
+		if wr.tk != nil {
+			tks = append(tks, wr.tk)
+		}
+	}
+	p.warmMu.Unlock()
+	for _, tk := range tks {
+		tk.Withdraw() // Done runs here (counted there) or in the lane that started it
+	}
+}
+
+// WarmStats returns the warm start's counters.
+func (p *Planner) WarmStats() WarmStats {
+	p.warmMu.Lock()
+	defer p.warmMu.Unlock()
+	return p.warm
+}

@@ -1,0 +1,82 @@
+package stages
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/prefetch"
+)
+
+// ModelID identifies the model file for its hot set: the total size of its
+// shards and the SHA-256 of the first shard's header (metadata and tensor
+// infos, the bytes before the data section).
+func (e *Engine) ModelID() (cache.ModelID, error) {
+	f := e.desc.File
+	var id cache.ModelID
+	for _, sh := range f.Shards {
+		id.Size += int64(sh.Size)
+	}
+	r, err := os.Open(f.Path)
+	if err != nil {
+		return id, fmt.Errorf("model id: %w", err)
+	}
+	defer r.Close()
+	h := sha256.New()
+	if _, err := io.CopyN(h, r, int64(f.DataOffset)); err != nil {
+		return id, fmt.Errorf("model id: %s header: %w", f.Path, err)
+	}
+	id.HeaderSHA = hex.EncodeToString(h.Sum(nil))
+	return id, nil
+}
+
+// ExpertShape is the number of experts of every layer (0 for a layer without
+// routed experts), the shape of the model's hot set.
+func (e *Engine) ExpertShape() []int {
+	s := make([]int, len(e.layout.ranges))
+	for i, exps := range e.layout.ranges {
+		s[i] = len(exps)
+	}
+	return s
+}
+
+// WarmStart starts reading keys (hottest first) into the expert cache in the
+// background, as speculative reads that never delay a demand read, never
+// evict and never exceed the budget (prefetch.Planner.Warm); the goroutine
+// belongs to the engine and ends with it. It reports false — and does
+// nothing — without streaming or when the cache cannot spare a slot beyond
+// one token's experts of a layer. At most 2 × lanes + 2 warm reads are in
+// flight, and never more than half the slots left after those k.
+func (e *Engine) WarmStart(keys []cache.Key) bool {
+	if e.io == nil || len(keys) == 0 {
+		return false
+	}
+	slots := int(e.cfg.Cache.Bytes / e.layout.slotBytes)
+	inflight := min(2*e.io.lanes.N()+2, (slots-e.k())/2)
+	if inflight < 1 {
+		return false
+	}
+	keys = keys[:min(len(keys), slots)]
+	e.life.group.Go(func() error {
+		st, err := e.io.planner.Warm(e.life.ctx, keys, inflight)
+		if err != nil {
+			// A failed speculative read is not the run's failure: a demand
+			// read of the same expert reports it if it matters.
+			e.cfg.Log.Warn().Str("event", "warm_start_error").Err(err).Msg("warm start stopped")
+		}
+		e.cfg.Log.Debug().Str("event", "warm_start_offered").Int64("reads", st.Issued).Bool("cache_full", st.Full).Msg("warm start: every read offered")
+		return nil
+	})
+	return true
+}
+
+// WarmStats are the warm start's counters (ok is false when not streaming).
+func (e *Engine) WarmStats() (prefetch.WarmStats, bool) {
+	if e.io == nil {
+		return prefetch.WarmStats{}, false
+	}
+	return e.io.planner.WarmStats(), true
+}
