@@ -31,3 +31,9 @@ run() {
 }
 run sdot
 run neon -tags nodotprod
+# The OS-facing packages as an Android build (GOOS=android: no THP, no
+# memcg under /sys/fs/cgroup, O_DIRECT fallbacks, CPU pinning), run by
+# scripts/qemu-android.sh.
+echo "== android/arm64 under qemu: OS-facing packages"
+GOOS=android go test -count=1 -short -exec "$PWD/scripts/qemu-android.sh" \
+  ./internal/... ./cache/ ./reader/ ./stages/

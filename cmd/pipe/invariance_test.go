@@ -88,6 +88,8 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"--prefetch-lanes=-2"}, "--prefetch-lanes -2"},
 		{[]string{"--n-predict=-3"}, "-n -3"},
 		{[]string{"--n-expert-used=-1"}, "--n-expert-used -1"},
+		{[]string{"--cpus", "3-1"}, "--cpus"},
+		{[]string{"--cpus", "1023"}, "--cpus"},
 		{[]string{"--prefetch-lanes", "-2"}, "--prefetch-lanes"}, // kong: a short flag, not a value
 	} {
 		args := append([]string{"run", "-m", model, "-p", "hi"}, c.args...)

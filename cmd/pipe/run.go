@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/decode"
+	"github.com/pipe-engine/pipe/internal/affinity"
 	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/replay"
@@ -27,7 +28,8 @@ type RunCmd struct {
 	Model  string `short:"m" help:"GGUF model file (first shard of a split model). Without it, a demo model with real Qwen3-30B-A3B layer shapes is generated once into the user cache directory and used." type:"path"`
 	Prompt string `short:"p" help:"Prompt text." default:"The quick brown fox"`
 	N      int    `short:"n" name:"n-predict" help:"Tokens to generate." default:"32"`
-	Thr    int    `short:"t" name:"threads" help:"Compute threads (0 = number of CPUs)." default:"0"`
+	Thr    int    `short:"t" name:"threads" help:"Compute threads (0 = number of CPUs, or of --cpus)." default:"0"`
+	CPUs   string `name:"cpus" help:"Pin the process to these CPUs, e.g. 4-7 or 0,2,4-7 (a phone's big cores; Linux and Android)." placeholder:"LIST"`
 	Ctx    int    `short:"c" name:"ctx-size" help:"Context length in tokens (0 = prompt + -n; 4096 in interactive mode)." default:"0"`
 	KVType string `name:"kv-type" help:"KV cache element type: f16 (llama.cpp's default) or f32." enum:"f16,f32" default:"f16"`
 	Echo   bool   `help:"Print the prompt before the generated text."`
@@ -63,6 +65,9 @@ func (c *RunCmd) validate() error {
 	case c.Ctx < 0:
 		return fmt.Errorf("%w: -c %d must be >= 0", errFlag, c.Ctx)
 	}
+	if _, err := affinity.ParseList(c.CPUs); err != nil {
+		return fmt.Errorf("%w: --cpus: %w", errFlag, err)
+	}
 	return c.EngineFlags.validate()
 }
 
@@ -87,6 +92,9 @@ func (c *RunCmd) options(g *Globals, path string, demo bool, seed uint64) (decod
 	threads := c.Thr
 	if threads == 0 {
 		threads = runtime.NumCPU()
+		if cpus, _ := affinity.ParseList(c.CPUs); len(cpus) > 0 {
+			threads = len(cpus)
+		}
 	}
 	cfg, err := c.EngineFlags.config(path, threads, g.Log)
 	if err != nil {
@@ -153,6 +161,11 @@ func (c *RunCmd) Run(g *Globals) error {
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if cpus, _ := affinity.ParseList(c.CPUs); len(cpus) > 0 {
+		if err := affinity.Pin(cpus); err != nil {
+			return fmt.Errorf("--cpus: %w", err)
+		}
 	}
 	seed := decode.ResolveSeed(c.Seed)
 	o, err := c.options(g, path, demo, seed)
