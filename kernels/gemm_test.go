@@ -150,3 +150,18 @@ func TestMatMulGEMMEqualsMatVec(t *testing.T) {
 		}
 	}
 }
+
+// TestNativeGEMMNotReference: an accelerated implementation never runs the
+// pure-Go multi-token kernels (slower than its vector kernels).
+func TestNativeGEMMNotReference(t *testing.T) {
+	for _, m := range implementations() {
+		if m == refImpl {
+			continue
+		}
+		for typ, k := range m.gemm {
+			if k == refImpl.gemm[typ] {
+				t.Errorf("%s uses the pure-Go multi-token kernel for %v", m.name, typ)
+			}
+		}
+	}
+}

@@ -23,7 +23,7 @@ func avx2Impl() *implementation {
 		dots:      maps.Clone(refImpl.dots),
 		rows:      map[quant.Type]rowsFunc{},
 		native:    map[quant.Type]bool{},
-		gemm:      maps.Clone(refImpl.gemm),
+		gemm:      map[quant.Type]*gemmKernel{}, // the pure-Go ones lose to the vector kernels
 	}
 	installAVX2(m)
 	installGEMMAVX2(m)
