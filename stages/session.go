@@ -35,13 +35,35 @@ func (e *Engine) NewSession(nCtx int, kv model.KVType) (*Session, error) {
 	return &Session{E: e, St: st}, nil
 }
 
-// Prefill feeds the prompt as one batch (each expert is read once for all
-// prompt tokens routed to it) and returns the logits of every position when
-// all is set, else of the last one.
+// PrefillChunk is the most prompt tokens one forward pass takes: a longer
+// prompt is fed in passes of this many, which bounds the pass's scratch
+// memory and the time between cancellation checks (the model checks the
+// context at every layer, Prefill between passes).
+const PrefillChunk = 512
+
+// Prefill feeds the prompt in batches of up to PrefillChunk tokens (each
+// expert is read once for all the batch's tokens routed to it) and returns
+// the logits of every position when all is set, else of the last one.
 func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]float32, time.Duration, error) {
 	s.E.SetStep(0)
 	t0 := time.Now()
-	out, err := s.E.Forward(ctx, s.St, tokens, all)
+	var out [][]float32
+	var err error
+	for i := 0; i < len(tokens) && err == nil; i += PrefillChunk {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		chunk := tokens[i:min(i+PrefillChunk, len(tokens))]
+		last := i+len(chunk) == len(tokens)
+		var rows [][]float32
+		rows, err = s.E.Forward(ctx, s.St, chunk, all)
+		switch {
+		case all:
+			out = append(out, rows...)
+		case last:
+			out = rows
+		}
+	}
 	d := time.Since(t0)
 	s.E.TakeStep()
 	s.sample() // prefill I/O is not charged to the first token
