@@ -79,41 +79,50 @@ type Auto struct {
 	Explain   string // one human line: the arithmetic, for the load log
 }
 
+// Available is the memory the process may still use: the tightest cgroup
+// memory limit minus that cgroup's non-reclaimable usage, never more than
+// MemAvailable. It returns where the number came from and the arithmetic in
+// words. procRoot and cgroupRoot default to /proc and /sys/fs/cgroup.
+func Available(procRoot, cgroupRoot string) (avail int64, source, why string, err error) {
+	if procRoot == "" {
+		procRoot = "/proc"
+	}
+	if cgroupRoot == "" {
+		cgroupRoot = "/sys/fs/cgroup"
+	}
+	memAvail, memErr := sysmem.MemAvailable(procRoot)
+	lim, limOK, limErr := sysmem.CgroupLimit(procRoot, cgroupRoot)
+	switch {
+	case limOK:
+		avail = max(lim.Limit-lim.Usage, 0)
+		source = fmt.Sprintf("cgroup v%d %s", lim.Version, lim.Path)
+		why = fmt.Sprintf("cgroup v%d limit %s - used %s = %s", lim.Version, fmtMiB(lim.Limit), fmtMiB(lim.Usage), fmtMiB(avail))
+		if memErr == nil && memAvail < avail {
+			avail, source = memAvail, "MemAvailable"
+			why += fmt.Sprintf("; capped by MemAvailable %s", fmtMiB(memAvail))
+		}
+	case memErr == nil:
+		avail, source = memAvail, "MemAvailable"
+		why = fmt.Sprintf("no cgroup limit; MemAvailable %s", fmtMiB(memAvail))
+	default:
+		return 0, "", "", fmt.Errorf("%w: %w", ErrNoMemInfo, errors.Join(memErr, limErr))
+	}
+	return avail, source, why, nil
+}
+
 // AutoBudget sizes the expert cache: memory available to the process (the
 // tightest cgroup memory limit minus that cgroup's non-reclaimable usage, and
 // never more than MemAvailable), minus dense weights, KV cache, overhead and
 // the floor, clamped to [0, CeilBytes] and rounded down to whole slots. Call it
 // before loading the dense weights (their bytes are subtracted here).
 func AutoBudget(o AutoOptions) (Auto, error) {
-	proc, cg := o.ProcRoot, o.CgroupRoot
-	if proc == "" {
-		proc = "/proc"
-	}
-	if cg == "" {
-		cg = "/sys/fs/cgroup"
-	}
-	memAvail, memErr := sysmem.MemAvailable(proc)
-	lim, limOK, limErr := sysmem.CgroupLimit(proc, cg)
 	var a Auto
-	var parts []string
-	switch {
-	case limOK:
-		a.Available = max(lim.Limit-lim.Usage, 0)
-		a.Source = fmt.Sprintf("cgroup v%d %s", lim.Version, lim.Path)
-		parts = append(parts, fmt.Sprintf("cgroup v%d limit %s - used %s = %s", lim.Version,
-			fmtMiB(lim.Limit), fmtMiB(lim.Usage), fmtMiB(a.Available)))
-		if memErr == nil && memAvail < a.Available {
-			a.Available = memAvail
-			a.Source = "MemAvailable"
-			parts = append(parts, fmt.Sprintf("capped by MemAvailable %s", fmtMiB(memAvail)))
-		}
-	case memErr == nil:
-		a.Available = memAvail
-		a.Source = "MemAvailable"
-		parts = append(parts, fmt.Sprintf("no cgroup limit; MemAvailable %s", fmtMiB(memAvail)))
-	default:
-		return Auto{}, fmt.Errorf("%w: %w", ErrNoMemInfo, errors.Join(memErr, limErr))
+	avail, source, why, err := Available(o.ProcRoot, o.CgroupRoot)
+	if err != nil {
+		return Auto{}, err
 	}
+	a.Available, a.Source = avail, source
+	parts := []string{why}
 	b := a.Available - o.DenseBytes - o.KVBytes - o.OverheadBytes - o.FloorBytes
 	parts = append(parts, fmt.Sprintf("- dense %s - KV %s - overhead %s - floor %s = %s",
 		fmtMiB(o.DenseBytes), fmtMiB(o.KVBytes), fmtMiB(o.OverheadBytes), fmtMiB(o.FloorBytes), fmtMiB(b)))

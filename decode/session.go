@@ -71,6 +71,10 @@ func firstNonZero(a, b int) int {
 }
 
 func (s *Session) size(nCtx int) error {
+	if train := s.m.eng.Desc().HParams.NCtxTrain; train > 0 && nCtx > train {
+		s.m.o.Engine.Log.Warn().Str("event", "ctx_beyond_train").Int("ctx", nCtx).Int("n_ctx_train", train).
+			Msgf("the context of %d positions (-c, or prompt + -n) is beyond the %d the model was trained on: output past position %d may degrade", nCtx, train, train)
+	}
 	st, err := s.m.eng.NewSession(nCtx, s.m.o.KV)
 	if err != nil {
 		return err

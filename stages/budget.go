@@ -46,13 +46,7 @@ func (e *Engine) resolveBudget() error {
 // kvBytes is the KV cache the run will allocate: layers × K and V ×
 // positions × KV width × element size.
 func (e *Engine) kvBytes() int64 {
-	hp := e.desc.HParams
-	kvDim := hp.NHeadKV * hp.HeadDim
-	if kvDim == 0 {
-		kvDim = hp.NEmbd
-	}
-	cc := e.cfg.Cache
-	return int64(hp.NLayer) * 2 * int64(cc.KVPositions) * int64(kvDim) * int64(max(cc.KVElemBytes, 2))
+	return e.kvBytesFor(e.cfg.Cache.KVPositions, e.cfg.Cache.KVElemBytes)
 }
 
 // Budget is the expert cache budget in bytes (resolved when auto).

@@ -184,6 +184,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("%s: %w: %q (pipe runs: %v)", cfg.Path, model.ErrUnsupportedArch, d.Arch, model.Architectures())
 	}
 	e := &Engine{cfg: cfg, desc: d, layout: newLayout(d)}
+	if err := e.checkLimits(); err != nil {
+		return nil, err
+	}
 	e.life.ctx, e.life.cancel = context.WithCancel(ctx)
 	e.life.group, e.life.ctx = errgroup.WithContext(e.life.ctx)
 	ok := false
@@ -273,6 +276,9 @@ func (e *Engine) ODirect() bool { return e.io != nil && e.io.files.ODirect() }
 
 // NewState allocates a KV cache.
 func (e *Engine) NewState(nCtx int, kv model.KVType) (*model.State, error) {
+	if err := e.checkKV(nCtx, kvElemBytes(kv)); err != nil {
+		return nil, err
+	}
 	return e.model.NewState(nCtx, kv)
 }
 

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -234,5 +236,119 @@ func TestFIFOInputsDoNotBlock(t *testing.T) {
 		if code == 0 || !strings.Contains(stderr, "not a regular file") {
 			t.Fatalf("pipe %s: exit %d, stderr:\n%s", strings.Join(args, " "), code, stderr)
 		}
+	}
+}
+
+// longPrompt is about 100 KB of text: tens of thousands of tokens.
+func longPrompt() string {
+	words := []string{"alpha", "beta", "gamma", "delta", "fox", "dog", "jumps", "over", "lazy", "quick", "brown"}
+	var b strings.Builder
+	for i := 0; b.Len() < 100_000; i++ {
+		b.WriteString(words[(i*7+i/3)%len(words)])
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// TestLongPromptCancel: a 100 KB prompt is cancelled within 2 s of the
+// signal (prefill runs in chunks and checks the context per chunk and per
+// layer), and the CSV trailer says status=canceled.
+func TestLongPromptCancel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode: a 100 KB prompt prefill")
+	}
+	csv := filepath.Join(t.TempDir(), "run.csv")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var errb bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"run", "-m", tinyModel, "-n", "4", "--temp", "0", "--csv", csv, "-p", longPrompt()}, io.Discard, &errb)
+	}()
+	time.Sleep(1500 * time.Millisecond) // well into the prefill
+	t0 := time.Now()
+	cancel()
+	select {
+	case code := <-done:
+		if d := time.Since(t0); d > 2*time.Second {
+			t.Fatalf("exit %v after the cancel", d)
+		}
+		if code != 130 {
+			t.Fatalf("exit %d, want 130; stderr:\n%s", code, errb.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("still running 60 s after the cancel")
+	}
+	b, _ := os.ReadFile(csv)
+	if !strings.Contains(string(b), "status=canceled") {
+		t.Fatalf("CSV after the cancel:\n%s", b)
+	}
+}
+
+// TestSecondSignalExitsAtOnce: the first SIGINT cancels the run with the
+// signal as the cause; the second exits 130 at once.
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	defer signal.Reset(os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	exited := make(chan int, 1)
+	handleSignals(cancel, io.Discard, func(code int) { exited <- code })
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first SIGINT did not cancel the run")
+	}
+	var se signalError
+	if !errors.As(context.Cause(ctx), &se) || se.sig != syscall.SIGINT {
+		t.Fatalf("cause %v, want the SIGINT", context.Cause(ctx))
+	}
+	if code := exitCode(ctx, context.Canceled, io.Discard); code != 130 {
+		t.Fatalf("exit code after SIGINT %d, want 130", code)
+	}
+	select {
+	case code := <-exited:
+		t.Fatalf("exited (%d) after one signal", code)
+	default:
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exited:
+		if code != 130 {
+			t.Fatalf("second SIGINT: exit %d, want 130", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second SIGINT did not exit")
+	}
+}
+
+// TestBadSizesAndNames: sizes beyond the machine and names that would be
+// ignored are clear errors (no Go crash); a context beyond the trained one
+// warns.
+func TestBadSizesAndNames(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-c", "1000000000"}, "lower -c"},
+		{[]string{"--moe-stream=false", "--cache-policy", "foo"}, "--cache-policy"},
+		{[]string{"--moe-stream=false", "--prefetch-policy", "foo"}, "--prefetch-policy"},
+	} {
+		args := append([]string{"run", "-m", tinyModel, "-n", "2", "--temp", "0"}, c.args...)
+		code, stderr := runCode(t, nil, args...)
+		if code == 0 || !strings.Contains(stderr, c.want) {
+			t.Fatalf("%v: exit %d, want an error naming %q; stderr:\n%s", c.args, code, c.want, stderr)
+		}
+		noStack(t, stderr)
+	}
+	// A budget above every expert of the model is clamped, not a slot-count error.
+	if code, stderr := runCode(t, nil, "run", "-m", tinyModel, "-n", "2", "--temp", "0", "--moe-stream=true", "--cache-mb", "99999999999"); code != 0 {
+		t.Fatalf("--cache-mb 99999999999: exit %d; stderr:\n%s", code, stderr)
+	}
+	code, stderr := runCode(t, nil, "--log-format", "json", "run", "-m", tinyModel, "-n", "600", "--temp", "0", "--ignore-eos")
+	if code != 0 || !strings.Contains(stderr, `"event":"ctx_beyond_train"`) {
+		t.Fatalf("-n 600 on a model trained on 512: exit %d, no ctx_beyond_train warning; stderr:\n%s", code, stderr)
 	}
 }

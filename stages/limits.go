@@ -1,0 +1,108 @@
+package stages
+
+import (
+	"fmt"
+
+	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/prefetch"
+)
+
+// checkLimits runs the checks Open makes before it allocates anything.
+func (e *Engine) checkLimits() error {
+	if err := e.checkPolicies(); err != nil {
+		return err
+	}
+	cc := e.cfg.Cache
+	if cc.KVPositions > 0 {
+		if err := e.checkKV(cc.KVPositions, cc.KVElemBytes); err != nil {
+			return err
+		}
+	}
+	if e.cfg.Stream {
+		return e.checkBudget()
+	}
+	return nil
+}
+
+// checkPolicies validates the policy names even when nothing streams: a typo
+// must not be accepted silently because the flag has no effect in this mode.
+func (e *Engine) checkPolicies() error {
+	layers := max(e.desc.HParams.NLayer, 1)
+	if name := e.cfg.Cache.Policy; name != "" {
+		if _, err := cache.NewPolicy(name, cache.PolicyOptions{Layers: layers, Seed: 1}); err != nil {
+			return fmt.Errorf("%w: --cache-policy: %w", ErrConfig, err)
+		}
+	}
+	if name := e.cfg.Prefetch.Policy; name != "" {
+		if _, err := prefetch.NewPolicy(name, layers); err != nil {
+			return fmt.Errorf("%w: --prefetch-policy: %w", ErrConfig, err)
+		}
+	}
+	return nil
+}
+
+// kvBytesFor is the KV cache of positions positions: layers × K and V ×
+// positions × KV width × element size (saturating instead of overflowing).
+func (e *Engine) kvBytesFor(positions, elemBytes int) int64 {
+	hp := e.desc.HParams
+	kvDim := hp.NHeadKV * hp.HeadDim
+	if kvDim == 0 {
+		kvDim = hp.NEmbd
+	}
+	per := int64(hp.NLayer) * 2 * int64(kvDim) * int64(max(elemBytes, 2))
+	if per > 0 && int64(positions) > (1<<62)/per {
+		return 1 << 62
+	}
+	return per * int64(positions)
+}
+
+// checkKV refuses, before allocating it, a KV cache larger than the memory
+// available to the process. Without memory information it allows the cache.
+func (e *Engine) checkKV(positions, elemBytes int) error {
+	need := e.kvBytesFor(positions, elemBytes)
+	avail, source, _, err := cache.Available("", "")
+	if err != nil || need <= avail {
+		return nil
+	}
+	return fmt.Errorf("%w: the KV cache for a context of %d positions needs %s, more than the %s available (%s): lower -c (the context size)",
+		ErrConfig, positions, mib(need), mib(avail), source)
+}
+
+// checkBudget clamps an explicit --cache-mb to what every expert of the model
+// needs (a larger cache holds nothing more) and refuses one that, with the
+// KV cache, exceeds the memory available to the process.
+func (e *Engine) checkBudget() error {
+	cc := &e.cfg.Cache
+	if cc.Auto || cc.Bytes == 0 {
+		return nil
+	}
+	if all := e.layout.count() * e.layout.slotBytes; all > 0 && cc.Bytes > all {
+		e.cfg.Log.Info().Str("event", "cache_budget").Int64("budget_bytes", all).Int64("asked_bytes", cc.Bytes).
+			Msgf("--cache-mb %d is more than every expert of the model needs: cache budget %s", cc.Bytes>>20, mib(all))
+		cc.Bytes = all
+	}
+	kv := e.kvBytesFor(cc.KVPositions, cc.KVElemBytes)
+	avail, source, _, err := cache.Available("", "")
+	if err != nil || cc.Bytes+kv <= avail {
+		return nil
+	}
+	return fmt.Errorf("%w: --cache-mb %d: the expert cache (%s) and the KV cache (%s) exceed the %s available (%s): lower --cache-mb or use --cache-mb auto",
+		ErrConfig, cc.Bytes>>20, mib(cc.Bytes), mib(kv), mib(avail), source)
+}
+
+// kvElemBytes is the size of one KV element of type kv.
+func kvElemBytes(kv model.KVType) int {
+	if kv == model.KVF32 {
+		return 4
+	}
+	return 2
+}
+
+// mib formats a byte count in MiB, or GiB from 10 GiB up.
+func mib(b int64) string {
+	if b >= 10<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
