@@ -99,13 +99,14 @@ var geluTab = sync.OnceValue(func() *[1 << 16]uint16 {
 	return &t
 })
 
-// geluF32 is ggml_gelu_f32, the tanh approximation in float32.
+// geluF32 is ggml_gelu_f32, the tanh approximation in float32 (explicit
+// roundings: never fused into FMA, which Go does on arm64).
 func geluF32(x float32) float32 {
 	const (
 		coefA       = float32(0.044715)
 		sqrt2OverPi = float32(0.79788456080286535587989211986876)
 	)
-	inner := sqrt2OverPi * x * (1 + coefA*x*x)
+	inner := float32(sqrt2OverPi*x) * (1 + float32(float32(coefA*x)*x))
 	return 0.5 * x * (1 + float32(math.Tanh(float64(inner))))
 }
 
