@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +20,10 @@ import (
 // output element is computed by the same single-row kernel whatever the
 // chunking, so results are identical for any thread count. Calls are
 // serialized by a mutex, so a Pool is safe for concurrent use; Close stops
-// the helpers.
+// the helpers. A panic on any thread of a call (helpers run with
+// debug.SetPanicOnFault, so a fault on a mapped file that shrank is one) is
+// re-raised on the calling goroutine after every helper is done with the
+// call, leaving the pool usable.
 type Pool struct {
 	threads int
 
@@ -53,6 +57,36 @@ type job struct {
 	// before it blocks on Pool.done).
 	pending atomic.Int32
 	gemm    gemmJob // multi-token tiles and packed activations, if used
+	// fault is the first panic a helper caught on this job (a memory fault
+	// on a mapped file that shrank, with SetPanicOnFault); the caller
+	// re-raises it on its own goroutine once every helper is done.
+	fault atomic.Pointer[caught]
+}
+
+// caught boxes a recovered panic value.
+type caught struct{ v any }
+
+// runCaught runs the job and returns the panic it raised, if any, instead of
+// unwinding (so the caller can wait for its helpers first).
+func (j *job) runCaught() (c *caught) {
+	defer func() {
+		if r := recover(); r != nil {
+			c = &caught{r}
+		}
+	}()
+	j.run()
+	return nil
+}
+
+// finish re-raises, on the calling goroutine, a panic the caller or a helper
+// caught while running the job; every helper is done with it.
+func (j *job) finish(c *caught) {
+	if h := j.fault.Swap(nil); c == nil {
+		c = h
+	}
+	if c != nil {
+		panic(c.v)
+	}
 }
 
 // helper states
@@ -114,6 +148,10 @@ func NewPool(threads int) *Pool {
 
 func (p *Pool) loop(h *helper) {
 	defer p.exited.Done()
+	// A fault reading a mapped model that shrank under the run panics
+	// (recovered below and re-raised on the caller) instead of killing the
+	// process.
+	debug.SetPanicOnFault(true)
 	// Only this loop moves spinning→parked, and then always takes the wake
 	// token start sends for a parked helper; a failed CAS means start
 	// already moved spinning→working.
@@ -123,7 +161,9 @@ func (p *Pool) loop(h *helper) {
 				return // closed
 			}
 		}
-		p.job.run()
+		if c := p.job.runCaught(); c != nil {
+			p.job.fault.CompareAndSwap(nil, c)
+		}
 		h.state.Store(spinning)
 		p.job.pending.Add(-1)
 		p.done.Done()
@@ -239,12 +279,13 @@ func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation,
 	for _, h := range p.helpers[:helpers] {
 		h.start()
 	}
-	j.run()
+	c := j.runCaught()
 	if helpers > 0 {
 		spin(func() bool { return j.pending.Load() == 0 })
 		p.done.Wait()
 	}
 	j.w, j.acts, j.y = nil, nil, nil
+	j.finish(c)
 }
 
 // Parallel calls fn(i) for every i in [0, n) on the pool's threads (the
@@ -277,12 +318,13 @@ func (p *Pool) parallelLocked(n, threads int, fn func(i int)) {
 	for _, h := range p.helpers[:helpers] {
 		h.start()
 	}
-	j.run()
+	c := j.runCaught()
 	if helpers > 0 {
 		spin(func() bool { return j.pending.Load() == 0 })
 		p.done.Wait()
 	}
 	j.fn = nil
+	j.finish(c)
 }
 
 // MatVec computes y[r] = row_r(w) · x for r < rows, where w holds rows rows

@@ -33,3 +33,29 @@ func TestParallelCoversEveryIndexOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestPanicOnAnyThreadReachesCaller: a panic in a helper (as a memory fault
+// on a shrunken mapping becomes with SetPanicOnFault) is re-raised on the
+// calling goroutine after the call, and the pool keeps working.
+func TestPanicOnAnyThreadReachesCaller(t *testing.T) {
+	p := NewPool(4)
+	defer p.Close()
+	for round := 0; round < 20; round++ {
+		var got any
+		func() {
+			defer func() { got = recover() }()
+			_ = p.Parallel(64, func(i int) {
+				if i == 63 { // a late index: usually a helper's
+					panic("fault")
+				}
+			})
+		}()
+		if got != "fault" {
+			t.Fatalf("round %d: recovered %v, want the helper's panic", round, got)
+		}
+		var n atomic.Int32
+		if err := p.Parallel(64, func(int) { n.Add(1) }); err != nil || n.Load() != 64 {
+			t.Fatalf("after a panic: %v, %d of 64 calls", err, n.Load())
+		}
+	}
+}

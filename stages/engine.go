@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -282,8 +283,16 @@ func (e *Engine) NewState(nCtx int, kv model.KVType) (*model.State, error) {
 	return e.model.NewState(nCtx, kv)
 }
 
-// Forward feeds tokens through the model with this engine as its MoE.
-func (e *Engine) Forward(ctx context.Context, st *model.State, tokens []int32, all bool) ([][]float32, error) {
+// Forward feeds tokens through the model with this engine as its MoE. A
+// memory fault reading the mapped model (the file shrank under the run)
+// ends the pass with an ErrModelChanged error instead of a crash.
+func (e *Engine) Forward(ctx context.Context, st *model.State, tokens []int32, all bool) (rows [][]float32, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = e.faultError(r)
+		}
+	}()
 	return e.model.Forward(ctx, st, tokens, e, all)
 }
 

@@ -1,7 +1,9 @@
 package stages
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/model"
@@ -105,4 +107,19 @@ func mib(b int64) string {
 		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 	}
 	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
+
+// ErrModelChanged: the model file changed under the run (a memory fault on
+// its mapping, e.g. it was truncated).
+var ErrModelChanged = errors.New("the model file changed during the run")
+
+// faultError turns a recovered memory fault into an error naming the model
+// file; any other panic is re-raised.
+func (e *Engine) faultError(r any) error {
+	if re, ok := r.(runtime.Error); ok {
+		if a, ok := re.(interface{ Addr() uintptr }); ok {
+			return fmt.Errorf("%s: %w (memory fault at %#x reading its mapping: truncated or rewritten?)", e.cfg.Path, ErrModelChanged, a.Addr())
+		}
+	}
+	panic(r)
 }

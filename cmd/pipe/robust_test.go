@@ -352,3 +352,47 @@ func TestBadSizesAndNames(t *testing.T) {
 		t.Fatalf("-n 600 on a model trained on 512: exit %d, no ctx_beyond_train warning; stderr:\n%s", code, stderr)
 	}
 }
+
+// TestTruncatedModel truncates the model under a running decode: with the
+// file mapped (--moe-stream=false, --dense-weights mmap) the memory fault
+// becomes an error naming the file, streaming reports the short read; never
+// a SIGBUS crash, always a CSV trailer with status=error.
+func TestTruncatedModel(t *testing.T) {
+	for _, mode := range [][]string{
+		{"--moe-stream=false"},
+		{"--moe-stream=true", "--dense-weights", "mmap", "--cache-mb", "1"},
+		{"--moe-stream=true", "--cache-mb", "1"},
+	} {
+		m := copyModel(t)
+		csv := filepath.Join(t.TempDir(), "run.csv")
+		args := append([]string{"run", "-m", m, "-n", "100000", "--temp", "0", "--ignore-eos", "--csv", csv}, mode...)
+		cmd, stderr := runExe(t, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitRows(t, cmd, csv, stderr)
+		if err := os.Truncate(m, 1_000_000); err != nil {
+			cmd.Process.Kill()
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%v: still running 30 s after the truncation", mode)
+		}
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Fatalf("%v: exit %v, want status 1; stderr:\n%s", mode, err, stderr)
+		}
+		noStack(t, stderr.String())
+		if !strings.Contains(stderr.String(), m) {
+			t.Fatalf("%v: the error does not name the file:\n%s", mode, stderr)
+		}
+		if b, _ := os.ReadFile(csv); !strings.Contains(string(b), "status=error") {
+			t.Fatalf("%v: CSV trailer:\n%s", mode, b)
+		}
+	}
+}
