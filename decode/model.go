@@ -52,6 +52,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 	_ "github.com/pipe-engine/pipe/model/archs" // registers every architecture
 	"github.com/pipe-engine/pipe/sink"
@@ -171,7 +172,8 @@ func (m *Model) init(cfg stages.Config) error {
 	}
 	d := m.eng.Desc()
 	extra := append([]sink.Field{sink.F("model", cfg.Path), sink.F("arch", d.Arch), sink.F("moe_stream", cfg.Stream),
-		sink.F("dense_weights", string(cfg.Dense)), sink.F("overlap", cfg.Overlap), sink.F("working_set_bytes", m.eng.WorkingSet())},
+		sink.F("dense_weights", string(cfg.Dense)), sink.F("overlap", cfg.Overlap), sink.F("working_set_bytes", m.eng.WorkingSet()),
+		sink.F("kernels", kernels.Implementation())},
 		m.o.LoadFields...)
 	m.sink.Load(sink.LoadInfo{
 		Seconds: m.eng.LoadTime().Seconds(), DenseBytes: d.DenseBytes, ExpertBytes: d.ExpertTotalBytes,
