@@ -18,6 +18,10 @@
 // batch. Hit % is reported over decode lookups (or all lookups with
 // CountAll).
 //
+// WarmStart (warm.go) replays the engine's warm start: the hot set of a
+// trace's first half fills the cache of a new process replaying the second
+// half, compared with a cold and a continued cache.
+//
 // Readers and writers are not safe for concurrent use; a *Trace is immutable
 // after Read returns and may be replayed from several goroutines, each with
 // its own Policy.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,9 @@ type ReplayCmd struct {
 	Phase   string   `help:"Lookups counted in hit %: decode (prefill only warms the cache) or all." enum:"decode,all" default:"decode"`
 	Seed    int64    `help:"Seed of the random policy." default:"1"`
 	Format  string   `help:"Output format: text, markdown or json." enum:"text,markdown,json" default:"text"`
+
+	WarmStart   bool `name:"warm-start" help:"Instead of the sweep: the hot set of the trace's first half (its decode tokens' first half and the prefill) warm-starts a new process replaying the second half; hit % of its first --first-tokens tokens and of all, cold vs warm vs continued (the cache as the first half left it)."`
+	FirstTokens int  `name:"first-tokens" help:"Head window of --warm-start, in decode tokens." default:"20"`
 }
 
 // Run replays every trace and prints one report per trace.
@@ -54,6 +58,12 @@ func (c *ReplayCmd) Run(g *Globals) error {
 			return fmt.Errorf("replay %s: %w", path, err)
 		}
 		seq := replay.Compile(tr)
+		if c.WarmStart {
+			if err := c.warm(g, filepath.Base(path), seq, pols, budgets, i); err != nil {
+				return fmt.Errorf("replay %s: %w", path, err)
+			}
+			continue
+		}
 		g.Log.Debug().Str("trace", path).Int("batches", len(seq.Batches)).Int("decode_tokens", seq.DecodeTokens).Msg("replaying")
 		rep, err := replay.Sweep(filepath.Base(path), seq, replay.SweepOptions{Policies: pols, Budgets: budgets, Phase: phase, Seed: c.Seed})
 		if err != nil {
@@ -71,4 +81,28 @@ func (c *ReplayCmd) Run(g *Globals) error {
 		}
 	}
 	return nil
+}
+
+// warm runs the --warm-start replay of one trace (the i-th) and prints it.
+func (c *ReplayCmd) warm(g *Globals, name string, seq *replay.Sequence, pols []string, budgets []int64, i int) error {
+	if pols == nil || c.Policy == "lru,lfu,random,layer,belady" {
+		pols = []string{"lru", "layer"} // the default list holds belady, which needs the future
+	}
+	rep, err := replay.WarmStart(name, seq, replay.WarmOptions{Policies: pols, Budgets: budgets, FirstTokens: c.FirstTokens, Seed: c.Seed})
+	if err != nil {
+		return err
+	}
+	if i > 0 {
+		if c.Format == "json" {
+			fmt.Fprint(g.Stdout, ",")
+		} else {
+			fmt.Fprintln(g.Stdout)
+		}
+	}
+	if c.Format == "json" {
+		enc := json.NewEncoder(g.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.Write(g.Stdout, c.Format == "markdown")
 }

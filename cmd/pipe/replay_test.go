@@ -60,3 +60,34 @@ func TestReplayErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayWarmStart: --warm-start compares cold, warm and continued starts
+// of the trace's second half (text and JSON); belady is refused there.
+func TestReplayWarmStart(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"replay", replayTrace, "--warm-start", "--budgets", "4000"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"warm start on gemma.route.csv", "first 20: cold", "continued", "layer"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"replay", replayTrace, "--warm-start", "--budgets", "4000", "--policy", "layer", "--format", "json"}, &out, &errb); code != 0 {
+		t.Fatalf("json: exit %d: %s", code, errb.String())
+	}
+	var rep struct {
+		Rows []struct {
+			ColdHead float64 `json:"cold_head_hit_pct"`
+			WarmHead float64 `json:"warm_head_hit_pct"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Rows) != 1 || rep.Rows[0].WarmHead <= rep.Rows[0].ColdHead {
+		t.Errorf("json (%v): %s", err, out.String())
+	}
+	errb.Reset()
+	if code := run(context.Background(), []string{"replay", replayTrace, "--warm-start", "--policy", "belady"}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "online policies") {
+		t.Errorf("belady: exit %d, stderr %q", code, errb.String())
+	}
+}
