@@ -8,14 +8,17 @@ import (
 	"os"
 
 	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/prefetch"
 )
 
-// ModelID identifies the model file for its hot set: the total size of its
+// ModelID identifies the model file for its hot set (see ModelIDOf).
+func (e *Engine) ModelID() (cache.ModelID, error) { return ModelIDOf(e.desc.File) }
+
+// ModelIDOf identifies a model file for its hot set: the total size of its
 // shards and the SHA-256 of the first shard's header (metadata and tensor
 // infos, the bytes before the data section).
-func (e *Engine) ModelID() (cache.ModelID, error) {
-	f := e.desc.File
+func ModelIDOf(f *gguf.File) (cache.ModelID, error) {
 	var id cache.ModelID
 	for _, sh := range f.Shards {
 		id.Size += int64(sh.Size)

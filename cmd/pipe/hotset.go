@@ -1,6 +1,18 @@
 package main
 
-import "github.com/pipe-engine/pipe/decode"
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/decode"
+	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/internal/safefile"
+	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/replay"
+	"github.com/pipe-engine/pipe/stages"
+)
 
 // HotSetFlags are the warm-start flags of the commands that decode.
 type HotSetFlags struct {
@@ -15,4 +27,72 @@ func (f *HotSetFlags) options() decode.HotSetOptions {
 		path = ""
 	}
 	return decode.HotSetOptions{Path: path, Warm: f.WarmStart}
+}
+
+// HotSetCmd is `pipe hotset`: build a model's hot set from a route trace, so
+// the first run already warm-starts.
+type HotSetCmd struct {
+	Model      string `short:"m" required:"" help:"GGUF model file the hot set is for (first shard of a split model)." type:"existingfile"`
+	RouteTrace string `name:"route-trace" required:"" help:"route_trace v1 file recorded on this model (pipe run --route-trace)." type:"existingfile"`
+	Out        string `short:"o" help:"Hot-set file to write ('auto': where pipe run --hot-set auto looks for it)." default:"auto"`
+	Merge      bool   `help:"Add half the popularity of the valid hot set already at -o, as a run's end does."`
+}
+
+// Run counts every routing of the trace and saves the hot set.
+func (c *HotSetCmd) Run(g *Globals) error {
+	f, err := gguf.Open(c.Model)
+	if err != nil {
+		return err
+	}
+	d, err := model.Describe(f)
+	if err != nil {
+		return err
+	}
+	shape := make([]int, len(d.Experts))
+	for i, exps := range d.Experts {
+		shape[i] = len(exps)
+	}
+	id, err := stages.ModelIDOf(f)
+	if err != nil {
+		return err
+	}
+	tf, err := safefile.OpenInput(c.RouteTrace)
+	if err != nil {
+		return fmt.Errorf("--route-trace: %w", err)
+	}
+	tr, err := replay.Read(tf)
+	tf.Close()
+	if err != nil {
+		return fmt.Errorf("--route-trace %s: %w", c.RouteTrace, err)
+	}
+	h := cache.NewHotSet(id, shape)
+	for i, r := range tr.Rows {
+		if r.Layer >= len(shape) || r.Expert >= shape[r.Layer] {
+			return fmt.Errorf("%w: --route-trace %s row %d: layer %d expert %d is not an expert of %s", errFlag, c.RouteTrace, i+1, r.Layer, r.Expert, c.Model)
+		}
+		h.Add(r.Layer, []int{r.Expert})
+	}
+	path := c.Out
+	if path == decode.HotSetAuto {
+		if path, err = decode.DefaultHotSetPath(id); err != nil {
+			return err
+		}
+	}
+	if c.Merge {
+		old, err := cache.LoadHotSet(path, id, shape)
+		switch {
+		case err == nil:
+			if err := h.Merge(old); err != nil {
+				return err
+			}
+		case !errors.Is(err, fs.ErrNotExist):
+			g.Log.Warn().Str("event", "hot_set_ignored").Err(err).Msg("--merge: the hot set there is not used")
+		}
+	}
+	if err := h.Save(path); err != nil {
+		return err
+	}
+	g.Log.Info().Str("event", "hot_set_saved").Str("path", path).Int("routings", len(tr.Rows)).Int("experts", len(h.Hottest(int(^uint(0)>>1)))).Msg("hot set written")
+	fmt.Fprintln(g.Stdout, path)
+	return nil
 }

@@ -37,6 +37,7 @@ type CLI struct {
 	Bench   BenchCmd   `cmd:"" help:"Run a matrix of pipe run configurations side by side (interleaved), optionally under a memory cap, and tabulate them."`
 	Inspect InspectCmd `cmd:"" help:"Show a GGUF model's architecture, hyper-parameters, tensors and expert/dense split."`
 	Replay  ReplayCmd  `cmd:"" help:"Replay expert-routing traces through cache policies: hit % and MiB read per token per budget."`
+	HotSet  HotSetCmd  `cmd:"" name:"hotset" help:"Build a model's hot set (for --warm-start) from a route trace."`
 	Report  ReportCmd  `cmd:"" help:"Analyse per-token CSVs: mean and steady-window tok/s, warm-up, hit rate, regime verdict; compare runs; plot."`
 }
 

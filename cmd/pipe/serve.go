@@ -32,6 +32,7 @@ type ServeCmd struct {
 
 	SamplingFlags `embed:""`
 	EngineFlags   `embed:""`
+	HotSetFlags   `embed:""` // the hot set is saved when the server shuts down
 }
 
 func (c *ServeCmd) validate() error {
@@ -109,7 +110,7 @@ func (c *ServeCmd) options(g *Globals, path string, demo bool) (decode.Options, 
 		return decode.Options{}, err
 	}
 	o := decode.Options{Engine: cfg, Stream: decode.StreamMode(c.MoeStream), KV: model.KVF16, Ctx: c.Ctx,
-		Sink: sink.Options{Warmup: -1}}
+		Sink: sink.Options{Warmup: -1}, HotSet: c.HotSetFlags.options()}
 	if demo {
 		o.Stream = decode.StreamOn
 		if cfg.Cache.Auto {
