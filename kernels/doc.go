@@ -67,11 +67,13 @@
 // for bit. A kernel may chain a smaller tile for the remainder, and may
 // run a last partial tile padded with copies of its last token. AVX2
 // (gemm_amd64.s): Q4_K and Q6_K against 4 tokens, Q8_0 against 8; AVX-512
-// F/BW, used where present: Q4_K and Q6_K against 8 tokens then 2, two
-// tokens per 512-bit register, with VPDPWSSD where AVX-512 VNNI exists
+// F/BW, used where present: Q4_K, Q6_K and MXFP4 against 8 tokens then 2,
+// two tokens per 512-bit register, Q4_K/Q6_K with VPDPWSSD where AVX-512
+// VNNI exists
 // (BenchmarkGEMM per CPU-second, 128 tokens against a 4096×2048 Q4_K
 // matrix: AVX2 0.17, AVX-512 0.25, VNNI 0.29 GB/s of weights; Q6_K expert
-// down, 8 tokens: 2.6–3.1, 3.3–3.5, 3.7); pure Go (ref_gemm.go, every architecture and purego): Q4_0,
+// down, 8 tokens: 2.6–3.1, 3.3–3.5, 3.7; MXFP4 gpt-oss expert, 8 tokens:
+// vector kernel 1.0–1.2, AVX-512 1.25–1.5); pure Go (ref_gemm.go, every architecture and purego): Q4_0,
 // Q8_0, MXFP4, Q4_K, Q6_K against 4.
 //
 // An AVX-512 (F/BW/DQ/VL) MXFP4 kernel is built and tested as a second

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// AVX-512 Q4_K and Q6_K multi-token kernels (gemm_amd64.s): 8 tokens (4
+// AVX-512 Q4_K, Q6_K and MXFP4 multi-token kernels (gemm_amd64.s): 8 tokens (4
 // pairs) per call, and 2 tokens (one pair) for the tokens left after whole
 // tiles of 8. Used where AVX-512 F/BW exist (the VNNI variants where
 // AVX-512 VNNI does): they measured faster than the AVX2 4-token kernels
@@ -20,7 +20,27 @@ import (
 // 128-bit lane to all its lanes (gemmK4Shuf for 512-bit registers).
 var gemmK4Shuf512 [8][64]byte
 
+// MXFP4 pair kernel tables: the signed E2M1 code values in every 128-bit
+// lane, VPSRLVD counts putting the high nibbles in each 256-bit half's
+// upper lane, VPERMPS indices spreading tokens 2p and 2p+1 over pair p's
+// halves, and the E8M0 half-scales.
+var (
+	gemmMXKv    [16]int8
+	gemmMXShift = [16]uint32{0, 0, 0, 0, 4, 4, 4, 4, 0, 0, 0, 0, 4, 4, 4, 4}
+	gemmMXIdx   [4][16]uint32
+	gemmE8M0    [256]float32
+)
+
 func init() {
+	gemmMXKv = kvaluesMXFP4
+	for p := range gemmMXIdx {
+		for i := 0; i < 16; i++ {
+			gemmMXIdx[p][i] = uint32(2*p + i/8)
+		}
+	}
+	for e := range gemmE8M0 {
+		gemmE8M0[e] = e8m0Half(uint8(e))
+	}
 	for k := range gemmK4Shuf512 {
 		for i := 0; i < 32; i++ {
 			gemmK4Shuf512[k][2*i] = byte(2 * k)
@@ -49,6 +69,12 @@ func gemmQ6_KVNNIx8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scr
 
 //go:noescape
 func gemmQ6_KVNNIx2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+
+//go:noescape
+func gemmMXFP4AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+
+//go:noescape
+func gemmMXFP4AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
 
 //go:noescape
 func gemmQ4_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
@@ -135,13 +161,35 @@ func packQ6_KPairs(acts []*Activation, dst []byte) {
 	}
 }
 
+// mxPairsBytes: per 32-element block, 8 scales and 64 bytes per pair.
+func mxPairsBytes(T int) func(cols int) int {
+	return func(cols int) int { return cols / 32 * (32 + 64*(T/2)) }
+}
+
+// packMXFP4Pairs packs len(acts) (8 or 2) Q8_0 activations for the MXFP4
+// pair kernels.
+func packMXFP4Pairs(acts []*Activation, dst []byte) {
+	P := len(acts) / 2
+	stride := 32 + 64*P
+	nb := acts[0].cols / 32
+	clear(dst[:nb*stride])
+	for b := 0; b < nb; b++ {
+		blk := dst[b*stride : (b+1)*stride]
+		for t, a := range acts {
+			binary.LittleEndian.PutUint32(blk[4*t:], math.Float32bits(a.d[b]))
+			o := 32 + 64*(t/2) + 32*(t%2)
+			copy(blk[o:o+32], int8Bytes(a.qs[b*32:b*32+32]))
+		}
+	}
+}
+
 type pairKernel func(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
 
 // avx512GEMM wraps a pair kernel of T tokens for rows of blocks of bs
 // bytes.
-func avx512GEMM(T, bs int, size func(cols int) int, kern pairKernel) gemmRun {
+func avx512GEMM(T, bs, qk int, size func(cols int) int, kern pairKernel) gemmRun {
 	return func(w []byte, rb, rows int, acts []*Activation, pk []byte, y []float32, ys int) {
-		nb := acts[0].cols / 256
+		nb := acts[0].cols / qk
 		if len(acts) != T || !gemmOk(w, rb, rows, nb, bs, pk, size(acts[0].cols), y, ys, T) {
 			fillNaN(y[:min(len(y), rows)])
 			return
@@ -153,9 +201,9 @@ func avx512GEMM(T, bs int, size func(cols int) int, kern pairKernel) gemmRun {
 
 // pairGEMM is the 8-token kernel (also for a last tile of 5–7 tokens,
 // padded) with the 2-token one for the remainder.
-func pairGEMM(bs int, size func(T int) func(cols int) int, pack func([]*Activation, []byte), k8, k2 pairKernel) *gemmKernel {
-	two := &gemmKernel{tile: 2, pack: pack, packBytes: size(2), run: avx512GEMM(2, bs, size(2), k2)}
-	return &gemmKernel{tile: 8, pack: pack, packBytes: size(8), run: avx512GEMM(8, bs, size(8), k8), next: two, minFill: 5}
+func pairGEMM(bs, qk int, size func(T int) func(cols int) int, pack func([]*Activation, []byte), k8, k2 pairKernel) *gemmKernel {
+	two := &gemmKernel{tile: 2, pack: pack, packBytes: size(2), run: avx512GEMM(2, bs, qk, size(2), k2)}
+	return &gemmKernel{tile: 8, pack: pack, packBytes: size(8), run: avx512GEMM(8, bs, qk, size(8), k8), next: two, minFill: 5}
 }
 
 // hasVNNI gates the VNNI variants (VPDPWSSD).
@@ -164,15 +212,16 @@ var hasVNNI = hasAVX512 && cpu.X86.HasAVX512VNNI
 // vnniGEMMs: the pair kernels with VPDPWSSD.
 func vnniGEMMs() map[quant.Type]*gemmKernel {
 	return map[quant.Type]*gemmKernel{
-		quant.Q4_K: pairGEMM(144, q4KPairsBytes, packQ4_KPairs, gemmQ4_KVNNIx8, gemmQ4_KVNNIx2),
-		quant.Q6_K: pairGEMM(210, q6KPairsBytes, packQ6_KPairs, gemmQ6_KVNNIx8, gemmQ6_KVNNIx2),
+		quant.Q4_K: pairGEMM(144, 256, q4KPairsBytes, packQ4_KPairs, gemmQ4_KVNNIx8, gemmQ4_KVNNIx2),
+		quant.Q6_K: pairGEMM(210, 256, q6KPairsBytes, packQ6_KPairs, gemmQ6_KVNNIx8, gemmQ6_KVNNIx2),
 	}
 }
 
 // avx512GEMMs: Q4_K and Q6_K pair kernels.
 func avx512GEMMs() map[quant.Type]*gemmKernel {
 	return map[quant.Type]*gemmKernel{
-		quant.Q4_K: pairGEMM(144, q4KPairsBytes, packQ4_KPairs, gemmQ4_KAVX512x8, gemmQ4_KAVX512x2),
-		quant.Q6_K: pairGEMM(210, q6KPairsBytes, packQ6_KPairs, gemmQ6_KAVX512x8, gemmQ6_KAVX512x2),
+		quant.Q4_K:  pairGEMM(144, 256, q4KPairsBytes, packQ4_KPairs, gemmQ4_KAVX512x8, gemmQ4_KAVX512x2),
+		quant.Q6_K:  pairGEMM(210, 256, q6KPairsBytes, packQ6_KPairs, gemmQ6_KAVX512x8, gemmQ6_KAVX512x2),
+		quant.MXFP4: pairGEMM(17, 32, mxPairsBytes, packMXFP4Pairs, gemmMXFP4AVX512x8, gemmMXFP4AVX512x2),
 	}
 }

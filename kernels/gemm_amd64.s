@@ -1143,3 +1143,141 @@ w62blk:
 	JNZ  w62row
 	VZEROUPPER
 	RET
+
+// AVX-512 (F, BW) MXFP4 against token pairs. Per 32-element block the
+// codes are unpacked once into both 256-bit halves (element order) as
+// signed values q; a pair's quants are negated where q < 0 (merge-masked
+// VPSUBB) so VPMADDUBSW(|q|, ±y) + VPMADDWD(1) form the exact lanes of
+// lanes32. The eight tokens' scales are multiplied by the block's E8M0
+// half-scale at once and spread to each pair's halves with VPERMPS.
+// Layout per block: 8 float32 activation scales (token t at 4t), then per
+// pair 64 bytes of quants (32 per token).
+
+// MXPAIR(yoff, acc, idx)
+#define MXPAIR(yoff, acc, idx) \
+	VMOVDQU64  (yoff)(DI), Z20 \
+	VPSUBB     Z20, Z23, K1, Z20 \
+	VPMADDUBSW Z20, Z8, Z20 \
+	VPMADDWD   Z22, Z20, Z20 \
+	VCVTDQ2PS  Z20, Z20 \
+	VPERMPS    Z10, idx, Z21 \
+	VMULPS     Z21, Z20, Z20 \
+	VADDPS     Z20, acc, acc
+
+// MXHEAD: block scale products into Y10, |q| into Z8, q < 0 into K1.
+#define MXHEAD \
+	MOVBLZX         (SI), AX \
+	VBROADCASTSS    (R9)(AX*4), Z12 \
+	VMULPS          (DI), Y12, Y10 \
+	VBROADCASTI32X4 1(SI), Z8 \
+	VPSRLVD         Z15, Z8, Z8 \
+	VPANDD          Z14, Z8, Z8 \
+	VPSHUFB         Z8, Z13, Z8 \
+	VPMOVB2M        Z8, K1 \
+	VPABSB          Z8, Z8
+
+// MXCONST: Z13 signed code table, Z14 = 0x0F bytes, Z15 shift counts,
+// Z16..Z19 pair indices, Z22 = int16 ones, Z23 = 0, R9 = E8M0 table.
+#define MXCONST \
+	VBROADCASTI32X4 ·gemmMXKv(SB), Z13 \
+	MOVL            $0x0F0F0F0F, AX \
+	VPBROADCASTD    AX, Z14 \
+	VMOVDQU64       ·gemmMXShift(SB), Z15 \
+	VMOVDQU64       ·gemmMXIdx(SB), Z16 \
+	VMOVDQU64       ·gemmMXIdx+64(SB), Z17 \
+	VMOVDQU64       ·gemmMXIdx+128(SB), Z18 \
+	VMOVDQU64       ·gemmMXIdx+192(SB), Z19 \
+	MOVL            $0x00010001, AX \
+	VPBROADCASTD    AX, Z22 \
+	VPXORD          Z23, Z23, Z23 \
+	LEAQ            ·gemmE8M0(SB), R9
+
+// func gemmMXFP4AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+TEXT ·gemmMXFP4AVX512x8(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ scratch+56(FP), DX
+	MXCONST
+
+mx8row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+mx8blk:
+	MXHEAD
+	MXPAIR(32, Z0, Z16)
+	MXPAIR(96, Z1, Z17)
+	MXPAIR(160, Z2, Z18)
+	MXPAIR(224, Z3, Z19)
+	ADDQ $17, SI
+	ADDQ $288, DI
+	DECQ CX
+	JNZ  mx8blk
+
+	Z4RED(Z0)
+	Z4RED(Z1)
+	Z4RED(Z2)
+	Z4RED(Z3)
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	MOVQ    R14, R12
+	Z6OUT(0)
+	Z6OUT(32)
+	Z6OUT(64)
+	Z6OUT(96)
+	Z6OUT(128)
+	Z6OUT(160)
+	Z6OUT(192)
+	Z6OUT(224)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  mx8row
+	VZEROUPPER
+	RET
+
+// func gemmMXFP4AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+TEXT ·gemmMXFP4AVX512x2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ scratch+56(FP), DX
+	MXCONST
+
+mx2row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+
+mx2blk:
+	MXHEAD
+	MXPAIR(32, Z0, Z16)
+	ADDQ $17, SI
+	ADDQ $96, DI
+	DECQ CX
+	JNZ  mx2blk
+
+	Z4RED(Z0)
+	VMOVUPS Z0, 0(DX)
+	MOVQ    R14, R12
+	Z6OUT(0)
+	Z6OUT(32)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  mx2row
+	VZEROUPPER
+	RET

@@ -27,6 +27,7 @@ func BenchmarkGEMM(b *testing.B) {
 		{"attn-q-2048x4096", 4096, 2048, quant.Q4_K, []int{128}},
 		{"attn-v-2048x512", 512, 2048, quant.Q6_K, []int{128}},
 		{"q8_0-2880x2880", 2880, 2880, quant.Q8_0, []int{8, 128}},
+		{"gptoss-expert-2880x2880", 2880, 2880, quant.MXFP4, []int{8}},
 	}
 	kinds := map[*implementation]string{}
 	for _, sh := range shapes {
