@@ -78,19 +78,31 @@
 //
 // An AVX-512 (F/BW/DQ/VL) MXFP4 kernel is built and tested as a second
 // implementation but not selected: it measured no faster than the AVX2 one.
-// VNNI is not used for the same reason: the AVX2 kernels already compute
-// faster than one thread's memory bandwidth for the K-quants, Q8_0 and the
-// float types, and MXFP4/Q4_0 spend their time unpacking, not multiplying.
+// The single-vector (decode) kernels use neither AVX-512 nor VNNI, nor an
+// interleaved multi-row layout: with software prefetch they already stream
+// the K-quants and Q8_0 within about 20% of one thread's memory rate (see
+// Performance), so a faster inner loop has little left to win at decode
+// (a Q4_K loop with VNNI's VPDPWSSD folding the scale multiply and add
+// measured 7% faster from L1 and was left out); MXFP4/Q4_0 spend their time
+// unpacking, not multiplying.
+//
+// Every AVX2 row loop prefetches the weights PFDIST bytes ahead
+// (PREFETCHT0): without it the hardware prefetcher fell behind on streamed
+// rows and Q4_K read from RAM at 5.8 GB/s per CPU-second instead of 12.5.
 //
 // # Performance
 //
-// go test -run '^$' -bench 'MatVec|MemBandwidth|DotHot' -count 3 ./kernels/
+// go test -run '^$' -bench 'MatVec|MemBandwidth|DotHot|ExpertsBatched' ./kernels/
 // reports GB/s of weights (wall) and cpuGB/s (per CPU-second of the
-// process, robust on a shared machine). On the 2-core AMD EPYC (Zen 5
-// class) development machine, one thread streams Q4_K/Q5_K/Q6_K/Q8_0 rows
-// from RAM at 10-21 GB/s per CPU-second and MXFP4/Q4_0 at 9-12, against a
-// plain memory read of about 18 GB/s per CPU-second; the assembly is 8-50×
-// faster than the pure-Go reference.
+// process, robust on a shared machine); the MatVec benchmarks cycle over
+// 1 GiB of huge-page anonymous memory, beyond the last-level cache. On the
+// 2-core Intel Xeon (AVX-512, VNNI) development VM, one thread streams
+// Q4_K/Q5_K/Q6_K/Q8_0 rows from RAM at 12-14.5 GB/s per CPU-second, F16/F32
+// at 14-15 and MXFP4 at 10.5, while from L1 (BenchmarkDotHot) Q4_K computes
+// at 15, Q6_K at 21 and Q8_0 at 25; the assembly is 8-50× faster than the
+// pure-Go reference. BenchmarkExpertsBatched (the gate and up projections of
+// 8 experts) costs about 28% less CPU at two threads as one MatVecs dispatch
+// than as 16 calls.
 //
 // # Concurrency and ownership
 //
@@ -98,8 +110,8 @@
 // the rows over them and block until all rows are written. MatVecs runs
 // several products (q/k/v; the gate and up projections of all of a layer's
 // routed experts) as one dispatch, so small matrices pay one wake-up and one
-// final wait together. A Pool is safe for
-// concurrent use (calls are serialized). Weights, x and y are only borrowed
+// final wait together. A Pool is safe for concurrent use (calls are
+// serialized). Weights, x and y are only borrowed
 // for the duration of a call; y must not alias w or x. An Activation is
 // immutable after Quantize returns and may be shared by concurrent readers.
 package kernels
