@@ -186,6 +186,7 @@ type Cache struct {
 	batch   uint64
 	closed  bool
 	handles int           // unreleased handles
+	spare   []*Handle     // released handles, reissued by Acquire (no allocation per hit)
 	waiters int           // Acquires waiting on wake
 	wake    chan struct{} // closed (and replaced) when a slot may have become available
 	st      Stats
@@ -301,9 +302,10 @@ func (c *Cache) Acquire(ctx context.Context, key Key, size int64) (*Handle, Stat
 				st = InFlight
 				c.st.Joins++
 			}
+			h := c.handleLocked(e, false)
 			c.st.Mgmt += time.Since(t0) - waited
 			c.mu.Unlock()
-			return &Handle{c: c, e: e}, st, nil
+			return h, st, nil
 		}
 		slot, transient, ok := c.takeSlotLocked(true)
 		if ok {
@@ -318,9 +320,10 @@ func (c *Cache) Acquire(ctx context.Context, key Key, size int64) (*Handle, Stat
 				c.policy.OnAdmit(key, size)
 				c.st.BytesAdmitted += size
 			}
+			h := c.handleLocked(e, true)
 			c.st.Mgmt += time.Since(t0) - waited
 			c.mu.Unlock()
-			return &Handle{c: c, e: e, owner: true}, Miss, nil
+			return h, Miss, nil
 		}
 		// No slot: wait for a Release or Batch (or ctx).
 		if !waitedOnce {
@@ -381,7 +384,7 @@ func (c *Cache) Prefetch(key Key, size int64) (h *Handle, ok bool, err error) {
 	c.st.Prefetches++
 	c.policy.OnAdmit(key, size)
 	c.st.BytesAdmitted += size
-	return &Handle{c: c, e: e, owner: true}, true, nil
+	return c.handleLocked(e, true), true, nil
 }
 
 // takeSlotLocked finds a slot for a new entry: a free resident slot, else a
@@ -485,6 +488,7 @@ func (c *Cache) release(h *Handle) {
 	h.released = true
 	c.handles--
 	e := h.e
+	c.spare = append(c.spare, h)
 	e.pins--
 	if e.pins > 0 {
 		return
@@ -534,15 +538,29 @@ func (c *Cache) Close() error {
 }
 
 // Handle is one pin on a cache entry, returned by Acquire. It must be
-// Released exactly once (extra Releases are ignored). Its methods may be
-// called from different goroutines (e.g. Complete from a reader lane while
-// the owner waits on Ready); Buf must not be used after Release.
+// Released exactly once; an extra Release right after is ignored, but the
+// cache reissues released handles to later Acquires (so a hit allocates
+// nothing), so no method — Release included — may be called once another
+// Acquire could have taken it. Its methods may be called from different
+// goroutines (e.g. Complete from a reader lane while the owner waits on
+// Ready); Buf must not be used after Release.
 type Handle struct {
 	c         *Cache
 	e         *entry
 	owner     bool // returned as Miss: must Complete
 	completed bool
 	released  bool
+}
+
+// handleLocked issues a handle on e, reusing a released one when it can.
+func (c *Cache) handleLocked(e *entry, owner bool) *Handle {
+	if n := len(c.spare); n > 0 {
+		h := c.spare[n-1]
+		c.spare = c.spare[:n-1]
+		*h = Handle{c: c, e: e, owner: owner}
+		return h
+	}
+	return &Handle{c: c, e: e, owner: owner}
 }
 
 // Key returns the entry's key.

@@ -537,3 +537,40 @@ func TestPrefetch(t *testing.T) {
 		t.Errorf("policy calls %s", got)
 	}
 }
+
+// TestHitAllocatesNothing: a hit reuses a released handle, and a reissued
+// handle pins its own entry.
+func TestHitAllocatesNothing(t *testing.T) {
+	c, err := New(Config{BudgetBytes: 4 * slot, SlotBytes: slot, Policy: lru(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, k := range []Key{{0, 0}, {0, 1}} {
+		h, _ := get(t, c, k)
+		h.Complete(nil)
+		h.Release()
+	}
+	ctx := context.Background()
+	hit := func() {
+		h, st, err := c.Acquire(ctx, Key{0, 0}, slot)
+		if err != nil || st != Hit {
+			t.Fatalf("Acquire: %v %v", st, err)
+		}
+		h.Release()
+	}
+	hit()
+	if n := testing.AllocsPerRun(100, hit); n != 0 {
+		t.Errorf("%.1f allocations per hit", n)
+	}
+	a, _, _ := c.Acquire(ctx, Key{0, 0}, slot)
+	a.Release()
+	b, _, _ := c.Acquire(ctx, Key{0, 1}, slot)
+	if b.Key() != (Key{0, 1}) {
+		t.Fatalf("reissued handle names %v", b.Key())
+	}
+	b.Release()
+	if st := c.Stats(); st.Hits < 100 {
+		t.Errorf("hits %d", st.Hits)
+	}
+}

@@ -25,6 +25,7 @@ package dense
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/model"
@@ -71,6 +72,8 @@ type Weights struct {
 	mapped *mapping   // whole-file mmap (non-stream, or Warm/Mmap)
 	anon   *anonDense // Anon while streaming
 	spans  [][]byte   // page spans of the dense ranges, for mincore
+	vecMu  sync.Mutex
+	vec    []byte // mincore's result vector, reused
 }
 
 // Load makes d's dense ranges resident by o.
@@ -129,7 +132,13 @@ func (w *Weights) Mapped(shard int, off, n int64) ([]byte, error) {
 
 // ResidentFrac samples the resident fraction of the dense ranges' pages, or
 // -1 when nothing could be measured.
-func (w *Weights) ResidentFrac() float64 { return residentFrac(w.spans) }
+func (w *Weights) ResidentFrac() float64 {
+	w.vecMu.Lock()
+	defer w.vecMu.Unlock()
+	var f float64
+	f, w.vec = residentFrac(w.spans, w.vec)
+	return f
+}
 
 // Close unmaps everything; slices handed out before are invalid after it.
 func (w *Weights) Close() error {

@@ -82,11 +82,11 @@ func touch(b []byte) byte {
 }
 
 // residentFrac samples mincore over page-aligned slices and returns the
-// resident fraction of their pages, or -1 when nothing was measured.
-func residentFrac(spans [][]byte) float64 {
+// resident fraction of their pages, or -1 when nothing was measured, and the
+// (possibly grown) vector buffer vec for the next call.
+func residentFrac(spans [][]byte, vec []byte) (float64, []byte) {
 	page := os.Getpagesize()
 	var res, total int
-	var vec []byte
 	for _, b := range spans {
 		if len(b) == 0 {
 			continue
@@ -97,7 +97,7 @@ func residentFrac(spans [][]byte) float64 {
 		}
 		vec = vec[:np]
 		if err := mincore(b, vec); err != nil {
-			return -1
+			return -1, vec
 		}
 		for _, v := range vec {
 			if v&1 != 0 {
@@ -107,9 +107,9 @@ func residentFrac(spans [][]byte) float64 {
 		total += np
 	}
 	if total == 0 {
-		return -1
+		return -1, vec
 	}
-	return float64(res) / float64(total)
+	return float64(res) / float64(total), vec
 }
 
 // pageSpan widens [off, off+n) of a page-aligned base slice to whole pages.

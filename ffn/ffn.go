@@ -13,8 +13,10 @@
 // overlap setting or prefetch policy.
 //
 // Ownership: a Stage owns its scratch buffers and is used by one goroutine at
-// a time (the decode loop). Ready values lend expert bytes to the stage until
-// it calls their Release, which it does as soon as the expert is computed.
+// a time (the decode loop). Ready values (package expert) lend expert bytes
+// to the stage until it calls their Release, which it does as soon as the
+// expert is computed. A Job may be reused layer after layer: Plan resets it,
+// keeping its buffers, so steady decode allocates nothing here.
 package ffn
 
 import (
@@ -23,30 +25,39 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/model"
 )
 
 // Job is one layer's MoE work for a batch of tokens.
 type Job struct {
 	Layer int
-	K     int           // experts per token
-	X     [][]float32   // normalised input per token (n_embd)
-	IDs   [][]int       // [token][rank] expert ids
-	W     [][]float32   // [token][rank] weights
-	Out   [][]float32   // [token] output (n_embd), overwritten
-	Order []int         // distinct experts, first-appearance order (token-major, rank order)
-	users map[int][]use // expert -> (token, rank) pairs
+	K     int         // experts per token
+	X     [][]float32 // normalised input per token (n_embd)
+	IDs   [][]int     // [token][rank] expert ids
+	W     [][]float32 // [token][rank] weights
+	Out   [][]float32 // [token] output (n_embd), overwritten
+	Order []int       // distinct experts, first-appearance order (token-major, rank order)
+	users [][]use     // [expert] (token, rank) pairs; non-empty exactly for the experts in Order
 }
 
 type use struct{ t, r int }
 
-// Plan fills j.Order and the expert→token index from j.IDs.
+// Plan fills j.Order and the expert→token index from j.IDs (expert ids are
+// >= 0), reusing the buffers of the job's previous plan.
 func (j *Job) Plan() {
-	j.users = make(map[int][]use)
+	for _, e := range j.Order {
+		if e < len(j.users) {
+			j.users[e] = j.users[e][:0]
+		}
+	}
 	j.Order = j.Order[:0]
 	for t, ids := range j.IDs {
 		for r, e := range ids[:j.K] {
-			if _, seen := j.users[e]; !seen {
+			if e >= len(j.users) {
+				j.users = append(j.users, make([][]use, e+1-len(j.users))...)
+			}
+			if len(j.users[e]) == 0 {
 				j.Order = append(j.Order, e)
 			}
 			j.users[e] = append(j.users[e], use{t, r})
@@ -54,15 +65,12 @@ func (j *Job) Plan() {
 	}
 }
 
-// Tokens is the number of tokens routed to expert e.
-func (j *Job) Tokens(e int) int { return len(j.users[e]) }
-
-// Ready is an expert whose bytes are available (or whose read failed).
-type Ready struct {
-	Expert  int
-	Parts   [][]byte // the expert's projections, in the architecture's order
-	Err     error
-	Release func() // unpins the bytes; called once by the stage
+// usersOf returns the (token, rank) pairs routed to expert e.
+func (j *Job) usersOf(e int) ([]use, bool) {
+	if e < 0 || e >= len(j.users) || len(j.users[e]) == 0 {
+		return nil, false
+	}
+	return j.users[e], true
 }
 
 // Stats are the stage's timings for one job.
@@ -77,10 +85,11 @@ type Stage struct {
 	fn      model.ExpertFFN
 	nEmbd   int
 	scratch model.Scratch
-	ys      []float32 // [token][rank] outputs
-	xs, os  []float32 // gathered inputs / outputs of one expert
-	group   []Ready   // values received together, reused
-	ready   []Ready   // of those, the ones to compute now
+	ys      []float32      // [token][rank] outputs
+	xs, os  []float32      // gathered inputs / outputs of one expert
+	group   []expert.Ready // values received together, reused
+	ready   []expert.Ready // of those, the ones to compute now
+	pending []expert.Ready // held back until the layer's wave is complete (no overlap)
 	work    []model.ExpertWork
 }
 
@@ -100,19 +109,16 @@ func (s *Stage) Begin(j *Job) {
 // each expert is computed as soon as it arrives; without, the stage first
 // waits until all want experts are ready (the serial A/B baseline). Every
 // received value is released, also on error.
-func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan Ready, want int, overlap bool, st *Stats) error {
-	var pending []Ready
+func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan expert.Ready, want int, overlap bool, st *Stats) error {
+	pending := s.pending[:0]
 	defer func() {
-		for _, r := range pending {
-			if r.Release != nil {
-				r.Release()
-			}
-		}
+		release(pending) // on an early return; empty after the last compute
+		s.pending = pending[:0]
 	}()
 	var firstErr error
 	for got := 0; got < want; {
 		t0 := time.Now()
-		var r Ready
+		var r expert.Ready
 		select {
 		case r = <-ch:
 		case <-ctx.Done():
@@ -135,9 +141,7 @@ func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan Ready, want int, 
 		for _, r := range group {
 			switch {
 			case r.Err != nil:
-				if r.Release != nil {
-					r.Release()
-				}
+				r.Release()
 				if firstErr == nil {
 					firstErr = r.Err
 				}
@@ -161,23 +165,21 @@ func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan Ready, want int, 
 	}
 	err := s.computeAll(j, pending, st)
 	release(pending)
-	pending = nil
+	pending = pending[:0]
 	return err
 }
 
 // release unpins every value of rs and drops the references.
-func release(rs []Ready) {
+func release(rs []expert.Ready) {
 	for _, r := range rs {
-		if r.Release != nil {
-			r.Release()
-		}
+		r.Release()
 	}
 	clear(rs)
 }
 
 // computeAll computes the ready experts rs: together through the
 // architecture's BatchExpertFFN when it has one, else one by one.
-func (s *Stage) computeAll(j *Job, rs []Ready, st *Stats) error {
+func (s *Stage) computeAll(j *Job, rs []expert.Ready, st *Stats) error {
 	bf, ok := s.fn.(model.BatchExpertFFN)
 	if !ok || len(rs) < 2 {
 		for _, r := range rs {
@@ -192,7 +194,7 @@ func (s *Stage) computeAll(j *Job, rs []Ready, st *Stats) error {
 	E := s.nEmbd
 	total := 0
 	for _, r := range rs {
-		us, ok := j.users[r.Expert]
+		us, ok := j.usersOf(r.Expert)
 		if !ok {
 			return fmt.Errorf("%w: layer %d expert %d", ErrNotRouted, j.Layer, r.Expert)
 		}
@@ -207,7 +209,7 @@ func (s *Stage) computeAll(j *Job, rs []Ready, st *Stats) error {
 	work := s.work[:0]
 	off := 0
 	for _, r := range rs {
-		us := j.users[r.Expert]
+		us, _ := j.usersOf(r.Expert)
 		w := model.ExpertWork{Expert: r.Expert, Parts: r.Parts, N: len(us)}
 		if len(us) == 1 {
 			// one token: read its input and write its (token, rank) slot
@@ -230,7 +232,8 @@ func (s *Stage) computeAll(j *Job, rs []Ready, st *Stats) error {
 			if w.N == 1 {
 				continue
 			}
-			for i, u := range j.users[w.Expert] {
+			us, _ := j.usersOf(w.Expert)
+			for i, u := range us {
 				copy(s.ys[(u.t*j.K+u.r)*E:], w.Out[i*E:(i+1)*E])
 			}
 		}
@@ -241,10 +244,10 @@ func (s *Stage) computeAll(j *Job, rs []Ready, st *Stats) error {
 	return err
 }
 
-func (s *Stage) compute(j *Job, r Ready, st *Stats) error {
+func (s *Stage) compute(j *Job, r expert.Ready, st *Stats) error {
 	t0 := time.Now()
 	defer func() { st.Compute += time.Since(t0) }()
-	us, ok := j.users[r.Expert]
+	us, ok := j.usersOf(r.Expert)
 	if !ok {
 		return fmt.Errorf("%w: layer %d expert %d", ErrNotRouted, j.Layer, r.Expert)
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/model"
 )
 
@@ -55,10 +57,10 @@ func run(t *testing.T, j *Job, order []int, overlap bool, f *fakeFFN) ([][]float
 	t.Helper()
 	s := New(f, f.nEmbd)
 	s.Begin(j)
-	ch := make(chan Ready, len(order))
+	ch := make(chan expert.Ready, len(order))
 	released := 0
 	for _, e := range order {
-		ch <- Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Release: func() { released++ }}
+		ch <- expert.Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() { released++ })}
 	}
 	var st Stats
 	err := s.Consume(context.Background(), j, ch, len(order), overlap, &st)
@@ -144,13 +146,13 @@ func TestErrorsReleaseEverything(t *testing.T) {
 	f := &fakeFFN{nEmbd: 8, fail: -1}
 	s := New(f, 8)
 	s.Begin(j)
-	ch := make(chan Ready, len(j.Order))
+	ch := make(chan expert.Ready, len(j.Order))
 	released := 0
 	readErr := errors.New("EIO")
 	for i, e := range j.Order {
-		r := Ready{Expert: e, Parts: [][]byte{{1}}, Release: func() { released++ }}
+		r := expert.Ready{Expert: e, Parts: [][]byte{{1}}, Lease: leaseFunc(func() { released++ })}
 		if i == 1 {
-			r = Ready{Expert: e, Err: readErr}
+			r = expert.Ready{Expert: e, Err: readErr}
 		}
 		ch <- r
 	}
@@ -163,7 +165,7 @@ func TestErrorsReleaseEverything(t *testing.T) {
 	}
 	// an expert that was not routed
 	s.Begin(j)
-	ch <- Ready{Expert: 99, Parts: [][]byte{{1}}}
+	ch <- expert.Ready{Expert: 99, Parts: [][]byte{{1}}}
 	if err := s.Consume(context.Background(), j, ch, 1, true, &st); !errors.Is(err, ErrNotRouted) {
 		t.Fatalf("err %v, want ErrNotRouted", err)
 	}
@@ -177,7 +179,7 @@ func TestConsumeCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var st Stats
-	if err := s.Consume(ctx, j, make(chan Ready), 1, true, &st); !errors.Is(err, context.Canceled) {
+	if err := s.Consume(ctx, j, make(chan expert.Ready), 1, true, &st); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -218,10 +220,10 @@ func TestBatchedExperts(t *testing.T) {
 			f := &batchFFN{fakeFFN: fakeFFN{nEmbd: E, fail: -1}}
 			s := New(f, E)
 			s.Begin(j)
-			ch := make(chan Ready, len(j.Order))
+			ch := make(chan expert.Ready, len(j.Order))
 			released := 0
 			for _, e := range j.Order {
-				ch <- Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Release: func() { released++ }}
+				ch <- expert.Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() { released++ })}
 			}
 			var st Stats
 			if err := s.Consume(context.Background(), j, ch, len(j.Order), ov, &st); err != nil {
@@ -248,10 +250,10 @@ func TestBatchedExperts(t *testing.T) {
 	f := &batchFFN{fakeFFN: fakeFFN{nEmbd: E, fail: j.Order[1]}}
 	s := New(f, E)
 	s.Begin(j)
-	ch := make(chan Ready, len(j.Order))
+	ch := make(chan expert.Ready, len(j.Order))
 	released := 0
 	for _, e := range j.Order {
-		ch <- Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Release: func() { released++ }}
+		ch <- expert.Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() { released++ })}
 	}
 	var st Stats
 	if err := s.Consume(context.Background(), j, ch, len(j.Order), true, &st); !errors.Is(err, errBoom) {
@@ -259,5 +261,53 @@ func TestBatchedExperts(t *testing.T) {
 	}
 	if released != len(j.Order) {
 		t.Fatalf("released %d of %d", released, len(j.Order))
+	}
+}
+
+// leaseFunc is a Lease that calls itself.
+type leaseFunc func()
+
+func (f leaseFunc) Release() { f() }
+
+// TestJobReuse: a job re-planned for another layer's routing plans exactly
+// as a fresh one, and the steady path — Plan, Begin, Consume, Finish on a
+// reused job and stage — allocates nothing.
+func TestJobReuse(t *testing.T) {
+	const E, k = 8, 3
+	rng := rand.New(rand.NewPCG(3, 4))
+	f := &fakeFFN{nEmbd: E, fail: -1}
+	a := makeJob(rng, 1, k, 16, E)
+	b := makeJob(rng, 1, k, 16, E)
+	reused := &Job{Layer: 1, K: k, X: a.X, IDs: a.IDs, W: a.W, Out: a.Out}
+	reused.Plan()
+	reused.IDs, reused.X, reused.W, reused.Out = b.IDs, b.X, b.W, b.Out
+	reused.Plan()
+	if !slices.Equal(reused.Order, b.Order) {
+		t.Fatalf("order %v, fresh %v", reused.Order, b.Order)
+	}
+	for _, e := range a.Order {
+		_, inB := b.usersOf(e)
+		if us, ok := reused.usersOf(e); ok != inB || len(us) > 1 {
+			t.Fatalf("expert %d: users %v (%v), fresh plan %v", e, us, ok, inB)
+		}
+	}
+	s := New(f, E)
+	ch := make(chan expert.Ready, k)
+	var st Stats
+	parts := [][]byte{{1, 2, 3}}
+	step := func() {
+		reused.Plan()
+		s.Begin(reused)
+		for _, e := range reused.Order {
+			ch <- expert.Ready{Expert: e, Parts: parts}
+		}
+		if err := s.Consume(context.Background(), reused, ch, len(reused.Order), true, &st); err != nil {
+			t.Fatal(err)
+		}
+		s.Finish(reused, &st)
+	}
+	step()
+	if n := testing.AllocsPerRun(20, step); n != 0 {
+		t.Errorf("%.1f allocations per layer on a reused job", n)
 	}
 }

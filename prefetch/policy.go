@@ -15,6 +15,15 @@ type Policy interface {
 	Predict(step, layer, n int) []int
 }
 
+// Guesser is a Policy whose predictions the pipeline computes (the
+// next-layer policy: they need the hidden state, which lives on the decode
+// goroutine). SetGuess records a layer's predicted experts, best first,
+// before Predict is asked for that layer; it copies experts.
+type Guesser interface {
+	Policy
+	SetGuess(layer int, experts []int)
+}
+
 // NewPolicy returns a speculative prefetch policy by name.
 func NewPolicy(name string, nLayer int) (Policy, error) {
 	switch name {

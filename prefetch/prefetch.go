@@ -12,7 +12,11 @@
 // way, a bounded number at a time, while the prompt is prefilled.
 //
 // Ownership: the Planner owns no expert memory. Bytes live in cache slots; a
-// Ready value carries the cache pin, which the FFN stage releases. The
+// Ready value (package expert) carries the cache pin as its Lease, which the
+// FFN stage releases. The planner keeps each expert's projection views
+// (slices into its slot) and rewrites them in place on the next lookup of
+// that expert, which can only come after the previous Ready was released, so
+// a cache hit hands the FFN its expert without allocating. The
 // Planner's goroutines (one waiter per in-flight expert it joins) are owned
 // by the Planner and waited for in Close. Plan is called by one goroutine at
 // a time (the pipeline's planner goroutine).
@@ -27,7 +31,7 @@ import (
 	"sync/atomic"
 
 	"github.com/pipe-engine/pipe/cache"
-	"github.com/pipe-engine/pipe/ffn"
+	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/reader"
 )
 
@@ -63,6 +67,8 @@ type Planner struct {
 	wg     sync.WaitGroup
 	specMu sync.Mutex
 	specd  map[cache.Key]*reader.Ticket // speculative reads whose layer has not been routed yet
+	viewMu sync.Mutex
+	views  map[cache.Key][][]byte // each expert's last projection views, reused
 
 	hits, misses, joins, speculative, used, skipped, withdrawn, promoted atomic.Int64
 
@@ -78,7 +84,7 @@ func New(c *cache.Cache, lanes *reader.Lanes, layout Layout, policy Policy, spec
 		spec = 0
 	}
 	return &Planner{cache: c, lanes: lanes, layout: layout, policy: policy, spec: spec, specd: map[cache.Key]*reader.Ticket{},
-		warmQ: map[cache.Key]*warmRead{}, warmed: map[cache.Key]bool{}}
+		warmQ: map[cache.Key]*warmRead{}, warmed: map[cache.Key]bool{}, views: map[cache.Key][][]byte{}}
 }
 
 // Stats returns the counters.
@@ -123,7 +129,7 @@ func (p *Planner) Settle(layer int, routed []int) {
 // been acquired and its read submitted; reads complete asynchronously. On an
 // error return, experts not yet sent are sent with the error, so the consumer
 // always receives exactly len(experts) values.
-func (p *Planner) Plan(ctx context.Context, step, layer int, experts []int, out chan<- ffn.Ready) error {
+func (p *Planner) Plan(ctx context.Context, step, layer int, experts []int, out chan<- expert.Ready) error {
 	p.cache.Batch(step, layer)
 	if p.policy != nil {
 		p.policy.Observe(step, layer, experts)
@@ -131,7 +137,7 @@ func (p *Planner) Plan(ctx context.Context, step, layer int, experts []int, out 
 	for i, e := range experts {
 		if err := p.one(ctx, layer, e, out); err != nil {
 			for _, e2 := range experts[i:] {
-				out <- ffn.Ready{Expert: e2, Err: err}
+				out <- expert.Ready{Expert: e2, Err: err}
 			}
 			return err
 		}
@@ -139,7 +145,7 @@ func (p *Planner) Plan(ctx context.Context, step, layer int, experts []int, out 
 	return nil
 }
 
-func (p *Planner) one(ctx context.Context, layer, e int, out chan<- ffn.Ready) error {
+func (p *Planner) one(ctx context.Context, layer, e int, out chan<- expert.Ready) error {
 	rs := p.layout.ExpertRanges(layer, e)
 	key := cache.Key{Layer: layer, Expert: e}
 	h, st, err := p.cache.Acquire(ctx, key, reader.SpanBytes(rs))
@@ -148,24 +154,10 @@ func (p *Planner) one(ctx context.Context, layer, e int, out chan<- ffn.Ready) e
 	}
 	p.noteDemand(ctx, key)
 	p.noteWarm(ctx, key)
-	send := func(err error) {
-		if err != nil {
-			h.Release()
-			out <- ffn.Ready{Expert: e, Err: err}
-			return
-		}
-		parts, verr := reader.Views(nil, h.Buf(), rs)
-		if verr != nil {
-			h.Release()
-			out <- ffn.Ready{Expert: e, Err: verr}
-			return
-		}
-		out <- ffn.Ready{Expert: e, Parts: parts, Release: h.Release}
-	}
 	switch st {
 	case cache.Hit:
 		p.hits.Add(1)
-		send(nil)
+		p.deliver(out, key, h, rs, nil)
 	case cache.InFlight:
 		p.joins.Add(1)
 		p.wg.Add(1)
@@ -175,13 +167,13 @@ func (p *Planner) one(ctx context.Context, layer, e int, out chan<- ffn.Ready) e
 			if err == nil {
 				err = h.Err()
 			}
-			send(err)
+			p.deliver(out, key, h, rs, err)
 		}()
 	case cache.Miss:
 		p.misses.Add(1)
 		req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(layer, e), Done: func(err error) {
 			h.Complete(err)
-			send(err)
+			p.deliver(out, key, h, rs, err)
 		}}
 		if err := p.lanes.Submit(ctx, req); err != nil {
 			h.Complete(err)
@@ -190,6 +182,25 @@ func (p *Planner) one(ctx context.Context, layer, e int, out chan<- ffn.Ready) e
 		}
 	}
 	return nil
+}
+
+// deliver hands the expert to the FFN stage: its projections, pinned by h,
+// or the error (h released).
+func (p *Planner) deliver(out chan<- expert.Ready, key cache.Key, h *cache.Handle, rs []reader.Range, err error) {
+	if err == nil {
+		p.viewMu.Lock()
+		parts := p.views[key]
+		p.viewMu.Unlock()
+		if parts, err = reader.Views(parts[:0], h.Buf(), rs); err == nil {
+			p.viewMu.Lock()
+			p.views[key] = parts
+			p.viewMu.Unlock()
+			out <- expert.Ready{Expert: key.Expert, Parts: parts, Lease: h}
+			return
+		}
+	}
+	h.Release()
+	out <- expert.Ready{Expert: key.Expert, Err: err}
 }
 
 // noteDemand counts a demanded expert that was guessed for this layer and, if

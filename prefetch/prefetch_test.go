@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/cache"
-	"github.com/pipe-engine/pipe/ffn"
+	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/reader"
 )
 
@@ -83,7 +83,7 @@ func setup(t *testing.T, budget int64) (*Planner, *cache.Cache, fileLayout, []by
 
 // consume takes n Ready values, checks every part against the file and
 // releases them.
-func consume(t *testing.T, ch chan ffn.Ready, n int, layer int, lay fileLayout, data []byte) {
+func consume(t *testing.T, ch chan expert.Ready, n int, layer int, lay fileLayout, data []byte) {
 	t.Helper()
 	for i := 0; i < n; i++ {
 		select {
@@ -108,7 +108,7 @@ func TestPlanHitsMissesAndBytes(t *testing.T) {
 	defer done()
 	ctx := context.Background()
 	plan := func(step, layer int, experts []int) {
-		ch := make(chan ffn.Ready, len(experts))
+		ch := make(chan expert.Ready, len(experts))
 		if err := p.Plan(ctx, step, layer, experts, ch); err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func TestSpeculateWarmsTheCache(t *testing.T) {
 	p, c, lay, data, done := setup(t, 20)
 	defer done()
 	ctx := context.Background()
-	ch := make(chan ffn.Ready, 2)
+	ch := make(chan expert.Ready, 2)
 	// token 1 routes layer 1 to {2, 0}; the temporal policy predicts the same at token 2
 	if err := p.Plan(ctx, 1, 1, []int{2, 0}, ch); err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func TestSpeculateWarmsTheCache(t *testing.T) {
 	if s := p.Stats(); s.Speculative != 0 {
 		t.Fatalf("speculated without history: %+v", s)
 	}
-	ch = make(chan ffn.Ready, 2)
+	ch = make(chan expert.Ready, 2)
 	if err := p.Plan(ctx, 1, 2, []int{4, 5}, ch); err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestSettleWithdrawsWrongGuesses(t *testing.T) {
 	p := New(c, lanes, lay, nl, 3)
 	defer p.Close()
 
-	ch0 := make(chan ffn.Ready, 1)
+	ch0 := make(chan expert.Ready, 1)
 	if err := p.Plan(ctx, 1, 0, []int{5}, ch0); err != nil { // occupies the only lane
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestSettleWithdrawsWrongGuesses(t *testing.T) {
 			t.Errorf("withdrawn guess %d still in the cache", e)
 		}
 	}
-	ch1 := make(chan ffn.Ready, 2)
+	ch1 := make(chan expert.Ready, 2)
 	if err := p.Plan(ctx, 1, 1, []int{1, 4}, ch1); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/cache"
-	"github.com/pipe-engine/pipe/ffn"
+	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/reader"
 )
 
@@ -113,7 +113,7 @@ func TestWarmNeverDelaysDemand(t *testing.T) {
 	time.Sleep(delay / 2) // a lane has started the first warm read; the rest queue
 	t0 := time.Now()
 	demand := []int{5, 4, 3}
-	ch := make(chan ffn.Ready, len(demand))
+	ch := make(chan expert.Ready, len(demand))
 	if err := p.Plan(ctx, 1, 2, demand, ch); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestWarmFillsFreeSlotsOnly(t *testing.T) {
 	p, c, lay, data := warmSetup(t, 5, time.Millisecond)
 	ctx := context.Background()
 	// Layer 0 experts 0..2 are used first: they are resident before the warm start.
-	ch := make(chan ffn.Ready, 3)
+	ch := make(chan expert.Ready, 3)
 	if err := p.Plan(ctx, 1, 0, []int{0, 1, 2}, ch); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestWarmFillsFreeSlotsOnly(t *testing.T) {
 		t.Fatalf("cache %+v: a warm start must not evict", cs)
 	}
 	for _, k := range []cache.Key{{Layer: 1, Expert: 4}, {Layer: 2, Expert: 2}} {
-		ch := make(chan ffn.Ready, 1)
+		ch := make(chan expert.Ready, 1)
 		if err := p.Plan(ctx, 2, k.Layer, []int{k.Expert}, ch); err != nil {
 			t.Fatal(err)
 		}

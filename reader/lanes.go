@@ -421,6 +421,16 @@ func (l *Lanes) stop() {
 }
 
 // Stats returns the cumulative counters.
+// Totals returns the busy time and bytes moved summed over the lanes, as
+// Stats does, without allocating (the per-token metrics read it).
+func (l *Lanes) Totals() (busy time.Duration, bytes int64) {
+	for i := range l.counters {
+		busy += time.Duration(l.counters[i].busy.Load())
+		bytes += l.counters[i].bytes.Load()
+	}
+	return busy, bytes
+}
+
 func (l *Lanes) Stats() Stats {
 	s := Stats{Lanes: make([]LaneStats, len(l.counters)),
 		Withdrawn: l.withdrawn.Load(), Promoted: l.promoted.Load(), Refused: l.refused.Load()}

@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,6 +32,10 @@ func stepRows(t *testing.T, n int, readDelay time.Duration, observer func()) []s
 	t.Helper()
 	var delay time.Duration
 	cfg := baseCfg()
+	// One compute thread: no pool helpers to wake after each stall, whose
+	// scheduling delay on a loaded machine would count as compute (it is
+	// time the compute stage is busy, but not what this test is about).
+	cfg.Threads = 1
 	cfg.Cache.Bytes = 0
 	cfg.Dense = dense.Mmap // dense bytes via mmap: only expert reads go through the slow file
 	cfg.IO.Open = func(path string, direct bool) (reader.File, error) {
@@ -80,29 +85,39 @@ func sumMS(rows []sink.TokenMetrics, f func(sink.TokenMetrics) float64) float64 
 // sections, not wall − stall. A slow reader makes stall grow while compute
 // stays; time the decode goroutine spends outside compute and outside the
 // wait for experts (a slow route observer) is in wall but in neither term;
-// and without such time compute + stall accounts for wall within 2 ms a row.
+// and without such time compute + stall accounts for wall within 2 ms a row
+// (the median row: on a machine loaded far past its cores the decode
+// goroutine can lose the CPU between two sections).
 func TestComputeMeasured(t *testing.T) {
-	const n = 6
+	const n, layers = 6, 4
 	fast := stepRows(t, n, 0, nil)
+	var gaps []float64
 	for _, r := range fast {
 		if r.ComputeMS <= 0 {
 			t.Fatalf("step %d: compute_ms %.3f", r.Step, r.ComputeMS)
 		}
-		if d := r.WallMS - r.ComputeMS - r.StallMS; math.Abs(d) > 2 {
-			t.Errorf("step %d: wall %.2f − compute %.2f − stall %.2f = %.2f ms unaccounted", r.Step, r.WallMS, r.ComputeMS, r.StallMS, d)
-		}
+		gaps = append(gaps, math.Abs(r.WallMS-r.ComputeMS-r.StallMS))
 	}
-	const delay = 5 * time.Millisecond
+	slices.Sort(gaps)
+	if med := gaps[len(gaps)/2]; med > 2 {
+		t.Errorf("median row: wall − compute − stall = %.2f ms unaccounted (rows %v)", med, fast)
+	}
+	const delay = 10 * time.Millisecond
 	slow := stepRows(t, n, delay, nil)
 	get := func(f func(sink.TokenMetrics) float64) (float64, float64) { return sumMS(fast, f), sumMS(slow, f) }
 	fs, ss := get(func(r sink.TokenMetrics) float64 { return r.StallMS })
 	fc, sc := get(func(r sink.TokenMetrics) float64 { return r.ComputeMS })
-	// 4 layers × 2 experts routed per step, each read at least 5 ms late.
-	if minStall := float64(n) * 4 * 5 / 2; ss-fs < minStall {
-		t.Errorf("slow reader: stall %.1f → %.1f ms over %d steps, want it to grow by ≥ %.0f", fs, ss, n, minStall)
+	t.Logf("stall %.1f → %.1f ms, compute %.1f → %.1f ms", fs, ss, fc, sc)
+	// Every layer of every step waits for at least one read 10 ms late.
+	injected := float64(n * layers * delay / time.Millisecond)
+	if ss < injected {
+		t.Errorf("slow reader: stall %.1f ms over %d steps, want ≥ %.0f", ss, n, injected)
 	}
-	if sc > 2*fc+float64(n) {
-		t.Errorf("slow reader: compute %.1f → %.1f ms: it must not grow with the stall", fc, sc)
+	// CPU contention (a loaded machine, the race detector) stretches compute
+	// sections a little; compute derived from wall would take the injected
+	// waits whole.
+	if sc-fc > injected/4 {
+		t.Errorf("slow reader: compute %.1f → %.1f ms grew with the %.0f ms of injected waits", fc, sc, injected)
 	}
 	// A 3 ms observer per layer: 12 ms a step that is neither compute nor stall.
 	busy := stepRows(t, n, 0, func() { time.Sleep(3 * time.Millisecond) })

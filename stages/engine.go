@@ -12,6 +12,7 @@ import (
 
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/dense"
+	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/ffn"
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/kernels"
@@ -87,9 +88,12 @@ type streamIO struct {
 	lanes   *reader.Lanes
 	cache   *cache.Cache
 	planner *prefetch.Planner
-	plans   chan planReq // decode goroutine → planner goroutine
+	plans   chan planReq      // decode goroutine → planner goroutine (capacity 2)
+	out     chan expert.Ready // planner and lanes → FFN stage (capacity: experts per layer)
+	done    chan error        // planner → decode goroutine: a request's lookups are issued (capacity 1)
 	policy  prefetch.Policy
-	peeker  model.RouterPeeker // the next-layer policy's early router
+	guesser prefetch.Guesser   // policy, when the pipeline computes its guesses
+	peeker  model.RouterPeeker // the guesser's early router
 }
 
 // lifetime is the context the stage goroutines run under.
@@ -117,6 +121,15 @@ type expertLayout struct {
 }
 
 func (l expertLayout) ExpertRanges(layer, e int) []reader.Range { return l.ranges[layer][e] }
+
+// maxExperts is the most experts any layer has.
+func (l expertLayout) maxExperts() int {
+	n := 0
+	for _, exps := range l.ranges {
+		n = max(n, len(exps))
+	}
+	return n
+}
 
 // count is the number of experts over all layers.
 func (l expertLayout) count() int64 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/ffn"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/prefetch"
@@ -13,15 +14,35 @@ import (
 	"github.com/pipe-engine/pipe/router"
 )
 
-// layerScratch is the decode goroutine's reusable routing buffers.
+// layerScratch is the decode goroutine's reusable per-layer state: the
+// routing buffers, the FFN job and the next-layer guesses.
 type layerScratch struct {
 	routeIDs   [][]int
 	routeW     [][]float32
 	probs      []float32
+	job        ffn.Job
 	peekLogits []float32
 	peekIn     [][]float32 // the current layer's router inputs (RunMoERouted)
-	peekIDs    []int
-	peekW      []float32
+	guess      [2]struct {
+		ids []int
+		w   []float32
+	}
+	mapped      chan expert.Ready // non-streaming hand-off
+	mappedParts [][][][]byte      // [layer][expert] slices of the file mapping
+}
+
+// grow returns s resized to n, reallocated only when too small.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// renew makes fresh hand-off channels for up to n experts per request.
+func (s *streamIO) renew(n int) {
+	s.out = make(chan expert.Ready, n)
+	s.done = make(chan error, 1)
 }
 
 type stepAcc struct {
@@ -31,9 +52,9 @@ type stepAcc struct {
 
 type planReq struct {
 	step, layer int
-	experts     []int // demand lookups (nil: speculation only)
-	routed      []int // the layer's whole routed set, on its first wave (prefetch.Planner.Settle)
-	out         chan ffn.Ready
+	experts     []int             // demand lookups (nil: speculation only)
+	routed      []int             // the layer's whole routed set, on its first wave (prefetch.Planner.Settle)
+	out         chan expert.Ready // the engine's reusable hand-off (streamIO.out)
 	done        chan error
 	specLayer   int   // layer to speculate for after the demand (-1: none)
 	guess       []int // next-layer policy: the predicted experts of specLayer
@@ -66,13 +87,15 @@ func (e *Engine) startStream() error {
 		}
 	}
 	e.io.policy = pp
-	if _, ok := pp.(*prefetch.NextLayer); ok {
+	if g, ok := pp.(prefetch.Guesser); ok {
+		e.io.guesser = g
 		if e.io.peeker, ok = e.model.(model.RouterPeeker); !ok {
 			return fmt.Errorf("%w: --prefetch-policy next-layer: architecture %s cannot apply a router early", ErrConfig, e.desc.Arch)
 		}
 	}
 	e.io.planner = prefetch.New(e.io.cache, e.io.lanes, e.layout, pp, cfg.Prefetch.N)
 	e.io.plans = make(chan planReq, 2) // a demand request and the speculation that follows it
+	e.io.renew(e.layout.maxExperts())
 	e.life.group.Go(e.planLoop)
 	return nil
 }
@@ -95,8 +118,8 @@ func (e *Engine) planLoop() error {
 				}
 			}
 			if r.specLayer >= 0 && r.specLayer < len(e.layout.ranges) {
-				if nl, ok := e.io.policy.(*prefetch.NextLayer); ok {
-					nl.SetGuess(r.specLayer, r.guess)
+				if e.io.guesser != nil {
+					e.io.guesser.SetGuess(r.specLayer, r.guess)
 				}
 				e.io.planner.Speculate(e.life.ctx, r.step, r.specLayer)
 			}
@@ -135,7 +158,8 @@ func (e *Engine) RunMoERouted(ctx context.Context, layer int, x, logits, routerI
 			return fmt.Errorf("layer %d: %w", layer, err)
 		}
 	}
-	job := &ffn.Job{Layer: layer, K: spec.K, X: x, IDs: ids, W: ws, Out: out}
+	job := &e.scratch.job
+	job.Layer, job.K, job.X, job.IDs, job.W, job.Out = layer, spec.K, x, ids, ws, out
 	job.Plan()
 	e.ffn.Begin(job)
 	var st ffn.Stats
@@ -160,24 +184,67 @@ func (e *Engine) RunMoERouted(ctx context.Context, layer int, x, logits, routerI
 	return nil
 }
 
+// runMapped hands the layer's experts to the FFN stage as slices of the
+// whole-file mapping (non-streaming mode).
 func (e *Engine) runMapped(ctx context.Context, job *ffn.Job, st *ffn.Stats) error {
-	ch := make(chan ffn.Ready, len(job.Order))
-	for _, x := range job.Order {
-		rs := e.layout.ranges[job.Layer][x]
-		parts := make([][]byte, len(rs))
-		for i, r := range rs {
-			b, err := e.weights.Mapped(r.Shard, r.Off, r.Len)
-			if err != nil {
-				return fmt.Errorf("layer %d expert %d: %w", job.Layer, x, err)
-			}
-			parts[i] = b
-		}
-		ch <- ffn.Ready{Expert: x, Parts: parts}
+	sc := &e.scratch
+	if sc.mapped == nil {
+		sc.mapped = make(chan expert.Ready, e.layout.maxExperts())
+		sc.mappedParts = make([][][][]byte, len(e.layout.ranges))
 	}
-	return e.ffn.Consume(ctx, job, ch, len(job.Order), true, st)
+	for _, x := range job.Order {
+		parts, err := e.mappedParts(job.Layer, x)
+		if err != nil {
+			return fmt.Errorf("layer %d expert %d: %w", job.Layer, x, err)
+		}
+		sc.mapped <- expert.Ready{Expert: x, Parts: parts}
+	}
+	err := e.ffn.Consume(ctx, job, sc.mapped, len(job.Order), true, st)
+	for len(sc.mapped) > 0 { // left by an early return: nothing to release
+		<-sc.mapped
+	}
+	return err
 }
 
+// mappedParts returns (and keeps) the projection slices of an expert in the
+// whole-file mapping.
+func (e *Engine) mappedParts(layer, x int) ([][]byte, error) {
+	row := e.scratch.mappedParts[layer]
+	if row == nil {
+		row = make([][][]byte, len(e.layout.ranges[layer]))
+		e.scratch.mappedParts[layer] = row
+	}
+	if row[x] != nil {
+		return row[x], nil
+	}
+	rs := e.layout.ranges[layer][x]
+	parts := make([][]byte, len(rs))
+	for i, r := range rs {
+		b, err := e.weights.Mapped(r.Shard, r.Off, r.Len)
+		if err != nil {
+			return nil, err
+		}
+		parts[i] = b
+	}
+	row[x] = parts
+	return parts, nil
+}
+
+// runStream sends the layer's experts to the planner goroutine in waves (one
+// wave with overlap) and has the FFN stage consume them as they become
+// ready. Requests and Ready values travel by value through the engine's
+// reusable channels; after an error the channels are replaced, in case the
+// planner could still deliver into the old ones (only when the engine is
+// closing: a wave is always consumed whole otherwise).
 func (e *Engine) runStream(ctx context.Context, job *ffn.Job, st *ffn.Stats) error {
+	err := e.streamWaves(ctx, job, st)
+	if err != nil {
+		e.io.renew(e.layout.maxExperts())
+	}
+	return err
+}
+
+func (e *Engine) streamWaves(ctx context.Context, job *ffn.Job, st *ffn.Stats) error {
 	order := job.Order
 	// Without overlap the FFN waits for a whole wave; a wave must fit in the
 	// slots that can be pinned at once (the transient pool is at least k).
@@ -189,14 +256,12 @@ func (e *Engine) runStream(ctx context.Context, job *ffn.Job, st *ffn.Stats) err
 	for len(order) > 0 {
 		w := order[:min(wave, len(order))]
 		order = order[len(w):]
-		out := make(chan ffn.Ready, len(w))
-		done := make(chan error, 1)
 		var routed []int
 		if first {
 			routed = job.Order
 		}
 		select {
-		case e.io.plans <- planReq{step: e.meter.step, layer: job.Layer, experts: w, routed: routed, out: out, done: done, specLayer: e.temporalSpec(job.Layer)}:
+		case e.io.plans <- planReq{step: e.meter.step, layer: job.Layer, experts: w, routed: routed, out: e.io.out, done: e.io.done, specLayer: e.temporalSpec(job.Layer)}:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-e.life.ctx.Done():
@@ -210,10 +275,10 @@ func (e *Engine) runStream(ctx context.Context, job *ffn.Job, st *ffn.Stats) err
 		// planner and lanes deliver every expert of it, and one left unread
 		// in out would stay pinned in the cache for good. A cancelled ctx
 		// ends the pass at the next wave or layer (the sends above).
-		cerr := e.ffn.Consume(e.life.ctx, job, out, len(w), e.cfg.Overlap, st)
+		cerr := e.ffn.Consume(e.life.ctx, job, e.io.out, len(w), e.cfg.Overlap, st)
 		var perr error
 		select {
-		case perr = <-done:
+		case perr = <-e.io.done:
 		case <-e.life.ctx.Done():
 			perr = e.stageErr()
 		}
@@ -252,17 +317,21 @@ func (e *Engine) speculateNext(job *ffn.Job) {
 	t0 := time.Now()
 	err := e.io.peeker.PeekRouter(next, e.scratch.peekIn[0], e.scratch.peekLogits)
 	spec.K = min(e.cfg.Prefetch.N, spec.NExpert)
-	e.scratch.peekIDs = make([]int, spec.K)
-	e.scratch.peekW = make([]float32, spec.K)
+	// Two guess buffers, by layer parity: the planner copies a guess
+	// (Guesser.SetGuess) before it takes the demand request of that layer,
+	// which this goroutine waits for before it computes the guess two
+	// layers on.
+	g := &e.scratch.guess[next%2]
+	g.ids, g.w = grow(g.ids, spec.K), grow(g.w, spec.K)
 	if err == nil {
-		err = router.Route(spec, e.scratch.peekLogits[:spec.NExpert], e.scratch.peekIDs, e.scratch.peekW, e.scratch.probs)
+		err = router.Route(spec, e.scratch.peekLogits[:spec.NExpert], g.ids, g.w, e.scratch.probs)
 	}
 	e.meter.timings.Router += time.Since(t0)
 	if err != nil {
 		return
 	}
 	select {
-	case e.io.plans <- planReq{step: e.meter.step, layer: next, specLayer: next, guess: e.scratch.peekIDs}:
+	case e.io.plans <- planReq{step: e.meter.step, layer: next, specLayer: next, guess: g.ids}:
 	default:
 	}
 }

@@ -16,7 +16,8 @@ type Session struct {
 	E  *Engine
 	St *model.State
 
-	step int // generated tokens so far (1-based step of the next one - 1)
+	step int      // generated tokens so far (1-based step of the next one - 1)
+	tok  [1]int32 // Step's one-token batch
 
 	// cumulative counters at the last sample
 	lastIO, lastBytes, lastProcRead int64
@@ -79,7 +80,8 @@ func (s *Session) Step(ctx context.Context, tok int32, steps int) ([]float32, si
 	s.step++
 	s.E.SetStep(s.step)
 	t0 := time.Now()
-	out, err := s.E.Forward(ctx, s.St, []int32{tok}, false)
+	s.tok[0] = tok
+	out, err := s.E.Forward(ctx, s.St, s.tok[:], false)
 	wall := time.Since(t0)
 	stall, compute := s.E.TakeStep()
 	m := s.sample()
@@ -108,10 +110,10 @@ func (s *Session) sample() sink.TokenMetrics {
 	s.lastMaj, s.lastCPU = maj, cpu
 	m.CacheHitPct = -1
 	if e.io != nil {
-		ls := e.io.lanes.Stats()
-		m.IOMS = ms(time.Duration(ls.Busy.Nanoseconds() - s.lastIO))
-		m.ReadBytes = ls.Bytes - s.lastBytes
-		s.lastIO, s.lastBytes = ls.Busy.Nanoseconds(), ls.Bytes
+		busy, bytes := e.io.lanes.Totals()
+		m.IOMS = ms(time.Duration(busy.Nanoseconds() - s.lastIO))
+		m.ReadBytes = bytes - s.lastBytes
+		s.lastIO, s.lastBytes = busy.Nanoseconds(), bytes
 	} else {
 		pr := sysmem.ProcReadBytes()
 		if pr >= 0 && s.lastProcRead >= 0 {

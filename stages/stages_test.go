@@ -284,3 +284,36 @@ func TestStreamMatchesMmap(t *testing.T) {
 		}
 	}
 }
+
+// TestSteadyLayerAllocatesNothing: once the routed experts are resident, a
+// layer's hand-offs (router → planner → cache → FFN) allocate nothing, in
+// streaming and in mmap mode, with the prefetch policies on too.
+func TestSteadyLayerAllocatesNothing(t *testing.T) {
+	for name, mod := range map[string]func(*Config){
+		"stream":     func(c *Config) { c.Cache.Bytes = 64 << 20 },
+		"next-layer": func(c *Config) { c.Cache.Bytes = 64 << 20; c.Prefetch = PrefetchConfig{N: 2, Policy: "next-layer"} },
+		"temporal":   func(c *Config) { c.Cache.Bytes = 64 << 20; c.Prefetch = PrefetchConfig{N: 2, Policy: "temporal"} },
+		"no-overlap": func(c *Config) { c.Cache.Bytes = 64 << 20; c.Overlap = false },
+		"mmap":       func(c *Config) { c.Stream = false; c.Dense = dense.Mmap },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := baseCfg()
+			mod(&c)
+			e, run := moeCase(t, c)
+			defer e.Close()
+			layers := e.Desc().HParams.NLayer
+			pass := func() {
+				for l := 0; l < layers; l++ {
+					if err := run(l); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			pass()
+			pass()
+			if n := testing.AllocsPerRun(20, pass); n != 0 {
+				t.Errorf("%.1f allocations per pass of %d layers", n, layers)
+			}
+		})
+	}
+}
