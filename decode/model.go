@@ -259,7 +259,8 @@ func (m *Model) route(_, layer int, ids [][]int, ws [][]float32) {
 // (0 without streaming).
 func (m *Model) expertBytesRead() int64 {
 	if l := m.eng.Lanes(); l != nil {
-		return l.Stats().Bytes
+		_, b := l.Totals()
+		return b
 	}
 	return 0
 }
