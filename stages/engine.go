@@ -98,6 +98,7 @@ type streamIO struct {
 
 // lifetime is the context the stage goroutines run under.
 type lifetime struct {
+	parent context.Context // Open's
 	ctx    context.Context
 	cancel context.CancelFunc
 	group  *errgroup.Group
@@ -201,6 +202,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := e.checkLimits(); err != nil {
 		return nil, err
 	}
+	e.life.parent = ctx
 	e.life.ctx, e.life.cancel = context.WithCancel(ctx)
 	e.life.group, e.life.ctx = errgroup.WithContext(e.life.ctx)
 	ok := false

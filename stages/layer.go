@@ -336,7 +336,16 @@ func (e *Engine) speculateNext(job *ffn.Job) {
 	}
 }
 
+// stageErr is why the engine's context ended: the caller's cancellation
+// (context.Canceled or DeadlineExceeded, wrapping its cause, so callers can
+// test for it) or a stage's error.
 func (e *Engine) stageErr() error {
+	if err := e.life.parent.Err(); err != nil {
+		if cause := context.Cause(e.life.parent); cause != nil && cause != err {
+			return fmt.Errorf("%w: %w", err, cause)
+		}
+		return err
+	}
 	if err := context.Cause(e.life.ctx); err != nil {
 		return err
 	}

@@ -317,3 +317,30 @@ func TestSteadyLayerAllocatesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelCause: a pass ended by the caller's cancellation returns an
+// error that is context.Canceled and carries the caller's cause.
+func TestCancelCause(t *testing.T) {
+	cause := errors.New("signal: terminated")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	e, err := Open(ctx, baseCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	s, err := e.NewSession(64, model.KVF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Prefill(ctx, prompt, false); err != nil {
+		t.Fatal(err)
+	}
+	cancel(cause)
+	if err := e.stageErr(); !errors.Is(err, context.Canceled) || !errors.Is(err, cause) {
+		t.Fatalf("stageErr = %v, want context.Canceled wrapping the cause", err)
+	}
+	if _, _, err := s.Step(ctx, 100, 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Step after cancel: %v", err)
+	}
+}
