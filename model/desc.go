@@ -378,6 +378,8 @@ func (d *Desc) readHParams(known bool) error {
 			return d.bad("%sexpert_used_count %d is not in [1, expert_count %d]", pre, h.NExpertUsed, h.NExpert)
 		case h.NHeadKV > h.NHead:
 			return d.bad("%sattention.head_count_kv %d > head_count %d", pre, h.NHeadKV, h.NHead)
+		case h.NHeadKV > 0 && len(h.HeadCountLayers) == 0 && len(h.HeadCountKVLayers) == 0 && h.NHead%h.NHeadKV != 0:
+			return d.bad("%sattention.head_count %d is not a multiple of attention.head_count_kv %d (each K/V head serves a whole group of query heads)", pre, h.NHead, h.NHeadKV)
 		}
 	}
 	return nil

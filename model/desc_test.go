@@ -448,6 +448,9 @@ func TestDescribeErrors(t *testing.T) {
 		{"huge block_count", func(m map[string]any) { m["block_count"] = uint64(1) << 40 }, nil},
 		{"string head_count", func(m map[string]any) { m["attention.head_count"] = "2" }, nil},
 		{"kv heads > heads", func(m map[string]any) { m["attention.head_count_kv"] = uint32(4) }, nil},
+		{"kv heads do not divide heads", func(m map[string]any) {
+			m["attention.head_count"], m["attention.head_count_kv"] = uint32(4), uint32(3)
+		}, nil},
 		{"expert count mismatch", nil, func(ts map[string]tspec) {
 			ts["blk.0.ffn_up_exps.weight"] = tspec{quant.Q8_0, []uint64{64, 32, 3}}
 		}},
