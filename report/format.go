@@ -264,6 +264,9 @@ func (a *Analysis) facts() [][2]string {
 	} else if a.Run.Trailer == nil {
 		out = append(out, [2]string{"trailer", dash + " (none)"})
 	}
+	if why := a.Run.Incomplete(); why != "" {
+		out = append(out, [2]string{"INCOMPLETE", why})
+	}
 	return out
 }
 
@@ -531,6 +534,7 @@ type jsonRun struct {
 	RegimeReason    string            `json:"regime_reason"`
 	Steps           []jsonStep        `json:"steps"`
 	Trailer         map[string]string `json:"trailer,omitempty"`
+	Incomplete      string            `json:"incomplete,omitempty"` // why the record is incomplete (Run.Incomplete)
 }
 
 type jsonComparison struct {
@@ -573,6 +577,7 @@ func writeJSON(w io.Writer, as []*Analysis) error {
 			}
 			r.Steps = append(r.Steps, js)
 		}
+		r.Incomplete = a.Run.Incomplete()
 		if a.Run.Trailer != nil {
 			r.Trailer = map[string]string{}
 			for _, kv := range a.Run.Trailer {

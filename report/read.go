@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/metrics"
@@ -49,6 +51,24 @@ type Run struct {
 
 // Has reports whether the CSV has the named column.
 func (r *Run) Has(column string) bool { return r.has[column] }
+
+// Incomplete reports why the run's record is incomplete ("" if it is not):
+// pipe writes its `# summary` trailer even when a run fails or is cancelled,
+// so a pipe CSV (it has the cpu_ms column) without one is a run that was
+// killed or whose output was lost; a trailer whose status is not ok is a run
+// that ended early. The older 9-column files never had a trailer.
+func (r *Run) Incomplete() string {
+	if r.Trailer == nil {
+		if r.Has("cpu_ms") {
+			return "no # summary trailer: the run was killed or its output lost"
+		}
+		return ""
+	}
+	if st, ok := r.TrailerValue("status"); ok && st != "ok" {
+		return "status=" + st + ": the run ended early"
+	}
+	return ""
+}
 
 // TrailerValue returns the trailer's value for key.
 func (r *Run) TrailerValue(key string) (string, bool) {
@@ -93,11 +113,14 @@ func Read(r io.Reader, path string) (*Run, error) {
 	var extraPos []int
 	line := 0
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%s:%d: %w: %s", path, line, ErrMalformed, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%s:%d: %w: %s", path, line, ErrMalformed, printable(fmt.Sprintf(format, a...)))
 	}
 	for sc.Scan() {
 		line++
 		text := strings.TrimRight(sc.Text(), "\r")
+		if strings.ContainsRune(text, 0) || !utf8.ValidString(text) {
+			return nil, bad("binary data, not a per-token CSV")
+		}
 		trimmed := strings.TrimSpace(text)
 		if trimmed == "" {
 			continue
@@ -134,6 +157,9 @@ func Read(r io.Reader, path string) (*Run, error) {
 		tok, err := parseRow(fields, idx, extraPos, run.Header)
 		if err != nil {
 			return nil, bad("%v", err)
+		}
+		if n := len(run.Rows); n > 0 && tok.Step <= run.Rows[n-1].Step {
+			return nil, bad("step %d after step %d: steps must increase (files joined, or rows reordered?)", tok.Step, run.Rows[n-1].Step)
 		}
 		run.Rows = append(run.Rows, tok)
 	}
@@ -274,4 +300,25 @@ func parseTrailer(s string) ([]KV, error) {
 		kvs = append(kvs, KV{k, v})
 	}
 	return kvs, nil
+}
+
+// printable escapes what a terminal would not show as text (control bytes,
+// invalid UTF-8) in a message quoting the input, so a binary file cannot
+// garble the terminal.
+func printable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case !unicode.IsPrint(r) && r != ' ':
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"gonum.org/v1/plot/vg"
 
@@ -409,4 +411,85 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReadRefusesBinaryAndDisorder: a binary file is named as such and no raw
+// control byte reaches the message; steps that do not increase are refused
+// with their line.
+func TestReadRefusesBinaryAndDisorder(t *testing.T) {
+	_, err := Read(strings.NewReader("GGUF\x03\x00\x00\x00\x1b[2J\xff\xfe,step\n"), "model.gguf")
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "binary") {
+		t.Fatalf("binary: err = %v", err)
+	}
+	for _, r := range err.Error() {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			t.Fatalf("raw byte %#x in the message %q", r, err.Error())
+		}
+	}
+	_, err = Read(strings.NewReader("step,steps,wall_ms,io_ms,compute_ms,read_bytes,cache_hit_pct,stall_ms,mgmt_ms\x1b\n"), "ctl.csv")
+	if !errors.Is(err, ErrMalformed) || strings.ContainsRune(err.Error(), 0x1b) {
+		t.Fatalf("control byte in a header: err = %q", err)
+	}
+	head := "step,steps,wall_ms,io_ms,compute_ms,read_bytes,cache_hit_pct,stall_ms,mgmt_ms\n"
+	row := func(step int) string { return fmt.Sprintf("%d,3,10,1,9,0,0,0,0\n", step) }
+	_, err = Read(strings.NewReader(head+row(1)+row(2)+row(2)), "dup.csv")
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "dup.csv:4") || !strings.Contains(err.Error(), "step 2 after step 2") {
+		t.Fatalf("repeated step: err = %v", err)
+	}
+	if _, err := Read(strings.NewReader(head+row(2)+row(1)), "back.csv"); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("decreasing step: err = %v", err)
+	}
+}
+
+// TestIncompleteRunFlagged: a pipe CSV without its trailer (a killed run) or
+// with status other than ok is flagged in the text and JSON reports; a
+// complete one and the older trailer-less format are not.
+func TestIncompleteRunFlagged(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "pipe_tiny_qwen3moe.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := string(b)
+	noTrailer := full[:strings.Index(full, "# summary")]
+	canceled := strings.Replace(full, "status=ok", "status=canceled", 1)
+	if canceled == full {
+		t.Fatal("the test CSV has no status=ok")
+	}
+	for _, c := range []struct {
+		name, csv, want string
+	}{
+		{"complete", full, ""},
+		{"killed", noTrailer, "no # summary trailer"},
+		{"canceled", canceled, "status=canceled"},
+	} {
+		run, err := Read(strings.NewReader(c.csv), c.name+".csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		why := run.Incomplete()
+		if (c.want == "") != (why == "") || !strings.Contains(why, c.want) {
+			t.Fatalf("%s: Incomplete() = %q, want %q", c.name, why, c.want)
+		}
+		a, err := Analyze(run, Options{Warmup: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, format := range []string{"text", "json"} {
+			var out bytes.Buffer
+			if err := Write(&out, []*Analysis{a}, format); err != nil {
+				t.Fatal(err)
+			}
+			flagged := strings.Contains(out.String(), "INCOMPLETE") || strings.Contains(out.String(), `"incomplete"`)
+			if flagged != (c.want != "") {
+				t.Fatalf("%s %s: flagged %v:\n%s", c.name, format, flagged, out.String())
+			}
+		}
+	}
+	old, err := ReadFile(filepath.Join("testdata", "qwen_k8.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := old.Incomplete(); why != "" {
+		t.Fatalf("9-column file flagged: %q", why)
+	}
 }

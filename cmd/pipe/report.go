@@ -38,6 +38,9 @@ func (c *ReportCmd) Run(g *Globals) error {
 		if err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
+		if why := run.Incomplete(); why != "" {
+			g.Log.Warn().Str("event", "incomplete_run").Str("file", path).Msg(why)
+		}
 		as = append(as, a)
 	}
 	if err := report.Write(g.Stdout, as, c.Format); err != nil {
