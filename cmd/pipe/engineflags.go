@@ -6,6 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/pipe-engine/pipe/bench"
 	"github.com/pipe-engine/pipe/dense"
 	"github.com/pipe-engine/pipe/stages"
 )
@@ -16,10 +17,10 @@ import (
 type EngineFlags struct {
 	NExpertUsed int `name:"n-expert-used" help:"Override the experts used per token (k); lossy, deterministic. 0 = the model's." default:"0"`
 
-	MoeStream     string `name:"moe-stream" help:"Stream routed experts with O_DIRECT into a bounded cache: true, false (whole-file mmap, like llama.cpp) or auto (stream; with --cache-mb auto a model that fits in memory gets a cache holding every expert, faster than the mmap)." enum:"auto,true,false" default:"auto"`
+	MoeStream     string `name:"moe-stream" help:"Stream routed experts with O_DIRECT into a bounded cache: true (also bare --moe-stream), false (whole-file mmap, like llama.cpp) or auto (stream; with --cache-mb auto a model that fits in memory gets a cache holding every expert, faster than the mmap)." enum:"auto,true,false" default:"auto"`
 	IOThreads     int    `name:"io-threads" help:"Reader lanes for expert reads." default:"4"`
 	NoODirect     bool   `name:"no-odirect" help:"Use buffered pread instead of O_DIRECT."`
-	CacheMB       string `name:"cache-mb" help:"Expert cache budget in MiB, 'auto' (from the cgroup limit or MemAvailable, minus dense weights, KV and --cache-floor-mb; at most every expert) or 0 (no cache)." default:"auto"`
+	CacheMB       string `name:"cache-mb" help:"Expert cache budget: MiB, a size with a unit (6G, 512M), 'auto' (from the cgroup limit or MemAvailable, minus dense weights, KV and --cache-floor-mb; at most every expert) or 0 (no cache)." default:"auto"`
 	CacheCeilMB   int64  `name:"cache-ceil-mb" help:"Upper bound for --cache-mb auto, in MiB (0 = none)." default:"0"`
 	CacheFloor    int64  `name:"cache-floor-mb" help:"RAM in MiB that --cache-mb auto leaves free." default:"512"`
 	CachePolicy   string `name:"cache-policy" help:"Expert cache replacement policy: layer (no LRU cliff below one token's working set; best in replay of real traces), lru, lfu or random." default:"layer"`
@@ -56,15 +57,30 @@ func (f *EngineFlags) config(path string, threads int, log zerolog.Logger) (stag
 		Prefetch: stages.PrefetchConfig{N: f.Prefetch, Policy: f.PrefetchPol, Lanes: f.PrefetchLanes},
 		Dense:    dense.Mode(f.Dense), Log: log,
 	}
-	switch f.CacheMB {
-	case "auto":
+	if f.CacheMB == "auto" {
 		cfg.Cache.Auto = true
-	default:
-		mb, err := strconv.ParseInt(f.CacheMB, 10, 64)
-		if err != nil || mb < 0 {
-			return cfg, fmt.Errorf("%w: --cache-mb %q: want a number of MiB >= 0 or auto", errFlag, f.CacheMB)
-		}
-		cfg.Cache.Bytes = mb << 20
+		return cfg, nil
 	}
+	b, err := parseCacheSize(f.CacheMB)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Cache.Bytes = b
 	return cfg, nil
+}
+
+// parseCacheSize reads --cache-mb: a plain number is MiB (0 = no cache); a
+// number with a unit (K, M, G, T; e.g. 512M, 6G, 1.5G) is that size.
+func parseCacheSize(s string) (int64, error) {
+	if mb, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if mb < 0 || mb > 1<<43 {
+			return 0, fmt.Errorf("%w: --cache-mb %s: want MiB in 0..2^43, a size like 6G, or auto", errFlag, s)
+		}
+		return mb << 20, nil
+	}
+	b, err := bench.ParseSize(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: --cache-mb: %w (or a number of MiB, or auto)", errFlag, err)
+	}
+	return b, nil
 }

@@ -88,6 +88,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pipe: %v\n", err)
 		return 2
 	}
+	if args, err = translateArgs(args); err != nil {
+		fmt.Fprintf(stderr, "pipe: %v\n", err)
+		return 2
+	}
 	var kctx *kong.Context
 	func() {
 		defer func() {

@@ -25,33 +25,34 @@ import (
 
 // RunCmd is `pipe run`: decode a prompt with the streaming pipeline.
 type RunCmd struct {
-	Model  string `short:"m" help:"GGUF model file (first shard of a split model). Without it, a demo model with real Qwen3-30B-A3B layer shapes is generated once into the user cache directory and used." type:"path"`
-	Prompt string `short:"p" help:"Prompt text." default:"The quick brown fox"`
-	N      int    `short:"n" name:"n-predict" help:"Tokens to generate." default:"32"`
-	Thr    int    `short:"t" name:"threads" help:"Compute threads (0 = number of CPUs, or of --cpus)." default:"0"`
-	CPUs   string `name:"cpus" help:"Pin the process to these CPUs, e.g. 4-7 or 0,2,4-7 (a phone's big cores; Linux and Android)." placeholder:"LIST"`
-	Ctx    int    `short:"c" name:"ctx-size" help:"Context length in tokens (0 = prompt + -n; 4096 in interactive mode)." default:"0"`
-	KVType string `name:"kv-type" help:"KV cache element type: f16 (llama.cpp's default) or f32." enum:"f16,f32" default:"f16"`
-	Echo   bool   `help:"Print the prompt before the generated text."`
+	Model  string `short:"m" help:"GGUF model file (first shard of a split model). Without it, a demo model with real Qwen3-30B-A3B layer shapes is generated once into the user cache directory and used." type:"path" group:"Model"`
+	Prompt string `short:"p" help:"Prompt text." default:"The quick brown fox" group:"Prompt"`
+	N      int    `short:"n" name:"n-predict" aliases:"predict" help:"Tokens to generate." default:"32" group:"Prompt"`
+	Thr    int    `short:"t" name:"threads" help:"Compute threads (0 = number of CPUs, or of --cpus)." default:"0" group:"Model"`
+	CPUs   string `name:"cpus" help:"Pin the process to these CPUs, e.g. 4-7 or 0,2,4-7 (a phone's big cores; Linux and Android)." placeholder:"LIST" group:"Model"`
+	Ctx    int    `short:"c" name:"ctx-size" help:"Context length in tokens (0 = prompt + -n; 4096 in interactive mode)." default:"0" group:"Model"`
+	KVType string `name:"kv-type" help:"KV cache element type: f16 (llama.cpp's default) or f32." enum:"f16,f32" default:"f16" group:"Model"`
+	Echo   bool   `aliases:"display-prompt" help:"Print the prompt before the generated text." group:"Output"`
 
-	Chat        bool   `help:"Apply the model's chat template (ChatML) to the prompt."`
-	System      string `help:"System message for --chat."`
-	NoThink     bool   `name:"no-think" help:"Qwen3: an empty think block after the assistant header (implies --chat)."`
-	Interactive bool   `short:"i" help:"Chat turn by turn from stdin, keeping the model and KV cache loaded (implies --chat)."`
-	IgnoreEOS   bool   `name:"ignore-eos" help:"Do not stop at end-of-generation tokens."`
+	Chat        bool   `help:"Apply the model's chat template (ChatML) to the prompt." group:"Prompt"`
+	System      string `aliases:"system-prompt" help:"System message for --chat (llama.cpp: -sys)." group:"Prompt"`
+	NoThink     bool   `name:"no-think" help:"Qwen3: an empty think block after the assistant header (implies --chat)." group:"Prompt"`
+	Interactive bool   `short:"i" help:"Chat turn by turn from stdin, keeping the model and KV cache loaded (implies --chat; llama.cpp: -cnv)." group:"Prompt"`
+	IgnoreEOS   bool   `name:"ignore-eos" help:"Do not stop at end-of-generation tokens." group:"Prompt"`
 
-	SamplingFlags `embed:""`
-	EngineFlags   `embed:""`
-	HotSetFlags   `embed:""`
+	LlamaFlags    `embed:""`
+	SamplingFlags `embed:"" group:"Sampling"`
+	EngineFlags   `embed:"" group:"Streaming"`
+	HotSetFlags   `embed:"" group:"Streaming"`
 
-	CSV        string `help:"Write one row of metrics per generated token to this CSV file, then a '# summary' line." type:"path"`
-	Progress   bool   `help:"Show a live status line on stderr when it is a terminal."`
-	RouteTrace string `name:"route-trace" help:"Write the routing of every token and layer in route_trace v1 format." type:"path"`
+	CSV        string `help:"Write one row of metrics per generated token to this CSV file, then a '# summary' line." type:"path" group:"Output"`
+	Progress   bool   `help:"Show a live status line on stderr when it is a terminal." group:"Output"`
+	RouteTrace string `name:"route-trace" help:"Write the routing of every token and layer in route_trace v1 format." type:"path" group:"Output"`
 
-	ForceTokens string `name:"force-tokens" help:"Teacher forcing: comma-separated token ids fed after the prompt instead of the sampled ones (testing)."`
-	LogitsOut   string `name:"logits-out" help:"Write each step's logits (float32 little-endian rows; row 0 after the prompt) to this file (testing)." type:"path"`
-	CPUProfile  string `name:"cpuprofile" help:"Write a Go CPU profile of the run to this file (go tool pprof)." type:"path"`
-	TokensOut   string `name:"tokens-out" help:"Write the prompt token ids and the generated ids (two comma-separated lines) to this file (testing)." type:"path"`
+	ForceTokens string `name:"force-tokens" help:"Teacher forcing: comma-separated token ids fed after the prompt instead of the sampled ones (testing)." hidden:""`
+	LogitsOut   string `name:"logits-out" help:"Write each step's logits (float32 little-endian rows; row 0 after the prompt) to this file (testing)." type:"path" hidden:""`
+	CPUProfile  string `name:"cpuprofile" help:"Write a Go CPU profile of the run to this file (go tool pprof)." type:"path" group:"Output"`
+	TokensOut   string `name:"tokens-out" help:"Write the prompt token ids and the generated ids (two comma-separated lines) to this file (testing)." type:"path" hidden:""`
 }
 
 var errFlag = errors.New("bad flag")
@@ -126,6 +127,9 @@ func (c *RunCmd) options(g *Globals, path string, demo bool, seed uint64) (decod
 // Run implements the command.
 func (c *RunCmd) Run(g *Globals) error {
 	if err := c.validate(); err != nil {
+		return err
+	}
+	if err := c.applyLlama(); err != nil {
 		return err
 	}
 	if c.NoThink || c.Interactive {
@@ -380,13 +384,13 @@ var stdin io.Reader = os.Stdin
 
 // SamplingFlags are the sampler's flags (shared by the commands that decode).
 type SamplingFlags struct {
-	Temp          float32 `help:"Sampling temperature; 0 = greedy (argmax, lowest id on ties)." default:"0.8"`
+	Temp          float32 `aliases:"temperature" help:"Sampling temperature; 0 = greedy (argmax, lowest id on ties)." default:"0.8"`
 	TopK          int     `name:"top-k" help:"Top-k sampling (0 = off)." default:"40"`
 	TopP          float32 `name:"top-p" help:"Top-p (nucleus) sampling (1 = off)." default:"0.95"`
 	MinP          float32 `name:"min-p" help:"Min-p sampling (0 = off)." default:"0.05"`
 	RepeatPenalty float32 `name:"repeat-penalty" help:"Repeat penalty (1 = off)." default:"1.0"`
 	RepeatLastN   int     `name:"repeat-last-n" help:"Tokens the repeat penalty looks back over (-1 = all)." default:"64"`
-	Seed          int64   `help:"Sampling seed (-1 = random). Same seed, same text." default:"-1"`
+	Seed          int64   `short:"s" help:"Sampling seed (-1 = random). Same seed, same text." default:"-1"`
 }
 
 func (f *SamplingFlags) params(seed uint64) sample.Params {

@@ -19,20 +19,20 @@ import (
 
 // ServeCmd is `pipe serve`: an OpenAI-compatible HTTP server (package serve).
 type ServeCmd struct {
-	Model  string `short:"m" help:"GGUF model file (first shard of a split model). Without it, the demo model (see pipe run)." type:"path"`
-	Host   string `help:"Address to listen on (a non-loopback address without --api-key logs a warning)." default:"127.0.0.1"`
-	Port   int    `help:"Port to listen on (0 = any free port; the 'listening' event names it)." default:"8080"`
-	Alias  string `short:"a" help:"Model name in /v1/models and in responses (default: the file name)."`
-	APIKey string `name:"api-key" env:"PIPE_API_KEY" help:"Require 'Authorization: Bearer KEY' on every route but /health."`
-	Thr    int    `short:"t" name:"threads" help:"Compute threads (0 = number of CPUs)." default:"0"`
-	Ctx    int    `short:"c" name:"ctx-size" help:"Context of the served session in tokens: prompt + max_tokens of a request must fit." default:"4096"`
-	KVType string `name:"kv-type" help:"KV cache element type: f16 or f32." enum:"f16,f32" default:"f16"`
+	Model  string `short:"m" help:"GGUF model file (first shard of a split model). Without it, the demo model (see pipe run)." type:"path" group:"Model"`
+	Host   string `help:"Address to listen on (a non-loopback address without --api-key logs a warning)." default:"127.0.0.1" group:"Server"`
+	Port   int    `help:"Port to listen on (0 = any free port; the 'listening' event names it)." default:"8080" group:"Server"`
+	Alias  string `short:"a" help:"Model name in /v1/models and in responses (default: the file name)." group:"Server"`
+	APIKey string `name:"api-key" env:"PIPE_API_KEY" help:"Require 'Authorization: Bearer KEY' on every route but /health." group:"Server"`
+	Thr    int    `short:"t" name:"threads" help:"Compute threads (0 = number of CPUs)." default:"0" group:"Model"`
+	Ctx    int    `short:"c" name:"ctx-size" help:"Context of the served session in tokens: prompt + max_tokens of a request must fit." default:"4096" group:"Model"`
+	KVType string `name:"kv-type" help:"KV cache element type: f16 or f32." enum:"f16,f32" default:"f16" group:"Model"`
 
-	NoThink bool `name:"no-think" help:"Qwen3: render chats with an empty think block."`
+	NoThink bool `name:"no-think" help:"Qwen3: render chats with an empty think block." group:"Model"`
 
-	SamplingFlags `embed:""`
-	EngineFlags   `embed:""`
-	HotSetFlags   `embed:""` // the hot set is saved when the server shuts down
+	SamplingFlags `embed:"" group:"Sampling"`
+	EngineFlags   `embed:"" group:"Streaming"`
+	HotSetFlags   `embed:"" group:"Streaming"` // the hot set is saved when the server shuts down
 }
 
 func (c *ServeCmd) validate() error {
