@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -265,7 +266,7 @@ func (e *Engine) streamWaves(ctx context.Context, job *ffn.Job, st *ffn.Stats) e
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-e.life.ctx.Done():
-			return e.stageErr()
+			return cancelled(ctx, e.stageErr())
 		}
 		if first {
 			e.speculateNext(job)
@@ -282,14 +283,21 @@ func (e *Engine) streamWaves(ctx context.Context, job *ffn.Job, st *ffn.Stats) e
 		case <-e.life.ctx.Done():
 			perr = e.stageErr()
 		}
-		if cerr != nil {
-			return cerr
-		}
-		if perr != nil {
-			return perr
+		if err := cmp.Or(cerr, perr); err != nil {
+			return cancelled(ctx, err)
 		}
 	}
 	return nil
+}
+
+// cancelled reports err as ctx.Err() when ctx is done: whatever a stage saw
+// as the pass went down (the engine's lifetime ends with its parent context,
+// a wave still consumed), the caller tells cancellation from failure by it.
+func cancelled(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // temporalSpec is the layer a history-based policy speculates for after
