@@ -290,7 +290,7 @@ func (m *Model) tensorBytes(ctx context.Context, t *TensorSpec, pools map[poolKe
 	var normal, last *pool
 	usePool := pooled(t)
 	if usePool {
-		std := stdOf(t)
+		std := stdOf(p, t)
 		normal = pools[poolKey{typ: t.Type, std: std, kind: kindNormal}]
 		last = normal
 		if k := lastBlockKind(p, t); k != kindNormal {

@@ -69,6 +69,12 @@ func Metadata(pl *Plan, v *Vocab, o *Options) ([]gguf.KV, error) {
 			kvPair{a + "attention.shared_kv_layers", uint32(0)},
 			kvPair{a + "embedding_length_per_layer_input", uint32(0)},
 			kvPair{a + "final_logit_softcapping", p.FinalSoftcap},
+			// as llama.cpp's converter: the full layers rotate their whole
+			// head (rope_freqs stops the unrotated pairs), the sliding ones
+			// theirs; without these llama.cpp rotates 128 dims of a 64-dim
+			// sliding head and aborts
+			kvPair{a + "rope.dimension_count", u32(p.HeadDimFull)},
+			kvPair{a + "rope.dimension_count_swa", u32(p.HeadDim)},
 		)
 	default:
 		ps = append(ps,

@@ -28,7 +28,7 @@ type blockKind uint8
 const (
 	kindNormal      blockKind = iota // N(0, std)
 	kindAnchorZero                   // N(0, std) with the last anchor positions 0
-	kindAnchorConst                  // N(0, std) with the last anchor positions = anchorValue
+	kindAnchorConst                  // N(0, std) with the last anchor positions = embedAnchor(std)
 )
 
 type poolKey struct {
@@ -63,7 +63,7 @@ func buildPool(seed uint64, k poolKey) (*pool, error) {
 			blk := src[b*bs : (b+1)*bs]
 			for i := bs - k.anchors; i < bs; i++ {
 				if k.kind == kindAnchorConst {
-					blk[i] = anchorValue
+					blk[i] = embedAnchor(k.std)
 				} else {
 					blk[i] = 0
 				}
@@ -118,7 +118,7 @@ func poolKeys(pl *Plan) []poolKey {
 			continue
 		}
 		a := anchorDims(&pl.Preset)
-		std := stdOf(t)
+		std := stdOf(&pl.Preset, t)
 		add(poolKey{typ: t.Type, std: std, kind: kindNormal})
 		if k := lastBlockKind(&pl.Preset, t); k != kindNormal {
 			add(poolKey{typ: t.Type, std: std, kind: k, anchors: a})

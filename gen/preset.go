@@ -52,12 +52,15 @@ type Preset struct {
 
 	// gemma4: every SWAPeriod-th layer (il % SWAPeriod == SWAPeriod-1) is full
 	// attention with HeadDimFull/NHeadKVFull; KEqV full layers have no attn_v.
-	SWAPeriod    int
-	NHeadKVFull  int
-	HeadDimFull  int
-	RopeBaseSWA  float32
-	FinalSoftcap float32
-	KEqV         bool
+	// RopePartialFull is the full layers' partial_rotary_factor ("proportional"
+	// RoPE: rope_freqs leaves the other pairs unrotated); 0 means 1.
+	SWAPeriod       int
+	NHeadKVFull     int
+	HeadDimFull     int
+	RopePartialFull float64
+	RopeBaseSWA     float32
+	FinalSoftcap    float32
+	KEqV            bool
 }
 
 var presets = []Preset{
@@ -116,7 +119,7 @@ var presets = []Preset{
 		NExpert: 128, NExpertUsed: 8, NFFExp: 704, NFF: 2112, NCtxTrain: 262144,
 		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 262144, DefaultQuant: "Q4_K_M",
 		SlidingWindow: 1024, SWAPeriod: 6, NHeadKVFull: 2, HeadDimFull: 512,
-		RopeBaseSWA: 10000, FinalSoftcap: 30, KEqV: true,
+		RopeBaseSWA: 10000, FinalSoftcap: 30, KEqV: true, RopePartialFull: 0.25,
 	},
 	{
 		Name: "gemma4-tiny", Arch: ArchGemma4, ModelName: "tiny-random-gemma4",

@@ -85,11 +85,27 @@ func anchorDims(p *Preset) int {
 	return nAnchorDims
 }
 
-// stdOf is the standard deviation of a tensor's random part.
-func stdOf(t *TensorSpec) float64 {
+// embedScale multiplies token_embd (its random part and its anchors): for
+// gemma4, which multiplies the embeddings by √n_embd, 1/√n_embd, so that the
+// residual stream after that factor is N(0, 1) with anchors at anchorValue,
+// as for the other architectures (at scale 1 every logit of the tied output
+// would saturate the soft-cap); 1 otherwise.
+func embedScale(p *Preset) float64 {
+	if p.Arch == ArchGemma4 {
+		return 1 / math.Sqrt(float64(p.NEmbd))
+	}
+	return 1
+}
+
+// embedAnchor is the anchor value of a token_embd whose random part has
+// standard deviation std (anchorValue scaled as the embedding is).
+func embedAnchor(std float64) float32 { return float32(anchorValue * (std / embedStd)) }
+
+// stdOf is the standard deviation of tensor t's random part.
+func stdOf(p *Preset, t *TensorSpec) float64 {
 	switch t.Role {
 	case RoleEmbed:
-		return embedStd
+		return embedStd * embedScale(p)
 	case RoleOutput:
 		return outputStd
 	case RoleProj:
@@ -211,7 +227,7 @@ func (g *weightGen) zeroRow(r uint64) bool {
 func (g *weightGen) row(r uint64, rg *rng, dst []float32) {
 	t, p := g.t, g.p
 	n := len(dst)
-	std := stdOf(t)
+	std := stdOf(p, t)
 	switch t.Role {
 	case RoleNorm:
 		for i := range dst {
@@ -223,9 +239,27 @@ func (g *weightGen) row(r uint64, rg *rng, dst []float32) {
 			}
 		}
 		return
-	case RoleRopeFreqs, RoleScale:
+	case RoleRopeFreqs:
+		// llama.cpp's converter: 1 for the rotated pairs, 1e30 (no
+		// rotation) for the rest of a "proportional" full-attention head
 		for i := range dst {
 			dst[i] = 1
+			if i >= ropePairsFull(p) {
+				dst[i] = 1e30
+			}
+		}
+		return
+	case RoleScale:
+		for i := range dst {
+			dst[i] = 1
+		}
+		if strings.HasSuffix(t.Name, "ffn_gate_inp.scale") {
+			// gemma4's router reads RMSNorm(x)/√n_embd·scale: √n_embd
+			// gives the router the unit-RMS input the logit noise and
+			// popularity weights are calibrated for
+			for i := range dst {
+				dst[i] = float32(math.Sqrt(float64(p.NEmbd)))
+			}
 		}
 		return
 	case RoleRouter:
@@ -278,7 +312,7 @@ func (g *weightGen) row(r uint64, rg *rng, dst []float32) {
 		switch {
 		case t.Role == RoleEmbed:
 			for i := n - g.anchors; i < n; i++ {
-				dst[i] = anchorValue
+				dst[i] = embedAnchor(std)
 			}
 		case readsResidual(p, t):
 			clear(dst[n-g.anchors:])
@@ -337,4 +371,14 @@ func (g *weightGen) copyRow(r uint64, rg *rng, dst []float32) {
 			clear(dst)
 		}
 	}
+}
+
+// ropePairsFull is the number of rotated pairs of a full-attention head
+// (llama.cpp's converter: head_dim_full · partial_rotary_factor / 2).
+func ropePairsFull(p *Preset) int {
+	f := p.RopePartialFull
+	if f == 0 {
+		f = 1
+	}
+	return int(float64(p.HeadDimFull) * f / 2)
 }

@@ -184,3 +184,47 @@ func BenchmarkGeneratePooled(b *testing.B) {
 		}
 	}
 }
+
+// TestGemma4Scales: gemma4 presets write llama.cpp's converter's rope
+// factors (gemma4-26b-a4b: 0.25 of the 512-dim full head rotates, 64 pairs
+// of 1 then 192 of 1e30; gemma4-tiny: all 128/2 pairs rotate), a token
+// embedding of std 1/√n_embd with anchors at anchorValue/√n_embd (Gemma
+// multiplies by √n_embd: the residual is then N(0, 1) as for the other
+// architectures, and the tied logits do not saturate the soft-cap), and
+// ffn_gate_inp.scale = √n_embd (the router's 1/√n_embd is undone).
+func TestGemma4Scales(t *testing.T) {
+	for _, c := range []struct {
+		preset string
+		ones   int
+	}{{"gemma4-26b-a4b", 64}, {"gemma4-tiny", 64}} {
+		p, err := LookupPreset(c.preset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rf := &TensorSpec{Name: "rope_freqs.weight", Layer: -1, Dims: []uint64{uint64(p.HeadDimFull / 2)}, Role: RoleRopeFreqs}
+		dst := make([]float32, p.HeadDimFull/2)
+		newWeightGen(&p, rf, 1, DefaultRoutingSkew).row(0, newRNG(1, "t", 0), dst)
+		for i, v := range dst {
+			if want := float32(1); (i < c.ones && v != want) || (i >= c.ones && v != 1e30) {
+				t.Fatalf("%s rope_freqs[%d] = %v (%d rotated pairs expected)", c.preset, i, v, c.ones)
+			}
+		}
+		sq := math.Sqrt(float64(p.NEmbd))
+		if got := stdOf(&p, &TensorSpec{Role: RoleEmbed}); math.Abs(got-1/sq) > 1e-12 {
+			t.Errorf("%s: token_embd std %v, want 1/√%d", c.preset, got, p.NEmbd)
+		}
+		if got := embedAnchor(1 / sq); math.Abs(float64(got)-anchorValue/sq) > 1e-6 {
+			t.Errorf("%s: anchor %v", c.preset, got)
+		}
+		sc := &TensorSpec{Name: "blk.0.ffn_gate_inp.scale", Layer: 0, Dims: []uint64{uint64(p.NEmbd)}, Role: RoleScale}
+		v := make([]float32, p.NEmbd)
+		newWeightGen(&p, sc, 1, DefaultRoutingSkew).row(0, newRNG(1, "t", 0), v)
+		if v[0] != float32(sq) {
+			t.Errorf("%s: ffn_gate_inp.scale %v, want √n_embd", c.preset, v[0])
+		}
+	}
+	q, _ := LookupPreset("qwen3-tiny")
+	if stdOf(&q, &TensorSpec{Role: RoleEmbed}) != embedStd {
+		t.Error("qwen3 embedding scaled")
+	}
+}
