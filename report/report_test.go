@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -23,7 +24,12 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// TestGoldenText locks the text report of one reference file.
+// TestGoldenText locks the text report of reference files. The golden
+// outputs were written by this package (-update): they catch unintended
+// change, they do not prove the numbers right. Those are checked apart from
+// them: the seed's published tables (TestSeedNumbers, TestSeedStepRows,
+// TestSeedTablesInMarkdown) for the 9-column files, and
+// TestPipeCSVRecomputed for the pipe-written 12-column one.
 func TestGoldenText(t *testing.T) {
 	for _, tc := range []struct{ name, format, golden string }{
 		{"qwen_k8", FormatText, "qwen_k8.report.txt"},
@@ -491,5 +497,51 @@ func TestIncompleteRunFlagged(t *testing.T) {
 	}
 	if why := old.Incomplete(); why != "" {
 		t.Fatalf("9-column file flagged: %q", why)
+	}
+}
+
+// TestPipeCSVRecomputed recomputes, with a parser of its own, what the
+// report of the pipe-written CSV says: token count, mean tok/s (tokens over
+// the summed wall time), final hit % (the last row's running rate) and read
+// MiB, so the golden report is not the only check of pipe's 12-column path.
+func TestPipeCSVRecomputed(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "pipe_tiny_qwen3moe.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var wallMS, readBytes, lastHit float64
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if i == 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, ",")
+		num := func(j int) float64 {
+			v, err := strconv.ParseFloat(f[j], 64)
+			if err != nil {
+				t.Fatalf("line %d: %v", i+1, err)
+			}
+			return v
+		}
+		n++
+		wallMS += num(2)
+		readBytes += num(5)
+		lastHit = num(6)
+	}
+	s := analyzeFile(t, "pipe_tiny_qwen3moe", Options{Warmup: -1}).Summary
+	if s.Tokens != n || n != 40 {
+		t.Fatalf("tokens %d, recomputed %d", s.Tokens, n)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"mean tok/s", s.MeanTokS, float64(n) / (wallMS / 1000)},
+		{"final hit %", s.FinalHitPct, lastHit},
+		{"read MiB", s.ReadMiB, readBytes / (1 << 20)},
+	} {
+		if math.Abs(c.got-c.want) > 1e-9*math.Max(1, math.Abs(c.want)) {
+			t.Errorf("%s: report %v, recomputed %v", c.name, c.got, c.want)
+		}
 	}
 }

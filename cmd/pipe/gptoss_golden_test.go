@@ -34,12 +34,13 @@ import (
 // gap was < 8e-3). llama.cpp disagrees with itself the same way: its
 // MXFP4_MOE ref vs refseq runs differ by 4.9e-2 at one step. So at most
 // gptossMaxFlips steps per run may exceed gptossTolerance, and none may
-// exceed gptossFlipTolerance. Argmax is compared where the reference's
+// exceed gptossFlipTolerance. Measured: at most one step per run (3 of 15
+// runs have one, at 4.6e-2..6.6e-2). Argmax is compared where the reference's
 // top-1/top-2 margin exceeds twice the step's bound.
 const (
 	gptossTolerance     = 3e-2
 	gptossFlipTolerance = 1.5e-1
-	gptossMaxFlips      = 2
+	gptossMaxFlips      = 1
 )
 
 func gptossModels(t *testing.T) []string {
@@ -165,10 +166,15 @@ const gptossNearTie = 2e-2
 // a near tie. Exact identity of all 32 tokens does not hold: even
 // llama.cpp's ref and refseq runs of Q8_0 p3_unicode part at token 8, and
 // these random models have top-1/top-2 margins as small as 4e-4 × max|logit|.
+// So each model must also match llama.cpp for at least gptossMinSameShare of
+// all the tokens of its runs (measured: 94, 119 and 145 of 160 for Q8_0,
+// Q4_K_M and MXFP4_MOE).
 func TestGptossGoldenFreeRunning(t *testing.T) {
+	const gptossMinSameShare = 0.5
 	for _, dir := range gptossModels(t) {
 		name := filepath.Base(dir)
 		runs, _ := filepath.Glob(filepath.Join(dir, "*__ref.json"))
+		same, total := 0, 0
 		for _, rf := range runs {
 			g := loadGolden(t, rf)
 			t.Run(name+"/"+g.PromptID, func(t *testing.T) {
@@ -194,8 +200,10 @@ func TestGptossGoldenFreeRunning(t *testing.T) {
 				}
 				ref := decodeF32(t, g.Logits.Data)
 				V := g.NVocab
+				total += len(want)
 				for i, w := range want {
 					if gotS[i] == fmt.Sprint(w) {
+						same++
 						continue
 					}
 					_, maxAbs, _ := relRowDiff(ref[i*V:(i+1)*V], ref[i*V:(i+1)*V])
@@ -210,6 +218,10 @@ func TestGptossGoldenFreeRunning(t *testing.T) {
 				t.Logf("identical for all %d tokens", len(want))
 			})
 		}
+		if total > 0 && float64(same) < gptossMinSameShare*float64(total) {
+			t.Errorf("%s: %d of %d tokens identical to llama.cpp's, want at least %.0f %%", name, same, total, 100*gptossMinSameShare)
+		}
+		t.Logf("%s: %d of %d tokens identical to llama.cpp's", name, same, total)
 	}
 }
 
