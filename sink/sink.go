@@ -10,9 +10,11 @@
 //
 // The header is exactly metrics.Columns
 // (step,steps,wall_ms,io_ms,compute_ms,read_bytes,cache_hit_pct,stall_ms,mgmt_ms,majflt,cpu_ms,resident_frac),
-// followed by Options.ExtraColumns. Every row is handed to the file in a
-// single write before Token returns (no user-space buffering; no fsync), so a
-// reader — or a crash — sees every completed token. Close appends
+// followed by Options.ExtraColumns. Token hands each row to the sink's
+// writer goroutine (see Concurrency), which gives it to the file in a single
+// write (no user-space buffering; no fsync), so a reader sees every row a
+// moment after its token — and a crash loses at most the rows still queued.
+// Close writes every queued row, then appends
 //
 //	# summary tokens=… tok_s=… steady_tok_s=… warmup_tokens=… …
 //
@@ -46,9 +48,18 @@
 //
 // # Concurrency
 //
-// A Sink is safe for concurrent use (one mutex); the pipeline normally calls
-// it from its per-token stage only. Token copies what it needs from m; the
-// caller keeps ownership of m.Extra.
+// The sink is a stage of the pipeline: New starts one writer goroutine and
+// Close waits for it. Token records the row (for the summary) and sends it
+// through a bounded channel (RowBuffer rows) to that goroutine, which writes
+// the CSV row and redraws the status line, so a slow disk or terminal does
+// not stall decode; when the channel is full Token blocks rather than drop a
+// row. A write error is kept and returned by the next Token and by Close.
+// Log events go through the zerolog.Logger given in Options; cmd/pipe puts
+// an AsyncWriter (the same kind of stage, for log lines) under it, so a
+// blocked stderr pipe does not stall decode either. A Sink is safe for
+// concurrent use (one mutex); the pipeline calls it from the decode
+// goroutine. Token copies what it needs from m; the caller keeps ownership
+// of m.Extra.
 package sink
 
 import (
@@ -133,7 +144,7 @@ type Sink struct {
 	file     *os.File
 	name     string // CSV name for errors
 	rows     []metrics.Token
-	buf      []byte
+	wr       *writer // the stage goroutine writing rows and the status line
 	load     *LoadInfo
 	prefillN int
 	prefillS float64
@@ -177,6 +188,7 @@ func New(o Options) (*Sink, error) {
 			return nil, fmt.Errorf("sink: --csv %s: header: %w", s.name, err)
 		}
 	}
+	s.wr = newWriter(s.w, s.name, o.Progress)
 	return s, nil
 }
 
@@ -237,8 +249,10 @@ func (s *Sink) Fail(err error) {
 	}
 }
 
-// Token records one token: a CSV row (written through before returning), a
-// debug `token` event and a progress update.
+// Token records one token and hands it to the writer goroutine, which writes
+// its CSV row and redraws the status line; it blocks only while RowBuffer
+// rows wait to be written. A debug `token` event is logged. A write error
+// of an earlier row is returned (and every later call returns it too).
 func (s *Sink) Token(m TokenMetrics) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -248,15 +262,16 @@ func (s *Sink) Token(m TokenMetrics) error {
 	if len(m.Extra) != len(s.o.ExtraColumns) {
 		return fmt.Errorf("sink: token %d: %d extra values for %d extra columns: %w", m.Step, len(m.Extra), len(s.o.ExtraColumns), ErrExtraColumns)
 	}
+	if err := s.wr.failed(); err != nil {
+		return err
+	}
 	r := m
 	r.Extra = nil
 	s.rows = append(s.rows, r)
-	if s.w != nil {
-		s.buf = appendRow(s.buf[:0], &m)
-		if _, err := s.w.Write(s.buf); err != nil {
-			return fmt.Errorf("sink: --csv %s: token %d: %w", s.name, m.Step, err)
-		}
+	if len(m.Extra) > 0 {
+		m.Extra = append([]float64(nil), m.Extra...) // the caller keeps its slice
 	}
+	s.wr.in <- rowItem{m: m}
 	if ev := s.o.Log.Debug(); ev != nil {
 		ev.Str("event", "token").Int("step", m.Step).Int("steps", m.Steps).
 			Float64("wall_ms", m.WallMS).Float64("io_ms", m.IOMS).Float64("compute_ms", m.ComputeMS).
@@ -268,10 +283,18 @@ func (s *Sink) Token(m TokenMetrics) error {
 		}
 		ev.Msg("token")
 	}
-	if s.o.Progress != nil {
-		s.o.Progress.Update(m, s.rows)
-	}
 	return nil
+}
+
+// Flush waits until the writer goroutine has written every row Token
+// handed it so far, and returns the first write error.
+func (s *Sink) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return s.closeErr
+	}
+	return s.wr.flush()
 }
 
 // appendRow formats one CSV row.
@@ -404,9 +427,12 @@ func (s *Sink) Close() error {
 		return s.closeErr
 	}
 	s.closed = true
+	var errs []error
+	if err := s.wr.close(); err != nil { // every queued row is written first
+		errs = append(errs, err)
+	}
 	sum := s.summary()
 	tr := s.trailer(sum)
-	var errs []error
 	if s.w != nil {
 		var b strings.Builder
 		b.WriteString("# summary")

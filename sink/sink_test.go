@@ -70,7 +70,10 @@ func TestCSVExactAndFlushedPerRow(t *testing.T) {
 		if err := s.Token(tok(i, 3)); err != nil {
 			t.Fatal(err)
 		}
-		// The row must be in the file before the next token.
+		// Once Flush returns the row is in the file.
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
 		got := readLines(t, path)
 		if len(got) != 1+i || got[i] != want[i-1] {
 			t.Fatalf("after token %d the file holds %q, want row %q", i, got, want[i-1])
@@ -337,8 +340,16 @@ func TestWriteErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Token(tok(1, 1)); err == nil || !strings.Contains(err.Error(), "token 1") || !strings.Contains(err.Error(), "disk full") {
+	// The row is written by the sink's goroutine: its error comes with the
+	// next Token (or Flush, or Close).
+	if err := s.Token(tok(1, 2)); err != nil {
+		t.Fatalf("Token: %v", err)
+	}
+	if err := s.Flush(); err == nil || !strings.Contains(err.Error(), "token 1") || !strings.Contains(err.Error(), "disk full") {
 		t.Errorf("row write error: %v", err)
+	}
+	if err := s.Token(tok(2, 2)); err == nil || !strings.Contains(err.Error(), "token 1") {
+		t.Errorf("Token after a row write error: %v", err)
 	}
 	if err := s.Close(); err == nil || !strings.Contains(err.Error(), "summary") {
 		t.Errorf("summary write error: %v", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	_ "github.com/pipe-engine/pipe/model/archs" // registers every architecture
+	"github.com/pipe-engine/pipe/sink"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".
@@ -49,21 +50,26 @@ type Globals struct {
 	Stderr io.Writer
 }
 
-func newLogger(w io.Writer, format, level string) (zerolog.Logger, error) {
+// logLines is how many log lines may wait for a slow stderr.
+const logLines = 1024
+
+// newLogger logs to out, in console format when format says so or, for
+// auto, when term (where out ends up) is a terminal.
+func newLogger(term, out io.Writer, format, level string) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil {
 		return zerolog.Logger{}, fmt.Errorf("--log-level: %w", err)
 	}
 	console := format == "console"
 	if format == "auto" {
-		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		if f, ok := term.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 			console = true
 		}
 	}
 	if console {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000"}
+		out = zerolog.ConsoleWriter{Out: out, TimeFormat: "15:04:05.000"}
 	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+	return zerolog.New(out).Level(lvl).With().Timestamp().Logger(), nil
 }
 
 // parser builds the kong parser; tests use it to check the README's flag reference.
@@ -110,13 +116,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pipe: %v\n", err)
 		return 2
 	}
-	log, err := newLogger(stderr, cli.LogFormat, cli.LogLevel)
+	// The log stage: log lines reach stderr through a bounded queue and a
+	// goroutine, so a slow or blocked stderr does not stall decode.
+	logs := sink.NewAsyncWriter(stderr, logLines)
+	log, err := newLogger(stderr, logs, cli.LogFormat, cli.LogLevel)
 	if err != nil {
+		logs.Close()
 		fmt.Fprintf(stderr, "pipe: %v\n", err)
 		return 2
 	}
 	g := &Globals{Ctx: ctx, Log: log, Stdout: stdout, Stderr: stderr}
-	if err := kctx.Run(g); err != nil {
+	err = kctx.Run(g)
+	logs.Close() // every log line before the exit message
+	if err != nil {
 		return exitCode(ctx, err, stderr)
 	}
 	return 0
