@@ -61,20 +61,24 @@
 // MatMul and MatMulQ over n ≥ 2 tokens (prefill; the tokens routed to one
 // expert) use a multi-token kernel where the implementation has one for the
 // weight type (gemm.go): each weight block is loaded and unpacked once and
-// applied to a tile of tokens held in registers; the n mod tile tokens left
-// over run the vector kernel. Per (row, token) the integer block sums and
-// the float32 order are the vector kernel's, so MatMul equals MatVec bit
-// for bit. A kernel may chain a smaller tile for the remainder, and may
-// run a last partial tile padded with copies of its last token. AVX2
-// (gemm_amd64.s): Q4_K and Q6_K against 4 tokens, Q8_0 against 8; AVX-512
-// F/BW, used where present: Q4_K, Q6_K and MXFP4 against 8 tokens then 2,
-// two tokens per 512-bit register, Q4_K/Q6_K with VPDPWSSD where AVX-512
-// VNNI exists
-// (BenchmarkGEMM per CPU-second, 128 tokens against a 4096×2048 Q4_K
-// matrix: AVX2 0.17, AVX-512 0.25, VNNI 0.29 GB/s of weights; Q6_K expert
-// down, 8 tokens: 2.6–3.1, 3.3–3.5, 3.7; MXFP4 gpt-oss expert, 8 tokens:
-// vector kernel 1.0–1.2, AVX-512 1.25–1.5); pure Go (ref_gemm.go, every architecture and purego): Q4_0,
-// Q8_0, MXFP4, Q4_K, Q6_K against 4.
+// applied to a tile of tokens held in registers; the tokens no tile takes
+// run the vector kernel. Per (row, token) the integer block sums and the
+// float32 order are the vector kernel's, so MatMul equals MatVec bit for
+// bit. A kernel may chain a smaller tile for the remainder and may run a
+// last partial tile padded with copies of its last token.
+//
+//   - AVX2 (gemm_amd64.s): Q4_K and Q6_K against 4 tokens, Q8_0 against 8.
+//   - AVX-512 F/BW, used over AVX2 where present: Q4_K, Q6_K, MXFP4 and
+//     Q8_0 against 8 tokens then 2, two tokens per 512-bit register; Q4_K
+//     and Q6_K with VPDPWSSD where AVX-512 VNNI exists.
+//   - Pure Go (ref_gemm.go; the purego build and machines without the
+//     assembly): Q4_0, Q8_0, MXFP4, Q4_K, Q6_K against 4.
+//
+// BenchmarkGEMM, GB of weights per CPU-second on the development machine
+// (vector kernel / AVX2 / AVX-512 / VNNI): 128 tokens × 4096×2048 Q4_K
+// 0.11 / 0.17 / 0.23 / 0.25; 8 tokens × 768×2048 Q6_K 2.0 / 3.3 / 3.0 /
+// 3.8; 8 tokens × 2880×2880 MXFP4 1.3 / – / 1.65; 128 tokens × 2880×2880
+// Q8_0 0.15 / 0.23 / 0.27 (docs/measurements.md, issue 11).
 //
 // An AVX-512 (F/BW/DQ/VL) MXFP4 kernel is built and tested as a second
 // implementation but not selected: it measured no faster than the AVX2 one.

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// AVX-512 Q4_K, Q6_K and MXFP4 multi-token kernels (gemm_amd64.s): 8 tokens (4
+// AVX-512 Q4_K, Q6_K, MXFP4 and Q8_0 multi-token kernels (gemm_amd64.s): 8 tokens (4
 // pairs) per call, and 2 tokens (one pair) for the tokens left after whole
 // tiles of 8. Used where AVX-512 F/BW exist (the VNNI variants where
 // AVX-512 VNNI does): they measured faster than the AVX2 4-token kernels
@@ -75,6 +75,12 @@ func gemmMXFP4AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, 
 
 //go:noescape
 func gemmMXFP4AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+
+//go:noescape
+func gemmQ8_0AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+
+//go:noescape
+func gemmQ8_0AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
 
 //go:noescape
 func gemmQ4_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
@@ -167,7 +173,7 @@ func mxPairsBytes(T int) func(cols int) int {
 }
 
 // packMXFP4Pairs packs len(acts) (8 or 2) Q8_0 activations for the MXFP4
-// pair kernels.
+// and Q8_0 pair kernels.
 func packMXFP4Pairs(acts []*Activation, dst []byte) {
 	P := len(acts) / 2
 	stride := 32 + 64*P
@@ -223,5 +229,6 @@ func avx512GEMMs() map[quant.Type]*gemmKernel {
 		quant.Q4_K:  pairGEMM(144, 256, q4KPairsBytes, packQ4_KPairs, gemmQ4_KAVX512x8, gemmQ4_KAVX512x2),
 		quant.Q6_K:  pairGEMM(210, 256, q6KPairsBytes, packQ6_KPairs, gemmQ6_KAVX512x8, gemmQ6_KAVX512x2),
 		quant.MXFP4: pairGEMM(17, 32, mxPairsBytes, packMXFP4Pairs, gemmMXFP4AVX512x8, gemmMXFP4AVX512x2),
+		quant.Q8_0:  pairGEMM(34, 32, mxPairsBytes, packMXFP4Pairs, gemmQ8_0AVX512x8, gemmQ8_0AVX512x2),
 	}
 }

@@ -1281,3 +1281,108 @@ mx2blk:
 	JNZ  mx2row
 	VZEROUPPER
 	RET
+
+// AVX-512 (F, BW) Q8_0 against token pairs: the MXFP4 pair kernel with
+// the block's 32 int8 weights as the codes (|w| up to 128 is exact as an
+// unsigned VPMADDUBSW operand) and its f16 scale. Same packed layout.
+
+// Q8HEAD: block scale products into Y10, |w| into Z8, w < 0 into K1.
+#define Q8HEAD \
+	MOVWLZX         (SI), AX \
+	VMOVD           AX, X12 \
+	VCVTPH2PS       X12, X12 \
+	VBROADCASTSS    X12, Y12 \
+	VMULPS          (DI), Y12, Y10 \
+	VBROADCASTI64X4 2(SI), Z8 \
+	VPMOVB2M        Z8, K1 \
+	VPABSB          Z8, Z8
+
+// func gemmQ8_0AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+TEXT ·gemmQ8_0AVX512x8(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ scratch+56(FP), DX
+	MXCONST
+
+q88row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+q88blk:
+	Q8HEAD
+	MXPAIR(32, Z0, Z16)
+	MXPAIR(96, Z1, Z17)
+	MXPAIR(160, Z2, Z18)
+	MXPAIR(224, Z3, Z19)
+	ADDQ $34, SI
+	ADDQ $288, DI
+	DECQ CX
+	JNZ  q88blk
+
+	Z4RED(Z0)
+	Z4RED(Z1)
+	Z4RED(Z2)
+	Z4RED(Z3)
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	MOVQ    R14, R12
+	Z6OUT(0)
+	Z6OUT(32)
+	Z6OUT(64)
+	Z6OUT(96)
+	Z6OUT(128)
+	Z6OUT(160)
+	Z6OUT(192)
+	Z6OUT(224)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  q88row
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+TEXT ·gemmQ8_0AVX512x2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ scratch+56(FP), DX
+	MXCONST
+
+q82row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+
+q82blk:
+	Q8HEAD
+	MXPAIR(32, Z0, Z16)
+	ADDQ $34, SI
+	ADDQ $96, DI
+	DECQ CX
+	JNZ  q82blk
+
+	Z4RED(Z0)
+	VMOVUPS Z0, 0(DX)
+	MOVQ    R14, R12
+	Z6OUT(0)
+	Z6OUT(32)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  q82row
+	VZEROUPPER
+	RET
