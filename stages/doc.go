@@ -2,25 +2,74 @@
 // it: per layer, router → prefetch planner → reader lanes → expert cache →
 // FFN compute; per token, metrics to the sink.
 //
+// # Stages
+//
+// One decode step, as the code runs it. Boxes are goroutines; arrows are
+// bounded channels with their capacities; "call" marks a stage that runs on
+// the goroutine of the box it sits in.
+//
+//	decode goroutine (Session.Step → Engine.Forward), for each layer ℓ:
+//	┌──────────────────────────────────────────────────────────────────────┐
+//	│ attention (call; kernels.Pool threads) → router top-k (call)         │
+//	│   → ffn.Job planned (call, reused) ─────┐                            │
+//	│                                         │ plans, cap 2: layer ℓ's    │
+//	│ FFN stage (call): computes experts as   │ experts in rank order, then│
+//	│ they arrive, hits first; releases each  │ a next-layer guess (sent   │
+//	│ pin; Σ rank-order weighted sum          │ only if there is room)     │
+//	└──────────▲──────────────────▲───────────┼────────────────────────────┘
+//	           │ out, cap = the   │ done,     ▼
+//	           │ layer's experts  │ cap 1  ┌───────────────────────────────┐
+//	           │ (expert.Ready    └────────│ planner goroutine (prefetch): │
+//	           │  values: bytes +          │ Settle the layer's guesses;   │
+//	           │  cache pin)               │ cache.Acquire per expert:     │
+//	           ├───────── hit ─────────────│  hit → Ready now              │
+//	           │                           │  miss → Submit ───────────┐   │
+//	           │                           │ Speculate → Offer ──┐     │   │
+//	           │                           └─────────────────────┼─────┼───┘
+//	           │      speculative queue, cap 64: refused when    │     │ demand queue, cap 64:
+//	           │      full, served only when no demand waits ────┘     │ Submit blocks when full
+//	           │                           ┌───────────────────────────▼───┐
+//	           └────── miss, on Done ──────│ reader lanes ×--io-threads:   │
+//	                                       │ O_DIRECT pread into the slot; │
+//	                                       │ cache admit (Complete)        │
+//	                                       └───────────────────────────────┘
+//	per token: metrics ─ rows, cap 256 (sink.RowBuffer) ─▶ sink writer goroutine (CSV, status line)
+//	           log lines ─ cap 1024 (cmd/pipe) ──────────▶ sink.AsyncWriter goroutine (stderr)
+//
+// Who owns what: the decode goroutine owns the activations, the routing
+// buffers, the FFN job and its scratch; expert bytes live in cache slots
+// (anonymous memory), lent to the FFN by a Ready's Lease (the pin) and given
+// back when the expert is computed; the planner keeps each expert's views
+// into its slot; the lanes own nothing but their pread in flight.
+//
+// Why the compute is a call: attention, the router and the FFN run on the
+// decode goroutine because layer ℓ+1's router needs layer ℓ's output — a
+// compute goroutine would add a hand-off per layer without adding overlap.
+// Overlap comes from the planner and the lanes running while the FFN
+// computes the experts already resident, and, with --prefetch next-layer,
+// from reading the experts layer ℓ+1's router picks when applied to layer
+// ℓ's router input while layer ℓ computes (wrong guesses are withdrawn once
+// layer ℓ+1 is routed).
+//
+// Why the planner is a goroutine: cache.Acquire blocks while every slot is
+// pinned, until the FFN releases one — on the decode goroutine that wait
+// could never end.
+//
+// Backpressure is by channel capacity and cache slots, never by dropping
+// (only speculation is dropped when its queue or the plans channel is full).
+// Steady decode passes work as values: a layer hands off one planReq, one
+// Ready per routed expert and one done, and allocates nothing (tests
+// TestSteadyLayerAllocatesNothing, BenchmarkRunMoE).
+//
 // # Goroutines
 //
-// Engine.Open starts the long-lived stage goroutines under one errgroup bound
-// to the engine's context: the planner goroutine (it takes one layer's
-// expert list at a time from a bounded channel, acquires cache entries in
-// router-rank order and submits misses) and the --io-threads reader lanes
-// (package reader). The compute stage — attention, router and the expert FFN
-// — runs on the decode goroutine, which calls Forward; it cannot run ahead of
-// the planner because layer ℓ+1's router needs layer ℓ's output, so a
-// separate compute goroutine would add a hand-off without adding overlap.
-// Overlap comes from the planner and lanes running while the decode goroutine
-// computes the experts that are already resident, and, with --prefetch and
-// the next-layer policy, from reading the experts layer ℓ+1's router picks
-// when applied to layer ℓ's router input while layer ℓ computes (the planner
-// withdraws the wrong guesses once layer ℓ+1 is routed).
-//
-// Every channel is bounded and every send selects on the context, so an
+// Engine.Open starts the planner goroutine and the lanes under one errgroup
+// bound to the engine's context. Every send selects on a context (or cannot
+// block: out has room for a layer's experts, done for one answer), so an
 // error in any stage (a failed read, a cancelled context) ends the run with
-// that error and Close waits for every goroutine: none outlives the Engine.
+// that error, and Close waits for every goroutine: none outlives the Engine.
+// A wave of experts is always consumed whole (under the engine's context),
+// so no pin is left behind by a cancelled pass.
 //
 // # Determinism
 //
