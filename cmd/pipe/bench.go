@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/pipe-engine/pipe/bench"
 	"github.com/pipe-engine/pipe/internal/safefile"
@@ -22,7 +26,7 @@ type BenchCmd struct {
 	MemCap  string        `name:"mem-cap" help:"Run each child in a memory cgroup of this size (e.g. 8G; root only; cgroup v1 or v2, made and removed by bench)."`
 	Cold    bool          `help:"Drop the page cache before every run (root only)."`
 	OutDir  string        `name:"out-dir" type:"path" help:"Folder for each run's CSV and log, bench.json and bench.md (default: bench-<time>)."`
-	Format  string        `enum:"text,markdown,json" default:"text" help:"Table format on stdout: text, markdown or json."`
+	Format  string        `enum:"auto,text,markdown,json" default:"auto" help:"Table format on stdout: text, markdown, json (one line) or auto (text on a terminal, else json)."`
 	Timeout time.Duration `default:"0s" help:"Kill a run after this long (0 = never)."`
 	Extra   []string      `arg:"" optional:"" passthrough:"" help:"Arguments after -- go to every run (e.g. -- --temp 0.8 --seed 1)."`
 }
@@ -35,6 +39,9 @@ func (c *BenchCmd) Run(g *Globals) error {
 	}
 	o := bench.Options{Exe: exe, Model: c.Model, Prompt: c.Prompt, N: c.N, Repeat: c.Repeat, Cold: c.Cold,
 		OutDir: c.OutDir, Timeout: c.Timeout, Log: g.Stderr}
+	if g.JSONLog {
+		o.Log = newEventLines(g.Log, zerolog.InfoLevel, "bench_run")
+	}
 	if len(c.Extra) > 0 && c.Extra[0] == "--" {
 		c.Extra = c.Extra[1:]
 	}
@@ -60,7 +67,7 @@ func (c *BenchCmd) Run(g *Globals) error {
 		for _, x := range []struct{ name, format string }{{"bench.json", "json"}, {"bench.md", "markdown"}} {
 			err = errors.Join(err, writeReport(guard, filepath.Join(o.OutDir, x.name), rep, x.format))
 		}
-		if werr := rep.Write(g.Stdout, c.Format); werr != nil {
+		if werr := c.writeTable(g, rep); werr != nil {
 			err = errors.Join(err, fmt.Errorf("stdout: %w", werr))
 		}
 	}
@@ -86,4 +93,29 @@ func writeReport(guard *safefile.Guard, path string, rep *bench.Report, format s
 		return fmt.Errorf("bench: %s: %w", path, werr)
 	}
 	return nil
+}
+
+// writeTable writes the table on stdout; --format auto is text on a terminal
+// and one line of JSON elsewhere, so `pipe bench … 2>&1 | jq` reads it.
+func (c *BenchCmd) writeTable(g *Globals, rep *bench.Report) error {
+	format := c.Format
+	if format == "auto" {
+		format = "text"
+		if !isTerminal(g.Stdout) {
+			format = "json"
+		}
+	}
+	if format != "json" {
+		return rep.Write(g.Stdout, format)
+	}
+	var buf, line bytes.Buffer
+	if err := rep.Write(&buf, "json"); err != nil {
+		return err
+	}
+	if err := json.Compact(&line, buf.Bytes()); err != nil {
+		return err
+	}
+	line.WriteByte('\n')
+	_, err := g.Stdout.Write(line.Bytes())
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
 
 	"github.com/pipe-engine/pipe/gen"
 )
@@ -33,6 +34,9 @@ func (c *GenCmd) Run(g *Globals) error {
 		if f, ok := g.Stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
 			o.ProgressTTY = true
 		}
+		if g.JSONLog {
+			o.Progress, o.ProgressTTY = newEventLines(g.Log, zerolog.InfoLevel, "gen_progress"), false
+		}
 	}
 	m, err := gen.Prepare(o)
 	if err != nil {
@@ -48,6 +52,9 @@ func (c *GenCmd) Run(g *Globals) error {
 	secs := res.Elapsed.Seconds()
 	g.Log.Info().Str("event", "gen_done").Str("out", c.Out).Int64("bytes", res.Bytes).
 		Float64("seconds", secs).Float64("MiB_per_s", float64(res.Bytes)/(1<<20)/max(secs, 1e-9)).Msg("model written")
-	fmt.Fprintf(g.Stdout, "%s\n", c.Out)
+	if isTerminal(g.Stdout) {
+		// The path, for a human; a script has it from --out or the event.
+		fmt.Fprintf(g.Stdout, "%s\n", c.Out)
+	}
 	return nil
 }

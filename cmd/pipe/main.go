@@ -48,6 +48,9 @@ type Globals struct {
 	Log    zerolog.Logger
 	Stdout io.Writer
 	Stderr io.Writer
+	// JSONLog: the log is JSON lines, so nothing may write plain lines on
+	// stderr (wrap such writers with newEventLines).
+	JSONLog bool
 }
 
 // logLines is how many log lines may wait for a slow stderr.
@@ -78,7 +81,7 @@ func parser(cli *CLI, stdout, stderr io.Writer, exit func(int)) (*kong.Kong, err
 		kong.Name("pipe"),
 		kong.Description("Run Mixture-of-Experts models larger than RAM by streaming routed experts from flash."),
 		kong.UsageOnError(),
-		kong.Vars{"version": version},
+		kong.Vars{"version": versionString()},
 		kong.Writers(stdout, stderr),
 		kong.Exit(exit),
 		kong.ConfigureHelp(kong.HelpOptions{WrapUpperBound: 100}),
@@ -89,13 +92,19 @@ func parser(cli *CLI, stdout, stderr io.Writer, exit func(int)) (*kong.Kong, err
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var cli CLI
 	code := -1
-	k, err := parser(&cli, stdout, stderr, func(c int) { code = c; panic(exitSignal{}) })
+	// errw is where error lines go: stderr, or JSON events when the log is
+	// JSON (see jsonlines.go).
+	errw := stderr
+	if jsonLogArgs(args, stderr) && jsonErrors(commandOf(args)) {
+		errw = newEventLines(zerolog.New(stderr).With().Timestamp().Logger(), zerolog.ErrorLevel, "error")
+	}
+	k, err := parser(&cli, stdout, errw, func(c int) { code = c; panic(exitSignal{}) })
 	if err != nil {
-		fmt.Fprintf(stderr, "pipe: %v\n", err)
+		fmt.Fprintf(errw, "pipe: %v\n", err)
 		return 2
 	}
 	if args, err = translateArgs(args); err != nil {
-		fmt.Fprintf(stderr, "pipe: %v\n", err)
+		fmt.Fprintf(errw, "pipe: %v\n", err)
 		return 2
 	}
 	var kctx *kong.Context
@@ -113,7 +122,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "pipe: %v\n", err)
+		fmt.Fprintf(errw, "pipe: %v\n", err)
 		return 2
 	}
 	// The log stage: log lines reach stderr through a bounded queue and a
@@ -122,14 +131,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log, err := newLogger(stderr, logs, cli.LogFormat, cli.LogLevel)
 	if err != nil {
 		logs.Close()
-		fmt.Fprintf(stderr, "pipe: %v\n", err)
+		fmt.Fprintf(errw, "pipe: %v\n", err)
 		return 2
 	}
-	g := &Globals{Ctx: ctx, Log: log, Stdout: stdout, Stderr: stderr}
+	g := &Globals{Ctx: ctx, Log: log, Stdout: stdout, Stderr: stderr, JSONLog: jsonLog(cli.LogFormat, stderr)}
 	err = kctx.Run(g)
 	logs.Close() // every log line before the exit message
+	errw = stderr
+	if g.JSONLog && jsonErrors(kctx.Command()) {
+		errw = newEventLines(zerolog.New(stderr).With().Timestamp().Logger(), zerolog.ErrorLevel, "error")
+	}
 	if err != nil {
-		return exitCode(ctx, err, stderr)
+		return exitCode(ctx, err, errw)
 	}
 	return 0
 }
