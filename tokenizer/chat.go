@@ -17,6 +17,7 @@ const (
 	chatNone chatFormat = iota
 	chatML
 	chatHarmony
+	chatGemma4
 )
 
 // detectChatFormat follows llama.cpp's llm_chat_detect_template for the
@@ -27,6 +28,13 @@ func detectChatFormat(tmpl string) chatFormat {
 		return chatML
 	case strings.Contains(tmpl, "<|start|>") && strings.Contains(tmpl, "<|channel|>"):
 		return chatHarmony
+	case strings.Contains(tmpl, "<|turn>") && strings.Contains(tmpl, "<turn|>"):
+		// Gemma 4: llama.cpp has no built-in renderer for it (its
+		// llm_chat_detect_template knows Gemma 2/3's <start_of_turn> only)
+		// and runs the model's Jinja template; Chat renders what that
+		// template (models/templates/google-gemma-4-31B-it.jinja) gives for
+		// plain text turns.
+		return chatGemma4
 	}
 	return chatNone
 }
@@ -39,6 +47,8 @@ func (t *Tokenizer) ChatFormat() string {
 		return "chatml"
 	case chatHarmony:
 		return "harmony"
+	case chatGemma4:
+		return "gemma4"
 	}
 	return ""
 }
@@ -53,6 +63,8 @@ func (t *Tokenizer) EndOfTurn() (int32, bool) {
 		return t.ID("<|im_end|>")
 	case chatHarmony:
 		return t.ID("<|return|>")
+	case chatGemma4:
+		return t.ID("<turn|>")
 	}
 	return 0, false
 }
@@ -104,6 +116,8 @@ func (t *Tokenizer) Chat(messages []Message, addGenerationPrompt, noThink bool) 
 		if addGenerationPrompt {
 			b.WriteString("<|start|>assistant")
 		}
+	case chatGemma4:
+		renderGemma4(&b, messages, addGenerationPrompt)
 	default:
 		if t.chatTemplate == "" {
 			return "", fmt.Errorf("tokenizer.chat_template is missing: %w", ErrUnsupportedTemplate)
@@ -115,6 +129,50 @@ func (t *Tokenizer) Chat(messages []Message, addGenerationPrompt, noThink bool) 
 		return "", fmt.Errorf("tokenizer.chat_template %q is not a built-in format (ChatML, harmony): %w", head, ErrUnsupportedTemplate)
 	}
 	return b.String(), nil
+}
+
+// renderGemma4 writes what Gemma 4's Jinja template renders for text turns
+// without tools or thinking, minus its leading bos_token (llama.cpp strips
+// it when the vocabulary adds BOS, which Gemma 4's always does): a first
+// system (or developer) message as <|turn>system\n{trimmed}<turn|>\n; every
+// other turn as <|turn>{role}\n{content}<turn|>\n, with role "model" for the
+// assistant, user content trimmed, model content trimmed with its
+// <|channel>…<channel|> thinking removed, and no new header for an assistant
+// turn right after another; the generation prompt is <|turn>model\n plus the
+// empty thought channel <|channel>thought\n<channel|> (enable_thinking off,
+// the template's default).
+func renderGemma4(b *strings.Builder, messages []Message, addGenerationPrompt bool) {
+	if len(messages) > 0 && (messages[0].Role == "system" || messages[0].Role == "developer") {
+		b.WriteString("<|turn>system\n" + strings.TrimSpace(messages[0].Content) + "<turn|>\n")
+		messages = messages[1:]
+	}
+	for i, m := range messages {
+		role, content := m.Role, strings.TrimSpace(m.Content)
+		if role == "assistant" {
+			role, content = "model", stripThinking(m.Content)
+		}
+		if !(role == "model" && i > 0 && messages[i-1].Role == "assistant") {
+			b.WriteString("<|turn>" + role + "\n")
+		}
+		b.WriteString(content + "<turn|>\n")
+	}
+	if addGenerationPrompt {
+		b.WriteString("<|turn>model\n<|channel>thought\n<channel|>")
+	}
+}
+
+// stripThinking is the template's strip_thinking macro: of every part
+// between <channel|> markers, the text before a <|channel> is kept; the
+// result is trimmed.
+func stripThinking(s string) string {
+	var out strings.Builder
+	for _, part := range strings.Split(s, "<channel|>") {
+		if before, _, found := strings.Cut(part, "<|channel>"); found {
+			part = before
+		}
+		out.WriteString(part)
+	}
+	return strings.TrimSpace(out.String())
 }
 
 // ChatDelta renders only what a new message adds to a conversation whose

@@ -1,6 +1,7 @@
 // Package tokenizer turns prompt text into token ids and generated token ids
 // back into text, exactly as llama.cpp (commit d775b89) does for byte-level
-// BPE vocabularies ("gpt2" tokenizer model in GGUF).
+// BPE vocabularies ("gpt2" tokenizer model in GGUF), and as llama.cpp
+// 3f545becc does for Gemma 4's SPM-style BPE ("gemma4" tokenizer model).
 //
 // Role in the pipeline: cmd/pipe and model build a Tokenizer once from the GGUF
 // metadata (tokenizer.ggml.*), encode the prompt (optionally after rendering a
@@ -34,12 +35,22 @@
 //     unicode_cpts_from_utf8 does it (each bad byte becomes U+FFFD).
 //   - No normalization (llama.cpp applies none for these pre-types, unlike the
 //     HF tokenizer's NFC for Qwen).
+//   - Gemma 4 ("gemma4" model, or pre "gemma4"): spaces become U+2581, words
+//     are runs of newlines and runs of anything else, a newline run that is a
+//     token is taken whole, BPE merges run on raw UTF-8 characters, symbols
+//     without a token fall back to <0xXX> byte tokens, BOS is always added
+//     (llama.cpp overrides add_bos_token), and pieces turn U+2581 back into
+//     spaces. Checked against llama.cpp's ids on a synthetic vocabulary
+//     (testdata/gemma4-vocab): there is no real Gemma 4 vocabulary here, so
+//     the real one's merges, byte tokens and special-token types are not.
 //
 // Chat templates are not interpreted: Chat renders built-in known formats,
 // detected from the tokenizer.chat_template text the way llama.cpp's
 // llm_chat_detect_template does: ChatML (template contains "<|im_start|>") and
 // the gpt-oss harmony format (template contains "<|start|>" and
-// "<|channel|>"), rendered as
+// "<|channel|>"), Gemma 4 (template contains "<|turn>" and "<turn|>";
+// llama.cpp itself renders that one with the model's Jinja template, whose
+// plain-text output renderGemma4 reproduces), rendered as
 // llama.cpp's built-in renderers do (the harmony one is llama.cpp's simplified
 // form, without the model's default system preamble). Qwen3's --no-think is
 // the empty think block its template emits for enable_thinking=false. Any other

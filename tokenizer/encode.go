@@ -72,7 +72,11 @@ func (t *Tokenizer) AppendEncode(dst []int32, text string, addSpecial, parseSpec
 				dst = append(dst, f.id)
 				continue
 			}
-			dst = t.encodeRaw(st, dst, text[f.s:f.e])
+			if t.pre == preGemma4 {
+				dst = t.encodeGemma4(st, dst, text[f.s:f.e])
+			} else {
+				dst = t.encodeRaw(st, dst, text[f.s:f.e])
+			}
 		}
 		statePool.Put(st)
 	}
@@ -185,6 +189,57 @@ func (t *Tokenizer) encodeRaw(st *encodeState, dst []int32, text string) []int32
 		}
 		dst = t.bpeWord(st, dst)
 		start = end
+	}
+	return dst
+}
+
+// spaceEscape is U+2581, which SPM-style vocabularies use for a space.
+const spaceEscape = "\u2581"
+
+// utf8Len is llama.cpp's unicode_len_utf8: the sequence length announced by
+// a lead byte's high nibble.
+func utf8Len(b byte) int {
+	switch b >> 4 {
+	case 12, 13:
+		return 2
+	case 14:
+		return 3
+	case 15:
+		return 4
+	}
+	return 1
+}
+
+// encodeGemma4 is llama.cpp's BPE session for LLAMA_VOCAB_PRE_TYPE_GEMMA4:
+// spaces become U+2581, the text splits into words that are runs of '\n' and
+// runs of anything else ("[^\n]+|[\n]+" over code points, re-encoded to
+// UTF-8), a word of newlines that is itself a token is emitted whole, and
+// every other word is BPE-merged from its UTF-8 characters on the raw text.
+func (t *Tokenizer) encodeGemma4(st *encodeState, dst []int32, text string) []int32 {
+	text = strings.ReplaceAll(text, " ", spaceEscape)
+	st.cpts = decodeCodepoints(text, st.cpts[:0])
+	for start := 0; start < len(st.cpts); {
+		nl := st.cpts[start] == '\n'
+		end := start + 1
+		for end < len(st.cpts) && (st.cpts[end] == '\n') == nl {
+			end++
+		}
+		st.enc = st.enc[:0]
+		for _, r := range st.cpts[start:end] {
+			st.enc = appendCodepointUTF8(st.enc, r)
+		}
+		start = end
+		if id, ok := t.toID[string(st.enc)]; ok && nl {
+			dst = append(dst, id)
+			continue
+		}
+		st.sym = st.sym[:0]
+		for off := 0; off < len(st.enc); {
+			n := min(len(st.enc)-off, utf8Len(st.enc[off]))
+			st.sym = append(st.sym, symbol{s: off, e: off + n, prev: len(st.sym) - 1, next: len(st.sym) + 1})
+			off += n
+		}
+		dst = t.bpeWord(st, dst)
 	}
 	return dst
 }

@@ -63,7 +63,7 @@ func FromMetadata(get func(key string) (any, bool)) (Config, error) {
 		return s
 	}
 	cfg.Tokens = strs(KeyTokens, true)
-	cfg.Merges = strs(KeyMerges, cfg.Model == "gpt2")
+	cfg.Merges = strs(KeyMerges, cfg.Model == "gpt2" || cfg.Model == "gemma4")
 	if v, ok := get(KeyTokenType); ok {
 		types, terr := toInt32s(v)
 		if terr != nil && err == nil {

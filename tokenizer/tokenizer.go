@@ -53,8 +53,8 @@ const None int32 = -1
 // Config is everything the tokenizer needs, as plain values taken from the
 // GGUF metadata (see FromMetadata for the key names).
 type Config struct {
-	Model  string   // tokenizer.ggml.model; only "gpt2" is supported
-	Pre    string   // tokenizer.ggml.pre; "qwen2", "gpt-4o" and aliases
+	Model  string   // tokenizer.ggml.model: "gpt2" (byte-level BPE) or "gemma4"
+	Pre    string   // tokenizer.ggml.pre; "qwen2", "gpt-4o", "gemma4" and aliases
 	Tokens []string // tokenizer.ggml.tokens
 	Merges []string // tokenizer.ggml.merges, "left right", rank = index
 	Types  []int32  // tokenizer.ggml.token_type; nil means all NORMAL
@@ -73,6 +73,10 @@ type preType int
 const (
 	preQwen2 preType = iota
 	preGPT4o
+	// preGemma4 is llama.cpp's LLAMA_VOCAB_PRE_TYPE_GEMMA4: SPM-style BPE on
+	// raw UTF-8 (spaces escaped to U+2581, words are runs of newlines and of
+	// everything else, byte fallback through <0xXX> tokens).
+	preGemma4
 )
 
 // Tokenizer is a loaded BPE vocabulary. It is immutable and safe for
@@ -107,17 +111,22 @@ type Tokenizer struct {
 // New builds a tokenizer from cfg, applying llama.cpp's load-time fix-ups of
 // token attributes and its end-of-generation set.
 func New(cfg Config) (*Tokenizer, error) {
-	if cfg.Model != "gpt2" {
-		return nil, fmt.Errorf("tokenizer.ggml.model %q: %w (only \"gpt2\" byte-level BPE)", cfg.Model, ErrUnsupported)
+	if cfg.Model != "gpt2" && cfg.Model != "gemma4" {
+		return nil, fmt.Errorf("tokenizer.ggml.model %q: %w (supported: \"gpt2\" byte-level BPE, \"gemma4\")", cfg.Model, ErrUnsupported)
 	}
 	t := &Tokenizer{preName: cfg.Pre}
-	switch cfg.Pre {
+	if cfg.Model == "gemma4" { // llama.cpp ignores the file's pre-tokenizer name for it
+		t.preName = "gemma4"
+	}
+	switch t.preName {
+	case "gemma4", "granite-embed-multi-311m":
+		t.pre = preGemma4
 	case "qwen2", "deepseek-r1-qwen":
 		t.pre = preQwen2
 	case "gpt-4o", "llama4":
 		t.pre = preGPT4o
 	default:
-		return nil, fmt.Errorf("tokenizer.ggml.pre %q: %w (supported: qwen2, gpt-4o)", cfg.Pre, ErrUnsupported)
+		return nil, fmt.Errorf("tokenizer.ggml.pre %q: %w (supported: qwen2, gpt-4o, gemma4)", cfg.Pre, ErrUnsupported)
 	}
 	n := len(cfg.Tokens)
 	if n == 0 {
@@ -173,6 +182,9 @@ func New(cfg Config) (*Tokenizer, error) {
 		*p.dst = p.id
 	}
 	t.addBOS, t.addEOS = cfg.AddBOS, cfg.AddEOS
+	if t.pre == preGemma4 {
+		t.addBOS = true // llama.cpp overrides add_bos_token to true for Gemma4
+	}
 	if t.addBOS && t.bos == None {
 		return nil, fmt.Errorf("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is not set: %w", ErrInvalid)
 	}
@@ -208,7 +220,11 @@ func (t *Tokenizer) buildMerges(merges []string) {
 		t.merges[m] = int32(i)
 	}
 	for b := 0; b < 256; b++ {
-		if id, ok := t.toID[string([]byte{byte(b)})]; ok {
+		name := string([]byte{byte(b)})
+		if t.pre == preGemma4 { // raw UTF-8 BPE falls back to <0xXX> tokens
+			name = fmt.Sprintf("<0x%02X>", b)
+		}
+		if id, ok := t.toID[name]; ok {
 			t.byteTok[b] = id
 		} else {
 			t.byteTok[b] = -1
@@ -350,6 +366,9 @@ func (t *Tokenizer) appendPiece(dst []byte, id int32) []byte {
 	case a&(attrUnknown|attrControl|attrUserDefined) != 0:
 		return append(dst, txt...)
 	case a&attrNormal != 0:
+		if t.pre == preGemma4 { // SPM-style: U+2581 stands for a space
+			return append(dst, strings.ReplaceAll(txt, spaceEscape, " ")...)
+		}
 		return decodeByteLevel(dst, txt)
 	case a&attrByte != 0:
 		// "<0xXX>" byte tokens
@@ -441,9 +460,10 @@ func (t *Tokenizer) Piece(dst []byte, id int32, special bool) []byte {
 	return append(dst, t.arena[t.pieceOff[id]:t.pieceOff[id+1]]...)
 }
 
-// Decode concatenates the pieces of ids (no space cleanup: llama.cpp's
-// clean_spaces is off for the supported pre-types). The result may hold
-// invalid UTF-8 if ids end in the middle of a character.
+// Decode concatenates the pieces of ids (llama.cpp's token_to_piece, without
+// llama_detokenize's clean_spaces, which is off for qwen2 and gpt-4o but on
+// for gemma4). The result may hold invalid UTF-8 if ids end in the middle of
+// a character.
 func (t *Tokenizer) Decode(ids []int32, special bool) string {
 	var b []byte
 	for _, id := range ids {

@@ -1,11 +1,15 @@
 package tokenizer
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/pipe-engine/pipe/gguf"
 )
 
 // pretokens runs one pre-tokenizer on text and returns the pieces.
@@ -485,5 +489,102 @@ func TestStreamMatchesPythonReplace(t *testing.T) {
 		if b.String() != c.want {
 			t.Errorf("%x: %q, want %q", c.in, b.String(), c.want)
 		}
+	}
+}
+
+// TestGemma4SyntheticVocab: the gemma4 tokenizer model (SPM-style BPE on
+// raw UTF-8, llama.cpp's LLAMA_VOCAB_PRE_TYPE_GEMMA4) gives llama.cpp's ids
+// on a synthetic vocabulary (testdata/gemma4-vocab/README.md): spaces
+// escaped to U+2581, runs of newlines, forced BOS, <0xXX> byte fallback for
+// a merged symbol that is not a token and for characters without a token,
+// special tokens. The pieces of the ids give the text back.
+func TestGemma4SyntheticVocab(t *testing.T) {
+	f, err := gguf.Open("../testdata/gemma4-vocab/vocab.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Pre() != "gemma4" || !tk.AddBOS() || tk.BOS() != 2 {
+		t.Errorf("pre %q add_bos %v bos %d", tk.Pre(), tk.AddBOS(), tk.BOS())
+	}
+	for _, name := range []string{"<eos>", "<turn|>"} {
+		if id, _ := tk.ID(name); !tk.IsEOG(id) {
+			t.Errorf("%s is not end-of-generation", name)
+		}
+	}
+	raw, err := os.ReadFile("../testdata/gemma4-vocab/cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Cases []struct {
+			Text         string  `json:"text"`
+			AddSpecial   bool    `json:"add_special"`
+			ParseSpecial bool    `json:"parse_special"`
+			IDs          []int32 `json:"token_ids"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Cases) < 10 {
+		t.Fatalf("%d cases", len(file.Cases))
+	}
+	for _, c := range file.Cases {
+		got := tk.Encode(c.Text, c.AddSpecial, c.ParseSpecial)
+		if !slices.Equal(got, c.IDs) {
+			t.Errorf("%q\n got %v\nwant %v", c.Text, got, c.IDs)
+		}
+		if back := tk.Decode(c.IDs[1:], true); back != c.Text {
+			t.Errorf("%q: pieces give %q", c.Text, back)
+		}
+	}
+}
+
+// TestGemma4Chat renders what Gemma 4's Jinja template
+// (google-gemma-4-31B-it.jinja in llama.cpp's models/templates) gives for
+// text turns, without its leading bos_token (BOS is added by tokenization).
+func TestGemma4Chat(t *testing.T) {
+	tk, err := New(Config{Model: "gemma4", Tokens: []string{"<bos>", "<turn|>", "a"}, Types: []int32{3, 3, 1},
+		BOS: 0, EOS: None, EOT: None, EOM: None, PAD: None,
+		ChatTemplate: "{{- bos_token -}}{{ '<|turn>' + role + '\\n' }}{{ '<turn|>\\n' }}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.ChatFormat() != "gemma4" {
+		t.Fatalf("format %q", tk.ChatFormat())
+	}
+	if id, ok := tk.EndOfTurn(); !ok || id != 1 {
+		t.Errorf("end of turn %d %v", id, ok)
+	}
+	got, err := tk.Chat([]Message{
+		{Role: "system", Content: " Be brief. "},
+		{Role: "user", Content: "Hi there\n"},
+		{Role: "assistant", Content: "<|channel>thought\nhmm<channel|>Hello!"},
+		{Role: "assistant", Content: "More."},
+		{Role: "user", Content: "Weather?"},
+	}, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<|turn>system\nBe brief.<turn|>\n" +
+		"<|turn>user\nHi there<turn|>\n" +
+		"<|turn>model\nHello!<turn|>\n" +
+		"More.<turn|>\n" + // a second assistant turn continues the first
+		"<|turn>user\nWeather?<turn|>\n" +
+		"<|turn>model\n<|channel>thought\n<channel|>"
+	if got != want {
+		t.Errorf("chat\n got %q\nwant %q", got, want)
+	}
+	delta, err := tk.ChatDelta([]Message{{Role: "user", Content: "a"}, {Role: "assistant", Content: "b"}}, Message{Role: "user", Content: "c"}, true, false)
+	if err != nil || delta != "\n<|turn>user\nc<turn|>\n<|turn>model\n<|channel>thought\n<channel|>" {
+		t.Errorf("delta %q, %v", delta, err)
 	}
 }
