@@ -63,10 +63,16 @@ func ParseVary(s string) (Axis, error) {
 	return Axis{Flag: k, Values: vals}, nil
 }
 
+// ExeAxis is the axis name that varies the binary instead of a run flag:
+// --vary exe=/path/pipe-old,/path/pipe-new runs the same matrix with each
+// build, interleaved (an A/B of two builds on one machine state).
+const ExeAxis = "exe"
+
 // Config is one point of the matrix.
 type Config struct {
 	Label string   // "io-threads=2 overlap=false"
 	Flags []string // "--io-threads=2", "--overlap=false"
+	Exe   string   // the binary, from the exe axis ("" = Options.Exe)
 }
 
 // Matrix is the cartesian product of the axes, the first axis varying
@@ -77,8 +83,13 @@ func Matrix(axes []Axis) []Config {
 		var next []Config
 		for _, c := range cfgs {
 			for _, v := range ax.Values {
-				n := Config{Label: strings.TrimSpace(c.Label + " " + ax.Flag + "=" + v)}
-				n.Flags = append(append([]string(nil), c.Flags...), "--"+ax.Flag+"="+v)
+				n := Config{Label: strings.TrimSpace(c.Label + " " + ax.Flag + "=" + v), Exe: c.Exe}
+				n.Flags = append([]string(nil), c.Flags...)
+				if ax.Flag == ExeAxis {
+					n.Exe = v
+				} else {
+					n.Flags = append(n.Flags, "--"+ax.Flag+"="+v)
+				}
 				next = append(next, n)
 			}
 		}
@@ -252,7 +263,11 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 		rctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(rctx, o.Exe, args...)
+	exe := o.Exe
+	if c.Exe != "" {
+		exe = c.Exe
+	}
+	cmd := exec.CommandContext(rctx, exe, args...)
 	cmd.Env = append(os.Environ(), o.Env...)
 	cmd.Stdout = io.Discard
 	logf, err := o.guard.Create("--out-dir", filepath.Join(o.OutDir, base+".log"))
@@ -267,7 +282,7 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("bench: start %s: %w", o.Exe, err)
+		return nil, fmt.Errorf("bench: start %s: %w", exe, err)
 	}
 	if cg != nil {
 		if err := cg.add(cmd.Process.Pid); err != nil {

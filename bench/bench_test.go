@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -254,5 +255,27 @@ func TestParse(t *testing.T) {
 	}
 	if len(Matrix(nil)) != 1 || Matrix(nil)[0].Label != "default" {
 		t.Error("empty matrix")
+	}
+}
+
+// TestExeAxis: --vary exe=A,B runs the matrix with each binary, interleaved,
+// and passes no --exe flag to the runs.
+func TestExeAxis(t *testing.T) {
+	o := fakeOptions(t)
+	ax, err := ParseVary("exe=" + o.Exe + "," + filepath.Join(t.TempDir(), "missing-pipe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgs := Matrix([]Axis{ax, {Flag: "io-threads", Values: []string{"1"}}})
+	if len(cfgs) != 2 || cfgs[0].Exe != o.Exe || slices.Contains(cfgs[0].Flags, "--exe="+o.Exe) || len(cfgs[1].Flags) != 1 {
+		t.Fatalf("matrix %+v", cfgs)
+	}
+	o.Axes = []Axis{ax}
+	rep, err := Run(context.Background(), o)
+	if err == nil || !strings.Contains(err.Error(), "missing-pipe") {
+		t.Fatalf("a missing binary: err %v", err)
+	}
+	if len(rep.Runs) != 1 || !rep.Runs[0].OK() {
+		t.Fatalf("the first binary's run: %+v", rep.Runs)
 	}
 }

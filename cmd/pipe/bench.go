@@ -21,7 +21,7 @@ type BenchCmd struct {
 	Model   string        `short:"m" type:"path" help:"GGUF model file for every run (default: pipe run's demo model)."`
 	Prompt  string        `short:"p" default:"Write a short story about a lighthouse keeper who finds a message in a bottle." help:"Prompt of every run."`
 	N       int           `short:"n" default:"64" help:"Tokens to generate per run."`
-	Vary    []string      `sep:"none" help:"A run flag and its values, e.g. io-threads=1,2,4,8 (repeatable; the matrix is their product)." placeholder:"FLAG=V1,V2"`
+	Vary    []string      `sep:"none" help:"A run flag and its values, e.g. io-threads=1,2,4,8 (repeatable; the matrix is their product); exe=PATH1,PATH2 varies the pipe binary (A/B of two builds)." placeholder:"FLAG=V1,V2"`
 	Repeat  int           `default:"2" help:"Rounds of the matrix; runs are interleaved A B A B."`
 	MemCap  string        `name:"mem-cap" help:"Run each child in a memory cgroup of this size (e.g. 8G; root only; cgroup v1 or v2, made and removed by bench)."`
 	Cold    bool          `help:"Drop the page cache before every run (root only)."`
