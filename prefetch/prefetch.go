@@ -1,7 +1,9 @@
 // Package prefetch is the planner stage of the streaming pipeline: for each
 // layer it splits the routed experts into cache hits and misses, issues the
 // misses' reads to the reader lanes in router-rank order, and hands every
-// expert to the FFN stage the moment its bytes are resident. A Policy may add
+// expert to the FFN stage the moment its bytes are resident — the layer's
+// hits first (order.go), so a prefill layer's resident experts are computed
+// while the lanes read its misses. A Policy may add
 // speculative reads of experts a later layer is likely to need; those reads
 // only warm the cache and never change what the FFN computes. Speculative
 // reads are offered to the lanes without blocking and tracked until their
@@ -76,6 +78,8 @@ type Planner struct {
 	warmQ  map[cache.Key]*warmRead // warm-start reads not yet done
 	warmed map[cache.Key]bool      // warm-started experts no demand lookup has found yet
 	warm   WarmStats
+
+	hitOrd, missOrd []int // Plan's scratch (hitsFirst)
 }
 
 // New returns a planner. policy may be nil when spec is 0.
@@ -134,9 +138,10 @@ func (p *Planner) Plan(ctx context.Context, step, layer int, experts []int, out 
 	if p.policy != nil {
 		p.policy.Observe(step, layer, experts)
 	}
-	for i, e := range experts {
+	order := p.hitsFirst(layer, experts)
+	for i, e := range order {
 		if err := p.one(ctx, layer, e, out); err != nil {
-			for _, e2 := range experts[i:] {
+			for _, e2 := range order[i:] {
 				out <- expert.Ready{Expert: e2, Err: err}
 			}
 			return err
