@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pipe-engine/pipe/internal/safefile"
 )
 
 // A hot set is the popularity of every expert of a model — how often the
@@ -243,7 +245,7 @@ func ReadHotSet(r io.Reader, want ModelID, experts []int) (*HotSet, error) {
 // LoadHotSet reads the hot set at path (see ReadHotSet). A missing file is
 // an error wrapping fs.ErrNotExist.
 func LoadHotSet(path string, want ModelID, experts []int) (*HotSet, error) {
-	f, err := os.Open(path)
+	f, err := safefile.OpenInput(path)
 	if err != nil {
 		return nil, fmt.Errorf("hot set: %w", err)
 	}
@@ -256,8 +258,17 @@ func LoadHotSet(path string, want ModelID, experts []int) (*HotSet, error) {
 }
 
 // Save writes h to path atomically (a temporary file in the same directory,
-// then a rename), creating the directory if needed.
-func (h *HotSet) Save(path string) error {
+// then a rename), creating the directory if needed. It refuses a path that
+// exists and is not a regular file (the rename would replace it) or is one
+// of the protect files (the model, an input).
+func (h *HotSet) Save(path string, protect ...string) error {
+	var guard safefile.Guard
+	for _, p := range protect {
+		guard.Protect("an input", p)
+	}
+	if err := guard.CheckReplace(path); err != nil {
+		return fmt.Errorf("hot set: %w", err)
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("hot set: %w", err)

@@ -8,7 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/pipe-engine/pipe/internal/safefile"
 )
 
 var hotID = ModelID{Size: 18550000000, HeaderSHA: "0123456789abcdef"}
@@ -115,5 +119,48 @@ func TestHotSetStaleOrCorrupt(t *testing.T) {
 	}
 	if !strings.Contains(good, "L 2 3 0 0 3\n") || !strings.Contains(good, "L 0 4 0 2") {
 		t.Fatalf("format changed; fix the test's edits:\n%s", good)
+	}
+}
+
+// TestHotSetNeverReplacesOrBlocks: Save refuses a FIFO, a device and a
+// protected file (the model) and leaves them as they were; LoadHotSet refuses
+// a FIFO at once instead of blocking in open.
+func TestHotSetNeverReplacesOrBlocks(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.hot")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+	model := filepath.Join(dir, "model.gguf")
+	if err := os.WriteFile(model, []byte("weights"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := sampleHotSet()
+	for _, p := range []string{fifo, os.DevNull} {
+		if err := h.Save(p); !errors.Is(err, safefile.ErrNotRegular) {
+			t.Fatalf("Save(%s) = %v, want ErrNotRegular", p, err)
+		}
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode()&fs.ModeNamedPipe == 0 {
+		t.Fatalf("the FIFO was replaced: %v", err)
+	}
+	if err := h.Save(model, model); !errors.Is(err, safefile.ErrSameFile) {
+		t.Fatalf("Save over the model = %v, want ErrSameFile", err)
+	}
+	if b, _ := os.ReadFile(model); string(b) != "weights" {
+		t.Fatal("the model changed")
+	}
+	done := make(chan error, 1)
+	go func() { _, err := LoadHotSet(fifo, hotID, []int{4, 4, 3}); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, safefile.ErrNotRegular) {
+			t.Fatalf("LoadHotSet(FIFO) = %v, want ErrNotRegular", err)
+		}
+	case <-time.After(5 * time.Second):
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Close() // unblock the reader
+		}
+		t.Fatal("LoadHotSet blocked on a FIFO")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/gguf"
 )
 
 // HotSetAuto as Options.HotSet.Path puts the hot set in the user cache
@@ -118,7 +119,7 @@ func (m *Model) SaveHotSet(path string) error {
 	if path == "" {
 		path = m.hot.path
 	}
-	if err := h.Save(path); err != nil {
+	if err := h.Save(path, gguf.ShardPaths(m.o.Engine.Path)...); err != nil {
 		return err
 	}
 	m.o.Engine.Log.Info().Str("event", "hot_set_saved").Str("path", path).Msg("hot set saved for the next warm start")

@@ -89,7 +89,7 @@ func (c *HotSetCmd) Run(g *Globals) error {
 			g.Log.Warn().Str("event", "hot_set_ignored").Err(err).Msg("--merge: the hot set there is not used")
 		}
 	}
-	if err := h.Save(path); err != nil {
+	if err := h.Save(path, append(gguf.ShardPaths(c.Model), c.RouteTrace)...); err != nil {
 		return err
 	}
 	g.Log.Info().Str("event", "hot_set_saved").Str("path", path).Int("routings", len(tr.Rows)).Int("experts", len(h.Hottest(int(^uint(0)>>1)))).Msg("hot set written")
