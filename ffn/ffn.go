@@ -153,7 +153,7 @@ func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan expert.Ready, wan
 		}
 		clear(group)
 		s.group = group[:0]
-		err := s.computeAll(j, ready, st)
+		err := s.computeBounded(ctx, j, ready, st)
 		release(ready)
 		s.ready = ready[:0]
 		if err != nil && firstErr == nil {
@@ -163,10 +163,40 @@ func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan expert.Ready, wan
 	if firstErr != nil {
 		return firstErr
 	}
-	err := s.computeAll(j, pending, st)
+	err := s.computeBounded(ctx, j, pending, st)
 	release(pending)
 	pending = pending[:0]
 	return err
+}
+
+// maxBatchProducts bounds the (token, expert) products of one batched
+// compute, so a long prefill checks for cancellation every fraction of a
+// second; a decode step (k products) is one batch.
+const maxBatchProducts = 256
+
+// computeBounded computes rs in batches of at most maxBatchProducts
+// products, checking ctx before each. The batching does not change results:
+// each expert's output depends only on its bytes and inputs.
+func (s *Stage) computeBounded(ctx context.Context, j *Job, rs []expert.Ready, st *Stats) error {
+	for len(rs) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, products := 0, 0
+		for n < len(rs) {
+			us, _ := j.usersOf(rs[n].Expert)
+			if n > 0 && products+len(us) > maxBatchProducts {
+				break
+			}
+			products += len(us)
+			n++
+		}
+		if err := s.computeAll(j, rs[:n], st); err != nil {
+			return err
+		}
+		rs = rs[n:]
+	}
+	return nil
 }
 
 // release unpins every value of rs and drops the references.
