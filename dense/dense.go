@@ -23,6 +23,7 @@
 package dense
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -65,6 +66,9 @@ type Options struct {
 	HugePages bool
 	// Files read Anon's ranges; required when Stream and Mode is Anon.
 	Files *reader.Files
+	// Ctx, if set, is checked between dense ranges: a cancelled load stops
+	// within one range.
+	Ctx context.Context
 }
 
 // Weights are a model's resident dense weights.
@@ -86,7 +90,7 @@ func Load(f *gguf.File, d *model.Desc, o Options) (*Weights, error) {
 		if o.Files == nil {
 			return nil, errors.New("dense: anon weights need the model's reader files")
 		}
-		a, spans, err := loadAnon(d, o.Files, o.HugePages)
+		a, spans, err := loadAnon(o.Ctx, d, o.Files, o.HugePages)
 		if err != nil {
 			return nil, err
 		}
@@ -105,6 +109,10 @@ func Load(f *gguf.File, d *model.Desc, o Options) (*Weights, error) {
 	// policy only decides whether the dense ranges are prefaulted.
 	if o.Mode == Warm || (!o.Stream && o.Mode != Mmap) {
 		for _, s := range w.spans {
+			if err := ctxErr(o.Ctx); err != nil {
+				m.close()
+				return nil, err
+			}
 			touch(s)
 		}
 	}

@@ -1,6 +1,7 @@
 package dense
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sort"
@@ -163,7 +164,7 @@ func (a *anonDense) close() error {
 
 // loadAnon reads d's dense ranges with O_DIRECT into one anonymous mapping
 // and returns it with the page spans of the ranges.
-func loadAnon(d *model.Desc, files *reader.Files, huge bool) (*anonDense, [][]byte, error) {
+func loadAnon(ctx context.Context, d *model.Desc, files *reader.Files, huge bool) (*anonDense, [][]byte, error) {
 	var total int64
 	for _, r := range d.Dense {
 		_, l := reader.Widen(r.Off, r.Len)
@@ -182,6 +183,10 @@ func loadAnon(d *model.Desc, files *reader.Files, huge bool) (*anonDense, [][]by
 	for _, r := range d.Dense {
 		start, l := reader.Widen(r.Off, r.Len)
 		rr := []reader.Range{{Shard: r.Shard, Off: r.Off, Len: r.Len}}
+		if err := ctxErr(ctx); err != nil {
+			a.close()
+			return nil, nil, err
+		}
 		if _, err := files.ReadRanges(buf[pos:pos+l], rr, "dense weights"); err != nil {
 			a.close()
 			return nil, nil, err
@@ -191,6 +196,14 @@ func loadAnon(d *model.Desc, files *reader.Files, huge bool) (*anonDense, [][]by
 		pos += l
 	}
 	return a, spans, nil
+}
+
+// ctxErr is ctx.Err() for a context that may be nil.
+func ctxErr(ctx context.Context) error {
+	if ctx == nil {
+		return nil
+	}
+	return ctx.Err()
 }
 
 func mincore(b, vec []byte) error {

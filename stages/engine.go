@@ -245,7 +245,7 @@ func (e *Engine) load(f *gguf.File) error {
 		}
 		e.io = &streamIO{files: files}
 	}
-	do := dense.Options{Mode: cfg.Dense, Stream: cfg.Stream, HugePages: cfg.HugePages}
+	do := dense.Options{Mode: cfg.Dense, Stream: cfg.Stream, HugePages: cfg.HugePages, Ctx: e.life.ctx}
 	if e.io != nil {
 		do.Files = e.io.files
 	}
