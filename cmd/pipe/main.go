@@ -176,12 +176,17 @@ func (e signalError) Error() string { return "signal: " + e.sig.String() }
 
 // handleSignals cancels the run on the first SIGINT or SIGTERM (it stops
 // within a layer, writes its outputs' trailers and exits 128+signal); a
-// second one exits at once.
+// second one exits at once. A SIGINT during an interactive reply only stops
+// that reply (interruptReply).
 func handleSignals(cancel context.CancelCauseFunc, stderr io.Writer, exit func(int)) {
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		first := (<-ch).(syscall.Signal)
+		for first == syscall.SIGINT && interruptReply() {
+			// Ctrl-C stopped an interactive reply; the session goes on.
+			first = (<-ch).(syscall.Signal)
+		}
 		cancel(signalError{first})
 		second := (<-ch).(syscall.Signal)
 		fmt.Fprintf(stderr, "pipe: %v again: exiting now\n", second)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,7 +26,7 @@ import (
 type RunCmd struct {
 	Model  string `short:"m" help:"GGUF model file (first shard of a split model). Without it, a demo model with real Qwen3-30B-A3B layer shapes is generated once into the user cache directory and used." type:"path" group:"Model"`
 	Prompt string `short:"p" help:"Prompt text." default:"The quick brown fox" group:"Prompt"`
-	N      int    `short:"n" name:"n-predict" aliases:"predict" help:"Tokens to generate." default:"32" group:"Prompt"`
+	N      int    `short:"n" name:"n-predict" aliases:"predict" help:"Tokens to generate (-1 = until end-of-generation or a full context; the default in -i)." default:"32" group:"Prompt"`
 	Thr    int    `short:"t" name:"threads" help:"Compute threads (0 = number of CPUs, or of --cpus)." default:"0" group:"Model"`
 	CPUs   string `name:"cpus" help:"Pin the process to these CPUs, e.g. 4-7 or 0,2,4-7 (a phone's big cores; Linux and Android)." placeholder:"LIST" group:"Model"`
 	Ctx    int    `short:"c" name:"ctx-size" help:"Context length in tokens (0 = prompt + -n; 4096 in interactive mode)." default:"0" group:"Model"`
@@ -38,7 +37,9 @@ type RunCmd struct {
 	System      string `aliases:"system-prompt" help:"System message for --chat (llama.cpp: -sys)." group:"Prompt"`
 	NoThink     bool   `name:"no-think" help:"Qwen3: an empty think block after the assistant header (implies --chat)." group:"Prompt"`
 	Interactive bool   `short:"i" help:"Chat turn by turn from stdin, keeping the model and KV cache loaded (implies --chat; llama.cpp: -cnv)." group:"Prompt"`
+	promptTurn  bool   // -p or -f given with -i: the prompt is the first user turn (AfterApply)
 	IgnoreEOS   bool   `name:"ignore-eos" help:"Do not stop at end-of-generation tokens." group:"Prompt"`
+	Reasoning   string `help:"Thinking blocks (<think>…</think>) in the printed text: show or hide." enum:"show,hide" default:"show" group:"Prompt"`
 
 	LlamaFlags    `embed:""`
 	SamplingFlags `embed:"" group:"Sampling"`
@@ -59,8 +60,8 @@ var errFlag = errors.New("bad flag")
 
 func (c *RunCmd) validate() error {
 	switch {
-	case c.N < 0:
-		return fmt.Errorf("%w: -n %d must be >= 0", errFlag, c.N)
+	case c.N < -1:
+		return fmt.Errorf("%w: -n %d must be >= 0, or -1 (until end-of-generation or a full context)", errFlag, c.N)
 	case c.Thr < 0:
 		return fmt.Errorf("%w: -t %d must be >= 0", errFlag, c.Thr)
 	case c.Ctx < 0:
@@ -116,6 +117,9 @@ func (c *RunCmd) options(g *Globals, path string, demo bool, seed uint64) (decod
 	}
 	if !c.Interactive {
 		o.Reserve = decode.EstimatePositions(len(c.Prompt)+len(c.System), c.N)
+		if c.N < 0 && c.Ctx == 0 {
+			o.Ctx = decode.DefaultCtx // -n -1 runs until the context is full
+		}
 	}
 	o.Sink = sink.Options{CSV: c.CSV, Warmup: -1}
 	if c.Progress {
@@ -282,6 +286,7 @@ type runner struct {
 	out       *stdoutWriter // the generated text
 	trace     *output       // --route-trace, or nil
 	traceW    *replay.TraceWriter
+	think     *thinkFilter // --reasoning of the reply being printed
 
 	promptIDs, genIDs []int32
 }
@@ -294,7 +299,7 @@ func (r *runner) run(so decode.SessionOptions) error {
 		return err
 	}
 	if c.Interactive {
-		return r.interactive(sess)
+		return r.chat(sess, so)
 	}
 	return r.once(sess)
 }
@@ -353,30 +358,6 @@ func (r *runner) writeLogits(l []float32) error {
 		return fmt.Errorf("step %d: %w", len(r.genIDs), err)
 	}
 	return nil
-}
-
-func (r *runner) interactive(sess *decode.Session) error {
-	in := bufio.NewScanner(stdin)
-	in.Buffer(make([]byte, 1<<20), 1<<20)
-	for {
-		fmt.Fprint(r.g.Stderr, "> ")
-		if !in.Scan() {
-			return in.Err()
-		}
-		line := strings.TrimSpace(in.Text())
-		if line == "" {
-			continue
-		}
-		if _, err := sess.Chat(r.g.Ctx, line, r.genOptions(), r.print); err != nil {
-			return err
-		}
-		if err := r.out.write("\n", "the end of a reply"); err != nil {
-			return err
-		}
-		if err := r.g.Ctx.Err(); err != nil {
-			return err
-		}
-	}
 }
 
 // stdin is where interactive mode reads turns (tests replace it).

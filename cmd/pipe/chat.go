@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/pipe-engine/pipe/decode"
+	"github.com/pipe-engine/pipe/model"
+)
+
+// Interactive chat (`pipe run -i`) as llama-cli behaves: replies run to
+// end-of-generation by default (-n -1), Ctrl-C during a reply stops that
+// reply and returns to the prompt (Ctrl-C at the prompt ends the session),
+// /clear starts a new conversation, a full context says so and keeps the
+// session usable, and <think> blocks can be hidden (--reasoning hide).
+
+// replyState is 0 at the prompt, 1 while a reply is generated and 2 once
+// Ctrl-C asked that reply to stop. The signal handler and the decoding
+// goroutine share it.
+var replyState atomic.Int32
+
+// interruptReply stops a running interactive reply; it reports whether
+// there was one (then the signal is consumed and the run goes on).
+func interruptReply() bool { return replyState.CompareAndSwap(1, 2) }
+
+// chatCommands is the help line printed at the start of a session.
+const chatCommands = "chat: Ctrl-C stops a reply, /clear starts over, Ctrl-D or Ctrl-C at the prompt ends"
+
+// AfterApply (a kong hook) gives -i llama-cli's defaults: replies until
+// end-of-generation unless -n is given, and -p or -f as the first turn.
+func (c *RunCmd) AfterApply(kctx *kong.Context) error {
+	if !c.Interactive {
+		return nil
+	}
+	if !flagGiven(kctx.Args, 'n', "n-predict", "predict") {
+		c.N = -1
+	}
+	c.promptTurn = flagGiven(kctx.Args, 'p', "prompt") || flagGiven(kctx.Args, 'f', "file")
+	return nil
+}
+
+// flagGiven reports whether args (up to "--") set the flag with the short
+// name short or one of the long names, in any of kong's spellings (-n 5,
+// -n5, -n=5, --predict 5, --predict=5). kong's own "set" mark is also true
+// for a default.
+func flagGiven(args []string, short rune, long ...string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if s, ok := strings.CutPrefix(a, "-"); ok && !strings.HasPrefix(s, "-") && strings.HasPrefix(s, string(short)) {
+			return true
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if strings.HasPrefix(a, "--") && slices.Contains(long, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// chat is the interactive loop.
+func (r *runner) chat(sess *decode.Session, so decode.SessionOptions) error {
+	ctx := r.g.Ctx
+	lines := readLines(ctx, stdin)
+	r.status(chatCommands)
+	first := ""
+	if r.c.promptTurn {
+		first = r.c.Prompt
+	}
+	for {
+		var line string
+		if first != "" {
+			line, first = first, ""
+		} else {
+			r.prompt()
+			var ok bool
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case line, ok = <-lines:
+				if !ok {
+					return nil
+				}
+			}
+		}
+		line = strings.TrimSpace(line)
+		switch line {
+		case "":
+			continue
+		case "/clear":
+			s, err := r.m.NewSession(so)
+			if err != nil {
+				return err
+			}
+			sess = s
+			r.status("conversation cleared")
+			continue
+		}
+		if err := r.reply(sess, line); err != nil {
+			return err
+		}
+	}
+}
+
+// reply generates one reply; a full context is reported, not fatal.
+func (r *runner) reply(sess *decode.Session, line string) error {
+	r.think = newThinkFilter(r.c.Reasoning == "hide")
+	replyState.Store(1)
+	_, err := sess.Chat(r.g.Ctx, line, r.genOptions(), r.chatPrint)
+	stopped := replyState.Swap(0) == 2
+	if errors.Is(err, model.ErrContextFull) {
+		r.status(fmt.Sprintf("the context is full (-c %d): /clear starts a new conversation", sess.Ctx()))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if werr := r.out.write(r.think.flush()+"\n", "the end of a reply"); werr != nil {
+		return werr
+	}
+	if stopped {
+		r.status("reply stopped")
+	}
+	return r.g.Ctx.Err()
+}
+
+// chatPrint prints a reply's token unless Ctrl-C stopped the reply.
+func (r *runner) chatPrint(t decode.Token) error {
+	if replyState.Load() == 2 {
+		return decode.ErrStop
+	}
+	text := t.Text
+	t.Text = r.think.add(text)
+	return r.print(t)
+}
+
+// prompt shows "> " when stdin is a conversation with a person.
+func (r *runner) prompt() {
+	if !r.g.JSONLog {
+		fmt.Fprint(r.g.Stderr, "> ")
+	}
+}
+
+// status tells the user something about the session: a plain line on a
+// console log, an event on a JSON one.
+func (r *runner) status(msg string) {
+	if r.g.JSONLog {
+		r.g.Log.Info().Str("event", "chat").Msg(msg)
+		return
+	}
+	fmt.Fprintf(r.g.Stderr, "[%s]\n", msg)
+}
+
+// readLines reads stdin line by line on its own goroutine, so the loop can
+// wait for a line or for the run's end at once. The goroutine ends at EOF or
+// a read error (it may outlive the loop while blocked on a terminal, which
+// the process's exit ends).
+func readLines(ctx context.Context, in io.Reader) <-chan string {
+	ch := make(chan string)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			select {
+			case ch <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// thinkFilter drops <think>…</think> blocks (and the whitespace after one)
+// from streamed text when hide is set; tags may be split across tokens.
+type thinkFilter struct {
+	hide    bool
+	in      bool   // inside a think block
+	pending string // a tail that may be the start of a tag
+	trim    bool   // drop leading whitespace (just after a block)
+}
+
+func newThinkFilter(hide bool) *thinkFilter { return &thinkFilter{hide: hide} }
+
+const (
+	thinkOpen  = "<think>"
+	thinkClose = "</think>"
+)
+
+func (f *thinkFilter) add(s string) string {
+	if f == nil || !f.hide {
+		return s
+	}
+	s = f.pending + s
+	f.pending = ""
+	var out strings.Builder
+	for s != "" {
+		tag := thinkOpen
+		if f.in {
+			tag = thinkClose
+		}
+		if i := strings.Index(s, tag); i >= 0 {
+			if !f.in {
+				f.emit(&out, s[:i])
+			}
+			s, f.in = s[i+len(tag):], !f.in
+			f.trim = !f.in
+			continue
+		}
+		keep := overlapSuffix(s, tag)
+		if !f.in {
+			f.emit(&out, s[:len(s)-keep])
+		}
+		f.pending = s[len(s)-keep:]
+		break
+	}
+	return out.String()
+}
+
+// flush returns held-back text at the end of a reply.
+func (f *thinkFilter) flush() string {
+	if f == nil || f.in {
+		return ""
+	}
+	s := f.pending
+	f.pending = ""
+	return s
+}
+
+func (f *thinkFilter) emit(out *strings.Builder, s string) {
+	if f.trim {
+		s = strings.TrimLeft(s, " \t\r\n")
+		if s == "" {
+			return
+		}
+		f.trim = false
+	}
+	out.WriteString(s)
+}
+
+// overlapSuffix is the length of the longest suffix of s that is a proper
+// prefix of tag.
+func overlapSuffix(s, tag string) int {
+	for n := min(len(s), len(tag)-1); n > 0; n-- {
+		if strings.HasSuffix(s, tag[:n]) {
+			return n
+		}
+	}
+	return 0
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const chatModel = "../../testdata/golden/models/tiny-qwen3moe-Q8_0.gguf"
+
+// TestChatSession: in -i, a reply runs past 32 tokens to the end of the
+// context by default; a turn that no longer fits says so and the session
+// goes on; /clear starts over, and the same first turn gets the same reply.
+func TestChatSession(t *testing.T) {
+	ids := filepath.Join(t.TempDir(), "ids")
+	var out, errb bytes.Buffer
+	old := stdin
+	stdin = strings.NewReader("hi\nmore please\n/clear\nhi\n")
+	defer func() { stdin = old }()
+	args := []string{"--log-format", "console", "run", "-m", chatModel, "-i", "--temp", "0", "--ignore-eos", "-c", "96",
+		"--moe-stream=true", "--cache-mb", "4", "--tokens-out", ids}
+	if code := run(t.Context(), args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errb.String())
+	}
+	replies := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(replies) != 2 || replies[0] != replies[1] || replies[0] == "" {
+		t.Fatalf("want the same reply twice, got %q", replies)
+	}
+	for _, want := range []string{"[the context is full (-c 96)", "[conversation cleared]"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+	b, err := os.ReadFile(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := strings.Split(strings.Split(string(b), "\n")[1], ",")
+	if len(gen) < 2*40 {
+		t.Fatalf("%d tokens in two replies: want each to run past 32 to the full context", len(gen))
+	}
+}
+
+// TestChatCtrlC drives a real `pipe run -i` process as a terminal user
+// would: Ctrl-C (SIGINT) during a reply stops that reply and returns to the
+// prompt, the next turn is answered, and Ctrl-C at the prompt ends the
+// session with status 130.
+func TestChatCtrlC(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "--log-format", "console", "run", "-m", chatModel, "-i", "--temp", "0", "--ignore-eos",
+		"-c", "4096", "--moe-stream=true", "--cache-mb", "4")
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb syncBuffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	text := make(chan int, 1<<16)
+	go func() {
+		r := bufio.NewReader(stdout)
+		buf := make([]byte, 256)
+		for {
+			n, err := r.Read(buf)
+			if n > 0 {
+				text <- n
+			}
+			if err != nil {
+				close(text)
+				return
+			}
+		}
+	}()
+	waitText := func(what string) {
+		t.Helper()
+		select {
+		case _, ok := <-text:
+			if !ok {
+				t.Fatalf("%s: stdout closed; stderr:\n%s", what, errb.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: no reply text in 30 s; stderr:\n%s", what, errb.String())
+		}
+	}
+	waitStderr := func(what string, n int) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); strings.Count(errb.String(), what) < n; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q (×%d) on stderr:\n%s", what, n, errb.String())
+			}
+		}
+	}
+	for turn := 1; turn <= 2; turn++ {
+		if _, err := io.WriteString(in, "tell me a long story\n"); err != nil {
+			t.Fatal(err)
+		}
+		waitText("turn")
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		waitStderr("[reply stopped]", turn)
+		waitStderr("> ", turn+1)
+		for len(text) > 0 { // what was printed before the stop
+			<-text
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("Ctrl-C at the prompt: %v, want exit status 130; stderr:\n%s", err, errb.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestThinkFilter(t *testing.T) {
+	for _, c := range []struct {
+		hide   bool
+		pieces []string
+		want   string
+	}{
+		{false, []string{"<think>x</think>", "y"}, "<think>x</think>y"},
+		{true, []string{"<think>", "plan", "</think>", "\n\nAnswer"}, "Answer"},
+		{true, []string{"a<th", "ink>b</th", "ink> c"}, "ac"},
+		{true, []string{"x < y", " <b>"}, "x < y <b>"},
+		{true, []string{"end<"}, "end<"},
+	} {
+		f := newThinkFilter(c.hide)
+		var got strings.Builder
+		for _, p := range c.pieces {
+			got.WriteString(f.add(p))
+		}
+		got.WriteString(f.flush())
+		if got.String() != c.want {
+			t.Errorf("hide=%v %q: %q, want %q", c.hide, c.pieces, got.String(), c.want)
+		}
+	}
+}
+
+func TestFlagGiven(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"run", "-i"}, false},
+		{[]string{"run", "-n", "5"}, true},
+		{[]string{"run", "-n5"}, true},
+		{[]string{"run", "--predict=5"}, true},
+		{[]string{"run", "--n-predict", "5"}, true},
+		{[]string{"run", "--no-think"}, false},
+		{[]string{"run", "--", "-n"}, false},
+	} {
+		if got := flagGiven(c.args, 'n', "n-predict", "predict"); got != c.want {
+			t.Errorf("%q: %v, want %v", c.args, got, c.want)
+		}
+	}
+}
