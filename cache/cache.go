@@ -156,6 +156,8 @@ type Stats struct {
 	PeakResidentBytes int64
 	ResidentEntries   int
 
+	Pinned int // handles not yet released (entries in use by their holders)
+
 	Waits    int64         // Acquire calls that had to wait for a slot
 	WaitTime time.Duration // time they waited
 	Mgmt     time.Duration // time spent in cache bookkeeping (mgmt_ms)
@@ -510,7 +512,9 @@ func (c *Cache) release(h *Handle) {
 func (c *Cache) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.st
+	st := c.st
+	st.Pinned = c.handles
+	return st
 }
 
 // Close unmaps the arenas. It fails with ErrBusy (and keeps the memory) while

@@ -110,6 +110,9 @@ func TestComputeMeasured(t *testing.T) {
 	t.Logf("stall %.1f → %.1f ms, compute %.1f → %.1f ms", fs, ss, fc, sc)
 	// Every layer of every step waits for at least one read 10 ms late.
 	injected := float64(n * layers * delay / time.Millisecond)
+	if fs >= ss {
+		t.Errorf("stall %.1f ms with the fast reader, %.1f with the slow one: it must shrink with a faster reader", fs, ss)
+	}
 	if ss < injected {
 		t.Errorf("slow reader: stall %.1f ms over %d steps, want ≥ %.0f", ss, n, injected)
 	}
