@@ -21,6 +21,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -137,6 +138,7 @@ type RunResult struct {
 	Signal     string            `json:"signal,omitempty"`
 	OOMKilled  bool              `json:"oom_killed"`
 	Err        string            `json:"error,omitempty"`
+	LastLog    string            `json:"last_log,omitempty"` // a failed run's last log line (its error)
 	WallS      float64           `json:"wall_s"`
 	Summary    map[string]string `json:"summary,omitempty"`
 	Tokens     int               `json:"tokens"`
@@ -209,6 +211,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 					status = "OOM-killed"
 				case !res.OK():
 					status = "failed: " + res.Err
+					if res.LastLog != "" {
+						status += ": " + res.LastLog
+					}
 				}
 				fmt.Fprintf(o.Log, "bench: [%d/%d] %s rep %d: %s, %.3f tok/s (steady %.3f), %.0fs\n",
 					len(rep.Runs), o.Repeat*len(cfgs), c.Label, r+1, status, res.TokS, res.SteadyTokS, res.WallS)
@@ -216,7 +221,31 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	rep.aggregate()
-	return rep, nil
+	return rep, rep.allFailed()
+}
+
+// ErrAllFailed: every run of a configuration failed.
+var ErrAllFailed = errors.New("every run failed")
+
+// allFailed names the first configuration none of whose runs completed,
+// with its last run's last log line (the child's error).
+func (r *Report) allFailed() error {
+	for i, c := range r.Configs {
+		if c.Runs == 0 || c.OK > 0 {
+			continue
+		}
+		last := ""
+		for _, run := range r.Runs {
+			if run.Config == i {
+				last = run.LastLog
+				if last == "" {
+					last = run.Err
+				}
+			}
+		}
+		return fmt.Errorf("bench: %s: %w (%d of %d): %s", c.Label, ErrAllFailed, c.Runs, c.Runs, last)
+	}
+	return nil
 }
 
 func fileLabel(s string) string {
@@ -339,7 +368,29 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 	} else if res.Err == "" {
 		res.Err = err.Error()
 	}
+	if !res.OK() {
+		res.LastLog = lastLogLine(logf.Name())
+	}
 	return res, nil
+}
+
+// lastLogLine is the last line of a run's log, as a message: a JSON log
+// event's "message" (and "error") field, or the plain line.
+func lastLogLine(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	line := strings.TrimSpace(lines[len(lines)-1])
+	var ev struct{ Message, Error string }
+	if json.Unmarshal([]byte(line), &ev) == nil && ev.Message != "" {
+		if ev.Error != "" {
+			return ev.Message + ": " + ev.Error
+		}
+		return ev.Message
+	}
+	return line
 }
 
 func num(m map[string]string, k string) float64 {

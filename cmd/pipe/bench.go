@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -52,6 +53,9 @@ func (c *BenchCmd) Run(g *Globals) error {
 			return fmt.Errorf("bench: --vary: %w", err)
 		}
 		o.Axes = append(o.Axes, ax)
+	}
+	if err := checkMatrix(g, &o); err != nil {
+		return err
 	}
 	if c.MemCap != "" {
 		if o.MemCap, err = bench.ParseSize(c.MemCap); err != nil {
@@ -118,4 +122,60 @@ func (c *BenchCmd) writeTable(g *Globals, rep *bench.Report) error {
 	line.WriteByte('\n')
 	_, err := g.Stdout.Write(line.Bytes())
 	return err
+}
+
+// streamingOnly are the run flags that do nothing when experts are not
+// streamed (--moe-stream=false).
+var streamingOnly = map[string]bool{"cache-mb": true, "cache-ceil-mb": true, "cache-floor-mb": true, "cache-policy": true,
+	"io-threads": true, "no-odirect": true, "overlap": true, "prefetch": true, "prefetch-lanes": true, "prefetch-policy": true,
+	"warm-start": true, "hot-set": true}
+
+// checkMatrix parses every configuration's command line as its child would,
+// so a bad --vary value or passthrough flag fails before any child starts,
+// and warns when an axis varies a flag that has no effect in the mode.
+func checkMatrix(g *Globals, o *bench.Options) error {
+	for _, cfg := range bench.Matrix(o.Axes) {
+		if cfg.Exe != "" {
+			continue // another build's flags are its own
+		}
+		args := append([]string{"run", "-p", "x"}, cfg.Flags...)
+		rc, err := parseRun(append(args, o.Extra...))
+		if err != nil {
+			return fmt.Errorf("bench: %s: %w", cfg.Label, err)
+		}
+		if rc.MoeStream != "false" {
+			continue
+		}
+		for _, ax := range o.Axes {
+			if streamingOnly[ax.Flag] {
+				g.Log.Warn().Str("event", "bench_vary_no_effect").Str("config", cfg.Label).Str("flag", ax.Flag).
+					Msgf("--vary %s has no effect with --moe-stream=false (experts are mmap'd, not streamed)", ax.Flag)
+			}
+		}
+	}
+	return nil
+}
+
+// parseRun parses args as `pipe run`'s command line and checks its flags
+// without loading anything.
+func parseRun(args []string) (*RunCmd, error) {
+	var cli CLI
+	k, err := parser(&cli, io.Discard, io.Discard, func(int) {})
+	if err != nil {
+		return nil, err
+	}
+	if args, err = translateArgs(args); err != nil {
+		return nil, err
+	}
+	if _, err := k.Parse(args); err != nil {
+		return nil, err
+	}
+	rc := &cli.Run
+	if err := rc.validate(); err != nil {
+		return nil, err
+	}
+	if _, err := rc.EngineFlags.config("", 1, zerolog.Nop()); err != nil {
+		return nil, err
+	}
+	return rc, nil
 }
