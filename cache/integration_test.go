@@ -77,7 +77,7 @@ func TestWithReaderLanes(t *testing.T) {
 				t.Errorf("cliff warning %q", w)
 			}
 			ctx := context.Background()
-			lanes, err := reader.StartLanes(ctx, files, 2, 0)
+			lanes, err := reader.Start(ctx, files, reader.LaneOptions{Lanes: 2, Queue: 0})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -44,7 +44,7 @@ func TestHitsBeforeMisses(t *testing.T) {
 	defer files.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	lanes, err := reader.StartLanes(ctx, files, 1, 1)
+	lanes, err := reader.Start(ctx, files, reader.LaneOptions{Lanes: 1, Queue: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func setup(t *testing.T, budget int64) (*Planner, *cache.Cache, fileLayout, []by
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	lanes, err := reader.StartLanes(ctx, files, 2, 0)
+	lanes, err := reader.Start(ctx, files, reader.LaneOptions{Lanes: 2, Queue: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestSettleWithdrawsWrongGuesses(t *testing.T) {
 	}
 	defer files.Close()
 	ctx := context.Background()
-	lanes, err := reader.StartLanes(ctx, files, 1, 0)
+	lanes, err := reader.Start(ctx, files, reader.LaneOptions{Lanes: 1, Queue: 0})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func warmSetup(t *testing.T, budget int64, delay time.Duration) (*Planner, *cach
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	lanes, err := reader.StartLanes(ctx, files, 1, 0)
+	lanes, err := reader.Start(ctx, files, reader.LaneOptions{Lanes: 1, Queue: 0})
 	if err != nil {
 		t.Fatal(err)
 	}

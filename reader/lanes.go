@@ -129,15 +129,9 @@ func (tk *Ticket) Promote(ctx context.Context) bool {
 	return true
 }
 
-// DefaultQueue is the queue length StartLanes uses when queue <= 0: enough for
-// a layer's worth of misses of a top-8 model at any lane count.
+// DefaultQueue is the queue length Start uses when LaneOptions.Queue <= 0:
+// enough for a layer's worth of misses of a top-8 model at any lane count.
 const DefaultQueue = 64
-
-// StartLanes starts n lane goroutines reading from files, any of which may
-// serve speculative requests; see Start.
-func StartLanes(ctx context.Context, files *Files, n, queue int) (*Lanes, error) {
-	return Start(ctx, files, LaneOptions{Lanes: n, Queue: queue})
-}
 
 // LaneOptions configure Start.
 type LaneOptions struct {
@@ -162,7 +156,7 @@ func Start(ctx context.Context, files *Files, o LaneOptions) (*Lanes, error) {
 		return nil, fmt.Errorf("reader: --io-threads must be positive, got %d", n)
 	}
 	if files == nil {
-		return nil, errors.New("reader: StartLanes: nil files")
+		return nil, errors.New("reader: Start: nil files")
 	}
 	if queue <= 0 {
 		queue = DefaultQueue
@@ -196,9 +190,6 @@ func Start(ctx context.Context, files *Files, o LaneOptions) (*Lanes, error) {
 
 // N returns the number of lanes.
 func (l *Lanes) N() int { return len(l.counters) }
-
-// Files returns the files the lanes read.
-func (l *Lanes) Files() *Files { return l.files }
 
 func (l *Lanes) run(c *laneCounters) {
 	for {

@@ -24,7 +24,7 @@ func TestLanesReadEverything(t *testing.T) {
 	defer f.Close()
 	for _, lanes := range []int{1, 2, 4, 8} {
 		t.Run(fmt.Sprint(lanes), func(t *testing.T) {
-			l, err := StartLanes(context.Background(), f, lanes, 4)
+			l, err := Start(context.Background(), f, LaneOptions{Lanes: lanes, Queue: 4})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +113,7 @@ func TestLanesCancel(t *testing.T) {
 	f, bf := blockingFiles(t)
 	defer f.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	l, err := StartLanes(ctx, f, 1, 8)
+	l, err := Start(ctx, f, LaneOptions{Lanes: 1, Queue: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestLanesCancel(t *testing.T) {
 func TestLanesBackpressure(t *testing.T) {
 	f, bf := blockingFiles(t)
 	defer f.Close()
-	l, err := StartLanes(context.Background(), f, 1, 1)
+	l, err := Start(context.Background(), f, LaneOptions{Lanes: 1, Queue: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,16 +202,16 @@ func TestLanesBackpressure(t *testing.T) {
 	}
 }
 
-func TestStartLanesErrors(t *testing.T) {
-	if _, err := StartLanes(context.Background(), nil, 1, 1); err == nil {
+func TestStartErrors(t *testing.T) {
+	if _, err := Start(context.Background(), nil, LaneOptions{Lanes: 1, Queue: 1}); err == nil {
 		t.Error("nil files accepted")
 	}
 	f, _ := blockingFiles(t)
 	defer f.Close()
-	if _, err := StartLanes(context.Background(), f, 0, 1); err == nil {
+	if _, err := Start(context.Background(), f, LaneOptions{Lanes: 0, Queue: 1}); err == nil {
 		t.Error("0 lanes accepted")
 	}
-	l, err := StartLanes(context.Background(), f, 1, 0)
+	l, err := Start(context.Background(), f, LaneOptions{Lanes: 1, Queue: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestLanesSplitRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	l, err := StartLanes(context.Background(), f, 1, 0)
+	l, err := Start(context.Background(), f, LaneOptions{Lanes: 1, Queue: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestLanesSplitRequest(t *testing.T) {
 func TestLanesDemandFirst(t *testing.T) {
 	f, bf := blockingFiles(t)
 	defer f.Close()
-	l, err := StartLanes(context.Background(), f, 1, 8)
+	l, err := Start(context.Background(), f, LaneOptions{Lanes: 1, Queue: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestLanesDemandFirst(t *testing.T) {
 func TestLanesTickets(t *testing.T) {
 	f, bf := blockingFiles(t)
 	defer f.Close()
-	l, err := StartLanes(context.Background(), f, 1, 3)
+	l, err := Start(context.Background(), f, LaneOptions{Lanes: 1, Queue: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func TestLanesSpecLanes(t *testing.T) {
 func TestOfferAfterClose(t *testing.T) {
 	f, _ := blockingFiles(t)
 	defer f.Close()
-	l, err := StartLanes(context.Background(), f, 1, 1)
+	l, err := Start(context.Background(), f, LaneOptions{Lanes: 1, Queue: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

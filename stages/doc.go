@@ -63,8 +63,10 @@
 //
 // # Goroutines
 //
-// Engine.Open starts the planner goroutine and the lanes under one errgroup
-// bound to the engine's context. Every send selects on a context (or cannot
+// Engine.Open starts the planner goroutine (and, with a warm start, the warm
+// reader) as conc goroutines owned by the engine, and the lanes (package
+// reader, conc too), all bound to the engine's context; a goroutine's error
+// cancels that context with the error as its cause. Every send selects on a context (or cannot
 // block: out has room for a layer's experts, done for one answer), so an
 // error in any stage (a failed read, a cancelled context) ends the run with
 // that error, and Close waits for every goroutine: none outlives the Engine.

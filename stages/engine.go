@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/errgroup"
+	"github.com/sourcegraph/conc"
 
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/dense"
@@ -96,12 +97,39 @@ type streamIO struct {
 	peeker  model.RouterPeeker // the guesser's early router
 }
 
-// lifetime is the context the stage goroutines run under.
+// lifetime is the context the stage goroutines run under and their owner:
+// a goroutine's error cancels the context (with that error as its cause)
+// and is kept for Close, which waits for every goroutine (conc.WaitGroup
+// re-raises a goroutine's panic there).
 type lifetime struct {
 	parent context.Context // Open's
 	ctx    context.Context
-	cancel context.CancelFunc
-	group  *errgroup.Group
+	cancel context.CancelCauseFunc
+	wg     *conc.WaitGroup
+	mu     sync.Mutex
+	err    error // the first goroutine error
+}
+
+// Go runs f as a stage goroutine.
+func (l *lifetime) Go(f func() error) {
+	l.wg.Go(func() {
+		if err := f(); err != nil {
+			l.mu.Lock()
+			if l.err == nil {
+				l.err = err
+			}
+			l.mu.Unlock()
+			l.cancel(err)
+		}
+	})
+}
+
+// wait waits for every stage goroutine and returns the first error.
+func (l *lifetime) wait() error {
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 // meter accumulates where the decode goroutine's time went.
@@ -203,8 +231,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.life.parent = ctx
-	e.life.ctx, e.life.cancel = context.WithCancel(ctx)
-	e.life.group, e.life.ctx = errgroup.WithContext(e.life.ctx)
+	e.life.ctx, e.life.cancel = context.WithCancelCause(ctx)
+	e.life.wg = conc.NewWaitGroup()
 	ok := false
 	defer func() {
 		if !ok {
@@ -326,17 +354,17 @@ func (e *Engine) ResidentFrac() float64 {
 // Close stops the pipeline, waits for its goroutines and frees memory.
 func (e *Engine) Close() error {
 	if e.life.cancel != nil {
-		e.life.cancel()
+		e.life.cancel(nil)
 	}
 	var errs []error
 	if e.io != nil && e.io.lanes != nil {
 		e.io.lanes.Close()
 	}
-	if e.life.group != nil {
-		if err := e.life.group.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+	if e.life.wg != nil {
+		if err := e.life.wait(); err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, err)
 		}
-		e.life.group = nil
+		e.life.wg = nil
 	}
 	if e.io != nil {
 		errs = append(errs, e.io.close())

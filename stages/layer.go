@@ -97,7 +97,7 @@ func (e *Engine) startStream() error {
 	e.io.planner = prefetch.New(e.io.cache, e.io.lanes, e.layout, pp, cfg.Prefetch.N)
 	e.io.plans = make(chan planReq, 2) // a demand request and the speculation that follows it
 	e.io.renew(e.layout.maxExperts())
-	e.life.group.Go(e.planLoop)
+	e.life.Go(e.planLoop)
 	return nil
 }
 

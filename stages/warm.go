@@ -63,7 +63,7 @@ func (e *Engine) WarmStart(keys []cache.Key) bool {
 		return false
 	}
 	keys = keys[:min(len(keys), slots)]
-	e.life.group.Go(func() error {
+	e.life.Go(func() error {
 		st, err := e.io.planner.Warm(e.life.ctx, keys, inflight)
 		if err != nil {
 			// A failed speculative read is not the run's failure: a demand
