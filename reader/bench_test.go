@@ -86,7 +86,7 @@ func coldReads(b *testing.B, f *Files, layers, lanes int, slot int64, huge bool)
 		// process re-read its files from the disk under test during the run.
 		os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0) // root only
 	}
-	l, err := Start(context.Background(), f, LaneOptions{Lanes: lanes, Queue: 2*lanes})
+	l, err := Start(context.Background(), f, LaneOptions{Lanes: lanes, Queue: 2 * lanes})
 	if err != nil {
 		b.Fatal(err)
 	}
