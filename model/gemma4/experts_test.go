@@ -1,0 +1,77 @@
+package gemma4
+
+import (
+	"math"
+	"os"
+	"testing"
+
+	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/kernels"
+	"github.com/pipe-engine/pipe/model"
+)
+
+type rawSource []byte
+
+func (s rawSource) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
+	return s[ti.Offset : ti.Offset+ti.Size], nil
+}
+
+// TestSeparateGateUp: a layer with ffn_gate_exps and ffn_up_exps apart
+// computes what the fused ffn_gate_up_exps does (its first n_ff rows are the
+// gate, the next n_ff the up projection): the F32 golden file's fused bytes,
+// split, give bit-identical expert outputs.
+func TestSeparateGateUp(t *testing.T) {
+	const path = "../../testdata/golden/models/tiny-gemma4-F32.gguf"
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := model.Describe(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	mm, err := New(d, rawSource(raw), model.Options{Pool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mm.(*Model)
+	E := m.nEmbd
+	x := make([]float32, 2*E)
+	for i := range x {
+		x[i] = float32(math.Sin(float64(i)))
+	}
+	var s model.Scratch
+	for e := 0; e < m.nExpert; e++ {
+		sl := d.Experts[1][e]
+		gu := raw[sl[0].Off : sl[0].Off+sl[0].Len]
+		down := raw[sl[1].Off : sl[1].Off+sl[1].Len]
+		fused := make([]float32, 2*E)
+		if err := m.ComputeExpert(1, e, [][]byte{gu, down}, 2, x, fused, &s); err != nil {
+			t.Fatal(err)
+		}
+		sep := *m
+		sep.exps = append([]experts(nil), m.exps...)
+		X := sep.exps[1]
+		X.fused, X.gateT, X.upT = false, X.gateUpT, X.gateUpT
+		sep.exps[1] = X
+		half := len(gu) / 2
+		apart := make([]float32, 2*E)
+		if err := sep.ComputeExpert(1, e, [][]byte{gu[:half], gu[half:], down}, 2, x, apart, &s); err != nil {
+			t.Fatal(err)
+		}
+		for i := range fused {
+			if math.Float32bits(fused[i]) != math.Float32bits(apart[i]) {
+				t.Fatalf("expert %d output %d: fused %v, separate %v", e, i, fused[i], apart[i])
+			}
+		}
+		if err := sep.ComputeExpert(1, e, [][]byte{gu, down}, 2, x, apart, &s); err == nil {
+			t.Fatal("two parts accepted for separate gate and up")
+		}
+	}
+}
