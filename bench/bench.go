@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,7 +147,7 @@ type RunResult struct {
 	SteadyTokS float64           `json:"steady_tok_s"`
 	HitPct     float64           `json:"cache_hit_pct"`
 	MiBPerTok  float64           `json:"MiB_per_token"`
-	TTFTms     float64           `json:"ttft_ms"` // -1 when the trailer has none
+	TTFTms     float64           `json:"ttft_ms"` // NaN (null in JSON) when the trailer has none
 	// WarmupTokens and First5Ms are the trailer's warmup_tokens and first5_wall_ms.
 	WarmupTokens int     `json:"warmup_tokens"`
 	First5Ms     float64 `json:"first5_wall_ms"`
@@ -221,15 +222,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	rep.aggregate()
-	return rep, rep.allFailed()
+	return rep, nil
 }
 
 // ErrAllFailed: every run of a configuration failed.
 var ErrAllFailed = errors.New("every run failed")
 
-// allFailed names the first configuration none of whose runs completed,
-// with its last run's last log line (the child's error).
-func (r *Report) allFailed() error {
+// AllFailed names the first configuration none of whose runs completed,
+// with its last run's last log line (the child's error); nil when every
+// configuration has a completed run. A report with failed runs is still a
+// report (Run returns it without an error); `pipe bench` exits non-zero
+// on this.
+func (r *Report) AllFailed() error {
 	for i, c := range r.Configs {
 		if c.Runs == 0 || c.OK > 0 {
 			continue
@@ -361,7 +365,7 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 		res.MiBPerTok = num(sum, "MiB_per_token")
 		res.WarmupTokens = int(num(sum, "warmup_tokens"))
 		res.First5Ms = num(sum, "first5_wall_ms")
-		res.TTFTms = -1
+		res.TTFTms = math.NaN()
 		if v, err := strconv.ParseFloat(sum["ttft_ms"], 64); err == nil {
 			res.TTFTms = v
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -81,7 +82,7 @@ func (r *Report) aggregate() {
 			c.SteadyTokS += run.SteadyTokS
 			c.HitPct += run.HitPct
 			c.MiBPerTok += run.MiBPerTok
-			if run.TTFTms >= 0 {
+			if !math.IsNaN(run.TTFTms) {
 				c.TTFTms += run.TTFTms
 				ttftN++
 			}
@@ -191,22 +192,51 @@ func (r *Report) caption() string {
 	return s + "; ratio = steady tok/s / first row's"
 }
 
-// jsonSafe replaces NaN (not valid JSON) by -1 in a copy of r.
-func jsonSafe(r *Report) *Report {
-	c := *r
-	c.Configs = append([]ConfigStats(nil), r.Configs...)
-	fix := func(p *float64) {
-		if math.IsNaN(*p) || math.IsInf(*p, 0) {
-			*p = -1
-		}
+// jsonReport is a Report as JSON: a number that does not apply (NaN: no
+// completed run, no cache, no TTFT in the trailer) is null, never a magic
+// -1.
+type jsonReport struct {
+	*Report
+	Configs []map[string]any `json:"configs"`
+	Runs    []map[string]any `json:"runs"`
+}
+
+func jsonSafe(r *Report) jsonReport {
+	j := jsonReport{Report: r, Configs: []map[string]any{}, Runs: []map[string]any{}}
+	for _, c := range r.Configs {
+		j.Configs = append(j.Configs, nullNaN(c))
 	}
-	for i := range c.Configs {
-		x := &c.Configs[i]
-		for _, p := range []*float64{&x.TokS, &x.SteadyTokS, &x.SteadyMin, &x.SteadyMax, &x.Ratio, &x.TTFTms, &x.WarmupTok, &x.First5Ms, &x.HitPct, &x.MiBPerTok, &x.PeakRSSMiB, &x.MajFltPerTk} {
-			fix(p)
-		}
+	for _, run := range r.Runs {
+		j.Runs = append(j.Runs, nullNaN(run))
 	}
-	return &c
+	return j
+}
+
+// nullNaN is the struct v as a JSON object (its json tags, omitempty
+// honoured) whose NaN and ±Inf float fields are null.
+func nullNaN(v any) map[string]any {
+	rv := reflect.ValueOf(v)
+	rt := rv.Type()
+	m := make(map[string]any, rt.NumField())
+	for i := range rt.NumField() {
+		name, opts, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		if name == "-" || !rt.Field(i).IsExported() {
+			continue
+		}
+		if name == "" {
+			name = rt.Field(i).Name
+		}
+		f := rv.Field(i)
+		if opts == "omitempty" && f.IsZero() {
+			continue
+		}
+		if f.Kind() == reflect.Float64 && (math.IsNaN(f.Float()) || math.IsInf(f.Float(), 0)) {
+			m[name] = nil
+			continue
+		}
+		m[name] = f.Interface()
+	}
+	return m
 }
 
 // maxrssMiB converts rusage's Maxrss (KiB on Linux, bytes on Darwin) to MiB.

@@ -78,6 +78,9 @@ func (c *BenchCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	if err := rep.AllFailed(); err != nil {
+		return err
+	}
 	g.Log.Info().Str("event", "bench_done").Str("out_dir", o.OutDir).Int("runs", len(rep.Runs)).Msg("bench finished")
 	return nil
 }

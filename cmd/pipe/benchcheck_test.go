@@ -30,7 +30,11 @@ func TestBenchChecks(t *testing.T) {
 		t.Fatalf("cache-mb with mmap: exit %d, want two bench_vary_no_effect warnings:\n%s", code, out)
 	}
 	code, out = bench("--vary", "cache-policy=lru,bogus")
-	if code == 0 || !strings.Contains(out, "cache-policy=bogus: every run failed") || !strings.Contains(out, "bogus") {
+	if code == 0 || !strings.Contains(out, "cache-policy=bogus: every run failed") || !strings.Contains(out, "unknown policy") {
 		t.Fatalf("a configuration whose runs all fail: exit %d:\n%s", code, out)
+	}
+	// Its numbers do not apply: null in the JSON table, never -1.
+	if !strings.Contains(out, `"steady_tok_s":null`) || !strings.Contains(out, `"ttft_ms":null`) || strings.Contains(out, `:-1,`) {
+		t.Fatalf("the failed configuration's JSON numbers are not null:\n%s", out)
 	}
 }
