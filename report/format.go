@@ -254,7 +254,7 @@ func (a *Analysis) facts() [][2]string {
 	}
 	out = append(out, [2]string{"regime", a.Verdict.Regime.Title() + ": " + a.Verdict.Reason})
 	var tr []string
-	for _, k := range []string{"load_s", "prefill_s", "prefill_tps", "prefill_tok_s", "cache_budget_MiB", "o_direct", "io_threads", "threads"} {
+	for _, k := range []string{"load_s", "prefill_s", "prefill_tps", "prefill_tok_s", "cache_budget_MiB", "o_direct", "io_threads", "threads", "warm_start", "warm_reads"} {
 		if v, ok := a.Run.TrailerValue(k); ok {
 			tr = append(tr, k+"="+v)
 		}

@@ -16,7 +16,7 @@ const ttftCSV = `step,steps,wall_ms,io_ms,compute_ms,read_bytes,cache_hit_pct,st
 4,6,100,10,100,1,40,1,0,0,100,1
 5,6,100,10,100,1,50,1,0,0,100,1
 6,6,100,10,100,1,60,1,0,0,100,1
-# summary tokens=6 prefill_tokens=22 prefill_s=6.200 ttft_ms=6321.5 prefill_read_GBs=1.234
+# summary tokens=6 prefill_tokens=22 prefill_s=6.200 ttft_ms=6321.5 prefill_read_GBs=1.234 warm_start=1 warm_reads=578
 `
 
 // TestTTFT: ttft_ms of the trailer is in the text, markdown and JSON reports,
@@ -32,6 +32,7 @@ func TestTTFT(t *testing.T) {
 		"TTFT                6322 ms  (prompt to first token; prefill 6200 ms for 22 tokens, expert reads at 1.23 GB/s)",
 		"TTFT                6322 → 2107 ms (3.00×)",
 		"warm-up tokens      2 = 2",
+		"trailer             prefill_s=6.200 warm_start=1 warm_reads=578",
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, buf.String())
