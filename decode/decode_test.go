@@ -91,6 +91,9 @@ func TestGenerateGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if res.Prefill <= 0 || res.Decode <= 0 {
+					t.Errorf("prefill %v, decode %v: both passes take time", res.Prefill, res.Decode)
+				}
 				if !slices.Equal(res.Tokens, g.GeneratedTokens) || res.Stop != StopLength {
 					t.Fatalf("generated %v (%v)\nwant %v", res.Tokens, res.Stop, g.GeneratedTokens)
 				}

@@ -213,8 +213,8 @@ func (s *Session) Generate(ctx context.Context, ids []int32, o GenOptions, onTok
 	return s.run(ctx, ids, n, o, onToken)
 }
 
-func (s *Session) run(ctx context.Context, ids []int32, n int, o GenOptions, onToken func(Token) error) (Result, error) {
-	res := Result{PromptTokens: len(ids)}
+func (s *Session) run(ctx context.Context, ids []int32, n int, o GenOptions, onToken func(Token) error) (res Result, err error) {
+	res = Result{PromptTokens: len(ids)}
 	logits, err := s.prefill(ctx, ids, &res)
 	if err != nil {
 		return res, err
