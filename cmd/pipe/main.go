@@ -174,13 +174,13 @@ type signalError struct{ sig syscall.Signal }
 
 func (e signalError) Error() string { return "signal: " + e.sig.String() }
 
-// handleSignals cancels the run on the first SIGINT or SIGTERM (it stops
-// within a layer, writes its outputs' trailers and exits 128+signal); a
-// second one exits at once. A SIGINT during an interactive reply only stops
-// that reply (interruptReply).
+// handleSignals cancels the run on the first SIGINT, SIGTERM or SIGHUP (it
+// stops within a layer, writes its outputs' trailers and exits 128+signal);
+// a second one exits at once. A SIGINT during an interactive reply only
+// stops that reply (interruptReply).
 func handleSignals(cancel context.CancelCauseFunc, stderr io.Writer, exit func(int)) {
 	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		first := (<-ch).(syscall.Signal)
 		for first == syscall.SIGINT && interruptReply() {

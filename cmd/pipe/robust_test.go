@@ -170,25 +170,27 @@ func TestBrokenPipeKeepsCSV(t *testing.T) {
 	}
 }
 
-// TestSIGTERMExits143 sends SIGTERM mid-decode: status 143, trailer
-// status=canceled.
+// TestSIGTERMExits143 sends SIGTERM (and SIGHUP, a closed terminal)
+// mid-decode: status 128+signal, trailer status=canceled.
 func TestSIGTERMExits143(t *testing.T) {
-	csv := filepath.Join(t.TempDir(), "run.csv")
-	cmd, stderr := runExe(t, "run", "-m", tinyModel, "-n", "100000", "--temp", "0", "--ignore-eos", "--csv", csv)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitRows(t, cmd, csv, stderr)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	err := cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 143 {
-		t.Fatalf("exit %v, want 143; stderr:\n%s", err, stderr)
-	}
-	b, _ := os.ReadFile(csv)
-	if !strings.Contains(string(b), "status=canceled") {
-		t.Fatalf("CSV trailer after SIGTERM:\n%s", b)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		csv := filepath.Join(t.TempDir(), "run.csv")
+		cmd, stderr := runExe(t, "run", "-m", tinyModel, "-n", "100000", "--temp", "0", "--ignore-eos", "--csv", csv)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitRows(t, cmd, csv, stderr)
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 128+int(sig) {
+			t.Fatalf("%v: exit %v, want %d; stderr:\n%s", sig, err, 128+int(sig), stderr)
+		}
+		b, _ := os.ReadFile(csv)
+		if !strings.Contains(string(b), "status=canceled") {
+			t.Fatalf("CSV trailer after %v:\n%s", sig, b)
+		}
 	}
 }
 
