@@ -403,3 +403,31 @@ func TestTruncatedModel(t *testing.T) {
 		}
 	}
 }
+
+// TestFullDiskMidRun fills a small tmpfs part way through a run: the write
+// that fails (a later flush of --logits-out, then --route-trace) ends the
+// run non-zero naming the flag, and the CSV elsewhere gets status=error.
+// Mounting needs root; elsewhere the /dev/full test covers the first write.
+func TestFullDiskMidRun(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	defer syscall.Unmount(dir, 0)
+	for _, flag := range []string{"--logits-out", "--route-trace"} {
+		out := filepath.Join(dir, strings.TrimPrefix(flag, "--"))
+		csv := filepath.Join(t.TempDir(), "run.csv")
+		code, stderr := runCode(t, nil, "run", "-m", tinyModel, "-n", "400", "--temp", "0", "--ignore-eos", "--csv", csv, flag, out)
+		if code == 0 || !strings.Contains(stderr, flag+" "+out) || !strings.Contains(stderr, "no space left") {
+			t.Fatalf("%s on a full tmpfs: exit %d; stderr:\n%s", flag, code, stderr)
+		}
+		b, _ := os.ReadFile(csv)
+		if !strings.Contains(string(b), "status=error") || strings.Count(string(b), "\n") < 3 {
+			t.Fatalf("%s: CSV after a mid-run write failure:\n%s", flag, b)
+		}
+		os.Remove(out)
+	}
+}
