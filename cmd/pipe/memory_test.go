@@ -23,6 +23,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) == "1" {
 		main() // exits
 	}
+	// Runs neither read nor leave hot sets in the user cache directory
+	// unless a test names one with --hot-set.
+	if os.Getenv("PIPE_HOT_SET") == "" {
+		os.Setenv("PIPE_HOT_SET", "none")
+	}
 	os.Exit(m.Run())
 }
 
