@@ -118,7 +118,7 @@ func (h *HotSet) Merge(old *HotSet) error {
 	}
 	for l, row := range old.Pop {
 		for e, p := range row {
-			h.Pop[l][e] += HotSetDecay * p
+			h.Pop[l][e] += float64(HotSetDecay * p) // rounded apart: no FMA on arm64
 		}
 	}
 	return nil

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The arm64 tests under user-mode emulation (qemu-aarch64-static): the
-# kernels, quant, model and stages packages and the golden, logits
-# fingerprint (bit-identical to amd64) and output invariance tests of
-# cmd/pipe, once with each arm64 kernel set forced (sdot: the ARMv8.2
-# dot-product kernels; neon: the plain NEON kernels, -tags nodotprod).
-# PIPE_KERNELS makes a run fail if the set in use is not the one named.
-# -short trims the slow sweeps (emulation is ~10x slower); the golden tests
-# still run every model file.
+# The arm64 tests under user-mode emulation (qemu-aarch64-static), once with
+# each arm64 kernel set forced (sdot: the ARMv8.2 dot-product kernels; neon:
+# the plain NEON kernels, -tags nodotprod): the kernels, quant, model and
+# stages packages, and from cmd/pipe the logits fingerprints (every golden
+# model's logits bit-identical to amd64's). The sdot pass also runs the
+# golden tests against llama.cpp and the output invariance tests; for the
+# neon pass the fingerprints imply them (same logits bits as amd64, which
+# passes them), and emulation is slow. PIPE_KERNELS makes a run fail if the
+# set in use is not the one named. -short trims the slow sweeps; the golden
+# tests still run every model file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_ENABLED=0 GOOS=linux GOARCH=arm64
@@ -20,20 +22,23 @@ echo "== no fused multiply-add in the arm64 build"
 listing=$(go build -gcflags='github.com/pipe-engine/pipe/...=-S' -o /dev/null ./... 2>&1)
 if ! grep -q 'model\.Softmax STEXT' <<<"$listing"; then echo "no assembly listing from go build -gcflags=-S"; exit 1; fi
 fused=$(grep -E '^\s+0x[0-9a-f]+ [0-9]+ \([^)]*\)\s+F(N)?M(ADD|SUB)[SD]\b' <<<"$listing" || true)
-if [ -n "$fused" ]; then echo "fused multiply-add in:"; echo "$fused"; exit 1; fi
+if [ -n "$fused" ]; then
+  echo "fused multiply-add in (write float32(a*b)+c or float64(a*b)+c so the product rounds apart):"
+  echo "$fused"; exit 1
+fi
 run() {
-  local set=$1; shift
+  local set=$1 tests=$2; shift 2
   echo "== arm64 under qemu: kernel set $set"
-  PIPE_KERNELS=$set go test -count=1 -short -exec qemu-aarch64-static "$@" \
+  PIPE_KERNELS=$set go test -count=1 -short -timeout 30m -exec qemu-aarch64-static "$@" \
     ./kernels/ ./quant/ ./model/... ./stages/
-  PIPE_KERNELS=$set go test -count=1 -short -exec qemu-aarch64-static "$@" \
-    -run 'Golden|Fingerprint|Invariance' ./cmd/pipe/
+  PIPE_KERNELS=$set go test -count=1 -short -timeout 30m -exec qemu-aarch64-static "$@" \
+    -run "$tests" ./cmd/pipe/
 }
-run sdot
-run neon -tags nodotprod
+run sdot 'Golden|Fingerprint|Invariance'
+run neon 'Fingerprint' -tags nodotprod
 # The OS-facing packages as an Android build (GOOS=android: no THP, no
 # memcg under /sys/fs/cgroup, O_DIRECT fallbacks, CPU pinning), run by
 # scripts/qemu-android.sh.
 echo "== android/arm64 under qemu: OS-facing packages"
-GOOS=android go test -count=1 -short -exec "$PWD/scripts/qemu-android.sh" \
+GOOS=android go test -count=1 -short -timeout 30m -exec "$PWD/scripts/qemu-android.sh" \
   ./internal/... ./cache/ ./reader/ ./stages/
