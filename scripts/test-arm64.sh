@@ -26,10 +26,13 @@ if [ -n "$fused" ]; then
   echo "fused multiply-add in (write float32(a*b)+c or float64(a*b)+c so the product rounds apart):"
   echo "$fused"; exit 1
 fi
+# Wall-clock assertions (stages' compute/stall accounting within 2 ms) do not
+# hold under emulation on a loaded machine; they are tested natively.
+timing='TestComputeMeasured'
 run() {
   local set=$1 tests=$2; shift 2
   echo "== arm64 under qemu: kernel set $set"
-  PIPE_KERNELS=$set go test -count=1 -short -timeout 30m -exec qemu-aarch64-static "$@" \
+  PIPE_KERNELS=$set go test -count=1 -short -timeout 30m -skip "$timing" -exec qemu-aarch64-static "$@" \
     ./kernels/ ./quant/ ./model/... ./stages/
   PIPE_KERNELS=$set go test -count=1 -short -timeout 30m -exec qemu-aarch64-static "$@" \
     -run "$tests" ./cmd/pipe/
@@ -40,5 +43,5 @@ run neon 'Fingerprint' -tags nodotprod
 # memcg under /sys/fs/cgroup, O_DIRECT fallbacks, CPU pinning), run by
 # scripts/qemu-android.sh.
 echo "== android/arm64 under qemu: OS-facing packages"
-GOOS=android go test -count=1 -short -timeout 30m -exec "$PWD/scripts/qemu-android.sh" \
+GOOS=android go test -count=1 -short -timeout 30m -skip "$timing" -exec "$PWD/scripts/qemu-android.sh" \
   ./internal/... ./cache/ ./reader/ ./stages/
