@@ -54,7 +54,9 @@ func (c *GenCmd) Run(g *Globals) error {
 		Float64("seconds", secs).Float64("MiB_per_s", float64(res.Bytes)/(1<<20)/max(secs, 1e-9)).Msg("model written")
 	if isTerminal(g.Stdout) {
 		// The path, for a human; a script has it from --out or the event.
-		fmt.Fprintf(g.Stdout, "%s\n", c.Out)
+		if _, err := fmt.Fprintf(g.Stdout, "%s\n", c.Out); err != nil {
+			return fmt.Errorf("stdout: %w", err)
+		}
 	}
 	return nil
 }

@@ -93,6 +93,8 @@ func (c *HotSetCmd) Run(g *Globals) error {
 		return err
 	}
 	g.Log.Info().Str("event", "hot_set_saved").Str("path", path).Int("routings", len(tr.Rows)).Int("experts", len(h.Hottest(int(^uint(0)>>1)))).Msg("hot set written")
-	fmt.Fprintln(g.Stdout, path)
+	if _, err := fmt.Fprintln(g.Stdout, path); err != nil {
+		return fmt.Errorf("stdout: %w", err)
+	}
 	return nil
 }
