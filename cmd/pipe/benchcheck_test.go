@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
@@ -16,7 +15,7 @@ func TestBenchChecks(t *testing.T) {
 	dir := t.TempDir()
 	const tiny = "../../testdata/golden/models/tiny-qwen3moe-Q8_0.gguf"
 	bench := func(args ...string) (int, string) {
-		var out bytes.Buffer
+		var out syncBuffer
 		base := []string{"--log-format", "json", "bench", "-m", tiny, "-n", "2", "--repeat", "1", "--out-dir", filepath.Join(dir, "b")}
 		code := run(context.Background(), append(base, args...), &out, &out)
 		return code, out.String()

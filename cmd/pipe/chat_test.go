@@ -21,7 +21,7 @@ const chatModel = "../../testdata/golden/models/tiny-qwen3moe-Q8_0.gguf"
 // goes on; /clear starts over, and the same first turn gets the same reply.
 func TestChatSession(t *testing.T) {
 	ids := filepath.Join(t.TempDir(), "ids")
-	var out, errb bytes.Buffer
+	var out, errb syncBuffer
 	old := stdin
 	stdin = strings.NewReader("hi\nmore please\n/clear\nhi\n")
 	defer func() { stdin = old }()
@@ -142,6 +142,12 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
 }
 
 func (s *syncBuffer) String() string {

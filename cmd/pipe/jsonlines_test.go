@@ -39,12 +39,12 @@ func hasEvent(objs []map[string]any, event string) bool {
 // per-run lines and bench's table included.
 func TestGenBenchJSONLines(t *testing.T) {
 	dir := t.TempDir()
-	var out bytes.Buffer
+	var out syncBuffer
 	model := filepath.Join(dir, "t.gguf")
 	if code := run(context.Background(), []string{"gen", "--preset", "qwen3-tiny", "--out", model, "--progress"}, &out, &out); code != 0 {
 		t.Fatalf("gen: exit %d\n%s", code, out.String())
 	}
-	if objs := allJSON(t, "gen", out.Bytes()); !hasEvent(objs, "gen_done") {
+	if objs := allJSON(t, "gen", []byte(out.String())); !hasEvent(objs, "gen_done") {
 		t.Fatalf("gen: no gen_done event:\n%s", out.String())
 	}
 
@@ -54,7 +54,7 @@ func TestGenBenchJSONLines(t *testing.T) {
 	if code := run(context.Background(), args, &out, &out); code != 0 {
 		t.Fatalf("bench: exit %d\n%s", code, out.String())
 	}
-	objs := allJSON(t, "bench", out.Bytes())
+	objs := allJSON(t, "bench", []byte(out.String()))
 	if !hasEvent(objs, "bench_run") || !hasEvent(objs, "bench_done") {
 		t.Fatalf("bench: want bench_run and bench_done events:\n%s", out.String())
 	}
@@ -79,11 +79,11 @@ func TestErrorsAsJSON(t *testing.T) {
 		{"run", "--no-such-flag"},
 		{"--log-format", "json", "bench", "--vary", "nonsense"},
 	} {
-		var out bytes.Buffer
+		var out syncBuffer
 		if code := run(context.Background(), args, &out, &out); code == 0 {
 			t.Fatalf("%q: exit 0", args)
 		}
-		objs := allJSON(t, strings.Join(args, " "), out.Bytes())
+		objs := allJSON(t, strings.Join(args, " "), []byte(out.String()))
 		last := objs[len(objs)-1]
 		if last["event"] != "error" || last["level"] != "error" || last["message"] == "" {
 			t.Errorf("%q: last line %v, want an error event", args, last)
