@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -90,6 +91,7 @@ func parser(cli *CLI, stdout, stderr io.Writer, exit func(int)) (*kong.Kong, err
 
 // run is main without os.Exit, for tests.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	stdout, stderr = serialized(stdout, stderr)
 	var cli CLI
 	code := -1
 	// errw is where error lines go: stderr, or JSON events when the log is
@@ -203,4 +205,32 @@ func main() {
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	cancel(nil)
 	os.Exit(code)
+}
+
+// serialized makes the writers safe for the goroutines that share them (the
+// log stage writes stderr while the command writes stdout and stderr):
+// files are already, other writers (a test's bytes.Buffer, possibly the same
+// one for both) go through one mutex. Files are returned as they are, so
+// terminal detection still sees them.
+func serialized(stdout, stderr io.Writer) (io.Writer, io.Writer) {
+	mu := &sync.Mutex{}
+	wrap := func(w io.Writer) io.Writer {
+		if _, ok := w.(*os.File); ok || w == nil {
+			return w
+		}
+		return &lockedWriter{mu: mu, w: w}
+	}
+	return wrap(stdout), wrap(stderr)
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
