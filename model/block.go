@@ -103,7 +103,9 @@ func (d *Decoder) PeekRouter(layer int, x []float32, logits []float32) error {
 }
 
 // Forward implements Model: embeddings, every layer's attention and FFN,
-// then the output head.
+// then the output head. The returned rows are valid until the next Forward
+// on st: a single-token pass (decode) reuses st's buffers, so a steady
+// decode step allocates nothing here.
 func (d *Decoder) Forward(ctx context.Context, st *State, tokens []int32, moe MoE, all bool) ([][]float32, error) {
 	n := len(tokens)
 	if n == 0 {
@@ -113,13 +115,11 @@ func (d *Decoder) Forward(ctx context.Context, st *State, tokens []int32, moe Mo
 	if err != nil {
 		return nil, err
 	}
-	tm := d.Timings
-	if tm == nil {
-		tm = &Timings{}
-	}
+	p := d.pass(st, n, pos0, moe)
+	tm := p.Timings
 	t0 := time.Now()
-	x, err := Embed(&d.TokEmbd, tokens)
-	if err != nil {
+	x := p.x
+	if err := Embed(&d.TokEmbd, tokens, x); err != nil {
 		return nil, err
 	}
 	if d.EmbdScale != 0 {
@@ -128,7 +128,6 @@ func (d *Decoder) Forward(ctx context.Context, st *State, tokens []int32, moe Mo
 		}
 	}
 	tm.Embed += time.Since(t0)
-	p := d.newPass(n, pos0, moe, tm)
 	for l := range d.Layers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -146,7 +145,7 @@ func (d *Decoder) Forward(ctx context.Context, st *State, tokens []int32, moe Mo
 	st.Pos = pos0 + n
 	t0 = time.Now()
 	defer func() { tm.LMHead += time.Since(t0) }()
-	out, err := Head(d.Pool, d.OutNorm, d.Eps, &d.Output, x, n, all)
+	out, err := p.head(d, x, all)
 	if err != nil || d.Softcap == 0 {
 		return out, err
 	}
@@ -168,37 +167,69 @@ func SoftCap(row []float32, c float32) {
 // Pass is one Forward call's activations over N tokens starting at
 // position Pos0 (token-major rows of n_embd floats). The attention buffers
 // are sized for the widest layer; FFN hooks take more from Buf, which hands
-// out buffers that are reused from layer to layer.
+// out buffers that are reused from layer to layer. A single-token pass is
+// kept in its State and reused by the next single-token Forward (its scores
+// window spans the whole context); a multi-token pass (a prefill chunk) is
+// made for its call, so its larger buffers do not outlive it.
 type Pass struct {
 	N, Pos0, E int
 	Pool       *kernels.Pool
 	Eps        float32
 	Timings    *Timings
 	moe        MoE
+	d          *Decoder
+	tm         Timings // Timings when the Decoder has none
 
-	h, q, k, v, att, o []float32
-	scores             []float32 // one window of Pos0+N floats per query head
-	bufs               [][]float32
-	next               int
-	xs, ls, rs, os     [][]float32
-	in                 Inputs // the single-token q/k/v input, quantized once
+	x, h, q, k, v, att, o []float32
+	scores                []float32 // one window of Pos0+N floats per query head
+	bufs                  [][]float32
+	next                  int
+	xs, ls, rs, os        [][]float32
+	in                    Inputs // the single-token q/k/v input, quantized once
+	logits                []float32
+	rows                  [][]float32 // head's rows, views of logits
+	heads                 attendJob
 }
 
-func (d *Decoder) newPass(n, pos0 int, moe MoE, tm *Timings) *Pass {
+// pass returns the Pass for n tokens at pos0: st's kept one when n is 1.
+func (d *Decoder) pass(st *State, n, pos0 int, moe MoE) *Pass {
+	var p *Pass
+	if n > 1 {
+		p = d.newPass(n, pos0+n)
+	} else {
+		if st.pass == nil || st.pass.d != d {
+			st.pass = d.newPass(1, st.NCtx)
+		}
+		p = st.pass
+	}
+	p.Pos0, p.moe, p.Timings = pos0, moe, d.Timings
+	if p.Timings == nil {
+		p.Timings = &p.tm
+	}
+	return p
+}
+
+// newPass makes a Pass for n tokens whose attention windows reach at most
+// window positions.
+func (d *Decoder) newPass(n, window int) *Pass {
 	qd, kvd, heads := 0, 0, 0
 	for l := range d.Layers {
 		a := &d.Layers[l].Attn
 		qd, kvd, heads = max(qd, a.QDim()), max(kvd, a.KVDim()), max(heads, a.NHead)
 	}
 	E := d.NEmbd
-	return &Pass{N: n, Pos0: pos0, E: E, Pool: d.Pool, Eps: d.Eps, Timings: tm, moe: moe,
-		h: make([]float32, n*E), q: make([]float32, n*qd), k: make([]float32, n*kvd), v: make([]float32, n*kvd),
-		att: make([]float32, n*qd), o: make([]float32, n*E), scores: make([]float32, heads*(pos0+n)),
+	p := &Pass{N: n, E: E, Pool: d.Pool, Eps: d.Eps, d: d,
+		x: make([]float32, n*E), h: make([]float32, n*E), q: make([]float32, n*qd), k: make([]float32, n*kvd), v: make([]float32, n*kvd),
+		att: make([]float32, n*qd), o: make([]float32, n*E), scores: make([]float32, heads*window),
 		xs: make([][]float32, n), ls: make([][]float32, n), rs: make([][]float32, n), os: make([][]float32, n)}
+	p.heads.p = p
+	p.heads.fn = p.heads.head
+	return p
 }
 
 // Buf returns a buffer of size floats for the current layer (contents
-// unspecified). Buffers are reused from one layer to the next.
+// unspecified). Buffers are reused from one layer to the next, and from one
+// pass to the next when the pass is kept.
 func (p *Pass) Buf(size int) []float32 {
 	if p.next == len(p.bufs) {
 		p.bufs = append(p.bufs, nil)
@@ -363,24 +394,43 @@ func (p *Pass) prepareHeads(a *Attention, q, k, v []float32) {
 // runs on one pool thread with its own scores window, so results do not
 // depend on -t.
 func (p *Pass) attendPrompt(st *State, l int, a *Attention, q, att []float32) error {
+	j := &p.heads
+	j.st, j.l, j.a, j.q, j.att = st, l, a, q, att
+	err := p.Pool.Parallel(a.NHead, j.fn)
+	j.st, j.a, j.q, j.att = nil, nil, nil, nil
+	return err
+}
+
+// attendJob is attendPrompt's arguments, kept in the Pass with the bound
+// method the pool runs (made once per Pass, not once per layer).
+type attendJob struct {
+	p      *Pass
+	st     *State
+	l      int
+	a      *Attention
+	q, att []float32
+	fn     func(hh int)
+}
+
+// head is query head hh's attention for the pass's tokens.
+func (j *attendJob) head(hh int) {
+	p, a, q, att := j.p, j.a, j.q, j.att
 	hd, qd := a.HeadDim, a.QDim()
 	group := a.NHead / a.NHeadKV
 	end := p.Pos0 + p.N
-	return p.Pool.Parallel(a.NHead, func(hh int) {
-		sc := p.scores[hh*end : (hh+1)*end]
-		args := AttnArgs{Layer: l, Off: (hh / group) * hd, Dim: hd, Scale: a.Scale}
-		if a.Sinks != nil {
-			args.Sink, args.HasSink = a.Sinks[hh], true
+	sc := p.scores[hh*end : (hh+1)*end]
+	args := AttnArgs{Layer: j.l, Off: (hh / group) * hd, Dim: hd, Scale: a.Scale}
+	if a.Sinks != nil {
+		args.Sink, args.HasSink = a.Sinks[hh], true
+	}
+	for t := 0; t < p.N; t++ {
+		args.Hi = p.Pos0 + t
+		args.Lo = 0
+		if a.Window > 0 && args.Hi-a.Window+1 > 0 {
+			args.Lo = args.Hi - a.Window + 1
 		}
-		for t := 0; t < p.N; t++ {
-			args.Hi = p.Pos0 + t
-			args.Lo = 0
-			if a.Window > 0 && args.Hi-a.Window+1 > 0 {
-				args.Lo = args.Hi - a.Window + 1
-			}
-			st.Attend(&args, q[t*qd+hh*hd:], sc, att[t*qd+hh*hd:t*qd+(hh+1)*hd])
-		}
-	})
+		j.st.Attend(&args, q[t*qd+hh*hd:], sc, att[t*qd+hh*hd:t*qd+(hh+1)*hd])
+	}
 }
 
 // RoutedFFN is the pre-norm routed MoE feed-forward of qwen3moe and

@@ -19,19 +19,18 @@ func Reserve(st *State, n int) (int, error) {
 	return st.Pos, nil
 }
 
-// Embed returns the embedding rows of tokens (n × cols, token-major).
-func Embed(w *Weight, tokens []int32) ([]float32, error) {
+// Embed writes the embedding rows of tokens into x (n × cols, token-major).
+func Embed(w *Weight, tokens []int32, x []float32) error {
 	E := w.Cols
-	x := make([]float32, len(tokens)*E)
 	for t, tok := range tokens {
 		if tok < 0 || int(tok) >= w.Rows {
-			return nil, fmt.Errorf("token id %d outside the vocabulary of %d", tok, w.Rows)
+			return fmt.Errorf("token id %d outside the vocabulary of %d", tok, w.Rows)
 		}
 		if err := DequantizeRow(w.Type, w.Data, E, int(tok), x[t*E:(t+1)*E]); err != nil {
-			return nil, fmt.Errorf("%s row %d: %w", w.Name, tok, err)
+			return fmt.Errorf("%s row %d: %w", w.Name, tok, err)
 		}
 	}
-	return x, nil
+	return nil
 }
 
 // MatMul multiplies n token-major inputs by w, naming w in errors.
@@ -42,24 +41,29 @@ func MatMul(p *kernels.Pool, w *Weight, x []float32, n int, y []float32) error {
 	return nil
 }
 
-// Head applies the output RMSNorm and the LM head to the last token of x
-// (n × cols), or to every token when all is set, and returns one logit row
-// per token.
-func Head(p *kernels.Pool, norm []float32, eps float32, output *Weight, x []float32, n int, all bool) ([][]float32, error) {
-	E := output.Cols
-	first := n - 1
+// head applies the output RMSNorm and the LM head to the last token of x
+// (N × n_embd), or to every token when all is set, and returns one logit row
+// per token: views of the pass's logits buffer (kept across passes of the
+// same size).
+func (p *Pass) head(d *Decoder, x []float32, all bool) ([][]float32, error) {
+	out := &d.Output
+	E, R := out.Cols, out.Rows
+	first := p.N - 1
 	if all {
 		first = 0
 	}
-	h := make([]float32, E)
-	out := make([][]float32, 0, n-first)
-	for t := first; t < n; t++ {
-		RMSNorm(h, x[t*E:(t+1)*E], eps, norm)
-		lg := make([]float32, output.Rows)
-		if err := MatMul(p, output, h, 1, lg); err != nil {
+	if n := (p.N - first) * R; len(p.logits) != n {
+		p.logits = make([]float32, n)
+	}
+	h := p.h[:E] // free once the last layer has run
+	p.rows = p.rows[:0]
+	for t := first; t < p.N; t++ {
+		RMSNorm(h, x[t*E:(t+1)*E], d.Eps, d.OutNorm)
+		lg := p.logits[(t-first)*R : (t-first+1)*R]
+		if err := MatMul(d.Pool, out, h, 1, lg); err != nil {
 			return nil, err
 		}
-		out = append(out, lg)
+		p.rows = append(p.rows, lg)
 	}
-	return out, nil
+	return p.rows, nil
 }

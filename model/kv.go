@@ -20,6 +20,7 @@ type State struct {
 	k32, v32 [][]float32
 	k16, v16 [][]uint16
 	widths   []int
+	pass     *Pass // the single-token Forward's buffers, reused (block.go)
 }
 
 // NewKV allocates a KV cache of nCtx positions with one layer per entry of

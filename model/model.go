@@ -180,6 +180,8 @@ type Model interface {
 	NewState(nCtx int, kv KVType) (*State, error)
 	// Forward feeds tokens at the state's next positions and returns the
 	// logits of every fed position when all is true, else of the last one.
+	// The rows may be the state's reused buffers: valid until the next
+	// Forward on st.
 	Forward(ctx context.Context, st *State, tokens []int32, moe MoE, all bool) ([][]float32, error)
 	// ExpertScratchFloats is how many floats ComputeExpert needs per token in each scratch buffer.
 	ExpertScratchFloats() int

@@ -44,7 +44,8 @@ const PrefillChunk = 512
 
 // Prefill feeds the prompt in batches of up to PrefillChunk tokens (each
 // expert is read once for all the batch's tokens routed to it) and returns
-// the logits of every position when all is set, else of the last one.
+// the logits of every position when all is set, else of the last one (valid
+// until the next Prefill or Step).
 func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]float32, time.Duration, error) {
 	s.E.SetStep(0)
 	t0 := time.Now()
@@ -74,8 +75,9 @@ func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]fl
 	return out, d, err
 }
 
-// Step feeds one token and returns its logits and the token's metrics
-// (Step/Steps filled by the caller's numbering).
+// Step feeds one token and returns its logits (the session's reused
+// buffer, valid until the next Step) and the token's metrics (Step/Steps
+// filled by the caller's numbering).
 func (s *Session) Step(ctx context.Context, tok int32, steps int) ([]float32, sink.TokenMetrics, error) {
 	s.step++
 	s.E.SetStep(s.step)

@@ -1,9 +1,11 @@
 package sysmem
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"os"
-	"strconv"
-	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -18,28 +20,57 @@ func Rusage() (majflt int64, cpu time.Duration) {
 	return ru.Majflt, cpu
 }
 
+// procIO is /proc/self/io, opened on first use and kept open (for the
+// process's lifetime) so that the per-token sample reads it with one pread
+// into a fixed buffer and allocates nothing.
+var procIO struct {
+	mu     sync.Mutex
+	opened bool
+	f      *os.File
+	buf    [512]byte
+}
+
 // ProcReadBytes is the process's cumulative storage read bytes
 // (/proc/self/io read_bytes), or -1 when unavailable.
 func ProcReadBytes() int64 {
-	b, err := os.ReadFile("/proc/self/io")
-	if err != nil {
+	procIO.mu.Lock()
+	defer procIO.mu.Unlock()
+	if !procIO.opened {
+		procIO.opened = true
+		procIO.f, _ = os.Open("/proc/self/io")
+	}
+	if procIO.f == nil {
 		return -1
 	}
-	var v int64 = -1
-	for _, line := range strings.Split(string(b), "\n") {
-		if n, ok := cutInt(line, "read_bytes: "); ok {
-			v = n
-		}
+	n, err := procIO.f.ReadAt(procIO.buf[:], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return -1
 	}
-	return v
+	return readBytesField(procIO.buf[:n])
 }
 
-// cutInt parses the integer after prefix on line.
-func cutInt(line, prefix string) (int64, bool) {
-	rest, ok := strings.CutPrefix(line, prefix)
-	if !ok {
-		return 0, false
+// readBytesField parses the read_bytes line of a /proc/<pid>/io text, or
+// returns -1.
+func readBytesField(b []byte) int64 {
+	const key = "read_bytes: "
+	i := bytes.Index(b, []byte("\n"+key))
+	if i < 0 {
+		if !bytes.HasPrefix(b, []byte(key)) {
+			return -1
+		}
+		i = -1
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
-	return n, err == nil
+	var v int64
+	digits := 0
+	for _, c := range b[i+1+len(key):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		v = v*10 + int64(c-'0')
+		digits++
+	}
+	if digits == 0 {
+		return -1
+	}
+	return v
 }

@@ -7,7 +7,9 @@
 // the CSV (getrusage major faults and CPU time, /proc/self/io read_bytes).
 //
 // Probes take the proc and cgroup roots as arguments where tests need fake
-// trees; "" means the system's. They only read files and never cache.
+// trees; "" means the system's. They only read files and never cache values;
+// ProcReadBytes keeps /proc/self/io open so a per-token sample allocates
+// nothing.
 package sysmem
 
 import (

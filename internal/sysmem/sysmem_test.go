@@ -54,7 +54,29 @@ func TestRusage(t *testing.T) {
 	if _, c1 := Rusage(); c1 <= c0 {
 		t.Errorf("CPU time %v then %v", c0, c1)
 	}
-	if _, err := os.Stat("/proc/self/io"); err == nil && ProcReadBytes() < 0 {
-		t.Error("/proc/self/io exists but read_bytes was not parsed")
+	if _, err := os.Stat("/proc/self/io"); err == nil {
+		if ProcReadBytes() < 0 {
+			t.Error("/proc/self/io exists but read_bytes was not parsed")
+		}
+		if n := testing.AllocsPerRun(10, func() { ProcReadBytes() }); n != 0 {
+			t.Errorf("ProcReadBytes: %.1f allocations per call", n)
+		}
+	}
+}
+
+// TestReadBytesField parses read_bytes wherever its line is and refuses
+// texts without it.
+func TestReadBytesField(t *testing.T) {
+	for in, want := range map[string]int64{
+		"rchar: 5\nwchar: 6\nread_bytes: 4096\nwrite_bytes: 0\n": 4096,
+		"read_bytes: 12\n":           12,
+		"rchar: 5\nread_bytes: 7":    7,
+		"rchar: 5\n":                 -1,
+		"rchar: 5\nread_bytes: x\n":  -1,
+		"rchar: 5\nxread_bytes: 9\n": -1,
+	} {
+		if got := readBytesField([]byte(in)); got != want {
+			t.Errorf("%q: %d, want %d", in, got, want)
+		}
 	}
 }
