@@ -101,6 +101,31 @@ type Options struct {
 	// HotSet configures the warm start: the hot set read at Open and saved
 	// at Close (see hotset.go).
 	HotSet HotSetOptions
+	// Progress, if set, sees long work as it goes (see Progress): on Open's
+	// goroutine during the load, on the decoding goroutine during a prompt
+	// pass.
+	Progress func(Progress)
+}
+
+// Phase names the long work a Progress reports.
+type Phase string
+
+const (
+	// PhaseLoad: the dense weights are read (Done and Total in bytes).
+	PhaseLoad Phase = "load"
+	// PhasePrefill: a prompt pass (Done and Total in token-layers: each of
+	// Tokens tokens through each layer; layers without routed experts count
+	// with the next one that has them).
+	PhasePrefill Phase = "prefill"
+)
+
+// Progress is how far long work has got. The last report of a phase has
+// Done == Total (also when the work ends early with an error, a caller
+// cannot rely on it: clear a display when the call returns).
+type Progress struct {
+	Phase       Phase
+	Done, Total int64
+	Tokens      int // PhasePrefill: the pass's prompt tokens
 }
 
 // EstimatePositions bounds the positions a one-shot run of a prompt needs
@@ -145,6 +170,9 @@ func Open(ctx context.Context, o Options) (*Model, error) {
 		cfg.Cache.KVElemBytes = 4
 	}
 	cfg.Cache.KVPositions = firstNonZero(o.Ctx, firstNonZero(o.Reserve, DefaultCtx))
+	if o.Progress != nil {
+		cfg.LoadProgress = func(done, total int64) { o.Progress(Progress{Phase: PhaseLoad, Done: done, Total: total}) }
+	}
 	eng, err := stages.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -249,6 +277,9 @@ func (m *Model) OnRoute(f func(Route)) { m.onRte = f }
 func (m *Model) route(_, layer int, ids [][]int, ws [][]float32) {
 	m.countRoute(layer, ids)
 	s := m.active
+	if s != nil && s.inPrefill && m.o.Progress != nil {
+		s.prefillProgress(layer, len(ids))
+	}
 	if m.onRte == nil || s == nil {
 		return
 	}

@@ -39,6 +39,8 @@ type Session struct {
 	past      []tokenizer.Message
 	turn      int
 	inPrefill bool
+	prefill0  int // the prompt pass's first position
+	prefillN  int // and its tokens
 }
 
 // NewSession starts a sequence.
@@ -270,9 +272,14 @@ func call(f func(Token) error, t Token) error {
 // prefill feeds the prompt as one pass and returns the last position's logits.
 func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]float32, error) {
 	s.inPrefill = true
+	s.prefill0, s.prefillN = s.st.St.Pos, len(ids)
 	read0 := s.m.expertBytesRead()
 	rows, d, err := s.st.Prefill(ctx, ids, false)
 	s.inPrefill = false
+	if err == nil && s.m.o.Progress != nil {
+		total := int64(len(ids)) * int64(s.m.eng.Desc().HParams.NLayer)
+		s.m.o.Progress(Progress{Phase: PhasePrefill, Done: total, Total: total, Tokens: len(ids)})
+	}
 	s.m.forwards++
 	res.Prefill = d
 	if err != nil {
@@ -283,6 +290,14 @@ func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]floa
 	s.m.sink.PrefillRead(s.m.expertBytesRead() - read0)
 	s.smp.AcceptAll(ids)
 	return rows[0], nil
+}
+
+// prefillProgress reports a prompt pass's progress after layer of a forward
+// pass of n tokens (the pass starts at the state's position).
+func (s *Session) prefillProgress(layer, n int) {
+	nl := int64(s.m.eng.Desc().HParams.NLayer)
+	done := min(int64(s.st.St.Pos-s.prefill0)*nl+int64(layer+1)*int64(n), int64(s.prefillN)*nl)
+	s.m.o.Progress(Progress{Phase: PhasePrefill, Done: done, Total: int64(s.prefillN) * nl, Tokens: s.prefillN})
 }
 
 func (s *Session) sample(logits []float32, o GenOptions) (int32, error) {

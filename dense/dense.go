@@ -69,6 +69,10 @@ type Options struct {
 	// Ctx, if set, is checked between dense ranges: a cancelled load stops
 	// within one range.
 	Ctx context.Context
+	// Progress, if set, is called after each dense range is read (Anon) or
+	// prefaulted (Warm) with the bytes done so far and the total; the last
+	// call has done == total. Mmap calls it never.
+	Progress func(done, total int64)
 }
 
 // Weights are a model's resident dense weights.
@@ -90,7 +94,7 @@ func Load(f *gguf.File, d *model.Desc, o Options) (*Weights, error) {
 		if o.Files == nil {
 			return nil, errors.New("dense: anon weights need the model's reader files")
 		}
-		a, spans, err := loadAnon(o.Ctx, d, o.Files, o.HugePages)
+		a, spans, err := loadAnon(o.Ctx, d, o.Files, o.HugePages, o.Progress)
 		if err != nil {
 			return nil, err
 		}
@@ -108,12 +112,20 @@ func Load(f *gguf.File, d *model.Desc, o Options) (*Weights, error) {
 	// Without streaming the mapping is llama.cpp's whole-file mmap; the
 	// policy only decides whether the dense ranges are prefaulted.
 	if o.Mode == Warm || (!o.Stream && o.Mode != Mmap) {
+		var total, done int64
+		for _, s := range w.spans {
+			total += int64(len(s))
+		}
 		for _, s := range w.spans {
 			if err := ctxErr(o.Ctx); err != nil {
 				m.close()
 				return nil, err
 			}
 			touch(s)
+			done += int64(len(s))
+			if o.Progress != nil {
+				o.Progress(done, total)
+			}
 		}
 	}
 	return w, nil

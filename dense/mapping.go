@@ -163,8 +163,9 @@ func (a *anonDense) close() error {
 }
 
 // loadAnon reads d's dense ranges with O_DIRECT into one anonymous mapping
-// and returns it with the page spans of the ranges.
-func loadAnon(ctx context.Context, d *model.Desc, files *reader.Files, huge bool) (*anonDense, [][]byte, error) {
+// and returns it with the page spans of the ranges; progress (if set) sees
+// the bytes read after each range.
+func loadAnon(ctx context.Context, d *model.Desc, files *reader.Files, huge bool, progress func(done, total int64)) (*anonDense, [][]byte, error) {
 	var total int64
 	for _, r := range d.Dense {
 		_, l := reader.Widen(r.Off, r.Len)
@@ -194,6 +195,9 @@ func loadAnon(ctx context.Context, d *model.Desc, files *reader.Files, huge bool
 		a.ranges = append(a.ranges, anonRange{shard: r.Shard, off: r.Off, len: r.Len, at: pos + r.Off - start})
 		spans = append(spans, buf[pos:pos+l])
 		pos += l
+		if progress != nil {
+			progress(pos, total)
+		}
 	}
 	return a, spans, nil
 }

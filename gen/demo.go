@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/pipe-engine/pipe/internal/status"
 )
 
 // The demo model: Qwen3-30B-A3B's real layer shapes (128 experts of
@@ -42,8 +44,11 @@ func DefaultCacheDir() string {
 // atomic (temporary file + rename), so a concurrent or interrupted call never
 // leaves a partial model at the returned path; two concurrent first calls may
 // both generate, and the second rename replaces the first identical file.
-func EnsureDemo(ctx context.Context, cacheDir string) (string, error) {
-	return ensureDemo(ctx, cacheDir, DemoOptions())
+// Generation shows its progress on line (nil: none).
+func EnsureDemo(ctx context.Context, cacheDir string, line *status.Line) (string, error) {
+	o := DemoOptions()
+	o.Status = line
+	return ensureDemo(ctx, cacheDir, o)
 }
 
 func ensureDemo(ctx context.Context, cacheDir string, o Options) (string, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/internal/safefile"
+	"github.com/pipe-engine/pipe/internal/status"
 	"github.com/pipe-engine/pipe/quant"
 )
 
@@ -29,10 +30,10 @@ type Options struct {
 	RoutingSkew float64 // popularity skew (DefaultRoutingSkew is the calibrated default; 0 = uniform)
 	Workers     int     // generator goroutines; 0 = GOMAXPROCS
 
-	// Progress, if not nil, receives a progress display: a redrawn bar when
-	// ProgressTTY, else a line every 10 %.
-	Progress    io.Writer
-	ProgressTTY bool
+	// Status, if not nil, shows a progress bar (a terminal's status line);
+	// else Progress, if not nil, receives a plain line every 10 %.
+	Status   *status.Line
+	Progress io.Writer
 }
 
 // Model is everything needed to write a file: the plan, the tokenizer and the
@@ -193,7 +194,7 @@ func (m *Model) Write(ctx context.Context, out io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog := newProgress(m.Options.Progress, m.Options.ProgressTTY, int64(pl.TotalBytes()), pl.Preset.Name)
+	prog := newProgress(m.Options.Status, m.Options.Progress, int64(pl.TotalBytes()), pl.Preset.Name)
 	cw := &countWriter{w: out, prog: prog}
 	w := gguf.NewWriter(cw)
 	for _, kv := range m.KV {

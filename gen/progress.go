@@ -3,30 +3,29 @@ package gen
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
+
+	"github.com/pipe-engine/pipe/internal/status"
 )
 
-// progress draws generation progress on a writer (stderr): a bar redrawn in
-// place on a terminal, or a plain line every 10 % otherwise. A nil *progress
-// or a nil writer draws nothing. Not safe for concurrent use (only the writing
-// goroutine calls it).
+// progress shows generation progress: a bar on a terminal's status line, or
+// a plain line on a writer every 10 % otherwise. A nil *progress draws
+// nothing. Not safe for concurrent use (only the writing goroutine calls it).
 type progress struct {
-	w         io.Writer
-	tty       bool
+	line      *status.Line // the terminal's status line, or nil
+	w         io.Writer    // plain lines, when line is nil
 	total     int64
 	label     string
 	start     time.Time
-	lastDraw  time.Time
 	lastDecil int64
 	done      int64
 }
 
-func newProgress(w io.Writer, tty bool, total int64, label string) *progress {
-	if w == nil {
+func newProgress(line *status.Line, w io.Writer, total int64, label string) *progress {
+	if line == nil && w == nil {
 		return nil
 	}
-	return &progress{w: w, tty: tty, total: max(total, 1), label: label, start: time.Now()}
+	return &progress{line: line, w: w, total: max(total, 1), label: label, start: time.Now()}
 }
 
 func (p *progress) set(n int64) {
@@ -34,16 +33,13 @@ func (p *progress) set(n int64) {
 		return
 	}
 	p.done = n
-	if p.tty {
-		if now := time.Now(); now.Sub(p.lastDraw) >= 200*time.Millisecond {
-			p.lastDraw = now
-			p.draw(false)
-		}
+	if p.line != nil {
+		p.line.Update(p.bar)
 		return
 	}
 	if d := min(n*10/p.total, 10); d > p.lastDecil {
 		p.lastDecil = d
-		p.line()
+		p.plain()
 	}
 }
 
@@ -59,34 +55,29 @@ func (p *progress) rate() (mibps float64, eta time.Duration) {
 	return bps / (1 << 20), eta
 }
 
-func (p *progress) draw(final bool) {
+func (p *progress) bar() string {
 	frac := min(float64(p.done)/float64(p.total), 1)
-	const width = 30
-	full := int(frac * width)
-	bar := strings.Repeat("█", full) + strings.Repeat("░", width-full)
 	mib, eta := p.rate()
-	end := ""
-	if final {
-		end = "\n"
-	}
-	fmt.Fprintf(p.w, "\r%s %s %5.1f%% %7.2f/%.2f GiB %6.0f MiB/s ETA %-8s%s", p.label, bar, 100*frac,
-		float64(p.done)/(1<<30), float64(p.total)/(1<<30), mib, eta.Round(time.Second), end)
+	return fmt.Sprintf("%s %s %5.1f%% %7.2f/%.2f GiB %6.0f MiB/s ETA %s", p.label, status.Bar(frac, 30), 100*frac,
+		float64(p.done)/(1<<30), float64(p.total)/(1<<30), mib, eta.Round(time.Second))
 }
 
-func (p *progress) line() {
+func (p *progress) plain() {
 	mib, eta := p.rate()
 	fmt.Fprintf(p.w, "gen %s: %3d%% %.2f/%.2f GiB %.0f MiB/s ETA %s\n", p.label, min(p.done*100/p.total, 100),
 		float64(p.done)/(1<<30), float64(p.total)/(1<<30), mib, eta.Round(time.Second))
 }
 
+// finish shows the final state: the bar, kept on screen, or the 100 % line.
 func (p *progress) finish() {
 	if p == nil {
 		return
 	}
-	if p.tty {
-		p.draw(true)
+	if p.line != nil {
+		p.line.Set(p.bar())
+		p.line.Done()
 	} else if p.lastDecil < 10 {
 		p.lastDecil = 10
-		p.line()
+		p.plain()
 	}
 }

@@ -2,63 +2,56 @@ package sink
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
-	"golang.org/x/term"
-
+	"github.com/pipe-engine/pipe/internal/status"
 	"github.com/pipe-engine/pipe/metrics"
 )
 
-// Progress is the `--progress` live status line: one line on a terminal,
-// rewritten in place with a carriage return after every token:
+// Progress is the `--progress` live status line: a status.Line redrawn
+// after every token:
 //
 //	token 12/256  4.93 tok/s (this 5.01)  hit 45.2%  read 218 MiB/tok  ETA 49s
 //
-// A nil *Progress is valid and does nothing. Progress is safe for concurrent
-// use.
+// It keeps running sums only (tokens, wall time), so a long run costs it
+// nothing per token. A nil *Progress is valid and does nothing. Progress is
+// safe for concurrent use.
 type Progress struct {
-	mu      sync.Mutex
-	w       io.Writer
-	lastLen int
-	dirty   bool
+	mu     sync.Mutex
+	line   *status.Line
+	tokens int
+	wallMS float64
 }
 
-// NewProgress returns a status line on w if w is a terminal, else nil (so
-// redirected stderr never fills with carriage returns).
-func NewProgress(w io.Writer) *Progress {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+// NewProgress returns a per-token status line drawn on line, or nil when
+// line is nil (no terminal: redirected stderr never fills with carriage
+// returns).
+func NewProgress(line *status.Line) *Progress {
+	if line == nil {
 		return nil
 	}
-	return &Progress{w: w}
+	return &Progress{line: line}
 }
 
-// NewProgressTo returns a status line on w unconditionally (tests, or a
-// caller that has decided itself).
-func NewProgressTo(w io.Writer) *Progress { return &Progress{w: w} }
-
-// Update redraws the line for token m; rows are all tokens so far (m last).
-func (p *Progress) Update(m metrics.Token, rows []metrics.Token) {
+// Update counts token m and redraws the line.
+func (p *Progress) Update(m metrics.Token) {
 	if p == nil {
 		return
 	}
-	var wall float64
-	for _, r := range rows {
-		wall += r.WallMS
-	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tokens++
+	p.wallMS += m.WallMS
 	var b strings.Builder
 	if m.Steps > 0 {
 		fmt.Fprintf(&b, "token %d/%d", m.Step, m.Steps)
 	} else {
 		fmt.Fprintf(&b, "token %d", m.Step)
 	}
-	if wall > 0 {
-		fmt.Fprintf(&b, "  %.2f tok/s", float64(len(rows))*1000/wall)
+	if p.wallMS > 0 {
+		fmt.Fprintf(&b, "  %.2f tok/s", float64(p.tokens)*1000/p.wallMS)
 	}
 	if m.WallMS > 0 {
 		fmt.Fprintf(&b, " (this %.2f)", 1000/m.WallMS)
@@ -67,21 +60,11 @@ func (p *Progress) Update(m metrics.Token, rows []metrics.Token) {
 		fmt.Fprintf(&b, "  hit %.1f%%", m.CacheHitPct)
 	}
 	fmt.Fprintf(&b, "  read %.0f MiB/tok", float64(m.ReadBytes)/(1<<20))
-	if left := m.Steps - m.Step; left > 0 && len(rows) > 0 && wall > 0 {
-		eta := time.Duration(float64(left) * wall / float64(len(rows)) * float64(time.Millisecond))
+	if left := m.Steps - m.Step; left > 0 && p.wallMS > 0 {
+		eta := time.Duration(float64(left) * p.wallMS / float64(p.tokens) * float64(time.Millisecond))
 		fmt.Fprintf(&b, "  ETA %s", eta.Round(time.Second))
 	}
-	line := b.String()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := utf8.RuneCountInString(line)
-	pad := ""
-	if p.lastLen > n {
-		pad = strings.Repeat(" ", p.lastLen-n)
-	}
-	p.lastLen = n
-	p.dirty = true
-	io.WriteString(p.w, "\r"+line+pad)
+	p.line.Set(b.String())
 }
 
 // Done ends the status line (a newline), leaving the last state visible.
@@ -89,11 +72,5 @@ func (p *Progress) Done() {
 	if p == nil {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.dirty {
-		io.WriteString(p.w, "\n")
-		p.dirty = false
-		p.lastLen = 0
-	}
+	p.line.Done()
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pipe-engine/pipe/internal/status"
 	"math"
 	"os"
 	"path/filepath"
@@ -357,15 +358,15 @@ func TestWriteErrors(t *testing.T) {
 }
 
 func TestProgress(t *testing.T) {
-	if p := NewProgress(&bytes.Buffer{}); p != nil {
-		t.Fatal("NewProgress on a non-terminal must be nil")
+	if p := NewProgress(nil); p != nil {
+		t.Fatal("NewProgress without a status line must be nil")
 	}
 	var nilP *Progress
-	nilP.Update(tok(1, 1), nil) // no-op, no panic
+	nilP.Update(tok(1, 1)) // no-op, no panic
 	nilP.Done()
 
 	var buf bytes.Buffer
-	s, err := New(Options{Progress: NewProgressTo(&buf), Warmup: -1})
+	s, err := New(Options{Progress: NewProgress(status.NewTo(&buf, 0)), Warmup: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +397,7 @@ func TestProgress(t *testing.T) {
 
 func TestConcurrentTokens(t *testing.T) {
 	var buf bytes.Buffer
-	s, err := New(Options{CSVWriter: &buf, Progress: NewProgressTo(&bytes.Buffer{}), Warmup: -1})
+	s, err := New(Options{CSVWriter: &buf, Progress: NewProgress(status.NewTo(&bytes.Buffer{}, 0)), Warmup: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

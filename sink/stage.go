@@ -17,14 +17,12 @@ const RowBuffer = 256
 
 // writer is the sink's stage goroutine: it formats and writes CSV rows and
 // redraws the status line, in Token order, from a bounded channel. It owns
-// its buffer and its copy of the rows (for the status line's rate); the
-// first write error is kept for Token and Close to report.
+// its buffer; the first write error is kept for Token and Close to report.
 type writer struct {
 	in   chan rowItem
 	w    io.Writer // nil: no CSV
 	name string
 	prog *Progress
-	rows []metrics.Token
 	buf  []byte
 	wg   conc.WaitGroup
 
@@ -60,11 +58,7 @@ func (wr *writer) run() {
 				wr.mu.Unlock()
 			}
 		}
-		if wr.prog != nil {
-			m.Extra = nil
-			wr.rows = append(wr.rows, m)
-			wr.prog.Update(m, wr.rows)
-		}
+		wr.prog.Update(m)
 	}
 }
 

@@ -35,6 +35,9 @@ type Config struct {
 	Prefetch    PrefetchConfig
 	Dense       dense.Mode // --dense-weights ("" is anon)
 	Log         zerolog.Logger
+	// LoadProgress, if set, sees the dense weights' load on Open's goroutine
+	// (bytes done and total, dense.Options.Progress).
+	LoadProgress func(done, total int64)
 }
 
 // IOConfig configures the reader lanes.
@@ -273,7 +276,7 @@ func (e *Engine) load(f *gguf.File) error {
 		}
 		e.io = &streamIO{files: files}
 	}
-	do := dense.Options{Mode: cfg.Dense, Stream: cfg.Stream, HugePages: cfg.HugePages, Ctx: e.life.ctx}
+	do := dense.Options{Mode: cfg.Dense, Stream: cfg.Stream, HugePages: cfg.HugePages, Ctx: e.life.ctx, Progress: cfg.LoadProgress}
 	if e.io != nil {
 		do.Files = e.io.files
 	}

@@ -15,7 +15,7 @@ const demoCacheMB = 256
 func ensureDemo(g *Globals) (string, error) {
 	dir := gen.DefaultCacheDir()
 	g.Log.Info().Str("event", "demo_model").Str("dir", dir).Msg("no -m given: using the demo model (generated on first use)")
-	p, err := gen.EnsureDemo(g.Ctx, dir)
+	p, err := gen.EnsureDemo(g.Ctx, dir, g.Status)
 	if err != nil {
 		return "", fmt.Errorf("demo model: %w", err)
 	}

@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
 
-	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
 	"github.com/pipe-engine/pipe/gen"
@@ -30,12 +28,13 @@ func (c *GenCmd) Run(g *Globals) error {
 		VocabPath: c.Vocab, VocabSize: c.VocabSize, RoutingSkew: c.RoutingSkew,
 	}
 	if c.Progress {
-		o.Progress = g.Stderr
-		if f, ok := g.Stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-			o.ProgressTTY = true
-		}
-		if g.JSONLog {
-			o.Progress, o.ProgressTTY = newEventLines(g.Log, zerolog.InfoLevel, "gen_progress"), false
+		switch {
+		case g.JSONLog:
+			o.Progress = newEventLines(g.Log, zerolog.InfoLevel, "gen_progress")
+		case g.Status != nil:
+			o.Status = g.Status
+		default:
+			o.Progress = g.Stderr
 		}
 	}
 	m, err := gen.Prepare(o)

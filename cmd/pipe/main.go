@@ -19,6 +19,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
+	"github.com/pipe-engine/pipe/internal/status"
 	_ "github.com/pipe-engine/pipe/model/archs" // registers every architecture
 	"github.com/pipe-engine/pipe/sink"
 )
@@ -52,6 +53,9 @@ type Globals struct {
 	// JSONLog: the log is JSON lines, so nothing may write plain lines on
 	// stderr (wrap such writers with newEventLines).
 	JSONLog bool
+	// Status is the status line on a terminal stderr (nil: none; see
+	// progress.go).
+	Status *status.Line
 }
 
 // logLines is how many log lines may wait for a slow stderr.
@@ -129,16 +133,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// The log stage: log lines reach stderr through a bounded queue and a
 	// goroutine, so a slow or blocked stderr does not stall decode.
-	logs := sink.NewAsyncWriter(stderr, logLines)
+	jl := jsonLog(cli.LogFormat, stderr)
+	line := newStatusLine(stderr, jl)
+	logs := sink.NewAsyncWriter(line.Writer(stderr), logLines)
 	log, err := newLogger(stderr, logs, cli.LogFormat, cli.LogLevel)
 	if err != nil {
 		logs.Close()
 		fmt.Fprintf(errw, "pipe: %v\n", err)
 		return 2
 	}
-	g := &Globals{Ctx: ctx, Log: log, Stdout: stdout, Stderr: stderr, JSONLog: jsonLog(cli.LogFormat, stderr)}
+	g := &Globals{Ctx: ctx, Log: log, Stdout: stdout, Stderr: stderr, JSONLog: jl, Status: line}
 	err = kctx.Run(g)
 	logs.Close() // every log line before the exit message
+	line.Clear()
 	errw = stderr
 	if g.JSONLog && jsonErrors(kctx.Command()) {
 		errw = newEventLines(zerolog.New(stderr).With().Timestamp().Logger(), zerolog.ErrorLevel, "error")

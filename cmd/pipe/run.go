@@ -47,7 +47,7 @@ type RunCmd struct {
 	HotSetFlags   `embed:"" group:"Streaming"`
 
 	CSV        string `help:"Write one row of metrics per generated token to this CSV file, then a '# summary' line." type:"path" group:"Output"`
-	Progress   bool   `help:"Show a live status line on stderr when it is a terminal." group:"Output"`
+	Progress   bool   `help:"Show a live per-token status line on stderr when it is a terminal and stdout is not the same one." group:"Output"`
 	RouteTrace string `name:"route-trace" help:"Write the routing of every token and layer in route_trace v1 format." type:"path" group:"Output"`
 
 	ForceTokens string `name:"force-tokens" help:"Teacher forcing: comma-separated token ids fed after the prompt instead of the sampled ones (testing)." hidden:""`
@@ -122,8 +122,9 @@ func (c *RunCmd) options(g *Globals, path string, demo bool, seed uint64) (decod
 		}
 	}
 	o.Sink = sink.Options{CSV: c.CSV, Warmup: -1}
-	if c.Progress {
-		o.Sink.Progress = sink.NewProgress(g.Stderr)
+	o.Progress = showProgress(g.Status)
+	if c.Progress && !sameTerminal(g.Stdout, g.Stderr) {
+		o.Sink.Progress = sink.NewProgress(g.Status)
 	}
 	return o, nil
 }
@@ -315,6 +316,7 @@ func (r *runner) genOptions() decode.GenOptions {
 // print writes each generated token's text to stdout as it comes; a failed
 // write, or a failed --route-trace write, ends the run.
 func (r *runner) print(t decode.Token) error {
+	r.g.Status.Clear() // no progress over the text
 	r.genIDs = append(r.genIDs, t.ID)
 	if err := r.out.write(t.Text, fmt.Sprintf("token %d", len(r.genIDs))); err != nil {
 		return err
@@ -337,6 +339,7 @@ func (r *runner) once(sess *decode.Session) error {
 	}
 	r.promptIDs = ids
 	if c.Echo {
+		r.g.Status.Clear()
 		if err := r.out.write(text, "the prompt (--echo)"); err != nil {
 			return err
 		}

@@ -110,7 +110,7 @@ func (c *ServeCmd) options(g *Globals, path string, demo bool) (decode.Options, 
 		return decode.Options{}, err
 	}
 	o := decode.Options{Engine: cfg, Stream: decode.StreamMode(c.MoeStream), KV: model.KVF16, Ctx: c.Ctx,
-		Sink: sink.Options{Warmup: -1}, HotSet: c.HotSetFlags.options()}
+		Sink: sink.Options{Warmup: -1}, HotSet: c.HotSetFlags.options(), Progress: showProgress(g.Status, decode.PhaseLoad)}
 	if demo {
 		o.Stream = decode.StreamOn
 		if cfg.Cache.Auto {
