@@ -11,7 +11,8 @@
 // withdrawn (no I/O, the slot freed) and right guesses still queued are
 // promoted to demand priority. [Planner.Warm] (warm.go) is the warm start:
 // it reads a hot set's experts into free cache slots the same speculative
-// way, a bounded number at a time, while the prompt is prefilled.
+// way, a bounded number at a time, layer by layer ahead of the layer being
+// computed, while the model loads and the prompt is prefilled.
 //
 // Ownership: the Planner owns no expert memory. Bytes live in cache slots; a
 // Ready value (package expert) carries the cache pin as its Lease, which the
@@ -79,7 +80,8 @@ type Planner struct {
 	warmed map[cache.Key]bool      // warm-started experts no demand lookup has found yet
 	warm   WarmStats
 
-	hitOrd, missOrd []int // Plan's scratch (hitsFirst)
+	hitOrd, missOrd []int        // Plan's scratch (hitsFirst)
+	lastLayer       atomic.Int64 // the layer of the last Plan (-1 before any; Warm's order)
 }
 
 // New returns a planner. policy may be nil when spec is 0.
@@ -87,8 +89,10 @@ func New(c *cache.Cache, lanes *reader.Lanes, layout Layout, policy Policy, spec
 	if policy == nil {
 		spec = 0
 	}
-	return &Planner{cache: c, lanes: lanes, layout: layout, policy: policy, spec: spec, specd: map[cache.Key]*reader.Ticket{},
+	p := &Planner{cache: c, lanes: lanes, layout: layout, policy: policy, spec: spec, specd: map[cache.Key]*reader.Ticket{},
 		warmQ: map[cache.Key]*warmRead{}, warmed: map[cache.Key]bool{}, views: map[cache.Key][][]byte{}}
+	p.lastLayer.Store(-1)
+	return p
 }
 
 // Stats returns the counters.
@@ -135,6 +139,7 @@ func (p *Planner) Settle(layer int, routed []int) {
 // always receives exactly len(experts) values.
 func (p *Planner) Plan(ctx context.Context, step, layer int, experts []int, out chan<- expert.Ready) error {
 	p.cache.Batch(step, layer)
+	p.lastLayer.Store(int64(layer))
 	if p.policy != nil {
 		p.policy.Observe(step, layer, experts)
 	}

@@ -23,18 +23,24 @@ type WarmStats struct {
 // warmRead is one warm-start read the planner tracks until it is done.
 type warmRead struct{ tk *reader.Ticket }
 
-// Warm fills free cache slots with keys, hottest first, before the run needs
-// them (the warm start). Every read is speculative: it takes only a free
-// resident slot (cache.Warm — it never evicts, so it never exceeds the
-// budget nor pushes out an expert the run used), it is offered to the lanes'
-// speculative queue, which they serve only when no demand read waits, and at
-// most inflight of them are queued or reading at once, so a demand miss
-// always finds a slot that is free or evictable. A demand lookup that joins
-// a warm read still queued promotes it to demand priority. Warm returns when
-// every key has been offered, the cache is full or ctx ends (then it
-// withdraws its reads no lane has started); the reads it offered complete
-// asynchronously. It is meant to run on its own goroutine, concurrently with
-// Plan.
+// Warm fills free cache slots with keys before the run needs them (the warm
+// start). Every read is speculative: it takes only a free resident slot
+// (cache.Warm — it never evicts, so it never exceeds the budget nor pushes
+// out an expert the run used), it is offered to the lanes' speculative
+// queue, which they serve only when no demand read waits, and at most
+// inflight of them are queued or reading at once, so a demand miss always
+// finds a slot that is free or evictable. A demand lookup that joins a warm
+// read still queued promotes it to demand priority.
+//
+// Order: keys are read layer by layer, each layer's in the given order
+// (hottest first), starting at the layer after the one the pipeline last
+// looked up (layer 0 before the first lookup) and wrapping around — so the
+// reads arrive in the order a prefill or a decode step computes the layers,
+// ahead of it, and a layer it has already passed is read last (for the next
+// token). Warm returns when every key has been offered, the cache is full or
+// ctx ends (then it withdraws its reads no lane has started); the reads it
+// offered complete asynchronously. It is meant to run on its own goroutine,
+// concurrently with Plan.
 func (p *Planner) Warm(ctx context.Context, keys []cache.Key, inflight int) (WarmStats, error) {
 	sem := make(chan struct{}, max(inflight, 1))
 	defer func() {
@@ -42,7 +48,8 @@ func (p *Planner) Warm(ctx context.Context, keys []cache.Key, inflight int) (War
 			p.withdrawWarm()
 		}
 	}()
-	for _, k := range keys {
+	q := newLayerQueue(keys)
+	for k, ok := q.next(int(p.lastLayer.Load())); ok; k, ok = q.next(int(p.lastLayer.Load())) {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -60,6 +67,41 @@ func (p *Planner) Warm(ctx context.Context, keys []cache.Key, inflight int) (War
 		}
 	}
 	return p.WarmStats(), nil
+}
+
+// layerQueue is Warm's keys by layer, each layer's in their given order.
+type layerQueue struct {
+	layers [][]cache.Key
+	left   int
+}
+
+func newLayerQueue(keys []cache.Key) *layerQueue {
+	q := &layerQueue{left: len(keys)}
+	for _, k := range keys {
+		if k.Layer >= len(q.layers) {
+			q.layers = append(q.layers, make([][]cache.Key, k.Layer+1-len(q.layers))...)
+		}
+		q.layers[k.Layer] = append(q.layers[k.Layer], k)
+	}
+	return q
+}
+
+// next pops the first key of the first non-empty layer after last, in
+// cyclic order.
+func (q *layerQueue) next(last int) (cache.Key, bool) {
+	if q.left == 0 {
+		return cache.Key{}, false
+	}
+	n := len(q.layers)
+	for i := 1; i <= n; i++ {
+		l := ((last+i)%n + n) % n
+		if row := q.layers[l]; len(row) > 0 {
+			q.layers[l] = row[1:]
+			q.left--
+			return row[0], true
+		}
+	}
+	return cache.Key{}, false
 }
 
 // warmOne offers the read of k; it holds one token of sem, which the read's

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -137,9 +138,10 @@ func TestWarmNeverDelaysDemand(t *testing.T) {
 	}
 }
 
-// TestWarmFillsFreeSlotsOnly: a warm start fills the free slots with the
-// hottest keys first, stops when the cache is full without evicting, and the
-// warmed experts are hits with the right bytes.
+// TestWarmFillsFreeSlotsOnly: a warm start fills the free slots layer by
+// layer from the layer after the last one looked up (hottest first within a
+// layer), stops when the cache is full without evicting, and the warmed
+// experts are hits with the right bytes.
 func TestWarmFillsFreeSlotsOnly(t *testing.T) {
 	p, c, lay, data := warmSetup(t, 5, time.Millisecond)
 	ctx := context.Background()
@@ -165,7 +167,7 @@ func TestWarmFillsFreeSlotsOnly(t *testing.T) {
 	if cs.Evictions != 0 || cs.ResidentEntries != 5 {
 		t.Fatalf("cache %+v: a warm start must not evict", cs)
 	}
-	for _, k := range []cache.Key{{Layer: 1, Expert: 4}, {Layer: 2, Expert: 2}} {
+	for _, k := range []cache.Key{{Layer: 1, Expert: 4}, {Layer: 1, Expert: 0}} {
 		ch := make(chan expert.Ready, 1)
 		if err := p.Plan(ctx, 2, k.Layer, []int{k.Expert}, ch); err != nil {
 			t.Fatal(err)
@@ -207,5 +209,37 @@ func TestWarmWithdrawnOnCancel(t *testing.T) {
 	}
 	if cs := c.Stats(); cs.ResidentEntries != int(st.Completed) || cs.Abandoned != st.Withdrawn {
 		t.Errorf("cache %+v: %d completed reads should be resident, %d abandoned", cs, st.Completed, st.Withdrawn)
+	}
+}
+
+// TestWarmOrderFollowsTheLayers: warm keys are taken layer by layer, from
+// the layer after the last one looked up, wrapping around, hottest first
+// within a layer — and the pipeline moving on moves the start.
+func TestWarmOrderFollowsTheLayers(t *testing.T) {
+	keys := []cache.Key{{Layer: 2, Expert: 5}, {Layer: 0, Expert: 3}, {Layer: 1, Expert: 1}, {Layer: 2, Expert: 0}, {Layer: 0, Expert: 4}, {Layer: 1, Expert: 2}}
+	q := newLayerQueue(keys)
+	var got []cache.Key
+	last := []int{-1, -1, -1, 2, 2, 0}
+	for i := 0; ; i++ {
+		k, ok := q.next(last[min(i, len(last)-1)])
+		if !ok {
+			break
+		}
+		got = append(got, k)
+	}
+	want := []cache.Key{{Layer: 0, Expert: 3}, {Layer: 0, Expert: 4}, {Layer: 1, Expert: 1}, {Layer: 1, Expert: 2}, {Layer: 2, Expert: 5}, {Layer: 2, Expert: 0}}
+	// from the third key on, layer 0 is empty: after layer 2 comes layer 1, after layer 0 layer 2
+	if !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+	q = newLayerQueue(keys)
+	if k, _ := q.next(0); k != (cache.Key{Layer: 1, Expert: 1}) {
+		t.Errorf("after layer 0 the first key is %v, want L1/E1", k)
+	}
+	if k, _ := q.next(1); k != (cache.Key{Layer: 2, Expert: 5}) {
+		t.Errorf("after layer 1 the first key is %v, want L2/E5", k)
+	}
+	if k, _ := q.next(2); k != (cache.Key{Layer: 0, Expert: 3}) {
+		t.Errorf("after the last layer the first key is %v, want L0/E3 (wrapped)", k)
 	}
 }
