@@ -7,8 +7,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/rs/zerolog"
+
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/stages"
 )
 
 // HotSetAuto as Options.HotSet.Path puts the hot set in the user cache
@@ -21,8 +25,9 @@ type HotSetOptions struct {
 	// HotSetAuto: DefaultHotSetPath).
 	Path string
 	// Warm starts reading the hottest experts of the hot set at Path into the
-	// expert cache in the background as soon as the model is loaded, while
-	// the prompt is tokenized and prefilled (--warm-start).
+	// expert cache in the background while the model loads (before its dense
+	// weights are read) and on while the prompt is tokenized and prefilled
+	// (--warm-start).
 	Warm bool
 }
 
@@ -44,43 +49,61 @@ type hotState struct {
 	warm   bool          // a warm start was started
 }
 
-// initHotSet resolves the hot-set path, reads the hot set (a stale or
-// corrupt one is ignored with a warning) and starts the warm start. Nothing
-// here fails the load: without a hot set the run starts cold.
-func (m *Model) initHotSet() {
-	o, log := m.o.HotSet, m.o.Engine.Log
-	if o.Path == "" {
-		return
-	}
-	id, err := m.eng.ModelID()
+// hotLoader is the engine's Config.WarmKeys: when the model is described it
+// resolves the hot-set path and reads the hot set (a stale or corrupt one is
+// ignored with a warning), and with HotSetOptions.Warm it answers with the
+// hot set's experts, hottest first, which the engine starts reading before
+// the dense weights load. Nothing here fails the load: without a hot set the
+// run starts cold.
+type hotLoader struct {
+	o   HotSetOptions
+	log zerolog.Logger
+	st  *hotState // set by keys; nil: no hot set kept
+}
+
+func (h *hotLoader) keys(d *model.Desc) []cache.Key {
+	id, err := stages.ModelIDOf(d.File)
 	if err != nil {
-		log.Warn().Str("event", "hot_set_ignored").Err(err).Msg("no warm start")
-		return
+		h.log.Warn().Str("event", "hot_set_ignored").Err(err).Msg("no warm start")
+		return nil
 	}
-	path := o.Path
+	path := h.o.Path
 	if path == HotSetAuto {
 		if path, err = DefaultHotSetPath(id); err != nil {
-			log.Warn().Str("event", "hot_set_ignored").Err(err).Msg("no warm start, no hot set saved")
-			return
+			h.log.Warn().Str("event", "hot_set_ignored").Err(err).Msg("no warm start, no hot set saved")
+			return nil
 		}
 	}
-	shape := m.eng.ExpertShape()
-	m.hot = &hotState{path: path, counts: cache.NewHotSet(id, shape)}
+	shape := stages.ExpertShapeOf(d)
+	h.st = &hotState{path: path, counts: cache.NewHotSet(id, shape)}
 	old, err := cache.LoadHotSet(path, id, shape)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		log.Info().Str("event", "hot_set").Str("path", path).Msg("no hot set yet: cold start; it is saved when the run ends")
-		return
+		h.log.Info().Str("event", "hot_set").Str("path", path).Msg("no hot set yet: cold start; it is saved when the run ends")
+		return nil
 	case err != nil:
-		log.Warn().Str("event", "hot_set_ignored").Str("path", path).Err(err).Msg("hot set ignored (stale or corrupt): cold start; a new one is saved when the run ends")
+		h.log.Warn().Str("event", "hot_set_ignored").Str("path", path).Err(err).Msg("hot set ignored (stale or corrupt): cold start; a new one is saved when the run ends")
+		return nil
+	}
+	h.st.loaded = old
+	if !h.o.Warm {
+		return nil
+	}
+	return old.Hottest(int(^uint(0) >> 1))
+}
+
+// initHotSet takes the hot-set state the loader left and logs whether the
+// engine warm-started from it.
+func (m *Model) initHotSet(h *hotLoader) {
+	if h == nil || h.st == nil {
 		return
 	}
-	m.hot.loaded = old
-	if !o.Warm {
+	m.hot = h.st
+	if h.st.loaded == nil || !h.o.Warm {
 		return
 	}
-	m.hot.warm = m.eng.WarmStart(old.Hottest(int(^uint(0) >> 1)))
-	log.Info().Str("event", "warm_start").Str("path", path).Bool("started", m.hot.warm).
+	m.hot.warm = m.eng.WarmStarted()
+	h.log.Info().Str("event", "warm_start").Str("path", m.hot.path).Bool("started", m.hot.warm).
 		Msg("reading the hottest experts of the last runs into the cache in the background")
 }
 

@@ -26,7 +26,8 @@
 // With Options.HotSet, Open reads the model's hot set (the experts' routing
 // popularity saved by earlier runs; a stale or corrupt one is ignored with a
 // warning) and starts reading its hottest experts into the expert cache in
-// the background (stages.Engine.WarmStart); every routing is counted, and
+// the background while the dense weights load (stages.Config.WarmKeys);
+// every routing is counted, and
 // Close saves this run's counts plus half the earlier popularity
 // (SaveHotSet, which a server may also call itself).
 //
@@ -173,19 +174,24 @@ func Open(ctx context.Context, o Options) (*Model, error) {
 	if o.Progress != nil {
 		cfg.LoadProgress = func(done, total int64) { o.Progress(Progress{Phase: PhaseLoad, Done: done, Total: total}) }
 	}
+	var hot *hotLoader
+	if o.HotSet.Path != "" {
+		hot = &hotLoader{o: o.HotSet, log: cfg.Log}
+		cfg.WarmKeys = hot.keys
+	}
 	eng, err := stages.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	m := &Model{eng: eng, o: o}
-	if err := m.init(cfg); err != nil {
+	if err := m.init(cfg, hot); err != nil {
 		eng.Close()
 		return nil, err
 	}
 	return m, nil
 }
 
-func (m *Model) init(cfg stages.Config) error {
+func (m *Model) init(cfg stages.Config, hot *hotLoader) error {
 	tcfg, err := tokenizer.FromGGUF(m.eng.Desc().File)
 	if err != nil {
 		return fmt.Errorf("%s: tokenizer: %w", cfg.Path, err)
@@ -212,7 +218,7 @@ func (m *Model) init(cfg stages.Config) error {
 	m.sink.Set("dense", string(cfg.Dense))
 	m.sink.Set("overlap", cfg.Overlap)
 	m.eng.OnRoute = m.route
-	m.initHotSet()
+	m.initHotSet(hot)
 	return nil
 }
 

@@ -63,9 +63,11 @@
 //
 // # Goroutines
 //
-// Engine.Open starts the planner goroutine (and, with a warm start, the warm
-// reader) as conc goroutines owned by the engine, and the lanes (package
-// reader, conc too), all bound to the engine's context; a goroutine's error
+// Engine.Open starts the lanes (package reader, conc goroutines) and, with a
+// warm start (Config.WarmKeys), the warm reader before it reads the dense
+// weights, so warm reads overlap the rest of the load; then, with the model
+// built, the planner goroutine. All are owned by the engine and bound to its
+// context; a goroutine's error
 // cancels that context with the error as its cause. Every send selects on a context (or cannot
 // block: out has room for a layer's experts, done for one answer), so an
 // error in any stage (a failed read, a cancelled context) ends the run with
@@ -94,5 +96,6 @@
 //
 // engine.go: Config, Open, Close and accessors; budget.go: the expert-cache
 // budget; layer.go: the per-layer driver (RunMoE, the planner goroutine,
-// speculation); session.go: a decode sequence and its per-token metrics.
+// speculation); session.go: a decode sequence and its per-token metrics;
+// warm.go: the warm start and the model id of its hot set.
 package stages

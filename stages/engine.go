@@ -38,6 +38,13 @@ type Config struct {
 	// LoadProgress, if set, sees the dense weights' load on Open's goroutine
 	// (bytes done and total, dense.Options.Progress).
 	LoadProgress func(done, total int64)
+	// WarmKeys, when set, is asked once (in every mode) when the model is
+	// described, for the experts to warm-start, hottest first; when
+	// streaming, their reads start before the dense weights load, so the
+	// lanes read the hottest experts while the dense weights are read and
+	// the model is built (Engine.WarmStarted). nil or an empty answer: no
+	// warm start.
+	WarmKeys func(d *model.Desc) []cache.Key
 }
 
 // IOConfig configures the reader lanes.
@@ -98,6 +105,7 @@ type streamIO struct {
 	policy  prefetch.Policy
 	guesser prefetch.Guesser   // policy, when the pipeline computes its guesses
 	peeker  model.RouterPeeker // the guesser's early router
+	warm    bool               // a warm start was started
 }
 
 // lifetime is the context the stage goroutines run under and their owner:
@@ -247,7 +255,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	if cfg.Stream {
-		if err := e.startStream(); err != nil {
+		if err := e.startPlanLoop(); err != nil {
 			return nil, err
 		}
 	}
@@ -256,8 +264,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// load sizes the cache budget, opens the reader files, makes the dense
-// weights resident and builds the architecture over them.
+// load sizes the cache budget, opens the reader files and starts the
+// streaming I/O (cache, lanes, planner and the warm start, whose reads then
+// overlap the rest of the load), makes the dense weights resident and builds
+// the architecture over them.
 func (e *Engine) load(f *gguf.File) error {
 	cfg := e.cfg
 	if cfg.Stream {
@@ -275,6 +285,12 @@ func (e *Engine) load(f *gguf.File) error {
 			return err
 		}
 		e.io = &streamIO{files: files}
+		if err := e.startIO(); err != nil {
+			return err
+		}
+	}
+	if cfg.WarmKeys != nil {
+		e.warmStart(cfg.WarmKeys(e.desc)) // nothing to do without streaming
 	}
 	do := dense.Options{Mode: cfg.Dense, Stream: cfg.Stream, HugePages: cfg.HugePages, Ctx: e.life.ctx, Progress: cfg.LoadProgress}
 	if e.io != nil {

@@ -61,15 +61,17 @@ type planReq struct {
 	guess       []int // next-layer policy: the predicted experts of specLayer
 }
 
-func (e *Engine) startStream() error {
+// startIO starts the streaming I/O that needs no model: the expert cache,
+// the reader lanes and the planner (with its speculation policy), so a warm
+// start can read while the dense weights load.
+func (e *Engine) startIO() error {
 	cfg := e.cfg
 	slot := e.layout.slotBytes
 	pol, err := cache.NewPolicy(cfg.Cache.Policy, cache.PolicyOptions{Layers: e.desc.HParams.NLayer, Seed: 1})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	k := e.model.Router(0).K
-	e.io.cache, err = cache.New(cache.Config{BudgetBytes: cfg.Cache.Bytes, SlotBytes: slot, Policy: pol, TransientSlots: max(k, cache.DefaultTransientSlots), HugePages: cfg.HugePages})
+	e.io.cache, err = cache.New(cache.Config{BudgetBytes: cfg.Cache.Bytes, SlotBytes: slot, Policy: pol, TransientSlots: max(e.k(), cache.DefaultTransientSlots), HugePages: cfg.HugePages})
 	if err != nil {
 		return err
 	}
@@ -88,13 +90,20 @@ func (e *Engine) startStream() error {
 		}
 	}
 	e.io.policy = pp
-	if g, ok := pp.(prefetch.Guesser); ok {
+	e.io.planner = prefetch.New(e.io.cache, e.io.lanes, e.layout, pp, cfg.Prefetch.N)
+	return nil
+}
+
+// startPlanLoop finishes the streaming pipeline once the model is built: the
+// next-layer policy's early router, the hand-off channels and the planner
+// goroutine.
+func (e *Engine) startPlanLoop() error {
+	if g, ok := e.io.policy.(prefetch.Guesser); ok {
 		e.io.guesser = g
 		if e.io.peeker, ok = e.model.(model.RouterPeeker); !ok {
 			return fmt.Errorf("%w: --prefetch-policy next-layer: architecture %s cannot apply a router early", ErrConfig, e.desc.Arch)
 		}
 	}
-	e.io.planner = prefetch.New(e.io.cache, e.io.lanes, e.layout, pp, cfg.Prefetch.N)
 	e.io.plans = make(chan planReq, 2) // a demand request and the speculation that follows it
 	e.io.renew(e.layout.maxExperts())
 	e.life.Go(e.planLoop)

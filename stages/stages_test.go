@@ -35,11 +35,21 @@ func baseCfg() Config {
 // decode runs the prompt and n greedy steps and returns every logit row.
 func decode(ctx context.Context, t *testing.T, cfg Config, n int) ([][]float32, error) {
 	t.Helper()
+	return decodeWith(ctx, t, cfg, n, nil)
+}
+
+// decodeWith is decode calling done (if set) with the engine after the last
+// step, before it is closed.
+func decodeWith(ctx context.Context, t *testing.T, cfg Config, n int, done func(*Engine)) ([][]float32, error) {
+	t.Helper()
 	e, err := Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer e.Close()
+	if done != nil {
+		defer done(e)
+	}
 	s, err := e.NewSession(len(prompt)+n, model.KVF32)
 	if err != nil {
 		return nil, err

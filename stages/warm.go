@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/prefetch"
 )
 
@@ -38,31 +39,38 @@ func ModelIDOf(f *gguf.File) (cache.ModelID, error) {
 
 // ExpertShape is the number of experts of every layer (0 for a layer without
 // routed experts), the shape of the model's hot set.
-func (e *Engine) ExpertShape() []int {
-	s := make([]int, len(e.layout.ranges))
-	for i, exps := range e.layout.ranges {
+func (e *Engine) ExpertShape() []int { return ExpertShapeOf(e.desc) }
+
+// ExpertShapeOf is ExpertShape of a described model.
+func ExpertShapeOf(d *model.Desc) []int {
+	s := make([]int, len(d.Experts))
+	for i, exps := range d.Experts {
 		s[i] = len(exps)
 	}
 	return s
 }
 
-// WarmStart starts reading keys (hottest first) into the expert cache in the
-// background, as speculative reads that never delay a demand read, never
-// evict and never exceed the budget (prefetch.Planner.Warm); the goroutine
-// belongs to the engine and ends with it. It reports false — and does
-// nothing — without streaming or when the cache cannot spare a slot beyond
-// one token's experts of a layer. At most 2 × lanes + 2 warm reads are in
-// flight, and never more than half the slots left after those k.
-func (e *Engine) WarmStart(keys []cache.Key) bool {
+// warmStart starts reading keys (hottest first; Config.WarmKeys) into the
+// expert cache in the background, as speculative reads that never delay a
+// demand read, never evict and never exceed the budget
+// (prefetch.Planner.Warm, which reads them layer by layer ahead of the
+// layer being computed); the goroutine belongs to the engine and ends with
+// it. Open calls it before the dense weights load. It does nothing without
+// keys or when the cache cannot spare a slot beyond one token's experts of
+// a layer. Only the hottest keys that fit in the cache are read; at most 2 ×
+// lanes + 2 warm reads are in flight, and never more than half the slots
+// left after those k.
+func (e *Engine) warmStart(keys []cache.Key) {
 	if e.io == nil || len(keys) == 0 {
-		return false
+		return
 	}
 	slots := int(e.cfg.Cache.Bytes / e.layout.slotBytes)
 	inflight := min(2*e.io.lanes.N()+2, (slots-e.k())/2)
 	if inflight < 1 {
-		return false
+		return
 	}
 	keys = keys[:min(len(keys), slots)]
+	e.io.warm = true
 	e.life.Go(func() error {
 		st, err := e.io.planner.Warm(e.life.ctx, keys, inflight)
 		if err != nil {
@@ -73,8 +81,10 @@ func (e *Engine) WarmStart(keys []cache.Key) bool {
 		e.cfg.Log.Debug().Str("event", "warm_start_offered").Int64("reads", st.Issued).Bool("cache_full", st.Full).Msg("warm start: every read offered")
 		return nil
 	})
-	return true
 }
+
+// WarmStarted reports whether Open started a warm start.
+func (e *Engine) WarmStarted() bool { return e.io != nil && e.io.warm }
 
 // WarmStats are the warm start's counters (ok is false when not streaming).
 func (e *Engine) WarmStats() (prefetch.WarmStats, bool) {
