@@ -54,6 +54,7 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/kernels"
+	"github.com/pipe-engine/pipe/metrics"
 	"github.com/pipe-engine/pipe/model"
 	_ "github.com/pipe-engine/pipe/model/archs" // registers every architecture
 	"github.com/pipe-engine/pipe/sink"
@@ -301,6 +302,21 @@ func (m *Model) expertBytesRead() int64 {
 	}
 	return 0
 }
+
+// ioCounters are the engine's cumulative expert I/O counters.
+type ioCounters struct{ read, lookups, hits int64 }
+
+func (m *Model) ioCounters() ioCounters {
+	c := ioCounters{read: m.expertBytesRead()}
+	if ps, ok := m.eng.PlannerStats(); ok {
+		c.hits, c.lookups = ps.Hits, ps.Hits+ps.Misses+ps.Joins
+	}
+	return c
+}
+
+// Summary is the run summary so far (the sink's: every generated token of
+// every session since Open).
+func (m *Model) Summary() metrics.Summary { return m.sink.Summary() }
 
 // Fail records why the run failed, for the summary (status=error or
 // canceled).

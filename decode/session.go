@@ -181,6 +181,21 @@ type Result struct {
 	Prefill      time.Duration // the prompt pass
 	Decode       time.Duration // from the first sample to the end
 	TTFT         time.Duration // from GenOptions.Given to the first sampled token
+	// Expert I/O of the call (zero without streaming): bytes the reader
+	// lanes read during the prompt pass and after it, and the expert-cache
+	// lookups after the prompt pass and how many were hits (as the CSV's
+	// cache_hit_pct counts them).
+	PrefillReadBytes, DecodeReadBytes int64
+	Lookups, Hits                     int64
+}
+
+// HitPct is the decode's expert-cache hit rate in percent; ok is false
+// without lookups.
+func (r Result) HitPct() (pct float64, ok bool) {
+	if r.Lookups == 0 {
+		return 0, false
+	}
+	return 100 * float64(r.Hits) / float64(r.Lookups), true
 }
 
 // Generate feeds ids after what the session holds and generates up to
@@ -222,7 +237,12 @@ func (s *Session) run(ctx context.Context, ids []int32, n int, o GenOptions, onT
 		return res, err
 	}
 	t0 := time.Now()
-	defer func() { res.Decode = time.Since(t0) }()
+	io0 := s.m.ioCounters()
+	defer func() {
+		res.Decode = time.Since(t0)
+		io := s.m.ioCounters()
+		res.DecodeReadBytes, res.Lookups, res.Hits = io.read-io0.read, io.lookups-io0.lookups, io.hits-io0.hits
+	}()
 	tok := s.m.tok
 	stream := tok.NewStream(false)
 	s.unfed = -1
@@ -287,7 +307,8 @@ func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]floa
 	}
 	s.hist = append(s.hist, ids...)
 	s.m.sink.Prefill(len(ids), d)
-	s.m.sink.PrefillRead(s.m.expertBytesRead() - read0)
+	res.PrefillReadBytes = s.m.expertBytesRead() - read0
+	s.m.sink.PrefillRead(res.PrefillReadBytes)
 	s.smp.AcceptAll(ids)
 	return rows[0], nil
 }

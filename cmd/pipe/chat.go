@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -115,8 +116,9 @@ func (r *runner) chat(sess *decode.Session, so decode.SessionOptions) error {
 func (r *runner) reply(sess *decode.Session, line string) error {
 	r.think = newThinkFilter(r.c.Reasoning == "hide")
 	replyState.Store(1)
-	_, err := sess.Chat(r.g.Ctx, line, r.genOptions(), r.chatPrint)
+	res, err := sess.Chat(r.g.Ctx, line, r.genOptions(), r.chatPrint)
 	stopped := replyState.Swap(0) == 2
+	r.tm.add(res)
 	if errors.Is(err, model.ErrContextFull) {
 		r.status(fmt.Sprintf("the context is full (-c %d): /clear starts a new conversation", sess.Ctx()))
 		return nil
@@ -129,6 +131,11 @@ func (r *runner) reply(sess *decode.Session, line string) error {
 	}
 	if stopped {
 		r.status("reply stopped")
+	}
+	if !r.g.JSONLog {
+		var one timings
+		one.add(res)
+		r.say(one.line(math.NaN()))
 	}
 	return r.g.Ctx.Err()
 }
@@ -157,7 +164,12 @@ func (r *runner) status(msg string) {
 		r.g.Log.Info().Str("event", "chat").Msg(msg)
 		return
 	}
-	fmt.Fprintf(r.g.Stderr, "[%s]\n", msg)
+	r.say("[" + msg + "]")
+}
+
+// say writes a line for the person at the terminal on stderr.
+func (r *runner) say(line string) {
+	fmt.Fprintln(r.g.Status.Writer(r.g.Stderr), line)
 }
 
 // readLines reads stdin line by line on its own goroutine, so the loop can

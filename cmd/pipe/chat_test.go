@@ -34,6 +34,12 @@ func TestChatSession(t *testing.T) {
 	if len(replies) != 2 || replies[0] != replies[1] || replies[0] == "" {
 		t.Fatalf("want the same reply twice, got %q", replies)
 	}
+	if n := len(timingsRE.FindAllString(errb.String(), -1)); n != 2 {
+		t.Errorf("%d timings lines, want one after each of the two replies:\n%s", n, errb.String())
+	}
+	if !strings.Contains(errb.String(), "[2 turns | prompt ") {
+		t.Errorf("no timings line of the session:\n%s", errb.String())
+	}
 	for _, want := range []string{"[the context is full (-c 96)", "[conversation cleared]"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errb.String())

@@ -202,7 +202,11 @@ func (c *RunCmd) Run(g *Globals) error {
 	// A lost output fails the run, and the CSV trailer says so.
 	runErr = errors.Join(runErr, outs.close())
 	m.Fail(runErr)
-	return errors.Join(runErr, m.Close())
+	err = errors.Join(runErr, m.Close())
+	if !g.JSONLog && r.tm.calls > 0 {
+		g.Log.Info().Msg(r.tm.line(steadyOf(m.Summary())))
+	}
+	return err
 }
 
 // runOutputs are the run's files (nil when not asked for).
@@ -288,6 +292,7 @@ type runner struct {
 	trace     *output       // --route-trace, or nil
 	traceW    *replay.TraceWriter
 	think     *thinkFilter // --reasoning of the reply being printed
+	tm        timings      // every decode call so far, for the end-of-run line
 
 	promptIDs, genIDs []int32
 }
@@ -346,7 +351,9 @@ func (r *runner) once(sess *decode.Session) error {
 	}
 	o := r.genOptions()
 	o.Given = given
-	if _, err := sess.Generate(r.g.Ctx, ids, o, r.print); err != nil {
+	res, err := sess.Generate(r.g.Ctx, ids, o, r.print)
+	r.tm.add(res)
+	if err != nil {
 		return err
 	}
 	return r.out.write("\n", "the final newline")
