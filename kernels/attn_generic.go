@@ -9,3 +9,11 @@ func dotsF32(q, k []float32, stride int, out []float32) { refDotsF32(q, k, strid
 func axpysF16(out, p []float32, v []uint16, stride int) { refAxpysF16(out, p, v, stride) }
 
 func axpysF32(out, p, v []float32, stride int) { refAxpysF32(out, p, v, stride) }
+
+func attendGroupF16(q []float32, k, v []uint16, stride, n int, scale float32, sinks, scores, out []float32) {
+	refAttendGroupF16(q, k, v, stride, n, scale, sinks, scores, out)
+}
+
+func attendGroupF32(q []float32, k, v []float32, stride, n int, scale float32, sinks, scores, out []float32) {
+	refAttendGroupF32(q, k, v, stride, n, scale, sinks, scores, out)
+}

@@ -113,6 +113,18 @@
 // docs/measurements.md compares llama.cpp's NEON kernels); docs/android.md
 // says how to measure them on a phone.
 //
+// # Attention over the KV cache
+//
+// attn.go and attn8.go hold attention's score dots, softmax and weighted
+// value sums in the fixed float order described there (ggml's non-flash
+// path: Q and the probabilities rounded to F16 for an F16 cache, a float64
+// softmax sum in row order). AttendGroupF16/F32 run GroupSlots (8) query
+// heads that share a KV head at once: each K and V row is loaded and
+// converted once for all of them, and scores are kept row-major so the
+// softmax (including math.Exp, whose amd64 FMA code the assembly
+// replicates) runs across the heads; every head's result is the
+// single-head one bit for bit.
+//
 // # Concurrency and ownership
 //
 // A Pool owns its persistent worker goroutines; MatVec/MatVecQ/MatMul split

@@ -223,7 +223,7 @@ func (d *Decoder) newPass(n, window int) *Pass {
 		att: make([]float32, n*qd), o: make([]float32, n*E), scores: make([]float32, heads*window),
 		xs: make([][]float32, n), ls: make([][]float32, n), rs: make([][]float32, n), os: make([][]float32, n)}
 	p.heads.p = p
-	p.heads.fn = p.heads.head
+	p.heads.fn = p.heads.heads
 	return p
 }
 
@@ -390,13 +390,20 @@ func (p *Pass) prepareHeads(a *Attention, q, k, v []float32) {
 }
 
 // attendPrompt is the attention of every query head of the N tokens over
-// the cache (causal, within the layer's window). Heads are independent: each
-// runs on one pool thread with its own scores window, so results do not
-// depend on -t.
+// the cache (causal, within the layer's window). When a KV head serves a
+// multiple of kernels.GroupSlots query heads, each task is one slot group
+// of a KV head's query heads (the cache rows read once for the group),
+// else one query head; either way a task runs on one pool thread with its
+// own scores window, and every head's result is the single-head one, so
+// results do not depend on -t.
 func (p *Pass) attendPrompt(st *State, l int, a *Attention, q, att []float32) error {
 	j := &p.heads
 	j.st, j.l, j.a, j.q, j.att = st, l, a, q, att
-	err := p.Pool.Parallel(a.NHead, j.fn)
+	j.width = 1
+	if (a.NHead/a.NHeadKV)%kernels.GroupSlots == 0 {
+		j.width = kernels.GroupSlots
+	}
+	err := p.Pool.Parallel(a.NHead/j.width, j.fn)
 	j.st, j.a, j.q, j.att = nil, nil, nil, nil
 	return err
 }
@@ -409,19 +416,24 @@ type attendJob struct {
 	l      int
 	a      *Attention
 	q, att []float32
-	fn     func(hh int)
+	width  int // query heads per task: 1 or kernels.GroupSlots
+	fn     func(task int)
 }
 
-// head is query head hh's attention for the pass's tokens.
-func (j *attendJob) head(hh int) {
-	p, a, q, att := j.p, j.a, j.q, j.att
+// heads is the attention of query heads task·width … (task+1)·width-1 for
+// the pass's tokens.
+func (j *attendJob) heads(task int) {
+	p, a, q, att, width := j.p, j.a, j.q, j.att, j.width
 	hd, qd := a.HeadDim, a.QDim()
 	group := a.NHead / a.NHeadKV
 	end := p.Pos0 + p.N
-	sc := p.scores[hh*end : (hh+1)*end]
-	args := AttnArgs{Layer: j.l, Off: (hh / group) * hd, Dim: hd, Scale: a.Scale}
+	h0 := task * width // first query head
+	sc := p.scores[h0*end : (h0+width)*end]
+	args := AttnArgs{Layer: j.l, Off: (h0 / group) * hd, Dim: hd, Scale: a.Scale}
+	var sinks []float32
 	if a.Sinks != nil {
-		args.Sink, args.HasSink = a.Sinks[hh], true
+		sinks = a.Sinks[h0 : h0+width]
+		args.Sink, args.HasSink = sinks[0], true
 	}
 	for t := 0; t < p.N; t++ {
 		args.Hi = p.Pos0 + t
@@ -429,7 +441,12 @@ func (j *attendJob) head(hh int) {
 		if a.Window > 0 && args.Hi-a.Window+1 > 0 {
 			args.Lo = args.Hi - a.Window + 1
 		}
-		j.st.Attend(&args, q[t*qd+hh*hd:], sc, att[t*qd+hh*hd:t*qd+(hh+1)*hd])
+		qo := t*qd + h0*hd
+		if width == 1 {
+			j.st.Attend(&args, q[qo:], sc, att[qo:qo+hd])
+		} else {
+			j.st.AttendGroup(&args, sinks, q[qo:], sc, att[qo:qo+width*hd])
+		}
 	}
 }
 

@@ -90,68 +90,32 @@ type AttnArgs struct {
 
 // Attend computes one query head's attention output as a describes it.
 // scores must hold Hi-Lo+1 floats; out receives Dim floats. The arithmetic
-// follows ggml's non-flash path: KQ dot (Q rounded to F16 when the cache is
-// F16), softmax of KQ·scale, then the probabilities (rounded to F16 for an
-// F16 cache) times V.
+// is kernels.AttendF16/AttendF32's (ggml's non-flash path: KQ dot with Q
+// rounded to F16 when the cache is F16, softmax of KQ·scale, then the
+// probabilities, rounded to F16 for an F16 cache, times V).
 func (s *State) Attend(a *AttnArgs, q, scores, out []float32) {
-	s.attend(a, q, scores, out)
-}
-
-// f16tab converts every F16 bit pattern to float32 (ggml's
-// GGML_FP16_TO_FP32 table); 256 KiB, built once.
-var f16tab = func() *[1 << 16]float32 {
-	var t [1 << 16]float32
-	for i := range t {
-		t[i] = quant.FP16ToFP32(uint16(i))
-	}
-	return &t
-}()
-
-func (s *State) attend(a *AttnArgs, q, scores, out []float32) {
-	l, off, dim, lo, hi, scale := a.Layer, a.Off, a.Dim, a.Lo, a.Hi, a.Scale
-	kvDim := s.widths[l]
-	softmax := func(x []float32) {
-		if a.HasSink {
-			SoftmaxSink(x, a.Sink)
-		} else {
-			Softmax(x)
-		}
-	}
-	n := hi - lo + 1
-	scores = scores[:n]
-	out = out[:dim]
-	for d := range out {
-		out[d] = 0
-	}
-	// The score dots (four lanes, (s0+s1)+(s2+s3)) and the in-order
-	// weighted value sums run in kernels' vectorized helpers, which keep
-	// exactly that order.
-	at := lo*kvDim + off
+	kvDim := s.widths[a.Layer]
+	at, n := a.Lo*kvDim+a.Off, a.Hi-a.Lo+1
+	h := kernels.Head{Scale: a.Scale, Sink: a.Sink, HasSink: a.HasSink}
 	if s.Type == KVF32 {
-		kernels.DotsF32(q[:dim], s.k32[l][at:], kvDim, scores)
-		for j := range scores {
-			scores[j] *= scale
-		}
-		softmax(scores)
-		kernels.AxpysF32(out, scores, s.v32[l][at:], kvDim)
+		kernels.AttendF32(q[:a.Dim], s.k32[a.Layer][at:], s.v32[a.Layer][at:], kvDim, n, h, scores, out)
 		return
 	}
-	tab := f16tab
-	var qh [512]float32
-	qq := qh[:0]
-	if dim > len(qh) {
-		qq = make([]float32, 0, dim)
+	kernels.AttendF16(q[:a.Dim], s.k16[a.Layer][at:], s.v16[a.Layer][at:], kvDim, n, h, scores, out)
+}
+
+// AttendGroup is Attend for kernels.GroupSlots query heads that read the
+// same KV head (a's Off and Dim): q and out hold their vectors back to back,
+// sinks is nil or one logit per head, scores holds GroupSlots·(Hi-Lo+1)
+// floats. Each head's result equals Attend's bit for bit; the cache rows
+// are read once for all of them.
+func (s *State) AttendGroup(a *AttnArgs, sinks, q, scores, out []float32) {
+	kvDim, g := s.widths[a.Layer], kernels.GroupSlots
+	at, n := a.Lo*kvDim+a.Off, a.Hi-a.Lo+1
+	q, out, scores = q[:g*a.Dim], out[:g*a.Dim], scores[:g*n]
+	if s.Type == KVF32 {
+		kernels.AttendGroupF32(q, s.k32[a.Layer][at:], s.v32[a.Layer][at:], kvDim, n, a.Scale, sinks, scores, out)
+		return
 	}
-	for d := 0; d < dim; d++ {
-		qq = append(qq, tab[quant.FP32ToFP16(q[d])])
-	}
-	kernels.DotsF16(qq, s.k16[l][at:], kvDim, scores)
-	for j := range scores {
-		scores[j] *= scale
-	}
-	softmax(scores)
-	for j := range scores { // the weights are rounded to F16 like the cache
-		scores[j] = tab[quant.FP32ToFP16(scores[j])]
-	}
-	kernels.AxpysF16(out, scores, s.v16[l][at:], kvDim)
+	kernels.AttendGroupF16(q, s.k16[a.Layer][at:], s.v16[a.Layer][at:], kvDim, n, a.Scale, sinks, scores, out)
 }

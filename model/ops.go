@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/quant"
 )
 
@@ -31,51 +32,14 @@ func RMSNorm(out, x []float32, eps float32, w []float32) {
 	}
 }
 
-// Softmax replaces x with softmax(x) in place, as ggml_soft_max (float64 sum).
-func Softmax(x []float32) {
-	mx := float32(math.Inf(-1))
-	for _, v := range x {
-		if v > mx {
-			mx = v
-		}
-	}
-	var sum float64
-	for i, v := range x {
-		e := float32(math.Exp(float64(v - mx)))
-		x[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1.0 / sum)
-	for i := range x {
-		x[i] *= inv
-	}
-}
+// Softmax replaces x with softmax(x) in kernels.Softmax's float order
+// (float64 sum of the float32 exponentials, in order).
+func Softmax(x []float32) { kernels.Softmax(x) }
 
 // SoftmaxSink replaces x with softmax(x) where one extra logit, sink, joins
 // the denominator only (ggml_soft_max with sinks: the max includes the sink
 // and exp(sink - max) is added to the float64 sum).
-func SoftmaxSink(x []float32, sink float32) {
-	mx := float32(math.Inf(-1))
-	for _, v := range x {
-		if v > mx {
-			mx = v
-		}
-	}
-	if sink > mx {
-		mx = sink
-	}
-	var sum float64
-	for i, v := range x {
-		e := float32(math.Exp(float64(v - mx)))
-		x[i] = e
-		sum += float64(e)
-	}
-	sum += float64(float32(math.Exp(float64(sink - mx))))
-	inv := float32(1.0 / sum)
-	for i := range x {
-		x[i] *= inv
-	}
-}
+func SoftmaxSink(x []float32, sink float32) { kernels.SoftmaxSink(x, sink) }
 
 // SiLU returns x·σ(x) as ggml computes it.
 func SiLU(x float32) float32 {

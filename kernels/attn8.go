@@ -1,0 +1,173 @@
+package kernels
+
+import "math"
+
+// Attention of one query head over a run of KV cache rows, and of a group
+// of GroupSlots query heads that share the rows (GQA: the query heads of
+// one KV head). The arithmetic is ggml's non-flash path in a fixed float
+// order, the same for one head and for a group:
+//
+//  1. Scores: q · k_j for each row j, with q rounded to F16 when the cache
+//     is F16, in DotsF16/DotsF32's order (four lanes, (s0+s1)+(s2+s3)),
+//     each then multiplied by Scale.
+//  2. Softmax (Softmax, SoftmaxSink): the maximum subtracted, e_j =
+//     float32(math.Exp(float64(x_j - max))), their float64 sum in row
+//     order (plus the sink's term), then e_j · float32(1/sum).
+//  3. Output: the probabilities (rounded to F16 for an F16 cache) weight
+//     the V rows, added in row order as AxpysF16/AxpysF32 do, from zero.
+//
+// The grouped form loads and converts each K and V row once for all the
+// heads and keeps scores row-major (GroupSlots per row) so the softmax
+// runs across heads; per head every operation is the single-head one, so
+// the results are bit-identical to AttendF16/AttendF32 head by head (the
+// tests demand it). The AVX2 version (attn8_amd64.s) needs FMA because
+// math.Exp uses it on such machines and its exp replicates math.Exp's
+// amd64 code operation for operation; elsewhere the loops here run.
+
+// GroupSlots is the number of query heads AttendGroupF16/F32 take.
+const GroupSlots = 8
+
+// maxGroupDim bounds the head width of the grouped kernels (their packed
+// queries live on the stack); wider heads run head by head.
+const maxGroupDim = 512
+
+// Head is one query head's softmax parameters: the score scale and an
+// optional sink logit (gpt-oss), which joins the softmax denominator but has
+// no value row.
+type Head struct {
+	Scale   float32
+	Sink    float32
+	HasSink bool
+}
+
+// AttendF16 computes one query head's attention over the n rows of an F16
+// cache at k and v (row j at j*stride, len(q) wide) into out (len(q)
+// floats). scores is scratch of at least n floats; it ends holding the
+// probabilities.
+func AttendF16(q []float32, k, v []uint16, stride, n int, h Head, scores, out []float32) {
+	dim := len(q)
+	tab := f16Table()
+	var qh [maxGroupDim]float32
+	qq := qh[:0]
+	if dim > len(qh) {
+		qq = make([]float32, 0, dim)
+	}
+	for _, x := range q {
+		qq = append(qq, tab[fp32ToFP16(x)])
+	}
+	sc := scores[:n]
+	DotsF16(qq, k, stride, sc)
+	softmaxScaled(sc, h)
+	for j, x := range sc { // the weights are rounded to F16 like the cache
+		sc[j] = tab[fp32ToFP16(x)]
+	}
+	o := out[:dim]
+	clear(o)
+	AxpysF16(o, sc, v, stride)
+}
+
+// AttendF32 is AttendF16 for a float32 cache (nothing rounded to F16).
+func AttendF32(q []float32, k, v []float32, stride, n int, h Head, scores, out []float32) {
+	sc := scores[:n]
+	DotsF32(q, k, stride, sc)
+	softmaxScaled(sc, h)
+	o := out[:len(q)]
+	clear(o)
+	AxpysF32(o, sc, v, stride)
+}
+
+func softmaxScaled(sc []float32, h Head) {
+	for j := range sc {
+		sc[j] *= h.Scale
+	}
+	if h.HasSink {
+		SoftmaxSink(sc, h.Sink)
+	} else {
+		Softmax(sc)
+	}
+}
+
+// AttendGroupF16 computes the attention of GroupSlots query heads over the
+// same n rows of an F16 cache: q holds the heads' queries back to back
+// (dim = len(q)/GroupSlots each), out receives their outputs likewise.
+// sinks is nil or one sink logit per head. scores is scratch of at least
+// GroupSlots·n floats.
+func AttendGroupF16(q []float32, k, v []uint16, stride, n int, scale float32, sinks, scores, out []float32) {
+	attendGroupF16(q, k, v, stride, n, scale, sinks, scores, out)
+}
+
+// AttendGroupF32 is AttendGroupF16 for a float32 cache.
+func AttendGroupF32(q []float32, k, v []float32, stride, n int, scale float32, sinks, scores, out []float32) {
+	attendGroupF32(q, k, v, stride, n, scale, sinks, scores, out)
+}
+
+func groupHead(scale float32, sinks []float32, s int) Head {
+	h := Head{Scale: scale}
+	if sinks != nil {
+		h.Sink, h.HasSink = sinks[s], true
+	}
+	return h
+}
+
+func refAttendGroupF16(q []float32, k, v []uint16, stride, n int, scale float32, sinks, scores, out []float32) {
+	dim := len(q) / GroupSlots
+	for s := 0; s < GroupSlots; s++ {
+		AttendF16(q[s*dim:(s+1)*dim], k, v, stride, n, groupHead(scale, sinks, s), scores, out[s*dim:(s+1)*dim])
+	}
+}
+
+func refAttendGroupF32(q []float32, k, v []float32, stride, n int, scale float32, sinks, scores, out []float32) {
+	dim := len(q) / GroupSlots
+	for s := 0; s < GroupSlots; s++ {
+		AttendF32(q[s*dim:(s+1)*dim], k, v, stride, n, groupHead(scale, sinks, s), scores, out[s*dim:(s+1)*dim])
+	}
+}
+
+// Softmax replaces x with softmax(x): the maximum subtracted, each
+// exponential rounded to float32, their sum accumulated in float64 in
+// order, then each value multiplied by float32(1/sum).
+func Softmax(x []float32) {
+	mx := float32(math.Inf(-1))
+	for _, v := range x {
+		if v > mx {
+			mx = v
+		}
+	}
+	inv := float32(1.0 / expShift(x, mx))
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// SoftmaxSink is Softmax with one extra logit, sink, in the denominator
+// only (ggml_soft_max with sinks: the maximum includes the sink and
+// exp(sink - max) is added to the float64 sum after the others).
+func SoftmaxSink(x []float32, sink float32) {
+	mx := float32(math.Inf(-1))
+	for _, v := range x {
+		if v > mx {
+			mx = v
+		}
+	}
+	if sink > mx {
+		mx = sink
+	}
+	sum := expShift(x, mx)
+	sum += float64(float32(math.Exp(float64(sink - mx))))
+	inv := float32(1.0 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// expShift replaces x[i] with float32(exp(x[i] - m)) and returns the
+// float64 sum of the results in order.
+func expShift(x []float32, m float32) float64 {
+	var sum float64
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - m)))
+		x[i] = e
+		sum += float64(e)
+	}
+	return sum
+}

@@ -1,0 +1,102 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"math"
+
+	"golang.org/x/sys/cpu"
+)
+
+//go:noescape
+func packQ8AVX2(q *float32, dim int, qp *float32, round bool)
+
+//go:noescape
+func dots8F16AVX2(qp *float32, k *uint16, stride, dim, n int, out *float32)
+
+//go:noescape
+func dots8F32AVX2(qp *float32, k *float32, stride, dim, n int, out *float32)
+
+//go:noescape
+func axpys8F16AVX2(out *float32, p *float32, v *uint16, stride, dim, n int)
+
+//go:noescape
+func axpys8F32AVX2(out *float32, p *float32, v *float32, stride, dim, n int)
+
+//go:noescape
+func scaleMax8AVX2(sc *float32, n int, scale float32, mx *[GroupSlots]float32)
+
+//go:noescape
+func expSum8AVX2(sc *float32, n int, mx *[GroupSlots]float32, sum *[GroupSlots]float64)
+
+//go:noescape
+func mulRound8AVX2(sc *float32, n int, inv *[GroupSlots]float32, round bool)
+
+// hasGroupAVX2: the grouped kernels also need FMA, with which math.Exp
+// computes on amd64 (its exp is replicated, not approximated).
+var hasGroupAVX2 = hasAVX2 && cpu.X86.HasAVX && cpu.X86.HasFMA
+
+// groupOk: the assembly takes head widths that are multiples of 8 up to
+// maxGroupDim, at least one row, and complete arguments; other shapes run
+// head by head.
+func groupOk(q, out []float32, have, stride, n int, sinks, scores []float32) bool {
+	dim := len(q) / GroupSlots
+	return hasGroupAVX2 && n > 0 && dim > 0 && dim%8 == 0 && dim <= maxGroupDim &&
+		len(q) == GroupSlots*dim && len(out) >= len(q) && stride >= dim &&
+		have >= (n-1)*stride+dim && len(scores) >= GroupSlots*n &&
+		(sinks == nil || len(sinks) >= GroupSlots)
+}
+
+func attendGroupF16(q []float32, k, v []uint16, stride, n int, scale float32, sinks, scores, out []float32) {
+	if !groupOk(q, out, min(len(k), len(v)), stride, n, sinks, scores) {
+		refAttendGroupF16(q, k, v, stride, n, scale, sinks, scores, out)
+		return
+	}
+	dim := len(q) / GroupSlots
+	var qp [GroupSlots * maxGroupDim]float32
+	packQ8AVX2(&q[0], dim, &qp[0], true)
+	dots8F16AVX2(&qp[0], &k[0], stride, dim, n, &scores[0])
+	softmax8(scores, n, scale, sinks, true)
+	o := out[:len(q)]
+	clear(o)
+	axpys8F16AVX2(&o[0], &scores[0], &v[0], stride, dim, n)
+}
+
+func attendGroupF32(q []float32, k, v []float32, stride, n int, scale float32, sinks, scores, out []float32) {
+	if !groupOk(q, out, min(len(k), len(v)), stride, n, sinks, scores) {
+		refAttendGroupF32(q, k, v, stride, n, scale, sinks, scores, out)
+		return
+	}
+	dim := len(q) / GroupSlots
+	var qp [GroupSlots * maxGroupDim]float32
+	packQ8AVX2(&q[0], dim, &qp[0], false)
+	dots8F32AVX2(&qp[0], &k[0], stride, dim, n, &scores[0])
+	softmax8(scores, n, scale, sinks, false)
+	o := out[:len(q)]
+	clear(o)
+	axpys8F32AVX2(&o[0], &scores[0], &v[0], stride, dim, n)
+}
+
+// softmax8 is softmaxScaled for each slot of n rows of GroupSlots scores,
+// the probabilities rounded to F16 when round is set.
+func softmax8(sc []float32, n int, scale float32, sinks []float32, round bool) {
+	var mx [GroupSlots]float32
+	scaleMax8AVX2(&sc[0], n, scale, &mx)
+	if sinks != nil {
+		for s, x := range sinks[:GroupSlots] {
+			if x > mx[s] {
+				mx[s] = x
+			}
+		}
+	}
+	var sum [GroupSlots]float64
+	expSum8AVX2(&sc[0], n, &mx, &sum)
+	var inv [GroupSlots]float32
+	for s := range inv {
+		if sinks != nil {
+			sum[s] += float64(float32(math.Exp(float64(sinks[s] - mx[s]))))
+		}
+		inv[s] = float32(1.0 / sum[s])
+	}
+	mulRound8AVX2(&sc[0], n, &inv, round)
+}

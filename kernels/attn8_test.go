@@ -1,0 +1,147 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestAttendGroupIdentical: the grouped attention equals the single-head
+// attention of each of its heads bit for bit, for F16 and F32 caches, with
+// and without sinks, head widths the assembly takes and ones it leaves to
+// the loops, 1–9, 17 and 300 rows, strides wider than the heads, slices
+// starting off alignment, and guard words after every output.
+func TestAttendGroupIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	for _, dim := range []int{4, 8, 12, 64, 128, 256, 512, 520} {
+		for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 300} {
+			for _, sink := range []bool{false, true} {
+				t.Run(fmt.Sprintf("dim%d/rows%d/sink%v", dim, n, sink), func(t *testing.T) {
+					checkGroup(t, rng, dim, n, sink)
+				})
+			}
+		}
+	}
+}
+
+func checkGroup(t *testing.T, rng *rand.Rand, dim, n int, sink bool) {
+	stride := dim * (1 + rng.IntN(3))
+	size := (n-1)*stride + dim
+	mag := []float64{0.1, 1, 30}[rng.IntN(3)] // 30: scores far apart, exp underflows
+	q := unaligned(GroupSlots * dim)
+	for i := range q {
+		q[i] = float32(rng.NormFloat64() * mag)
+	}
+	kf, vf := unaligned(size), unaligned(size)
+	kh, vh := make([]uint16, size+1)[1:], make([]uint16, size+1)[1:]
+	for i := range kf {
+		kf[i], vf[i] = float32(rng.NormFloat64()*mag), float32(rng.NormFloat64())
+		kh[i], vh[i] = fp32ToFP16(kf[i]), fp32ToFP16(vf[i])
+	}
+	var sinks []float32
+	if sink {
+		sinks = make([]float32, GroupSlots)
+		for i := range sinks {
+			sinks[i] = float32(rng.NormFloat64() * mag * 10)
+		}
+	}
+	scale := float32(1 / math.Sqrt(float64(dim)))
+	for _, f16 := range []bool{true, false} {
+		gbuf, got := guarded(GroupSlots * dim)
+		_, want := guarded(GroupSlots * dim)
+		sbuf, sg := guarded(GroupSlots * n)
+		_, sw := guarded(GroupSlots * n)
+		if f16 {
+			AttendGroupF16(q, kh, vh, stride, n, scale, sinks, sg, got)
+			refAttendGroupF16(q, kh, vh, stride, n, scale, sinks, sw, want)
+		} else {
+			AttendGroupF32(q, kf, vf, stride, n, scale, sinks, sg, got)
+			refAttendGroupF32(q, kf, vf, stride, n, scale, sinks, sw, want)
+		}
+		if !bitsEqual(got, want) {
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("f16=%v: out[%d] (head %d) = %g, head by head %g", f16, i, i/dim, got[i], want[i])
+				}
+			}
+		}
+		checkGuards(t, gbuf, GroupSlots*dim)
+		checkGuards(t, sbuf, GroupSlots*n)
+	}
+}
+
+// unaligned returns n floats whose first is 4 bytes past an allocation's
+// start.
+func unaligned(n int) []float32 { return make([]float32, n+1)[1:] }
+
+// TestSoftmaxSpecialValues: softmax of rows with ties, infinities, huge
+// spreads and a NaN keeps the scalar results (the grouped softmax is
+// compared with them in TestAttendGroupExtremes).
+func TestSoftmaxSpecialValues(t *testing.T) {
+	x := []float32{1, 1, 1}
+	Softmax(x)
+	if x[0] != x[1] || x[1] != x[2] || math.Abs(float64(x[0])-1.0/3) > 1e-7 {
+		t.Fatalf("softmax of ties %v", x)
+	}
+	y := []float32{0, -1e30, float32(math.Inf(-1))}
+	Softmax(y)
+	if !slices.Equal(y, []float32{1, 0, 0}) {
+		t.Fatalf("softmax with a huge spread %v", y)
+	}
+	z := []float32{2, 2}
+	SoftmaxSink(z, 1000)
+	if z[0] != 0 || z[1] != 0 {
+		t.Fatalf("a dominating sink leaves %v", z)
+	}
+}
+
+// TestAttendGroupExtremes: rows whose scores overflow the float32 range,
+// differ by more than the exponential's range, are NaN, or tie, give the
+// grouped and head-by-head results bit for bit, except that a NaN's sign
+// and payload are not specified (with two NaN operands x86 keeps the
+// first, and the Go compiler may order a commutative addition either way).
+func TestAttendGroupExtremes(t *testing.T) {
+	const dim, n = 8, 6
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	for ci, kv := range [][]float32{
+		{1e30, -1e30, 0, 1, 1, 1},         // scores ±huge: exp underflows to 0
+		{1e38, 1e38, -1e38, 0, 0, 0},      // scores overflow to ±Inf
+		{nan, 0, 1, 2, 3, 4},              // one NaN score
+		{0, 0, 0, 0, 0, 0},                // all ties
+		{inf, 1, 2, 3, -inf, 5},           // infinite K
+		{700, 699, -701, 650, 0.5, -1000}, // around the exp bounds
+	} {
+		q := make([]float32, GroupSlots*dim)
+		for s := 0; s < GroupSlots; s++ {
+			q[s*dim] = float32(s) - 3 // one slot with q = 0
+		}
+		k, v := make([]float32, n*dim), make([]float32, n*dim)
+		for j := 0; j < n; j++ {
+			k[j*dim] = kv[j]
+			for i := 0; i < dim; i++ {
+				v[j*dim+i] = float32(j + i)
+			}
+		}
+		for _, sinks := range [][]float32{nil, {0, 1e30, -1e30, nan, 5, inf, -inf, 2}} {
+			got, want := make([]float32, GroupSlots*dim), make([]float32, GroupSlots*dim)
+			sg, sw := make([]float32, GroupSlots*n), make([]float32, GroupSlots*n)
+			AttendGroupF32(q, k, v, dim, n, 1, sinks, sg, got)
+			refAttendGroupF32(q, k, v, dim, n, 1, sinks, sw, want)
+			if !bitsEqualNaN(got, want) {
+				t.Fatalf("case %d sinks %v: grouped %v, head by head %v", ci, sinks, got, want)
+			}
+		}
+	}
+}
+
+// bitsEqualNaN is bitsEqual with every NaN equal to every NaN.
+func bitsEqualNaN(a, b []float32) bool {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) && !(a[i] != a[i] && b[i] != b[i]) {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
