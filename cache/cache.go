@@ -55,7 +55,8 @@
 //
 // A Cache is safe for concurrent use. One mutex guards the map, the arena and
 // the policy (Policy implementations are not concurrent); critical sections
-// are short and contain no I/O. The time spent in them is reported as
+// are short and contain no I/O. Entries and handles that are done with are
+// kept and reissued, so a hit, a miss and an eviction allocate nothing. The time spent in them is reported as
 // Stats.Mgmt (the mgmt_ms of the per-token CSV).
 package cache
 
@@ -137,7 +138,7 @@ type entry struct {
 	state     state
 	lastBatch uint64
 	err       error
-	done      chan struct{}
+	done      chan struct{} // made when someone waits on a reading entry; closed by Complete
 }
 
 // Stats are cumulative counters; take deltas per token.
@@ -189,6 +190,7 @@ type Cache struct {
 	closed  bool
 	handles int           // unreleased handles
 	spare   []*Handle     // released handles, reissued by Acquire (no allocation per hit)
+	freeEnt []*entry      // entries out of the map and unpinned, reissued (no allocation per miss)
 	waiters int           // Acquires waiting on wake
 	wake    chan struct{} // closed (and replaced) when a slot may have become available
 	st      Stats
@@ -311,10 +313,7 @@ func (c *Cache) Acquire(ctx context.Context, key Key, size int64) (*Handle, Stat
 		}
 		slot, transient, ok := c.takeSlotLocked(true)
 		if ok {
-			e := &entry{key: key, slot: slot, transient: transient, size: size, pins: 1,
-				state: reading, lastBatch: c.batch, done: make(chan struct{})}
-			c.entries[key] = e
-			c.handles++
+			e := c.newEntryLocked(key, slot, transient, size)
 			c.st.Misses++
 			if transient {
 				c.st.Transient++
@@ -363,39 +362,82 @@ func (c *Cache) Acquire(ctx context.Context, key Key, size int64) (*Handle, Stat
 // already resident or in flight, or no slot is free or evictable right now.
 // A later Acquire of key is a Hit, or an InFlight join while the read runs.
 func (c *Cache) Prefetch(key Key, size int64) (h *Handle, ok bool, err error) {
+	h, st, err := c.startRead(key, size, true)
+	return h, st == WarmStarted, err
+}
+
+// startRead is Prefetch (evict set: a free slot or the policy's victim's)
+// and Warm (a free slot only): a Miss handle on a new resident entry, or
+// WarmPresent / WarmFull without one.
+func (c *Cache) startRead(key Key, size int64, evict bool) (*Handle, WarmStatus, error) {
 	if size <= 0 || size > c.cfg.SlotBytes {
-		return nil, false, fmt.Errorf("%w: %v needs %d bytes, slots have %d", ErrSize, key, size, c.cfg.SlotBytes)
+		return nil, WarmFull, fmt.Errorf("%w: %v needs %d bytes, slots have %d", ErrSize, key, size, c.cfg.SlotBytes)
 	}
 	t0 := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer func() { c.st.Mgmt += time.Since(t0) }()
 	if c.closed {
-		return nil, false, ErrClosed
+		return nil, WarmFull, ErrClosed
 	}
 	if c.entries[key] != nil {
-		return nil, false, nil
+		return nil, WarmPresent, nil
 	}
-	slot, transient, ok := c.takeSlotLocked(false)
-	if !ok || transient {
-		return nil, false, nil
+	var slot int32
+	var ok bool
+	if evict {
+		slot, _, ok = c.takeSlotLocked(false)
+	} else {
+		slot, ok = c.freeSlotLocked()
 	}
-	e := &entry{key: key, slot: slot, size: size, pins: 1, state: reading, lastBatch: c.batch, done: make(chan struct{})}
-	c.entries[key] = e
-	c.handles++
+	if !ok {
+		return nil, WarmFull, nil
+	}
+	e := c.newEntryLocked(key, slot, false, size)
 	c.st.Prefetches++
 	c.policy.OnAdmit(key, size)
 	c.st.BytesAdmitted += size
-	return c.handleLocked(e, true), true, nil
+	return c.handleLocked(e, true), WarmStarted, nil
+}
+
+// newEntryLocked puts a reading entry for key in slot into the map, pinned
+// once, reusing a recycled entry when there is one.
+func (c *Cache) newEntryLocked(key Key, slot int32, transient bool, size int64) *entry {
+	var e *entry
+	if n := len(c.freeEnt); n > 0 {
+		e = c.freeEnt[n-1]
+		c.freeEnt = c.freeEnt[:n-1]
+	} else {
+		e = new(entry)
+	}
+	*e = entry{key: key, slot: slot, transient: transient, size: size, pins: 1, state: reading, lastBatch: c.batch}
+	c.entries[key] = e
+	c.handles++
+	return e
+}
+
+// recycleLocked keeps e — out of the map, unpinned, its slot handed on —
+// for a later newEntryLocked. No handle refers to it any more.
+func (c *Cache) recycleLocked(e *entry) {
+	*e = entry{slot: -1}
+	c.freeEnt = append(c.freeEnt, e)
+}
+
+// freeSlotLocked takes a free resident slot (never evicting).
+func (c *Cache) freeSlotLocked() (int32, bool) {
+	i, ok := c.res.get()
+	if ok {
+		c.st.ResidentBytes += c.cfg.SlotBytes
+		c.st.ResidentEntries++
+		c.st.PeakResidentBytes = max(c.st.PeakResidentBytes, c.st.ResidentBytes)
+	}
+	return i, ok
 }
 
 // takeSlotLocked finds a slot for a new entry: a free resident slot, else a
 // resident slot freed by evicting the policy's victim, else a transient slot.
 func (c *Cache) takeSlotLocked(allowTransient bool) (int32, bool, bool) {
-	if i, ok := c.res.get(); ok {
-		c.st.ResidentBytes += c.cfg.SlotBytes
-		c.st.ResidentEntries++
-		c.st.PeakResidentBytes = max(c.st.PeakResidentBytes, c.st.ResidentBytes)
+	if i, ok := c.freeSlotLocked(); ok {
 		return i, false, true
 	}
 	if c.res.n > 0 {
@@ -404,7 +446,9 @@ func (c *Cache) takeSlotLocked(allowTransient bool) (int32, bool, bool) {
 			delete(c.entries, k)
 			c.policy.OnEvict(k)
 			c.st.Evictions++
-			return v.slot, false, true // slot changes hands: resident bytes unchanged
+			slot := v.slot
+			c.recycleLocked(v)
+			return slot, false, true // slot changes hands: resident bytes unchanged
 		}
 	}
 	if allowTransient {
@@ -428,8 +472,9 @@ func (c *Cache) signalLocked() {
 	c.wake = make(chan struct{})
 }
 
-// freeSlotLocked returns e's slot to its arena (e is no longer in the map).
-func (c *Cache) freeSlotLocked(e *entry) {
+// dropLocked returns e's slot to its arena and recycles e (no longer in the
+// map, no pins left).
+func (c *Cache) dropLocked(e *entry) {
 	if e.transient {
 		c.trans.put(e.slot)
 	} else {
@@ -437,7 +482,7 @@ func (c *Cache) freeSlotLocked(e *entry) {
 		c.st.ResidentBytes -= c.cfg.SlotBytes
 		c.st.ResidentEntries--
 	}
-	e.slot = -1
+	c.recycleLocked(e)
 	c.signalLocked()
 }
 
@@ -473,7 +518,9 @@ func (c *Cache) completeLocked(h *Handle, err error) {
 	} else {
 		e.state = ready
 	}
-	close(e.done)
+	if e.done != nil {
+		close(e.done)
+	}
 }
 
 func (c *Cache) release(h *Handle) {
@@ -497,12 +544,12 @@ func (c *Cache) release(h *Handle) {
 	}
 	switch {
 	case e.state == failed:
-		c.freeSlotLocked(e)
+		c.dropLocked(e)
 	case e.transient:
 		if c.entries[e.key] == e {
 			delete(c.entries, e.key)
 		}
-		c.freeSlotLocked(e)
+		c.dropLocked(e)
 	default:
 		c.signalLocked() // an unpinned resident entry may now be a victim
 	}
@@ -585,25 +632,46 @@ func (h *Handle) Buf() []byte {
 	return a.buf(e.slot, e.size)
 }
 
-// Ready is closed when the entry's read completed (at once for a Hit).
-func (h *Handle) Ready() <-chan struct{} { return h.e.done }
+// closedDone is Ready's channel for an entry whose read has completed.
+var closedDone = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// Ready is closed when the entry's read completed (at once for a Hit). The
+// channel is made only for an entry still being read, so a miss nobody
+// joins allocates none.
+func (h *Handle) Ready() <-chan struct{} {
+	c, e := h.c, h.e
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.state != reading {
+		return closedDone
+	}
+	if e.done == nil {
+		e.done = make(chan struct{})
+	}
+	return e.done
+}
 
 // Err is the read's error; valid after Ready is closed.
 func (h *Handle) Err() error {
-	select {
-	case <-h.e.done:
-		return h.e.err
-	default:
+	c, e := h.c, h.e
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.state == reading {
 		return nil
 	}
+	return e.err
 }
 
 // Wait blocks until the entry is ready or ctx ends and returns the read's
 // error or ctx's.
 func (h *Handle) Wait(ctx context.Context) error {
 	select {
-	case <-h.e.done:
-		return h.e.err
+	case <-h.Ready():
+		return h.Err()
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -49,6 +49,7 @@ type LayerMix struct {
 	lh            mixLayersHeap
 	dirty         []int
 	popped        []int
+	spare         []*mixEntry // evicted entries, reused by OnAdmit
 }
 
 type mixEntry struct {
@@ -207,7 +208,13 @@ func (p *LayerMix) OnAdmit(k Key, bytes int64) {
 		return
 	}
 	p.grow(k.Layer)
-	e := &mixEntry{key: k, stamp: p.layers[k.Layer].visits}
+	var e *mixEntry
+	if n := len(p.spare); n > 0 {
+		e, p.spare = p.spare[n-1], p.spare[:n-1]
+	} else {
+		e = new(mixEntry)
+	}
+	*e = mixEntry{key: k, stamp: p.layers[k.Layer].visits}
 	if g, ok := p.ghost[k]; ok {
 		e.f, e.s, e.stamp = g.f, g.s, g.stamp
 	}
@@ -237,6 +244,7 @@ func (p *LayerMix) OnEvict(k Key) {
 	if ly.best == e {
 		ly.best = nil
 	}
+	p.spare = append(p.spare, e)
 	p.markDirty(k.Layer)
 }
 

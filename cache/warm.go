@@ -1,10 +1,5 @@
 package cache
 
-import (
-	"fmt"
-	"time"
-)
-
 // WarmStatus is the outcome of Warm.
 type WarmStatus uint8
 
@@ -25,31 +20,5 @@ const (
 // read's Done callback; Release without Complete abandons it and frees the
 // slot).
 func (c *Cache) Warm(key Key, size int64) (*Handle, WarmStatus, error) {
-	if size <= 0 || size > c.cfg.SlotBytes {
-		return nil, WarmFull, fmt.Errorf("%w: %v needs %d bytes, slots have %d", ErrSize, key, size, c.cfg.SlotBytes)
-	}
-	t0 := time.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	defer func() { c.st.Mgmt += time.Since(t0) }()
-	if c.closed {
-		return nil, WarmFull, ErrClosed
-	}
-	if c.entries[key] != nil {
-		return nil, WarmPresent, nil
-	}
-	slot, ok := c.res.get()
-	if !ok {
-		return nil, WarmFull, nil
-	}
-	c.st.ResidentBytes += c.cfg.SlotBytes
-	c.st.ResidentEntries++
-	c.st.PeakResidentBytes = max(c.st.PeakResidentBytes, c.st.ResidentBytes)
-	e := &entry{key: key, slot: slot, size: size, pins: 1, state: reading, lastBatch: c.batch, done: make(chan struct{})}
-	c.entries[key] = e
-	c.handles++
-	c.st.Prefetches++
-	c.policy.OnAdmit(key, size)
-	c.st.BytesAdmitted += size
-	return &Handle{c: c, e: e, owner: true}, WarmStarted, nil
+	return c.startRead(key, size, false)
 }

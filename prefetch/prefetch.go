@@ -16,10 +16,12 @@
 //
 // Ownership: the Planner owns no expert memory. Bytes live in cache slots; a
 // Ready value (package expert) carries the cache pin as its Lease, which the
-// FFN stage releases. The planner keeps each expert's projection views
-// (slices into its slot) and rewrites them in place on the next lookup of
-// that expert, which can only come after the previous Ready was released, so
-// a cache hit hands the FFN its expert without allocating. The
+// FFN stage releases. The planner keeps a record per expert (expertRec):
+// its label, its projection views (slices into its slot), rewritten in place
+// on the next lookup of that expert, which can only come after the previous
+// Ready was released, and its demand read's request with the Done callback
+// bound once — so a cache hit and a demand miss hand the FFN its expert
+// without allocating. The
 // Planner's goroutines (one waiter per in-flight expert it joins) are owned
 // by the Planner and waited for in Close. Plan is called by one goroutine at
 // a time (the pipeline's planner goroutine).
@@ -70,8 +72,8 @@ type Planner struct {
 	wg     sync.WaitGroup
 	specMu sync.Mutex
 	specd  map[cache.Key]*reader.Ticket // speculative reads whose layer has not been routed yet
-	viewMu sync.Mutex
-	views  map[cache.Key][][]byte // each expert's last projection views, reused
+	recMu  sync.Mutex
+	recs   map[cache.Key]*expertRec // one per expert looked up so far
 
 	hits, misses, joins, speculative, used, skipped, withdrawn, promoted atomic.Int64
 
@@ -90,7 +92,7 @@ func New(c *cache.Cache, lanes *reader.Lanes, layout Layout, policy Policy, spec
 		spec = 0
 	}
 	p := &Planner{cache: c, lanes: lanes, layout: layout, policy: policy, spec: spec, specd: map[cache.Key]*reader.Ticket{},
-		warmQ: map[cache.Key]*warmRead{}, warmed: map[cache.Key]bool{}, views: map[cache.Key][][]byte{}}
+		warmQ: map[cache.Key]*warmRead{}, warmed: map[cache.Key]bool{}, recs: map[cache.Key]*expertRec{}}
 	p.lastLayer.Store(-1)
 	return p
 }
@@ -103,6 +105,44 @@ func (p *Planner) Stats() Stats {
 }
 
 func label(l, e int) string { return fmt.Sprintf("layer %d expert %d", l, e) }
+
+// expertRec is what the planner keeps per expert: its label, its last
+// projection views and, while its demand read is in flight, that read's
+// handle, ranges and destination, with the read's Done callback bound once.
+// The cache runs one read per expert at a time (single flight) and a new
+// demand read of an expert starts only after the previous one was delivered
+// and its Ready released, so the fields are reused without a race.
+type expertRec struct {
+	p     *Planner
+	key   cache.Key
+	label string
+	parts [][]byte // guarded by p.recMu
+
+	h    *cache.Handle
+	rs   []reader.Range
+	out  chan<- expert.Ready
+	done func(error) // readDone, bound once
+}
+
+// rec returns key's record, made on first use.
+func (p *Planner) rec(key cache.Key) *expertRec {
+	p.recMu.Lock()
+	defer p.recMu.Unlock()
+	r := p.recs[key]
+	if r == nil {
+		r = &expertRec{p: p, key: key, label: label(key.Layer, key.Expert)}
+		r.done = r.readDone
+		p.recs[key] = r
+	}
+	return r
+}
+
+// readDone is the demand read's Done: complete the cache entry and deliver.
+func (r *expertRec) readDone(err error) {
+	h, rs, out := r.h, r.rs, r.out
+	h.Complete(err)
+	r.p.deliver(out, r, h, rs, err)
+}
 
 // Settle is called once per layer and token with every expert the layer's
 // router picked (routed), before the first Plan of that layer: speculative
@@ -158,16 +198,17 @@ func (p *Planner) Plan(ctx context.Context, step, layer int, experts []int, out 
 func (p *Planner) one(ctx context.Context, layer, e int, out chan<- expert.Ready) error {
 	rs := p.layout.ExpertRanges(layer, e)
 	key := cache.Key{Layer: layer, Expert: e}
+	r := p.rec(key)
 	h, st, err := p.cache.Acquire(ctx, key, reader.SpanBytes(rs))
 	if err != nil {
-		return fmt.Errorf("%s: %w", label(layer, e), err)
+		return fmt.Errorf("%s: %w", r.label, err)
 	}
 	p.noteDemand(ctx, key)
 	p.noteWarm(ctx, key)
 	switch st {
 	case cache.Hit:
 		p.hits.Add(1)
-		p.deliver(out, key, h, rs, nil)
+		p.deliver(out, r, h, rs, nil)
 	case cache.InFlight:
 		p.joins.Add(1)
 		p.wg.Add(1)
@@ -177,18 +218,16 @@ func (p *Planner) one(ctx context.Context, layer, e int, out chan<- expert.Ready
 			if err == nil {
 				err = h.Err()
 			}
-			p.deliver(out, key, h, rs, err)
+			p.deliver(out, r, h, rs, err)
 		}()
 	case cache.Miss:
 		p.misses.Add(1)
-		req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(layer, e), Done: func(err error) {
-			h.Complete(err)
-			p.deliver(out, key, h, rs, err)
-		}}
+		r.h, r.rs, r.out = h, rs, out
+		req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: r.label, Done: r.done}
 		if err := p.lanes.Submit(ctx, req); err != nil {
 			h.Complete(err)
 			h.Release()
-			return fmt.Errorf("%s: %w", label(layer, e), err)
+			return fmt.Errorf("%s: %w", r.label, err)
 		}
 	}
 	return nil
@@ -196,21 +235,21 @@ func (p *Planner) one(ctx context.Context, layer, e int, out chan<- expert.Ready
 
 // deliver hands the expert to the FFN stage: its projections, pinned by h,
 // or the error (h released).
-func (p *Planner) deliver(out chan<- expert.Ready, key cache.Key, h *cache.Handle, rs []reader.Range, err error) {
+func (p *Planner) deliver(out chan<- expert.Ready, r *expertRec, h *cache.Handle, rs []reader.Range, err error) {
 	if err == nil {
-		p.viewMu.Lock()
-		parts := p.views[key]
-		p.viewMu.Unlock()
+		p.recMu.Lock()
+		parts := r.parts
+		p.recMu.Unlock()
 		if parts, err = reader.Views(parts[:0], h.Buf(), rs); err == nil {
-			p.viewMu.Lock()
-			p.views[key] = parts
-			p.viewMu.Unlock()
-			out <- expert.Ready{Expert: key.Expert, Parts: parts, Lease: h}
+			p.recMu.Lock()
+			r.parts = parts
+			p.recMu.Unlock()
+			out <- expert.Ready{Expert: r.key.Expert, Parts: parts, Lease: h}
 			return
 		}
 	}
 	h.Release()
-	out <- expert.Ready{Expert: key.Expert, Err: err}
+	out <- expert.Ready{Expert: r.key.Expert, Err: err}
 }
 
 // noteDemand counts a demanded expert that was guessed for this layer and, if

@@ -41,7 +41,10 @@
 // Promote it to the demand queue. A task claimed by a lane or by Withdraw is
 // claimed once, atomically, so Done still runs exactly once. A lane reads a request's ranges (cut in
 // pieces of at most 4 MiB) with up to [PieceParallelism] preads at once, so
-// one expert's slices are in flight together. Cancelling the lanes' context
+// one expert's slices are in flight together: the lane goroutine and its
+// PieceParallelism-1 helper goroutines, which live as long as the lane. A
+// demand request's task is reused once served, so a steady stream of reads
+// allocates nothing. Cancelling the lanes' context
 // makes them fail what is queued and exit; [Lanes.Close] stops accepting, lets
 // the lanes finish the queue and waits for them; no goroutine outlives Close.
 //

@@ -72,8 +72,26 @@ type Lanes struct {
 	closing    chan struct{}
 
 	counters []laneCounters
+	lanes    []lane
+
+	freeMu sync.Mutex
+	free   []*task // served demand tasks, reissued by Submit (no allocation per read)
 
 	withdrawn, promoted, refused atomic.Int64
+}
+
+// lane is one lane's state for the request it serves: its piece helpers
+// (PieceParallelism-1 goroutines that live as long as the lane) take pieces
+// of cur from next alongside the lane goroutine.
+type lane struct {
+	l     *Lanes
+	c     *laneCounters
+	cur   *task
+	next  atomic.Int32
+	mu    sync.Mutex
+	first error
+	start chan struct{} // one token per helper asked to join on cur; closed when the lane exits
+	busy  sync.WaitGroup
 }
 
 // PieceParallelism is the most preads one lane issues at once for one request.
@@ -86,6 +104,7 @@ type task struct {
 	Request
 	pieces  []piece
 	claimed atomic.Bool
+	reuse   bool // a Submit task: back to the free list once served
 }
 
 func (t *task) claim() bool { return t.claimed.CompareAndSwap(false, true) }
@@ -172,11 +191,16 @@ func Start(ctx context.Context, files *Files, o LaneOptions) (*Lanes, error) {
 		qs:       make(chan *task, queue),
 		specSem:  make(chan struct{}, spec),
 		counters: make([]laneCounters, n),
+		lanes:    make([]lane, n),
 		closing:  make(chan struct{}),
 	}
 	for i := range n {
-		c := &l.counters[i]
-		l.wg.Go(func() { l.run(c) })
+		ln := &l.lanes[i]
+		ln.l, ln.c, ln.start = l, &l.counters[i], make(chan struct{}, PieceParallelism-1)
+		for range PieceParallelism - 1 {
+			l.wg.Go(ln.help)
+		}
+		l.wg.Go(ln.run)
 	}
 	l.wg.Go(func() {
 		select {
@@ -191,20 +215,22 @@ func Start(ctx context.Context, files *Files, o LaneOptions) (*Lanes, error) {
 // N returns the number of lanes.
 func (l *Lanes) N() int { return len(l.counters) }
 
-func (l *Lanes) run(c *laneCounters) {
+func (ln *lane) run() {
+	defer close(ln.start) // the helpers exit
+	l := ln.l
 	for {
 		t, ok, spec := l.next()
 		if !ok {
 			// stop closed both queues (q first): serve what is left and exit.
 			for t := range l.q {
-				l.serve(c, t)
+				ln.serve(t)
 			}
 			for t := range l.qs {
-				l.serve(c, t)
+				ln.serve(t)
 			}
 			return
 		}
-		l.serve(c, t)
+		ln.serve(t)
 		if spec {
 			<-l.specSem
 		}
@@ -239,64 +265,74 @@ func (l *Lanes) next() (t *task, ok, spec bool) {
 	}
 }
 
-func (l *Lanes) serve(c *laneCounters, t *task) {
+func (ln *lane) serve(t *task) {
 	if !t.claim() {
 		return // withdrawn, or the other copy of a promoted request
 	}
+	l, c := ln.l, ln.c
 	t0 := time.Now()
 	var err error
 	if err = l.ctx.Err(); err == nil {
-		err = l.read(c, t)
+		err = ln.read(t)
 	}
 	c.busy.Add(int64(time.Since(t0)))
 	c.reads.Add(1)
 	t.Done(err)
+	if t.reuse {
+		l.putTask(t)
+	}
 }
 
-// read reads every piece of t, up to PieceParallelism at once, and returns the
-// first error. Helper goroutines are waited for before it returns.
-func (l *Lanes) read(c *laneCounters, t *task) error {
-	var (
-		next  atomic.Int32
-		mu    sync.Mutex
-		first error
-	)
-	work := func() {
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= len(t.pieces) {
-				return
+// read reads every piece of t, up to PieceParallelism at once (the lane
+// goroutine and its helpers), and returns the first error. The helpers are
+// done with t before it returns.
+func (ln *lane) read(t *task) error {
+	ln.cur, ln.first = t, nil
+	ln.next.Store(0)
+	helpers := min(len(t.pieces), PieceParallelism) - 1
+	ln.busy.Add(max(helpers, 0))
+	for range helpers {
+		ln.start <- struct{}{}
+	}
+	ln.work()
+	ln.busy.Wait()
+	ln.cur = nil
+	return ln.first
+}
+
+// help is a piece helper's loop: join each read the lane starts.
+func (ln *lane) help() {
+	for range ln.start {
+		ln.work()
+		ln.busy.Done()
+	}
+}
+
+// work reads pieces of the current task until none is left or one fails.
+func (ln *lane) work() {
+	l, c, t := ln.l, ln.c, ln.cur
+	for {
+		i := int(ln.next.Add(1)) - 1
+		if i >= len(t.pieces) {
+			return
+		}
+		err := l.ctx.Err()
+		if err == nil {
+			var n int64
+			n, err = l.files.readPiece(t.Buf, t.pieces[i], t.Label)
+			c.bytes.Add(n)
+			c.payload.Add(t.pieces[i].n)
+		}
+		if err != nil {
+			ln.mu.Lock()
+			if ln.first == nil {
+				ln.first = err
 			}
-			err := l.ctx.Err()
-			if err == nil {
-				var n int64
-				n, err = l.files.readPiece(t.Buf, t.pieces[i], t.Label)
-				c.bytes.Add(n)
-				c.payload.Add(t.pieces[i].n)
-			}
-			if err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-				next.Store(int32(len(t.pieces))) // stop handing out pieces
-				return
-			}
+			ln.mu.Unlock()
+			ln.next.Store(int32(len(t.pieces))) // stop handing out pieces
+			return
 		}
 	}
-	helpers := min(len(t.pieces), PieceParallelism) - 1
-	if helpers <= 0 {
-		work()
-		return first
-	}
-	var wg sync.WaitGroup
-	for range helpers {
-		wg.Go(work)
-	}
-	work()
-	wg.Wait()
-	return first
 }
 
 // Submit queues r, blocking while the queue is full. It returns ctx's error if
@@ -305,7 +341,7 @@ func (l *Lanes) read(c *laneCounters, t *task) error {
 // Files.ReadRanges errors). When Submit returns nil, r.Done will be called
 // exactly once; when it returns an error, r.Done is never called.
 func (l *Lanes) Submit(ctx context.Context, r Request) error {
-	t, err := l.newTask(r)
+	t, err := l.newTask(r, l.getTask())
 	if err != nil {
 		return err
 	}
@@ -313,7 +349,11 @@ func (l *Lanes) Submit(ctx context.Context, r Request) error {
 	if r.Speculative {
 		q = l.qs
 	}
-	return l.enqueue(ctx, q, t, true)
+	if err := l.enqueue(ctx, q, t, true); err != nil {
+		l.putTask(t)
+		return err
+	}
+	return nil
 }
 
 // Offer queues a speculative request only if the speculative queue has room
@@ -322,7 +362,7 @@ func (l *Lanes) Submit(ctx context.Context, r Request) error {
 // full (r.Done is then never called), and the errors of Submit otherwise.
 func (l *Lanes) Offer(r Request) (*Ticket, error) {
 	r.Speculative = true
-	t, err := l.newTask(r)
+	t, err := l.newTask(r, new(task)) // a Ticket may outlive the read: never reused
 	if err != nil {
 		return nil, err
 	}
@@ -338,14 +378,42 @@ func (l *Lanes) Offer(r Request) (*Ticket, error) {
 
 var errFull = errors.New("reader: queue full")
 
-func (l *Lanes) newTask(r Request) (*task, error) {
-	if r.Done == nil {
-		return nil, errors.New("reader: Submit: request without Done callback")
+// getTask returns a served demand task to reuse, or a new one.
+func (l *Lanes) getTask() *task {
+	l.freeMu.Lock()
+	defer l.freeMu.Unlock()
+	if n := len(l.free); n > 0 {
+		t := l.free[n-1]
+		l.free = l.free[:n-1]
+		return t
 	}
-	if err := l.files.check(r.Buf, r.Ranges, r.Label); err != nil {
+	return &task{reuse: true}
+}
+
+// putTask keeps t (served, or never queued) for a later Submit.
+func (l *Lanes) putTask(t *task) {
+	t.Request = Request{}
+	t.pieces = t.pieces[:0]
+	t.claimed.Store(false)
+	l.freeMu.Lock()
+	l.free = append(l.free, t)
+	l.freeMu.Unlock()
+}
+
+// newTask fills t with r and its pieces; on error t goes back to the free
+// list if it came from there.
+func (l *Lanes) newTask(r Request, t *task) (*task, error) {
+	err := l.files.check(r.Buf, r.Ranges, r.Label)
+	if r.Done == nil {
+		err = errors.New("reader: Submit: request without Done callback")
+	}
+	if err != nil {
+		if t.reuse {
+			l.putTask(t)
+		}
 		return nil, err
 	}
-	t := &task{Request: r}
+	t.Request = r
 	forPieces(r.Ranges, laneChunkBytes, func(p piece) bool {
 		if p.n > 0 {
 			t.pieces = append(t.pieces, p)

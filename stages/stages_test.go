@@ -328,6 +328,33 @@ func TestSteadyLayerAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestSteadyDecodeAllocates: a steady decode step end to end — embedding,
+// attention, router, planner, reader lanes, cache, FFN, head and the
+// token's metrics — allocates nothing with the file mmap'd, with a cache
+// holding every expert and with no cache at all (every expert read each
+// step). The bound leaves room for a rare runtime allocation, not for one
+// per layer or per expert.
+func TestSteadyDecodeAllocates(t *testing.T) {
+	for _, m := range decodeModes() {
+		t.Run(m.name, func(t *testing.T) {
+			const runs = 40
+			s, done := steadySession(t, m.cfg(), runs+1)
+			defer done()
+			ctx := context.Background()
+			i := 0
+			step := func() {
+				if _, _, err := s.Step(ctx, int32(100+i%warmSteps), runs); err != nil {
+					t.Fatal(err)
+				}
+				i++
+			}
+			if n := testing.AllocsPerRun(runs, step); n > 0.5 {
+				t.Errorf("%.2f allocations per decode step", n)
+			}
+		})
+	}
+}
+
 // TestCancelCause: a pass ended by the caller's cancellation returns an
 // error that is context.Canceled and carries the caller's cause.
 func TestCancelCause(t *testing.T) {
