@@ -116,11 +116,15 @@ k16two:
 	CMPQ DX, $2
 	JLT  k16one
 	LEAQ (DI)(R8*1), R11
+	LEAQ (DI)(R8*8), R12          // rows j+8, j+9: prefetched
+	LEAQ (R12)(R8*1), R13
 	ZERO8
 	MOVQ SI, AX
 	XORQ BX, BX
 
 k16twoloop:
+	PREFETCHT0   (R12)(BX*2)
+	PREFETCHT0   (R13)(BX*2)
 	VPBROADCASTQ (DI)(BX*2), X12
 	VCVTPH2PS    X12, Y12
 	VPBROADCASTQ (R11)(BX*2), X13
@@ -174,11 +178,15 @@ k32two:
 	CMPQ DX, $2
 	JLT  k32one
 	LEAQ (DI)(R8*1), R11
+	LEAQ (DI)(R8*8), R12          // rows j+8, j+9: prefetched
+	LEAQ (R12)(R8*1), R13
 	ZERO8
 	MOVQ SI, AX
 	XORQ BX, BX
 
 k32twoloop:
+	PREFETCHT0     (R12)(BX*4)
+	PREFETCHT0     (R13)(BX*4)
 	VBROADCASTF128 (DI)(BX*4), Y12
 	VBROADCASTF128 (R11)(BX*4), Y13
 	DOT8(Y12, Y0, Y1, Y2, Y3)
@@ -291,6 +299,8 @@ TEXT ·axpys8F16AVX2(SB), NOSPLIT, $0-48
 	MOVQ v+16(FP), DI
 	MOVQ stride+24(FP), R8
 	SHLQ $1, R8
+	MOVQ R8, R15
+	SHLQ $3, R15                  // 8 rows ahead: prefetched
 	MOVQ dim+32(FP), BX
 	MOVQ BX, R13
 	SHLQ $2, R13
@@ -302,7 +312,8 @@ v16blk:
 	MOVQ n+40(FP), CX
 
 v16row:
-	VCVTPH2PS (R10), Y8
+	PREFETCHT0 (R10)(R15*1)
+	VCVTPH2PS  (R10), Y8
 	AXROW
 	ADDQ      R8, R10
 	ADDQ      $32, R11
@@ -324,6 +335,8 @@ TEXT ·axpys8F32AVX2(SB), NOSPLIT, $0-48
 	MOVQ v+16(FP), DI
 	MOVQ stride+24(FP), R8
 	SHLQ $2, R8
+	MOVQ R8, R15
+	SHLQ $3, R15                  // 8 rows ahead: prefetched
 	MOVQ dim+32(FP), BX
 	MOVQ BX, R13
 	SHLQ $2, R13
@@ -335,7 +348,8 @@ v32blk:
 	MOVQ n+40(FP), CX
 
 v32row:
-	VMOVUPS (R10), Y8
+	PREFETCHT0 (R10)(R15*1)
+	VMOVUPS    (R10), Y8
 	AXROW
 	ADDQ    R8, R10
 	ADDQ    $32, R11
