@@ -361,7 +361,10 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 		res.Tokens = int(num(sum, "tokens"))
 		res.TokS = num(sum, "tok_s")
 		res.SteadyTokS = num(sum, "steady_tok_s")
-		res.HitPct = num(sum, "cache_hit_pct")
+		res.HitPct = math.NaN() // no cache: the trailer has none (an older pipe wrote -1)
+		if v, err := strconv.ParseFloat(sum["cache_hit_pct"], 64); err == nil && v >= 0 {
+			res.HitPct = v
+		}
 		res.MiBPerTok = num(sum, "MiB_per_token")
 		res.WarmupTokens = int(num(sum, "warmup_tokens"))
 		res.First5Ms = num(sum, "first5_wall_ms")

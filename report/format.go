@@ -393,11 +393,22 @@ func (a *Analysis) ttftFact() string {
 		if n, ok := a.Run.TrailerValue("prefill_tokens"); ok {
 			out += " for " + n + " tokens"
 		}
-		if r, ok := a.Run.TrailerFloat("prefill_read_GBs"); ok {
+		if r, ok := trailerFloatAny(a.Run, "prefill_read_GB_s", "prefill_read_GBs"); ok {
 			out += ", expert reads at " + f2(r) + " GB/s"
 		}
 	}
 	return out + ")"
+}
+
+// trailerFloatAny is the trailer's number under the first of keys present
+// (a key's current name first, then what older CSVs called it).
+func trailerFloatAny(r *Run, keys ...string) (float64, bool) {
+	for _, k := range keys {
+		if v, ok := r.TrailerFloat(k); ok {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // TTFTms is the run's time to first token from the trailer (NaN if absent).
@@ -494,6 +505,15 @@ func jnum(v float64) *float64 {
 	return &v
 }
 
+// jpct is a hit rate for JSON: null when there is no cache (-1) or none is
+// known.
+func jpct(v float64) *float64 {
+	if v < 0 {
+		return nil
+	}
+	return jnum(v)
+}
+
 type jsonStep struct {
 	Step      int      `json:"step"`
 	WallMS    float64  `json:"wall_ms"`
@@ -509,7 +529,7 @@ type jsonRun struct {
 	Columns         []string          `json:"columns"`
 	Tokens          int               `json:"tokens"`
 	TotalWallMS     float64           `json:"total_wall_ms"`
-	MeanTokS        *float64          `json:"mean_tok_s"`
+	MeanTokS        *float64          `json:"tok_s"`
 	SteadyTokS      *float64          `json:"steady_tok_s"`
 	WarmupTokens    int               `json:"warmup_tokens"`
 	WarmupForced    bool              `json:"warmup_forced"`
@@ -518,10 +538,10 @@ type jsonRun struct {
 	First5WallMS    *float64          `json:"first5_wall_ms"`
 	LastThirdTokens int               `json:"last_third_tokens"`
 	LastThirdTokS   *float64          `json:"last_third_tok_s"`
-	FirstHitPct     *float64          `json:"first_hit_pct"`
-	FinalHitPct     *float64          `json:"final_hit_pct"`
-	ReadMiB         float64           `json:"read_mib"`
-	MiBPerToken     *float64          `json:"mib_per_token"`
+	FirstHitPct     *float64          `json:"first_cache_hit_pct"`
+	FinalHitPct     *float64          `json:"cache_hit_pct"`
+	ReadMiB         float64           `json:"read_MiB"`
+	MiBPerToken     *float64          `json:"MiB_per_token"`
 	StallShare      *float64          `json:"stall_share"`
 	MgmtShare       *float64          `json:"mgmt_share"`
 	IOShare         *float64          `json:"io_share"`
@@ -558,7 +578,7 @@ func writeJSON(w io.Writer, as []*Analysis) error {
 			WarmupTokens: s.WarmupTokens, WarmupForced: s.WarmupForced, WarmupEndStep: a.WarmupEndStep(),
 			TTFTms:       jnum(a.TTFTms()),
 			First5WallMS: jnum(s.First5WallMS), LastThirdTokens: s.LastThirdTokens, LastThirdTokS: jnum(s.LastThirdTokS),
-			FirstHitPct: jnum(s.FirstHitPct), FinalHitPct: jnum(s.FinalHitPct), ReadMiB: s.ReadMiB,
+			FirstHitPct: jpct(s.FirstHitPct), FinalHitPct: jpct(s.FinalHitPct), ReadMiB: s.ReadMiB,
 			MiBPerToken: jnum(s.MiBPerToken), StallShare: jnum(s.StallShare), MgmtShare: jnum(s.MgmtShare),
 			IOShare: jnum(s.IOShare), Threads: a.Threads, CPUOccupancy: jnum(s.CPUOccupancy),
 			MajfltPerToken: jnum(s.MajfltPerToken), ComputeHeadMS: jnum(s.ComputeHeadMS), ComputeTailMS: jnum(s.ComputeTailMS),
@@ -572,9 +592,7 @@ func writeJSON(w io.Writer, as []*Analysis) error {
 			if a.hasIO() {
 				js.IOMS = jnum(st.IOMS)
 			}
-			if st.HitPct >= 0 {
-				js.HitPct = jnum(st.HitPct)
-			}
+			js.HitPct = jpct(st.HitPct)
 			r.Steps = append(r.Steps, js)
 		}
 		r.Incomplete = a.Run.Incomplete()

@@ -91,7 +91,7 @@ func TestJSON(t *testing.T) {
 		Runs []struct {
 			Name          string   `json:"name"`
 			Tokens        int      `json:"tokens"`
-			MeanTokS      float64  `json:"mean_tok_s"`
+			MeanTokS      float64  `json:"tok_s"`
 			LastThirdTokS float64  `json:"last_third_tok_s"`
 			CPUOccupancy  *float64 `json:"cpu_occupancy"`
 			Regime        string   `json:"regime"`

@@ -38,6 +38,15 @@ func TestTTFT(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, buf.String())
 		}
 	}
+	// The key's current name (an older pipe wrote prefill_read_GBs).
+	buf.Reset()
+	c := runOf(t, "new", strings.Replace(ttftCSV, "prefill_read_GBs=", "prefill_read_GB_s=", 1))
+	if err := Write(&buf, []*Analysis{c}, FormatText); err != nil {
+		t.Fatal(err)
+	}
+	if want := "expert reads at 1.23 GB/s"; !strings.Contains(buf.String(), want) {
+		t.Errorf("prefill_read_GB_s: text lacks %q:\n%s", want, buf.String())
+	}
 	buf.Reset()
 	if err := Write(&buf, []*Analysis{a}, FormatMarkdown); err != nil {
 		t.Fatal(err)
@@ -75,5 +84,43 @@ func TestTTFT(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "TTFT                — (no ttft_ms in the trailer)") {
 		t.Errorf("text without ttft_ms:\n%s", buf.String())
+	}
+}
+
+// TestJSONNames: the JSON report uses the summary's names (units last, one
+// style) and null, never -1, for a hit rate without a cache.
+func TestJSONNames(t *testing.T) {
+	noCache := strings.ReplaceAll(ttftCSV, ",1,10,1,", ",1,-1,1,")
+	for _, h := range []string{"20", "30", "40", "50", "60"} {
+		noCache = strings.Replace(noCache, ",1,"+h+",1,", ",1,-1,1,", 1)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, []*Analysis{runOf(t, "mmap", noCache)}, FormatJSON); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Runs []map[string]any `json:"runs"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	r := doc.Runs[0]
+	for _, k := range []string{"tok_s", "steady_tok_s", "read_MiB", "MiB_per_token", "ttft_ms", "first5_wall_ms"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("JSON run lacks %s: %v", k, r)
+		}
+	}
+	for _, k := range []string{"cache_hit_pct", "first_cache_hit_pct"} {
+		if v, ok := r[k]; !ok || v != nil {
+			t.Errorf("%s = %v (present %v), want null without a cache", k, v, ok)
+		}
+	}
+	for _, st := range r["steps"].([]any) {
+		if v := st.(map[string]any)["cache_hit_pct"]; v != nil {
+			t.Errorf("step %v: cache_hit_pct %v, want null", st, v)
+		}
+	}
+	if strings.Contains(buf.String(), ": -1") {
+		t.Errorf("JSON has -1:\n%s", buf.String())
 	}
 }

@@ -119,14 +119,14 @@ func logOutcome(ev *zerolog.Event, o *outcome) {
 		ev.Interface("tok_s", nil)
 	}
 	if v, ok := o.eng.hitPct(); ok {
-		ev.Float64("hit_pct", v)
+		ev.Float64("cache_hit_pct", v)
 	} else {
-		ev.Interface("hit_pct", nil)
+		ev.Interface("cache_hit_pct", nil)
 	}
 	if o.eng.streaming {
-		ev.Float64("read_mib", float64(o.eng.readBytes)/(1<<20))
+		ev.Float64("read_MiB", float64(o.eng.readBytes)/(1<<20))
 	} else {
-		ev.Interface("read_mib", nil)
+		ev.Interface("read_MiB", nil)
 	}
 	ev.Float64("stall_ms", ms(o.eng.stall))
 	if o.finish != "" {

@@ -40,7 +40,7 @@
 //
 // Every request logs one zerolog event `request` (id, method, path, status,
 // duration_ms and, for generations, prompt_tokens, cached_tokens,
-// completion_tokens, queue_ms, ttft_ms, tok_s, hit_pct, read_mib, stall_ms,
+// completion_tokens, queue_ms, ttft_ms, tok_s, cache_hit_pct, read_MiB, stall_ms,
 // finish_reason; null where not applicable). net/http's own errors are
 // logged as `http_error` events.
 package serve

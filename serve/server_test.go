@@ -297,7 +297,7 @@ func TestCompletion(t *testing.T) {
 		t.Fatalf("usage prompt %d completion %d cached %d, want %d 12 0", p, c, cached, len(g.PromptTokens))
 	}
 	ev := h.logs.request(t, r["id"].(string))
-	if ev["status"] != 200.0 || ev["completion_tokens"] != 12.0 || ev["ttft_ms"] == nil || ev["tok_s"] == nil || ev["hit_pct"] == nil {
+	if ev["status"] != 200.0 || ev["completion_tokens"] != 12.0 || ev["ttft_ms"] == nil || ev["tok_s"] == nil || ev["cache_hit_pct"] == nil {
 		t.Fatalf("request event %v", ev)
 	}
 

@@ -20,12 +20,20 @@
 //
 // even when the run ended with an error or was cancelled (call Fail first to
 // record why; `status=ok|error|canceled`). Keys, in order, each present when
-// known: tokens tok_s steady_tok_s warmup_tokens first5_wall_ms
-// last_third_tok_s read_MiB MiB_per_token cache_hit_pct stall_share
-// mgmt_share majflt_per_token cpu_occupancy load_s prefill_tokens prefill_s
-// prefill_tok_s ttft_ms prefill_read_MiB prefill_read_GBs cache_budget_MiB dense_MiB expert_MiB o_direct io_threads
+// known (cache_hit_pct only with a cache): tokens tok_s steady_tok_s
+// warmup_tokens first5_wall_ms last_third_tok_s read_MiB MiB_per_token
+// cache_hit_pct stall_share mgmt_share majflt_per_token cpu_occupancy load_s
+// prefill_tokens prefill_s prefill_tok_s ttft_ms prefill_read_MiB
+// prefill_read_GB_s cache_budget_MiB dense_MiB expert_MiB o_direct io_threads
 // threads status, then the caller's Set keys in call order (a Set of a key
 // listed here replaces its value). Values never contain whitespace.
+//
+// # Names
+//
+// One scheme for every summary (this trailer and event, `pipe bench`'s
+// JSON, `pipe report`'s JSON): snake_case with the unit last — _ms, _s,
+// _bytes, _MiB, _pct, _tok_s (tokens per second), _GB_s — and, in JSON, null
+// (or an absent key) where a number does not apply, never -1.
 //
 // # Log events (a stable contract)
 //
@@ -38,13 +46,11 @@
 //   - `prefill` (info): prefill_tokens, prefill_seconds, prefill_tok_s.
 //   - `first_token` (info): ttft_ms, the time from the prompt to the first
 //     generated token (FirstToken; the first prompt of the run only).
-//   - `token` (debug): every CSV column under its CSV name (extra columns too).
-//   - `summary` (info, from Close): tokens, mean_tok_s, steady_tok_s,
-//     warmup_tokens, first5_wall_ms, last_third_tok_s, hit_pct, read_mib,
-//     mib_per_token, stall_share, mgmt_share, majflt_per_token, cpu_occupancy,
-//     load_seconds, prefill_seconds, ttft_ms, prefill_read_MiB,
-//     prefill_read_GBs, status, error (when failed), then the Set
-//     keys. Fields whose value is unknown (NaN) are omitted.
+//   - `token` (debug): every CSV column under its CSV name (extra columns
+//     too); cache_hit_pct and resident_frac are null where the CSV has -1.
+//   - `summary` (info, from Close): the trailer's keys, in its order, with
+//     numbers in full precision (o_direct a bool), then error when the run
+//     failed.
 //
 // # Concurrency
 //
@@ -275,15 +281,27 @@ func (s *Sink) Token(m TokenMetrics) error {
 	if ev := s.o.Log.Debug(); ev != nil {
 		ev.Str("event", "token").Int("step", m.Step).Int("steps", m.Steps).
 			Float64("wall_ms", m.WallMS).Float64("io_ms", m.IOMS).Float64("compute_ms", m.ComputeMS).
-			Int64("read_bytes", m.ReadBytes).Float64("cache_hit_pct", m.CacheHitPct).
-			Float64("stall_ms", m.StallMS).Float64("mgmt_ms", m.MgmtMS).Int64("majflt", m.Majflt).
-			Float64("cpu_ms", m.CPUMS).Float64("resident_frac", m.ResidentFrac)
+			Int64("read_bytes", m.ReadBytes)
+		orNull(ev, "cache_hit_pct", m.CacheHitPct)
+		ev.Float64("stall_ms", m.StallMS).Float64("mgmt_ms", m.MgmtMS).Int64("majflt", m.Majflt).
+			Float64("cpu_ms", m.CPUMS)
+		orNull(ev, "resident_frac", m.ResidentFrac)
 		for i, c := range s.o.ExtraColumns {
 			ev.Float64(c, m.Extra[i])
 		}
 		ev.Msg("token")
 	}
 	return nil
+}
+
+// orNull adds a CSV column that is -1 when it does not apply (no cache, not
+// measured) as null.
+func orNull(ev *zerolog.Event, k string, v float64) {
+	if v < 0 {
+		ev.Interface(k, nil)
+	} else {
+		ev.Float64(k, v)
+	}
 }
 
 // Flush waits until the writer goroutine has written every row Token
@@ -356,23 +374,37 @@ func (s *Sink) status() string {
 	}
 }
 
-// trailer returns the summary key/values in order.
+// fixed is a summary number: printed with prec decimals in the CSV
+// trailer, in full in the JSON event.
+type fixed struct {
+	v    float64
+	prec int
+}
+
+// num appends key k with value v unless v is unknown (NaN, ±Inf).
+func num(out []Field, k string, v float64, prec int) []Field {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return out
+	}
+	return append(out, Field{k, fixed{v, prec}})
+}
+
+// trailer returns the summary key/values in order: the CSV's `# summary`
+// trailer and the `summary` event have the same keys.
 func (s *Sink) trailer(sum metrics.Summary) []Field {
 	var out []Field
-	num := func(k string, v float64, prec int) {
-		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			out = append(out, Field{k, strconv.FormatFloat(v, 'f', prec, 64)})
-		}
-	}
-	out = append(out, Field{"tokens", strconv.Itoa(sum.Tokens)})
+	num := func(k string, v float64, prec int) { out = num(out, k, v, prec) }
+	out = append(out, Field{"tokens", sum.Tokens})
 	num("tok_s", sum.MeanTokS, 3)
 	num("steady_tok_s", sum.SteadyTokS, 3)
-	out = append(out, Field{"warmup_tokens", strconv.Itoa(sum.WarmupTokens)})
+	out = append(out, Field{"warmup_tokens", sum.WarmupTokens})
 	num("first5_wall_ms", sum.First5WallMS, 1)
 	num("last_third_tok_s", sum.LastThirdTokS, 3)
 	num("read_MiB", sum.ReadMiB, 1)
 	num("MiB_per_token", sum.MiBPerToken, 1)
-	num("cache_hit_pct", sum.FinalHitPct, 1)
+	if sum.FinalHitPct >= 0 { // -1: no cache
+		num("cache_hit_pct", sum.FinalHitPct, 1)
+	}
 	num("stall_share", sum.StallShare, 3)
 	num("mgmt_share", sum.MgmtShare, 3)
 	num("majflt_per_token", sum.MajfltPerToken, 1)
@@ -381,7 +413,7 @@ func (s *Sink) trailer(sum metrics.Summary) []Field {
 		num("load_s", s.load.Seconds, 3)
 	}
 	if s.prefillN > 0 || s.prefillS > 0 {
-		out = append(out, Field{"prefill_tokens", strconv.Itoa(s.prefillN)})
+		out = append(out, Field{"prefill_tokens", s.prefillN})
 		num("prefill_s", s.prefillS, 3)
 		if s.prefillS > 0 {
 			num("prefill_tok_s", float64(s.prefillN)/s.prefillS, 2)
@@ -392,14 +424,10 @@ func (s *Sink) trailer(sum metrics.Summary) []Field {
 		num("cache_budget_MiB", float64(s.load.BudgetBytes)/(1<<20), 1)
 		num("dense_MiB", float64(s.load.DenseBytes)/(1<<20), 1)
 		num("expert_MiB", float64(s.load.ExpertBytes)/(1<<20), 1)
-		od := "0"
-		if s.load.ODirect {
-			od = "1"
-		}
-		out = append(out, Field{"o_direct", od}, Field{"io_threads", strconv.Itoa(s.load.Lanes)})
+		out = append(out, Field{"o_direct", s.load.ODirect}, Field{"io_threads", s.load.Lanes})
 	}
 	if t := s.threads(); t > 0 {
-		out = append(out, Field{"threads", strconv.Itoa(t)})
+		out = append(out, Field{"threads", t})
 	}
 	out = append(out, Field{"status", s.status()})
 	for _, f := range s.extra {
@@ -452,51 +480,30 @@ func (s *Sink) Close() error {
 	if s.o.Progress != nil {
 		s.o.Progress.Done()
 	}
-	s.logSummary(sum)
+	s.logSummary(tr)
 	s.closeErr = errors.Join(errs...)
 	return s.closeErr
 }
 
-func (s *Sink) logSummary(sum metrics.Summary) {
+// logSummary logs the `summary` event: the trailer's keys and values (in
+// full precision), then error when the run failed.
+func (s *Sink) logSummary(tr []Field) {
 	ev := s.o.Log.Info()
 	if ev == nil {
 		return
 	}
-	f := func(k string, v float64) {
-		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			ev.Float64(k, v)
+	ev.Str("event", "summary")
+	for _, f := range tr {
+		if x, ok := f.Value.(fixed); ok {
+			ev.Float64(f.Key, x.v)
+		} else {
+			ev.Interface(f.Key, f.Value)
 		}
 	}
-	ev.Str("event", "summary").Int("tokens", sum.Tokens)
-	f("mean_tok_s", sum.MeanTokS)
-	f("steady_tok_s", sum.SteadyTokS)
-	ev.Int("warmup_tokens", sum.WarmupTokens)
-	f("first5_wall_ms", sum.First5WallMS)
-	f("last_third_tok_s", sum.LastThirdTokS)
-	f("hit_pct", sum.FinalHitPct)
-	f("read_mib", sum.ReadMiB)
-	f("mib_per_token", sum.MiBPerToken)
-	f("stall_share", sum.StallShare)
-	f("mgmt_share", sum.MgmtShare)
-	f("majflt_per_token", sum.MajfltPerToken)
-	f("cpu_occupancy", sum.CPUOccupancy)
-	if s.load != nil {
-		f("load_seconds", s.load.Seconds)
-	}
-	if s.prefillN > 0 || s.prefillS > 0 {
-		ev.Int("prefill_tokens", s.prefillN)
-		f("prefill_seconds", s.prefillS)
-	}
-	for _, kv := range s.startTrailer() {
-		if v, err := strconv.ParseFloat(kv.Value.(string), 64); err == nil {
-			ev.Float64(kv.Key, v)
-		}
-	}
-	ev.Str("status", s.status())
 	if s.failure != nil {
 		ev.Str("error", s.failure.Error())
 	}
-	addFields(ev, s.extra).Msg("summary")
+	ev.Msg("summary")
 }
 
 func addFields(ev *zerolog.Event, fs []Field) *zerolog.Event {
@@ -539,6 +546,8 @@ func formatValue(v any) string {
 		if x {
 			s = "1"
 		}
+	case fixed:
+		s = strconv.FormatFloat(x.v, 'f', x.prec, 64)
 	case time.Duration:
 		s = strconv.FormatFloat(x.Seconds(), 'f', 3, 64)
 	case fmt.Stringer:

@@ -244,9 +244,48 @@ func findEvent(t *testing.T, buf *bytes.Buffer, name string) map[string]any {
 	return nil
 }
 
+// eventLine is the raw JSON line of the first event called name.
+func eventLine(t *testing.T, buf *bytes.Buffer, name string) []byte {
+	t.Helper()
+	for _, l := range bytes.Split(buf.Bytes(), []byte("\n")) {
+		if bytes.Contains(l, []byte(`"event":"`+name+`"`)) {
+			return l
+		}
+	}
+	t.Fatalf("no %q event in %s", name, buf.String())
+	return nil
+}
+
+// orderedKeys are the top-level keys of a JSON object in their order.
+func orderedKeys(t *testing.T, obj []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k.(string))
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
 func TestLogEvents(t *testing.T) {
-	var buf bytes.Buffer
-	s, err := New(Options{Log: zerolog.New(&buf).Level(zerolog.DebugLevel), ExtraColumns: []string{"spec_hits"}, Warmup: -1})
+	var buf, csv bytes.Buffer
+	s, err := New(Options{Log: zerolog.New(&buf).Level(zerolog.DebugLevel), CSVWriter: &csv, ExtraColumns: []string{"spec_hits"}, Warmup: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,13 +313,28 @@ func TestLogEvents(t *testing.T) {
 		t.Errorf("token event %v", token)
 	}
 	sum := findEvent(t, &buf, "summary")
-	for _, k := range []string{"tokens", "mean_tok_s", "steady_tok_s", "warmup_tokens", "hit_pct", "read_mib", "mib_per_token", "load_seconds", "status"} {
+	for _, k := range []string{"tokens", "tok_s", "steady_tok_s", "warmup_tokens", "cache_hit_pct", "read_MiB", "MiB_per_token", "load_s", "status"} {
 		if _, ok := sum[k]; !ok {
 			t.Errorf("summary event lacks %s: %v", k, sum)
 		}
 	}
-	if sum["tokens"] != 1.0 || math.Abs(sum["mean_tok_s"].(float64)-1000/900.5) > 1e-9 {
+	if sum["tokens"] != 1.0 || math.Abs(sum["tok_s"].(float64)-1000/900.5) > 1e-9 || sum["o_direct"] != true {
 		t.Errorf("summary event %v", sum)
+	}
+	// The event has the trailer's keys, in its order.
+	var keys []string
+	for _, kv := range strings.Fields(strings.TrimPrefix(lastLine(csv.String()), "# summary ")) {
+		k, _, _ := strings.Cut(kv, "=")
+		keys = append(keys, k)
+	}
+	var evKeys []string
+	for _, k := range orderedKeys(t, eventLine(t, &buf, "summary")) {
+		if k != "level" && k != "event" && k != "time" && k != "message" {
+			evKeys = append(evKeys, k)
+		}
+	}
+	if strings.Join(keys, " ") != strings.Join(evKeys, " ") {
+		t.Errorf("summary event keys\n%v\nwant the trailer's\n%v", evKeys, keys)
 	}
 }
 
@@ -423,5 +477,38 @@ func TestConcurrentTokens(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	if len(lines) != 102 || !strings.HasPrefix(lines[101], "# summary tokens=100 ") {
 		t.Fatalf("%d lines, last %q", len(lines), lines[len(lines)-1])
+	}
+}
+
+// TestNotApplicable: without a cache (cache_hit_pct -1) and without a
+// resident-fraction sample (-1) the CSV keeps -1, the token event has null
+// and the summary (trailer and event) has no cache_hit_pct.
+func TestNotApplicable(t *testing.T) {
+	var buf, csv bytes.Buffer
+	s, err := New(Options{Log: zerolog.New(&buf).Level(zerolog.DebugLevel), CSVWriter: &csv, Warmup: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := tok(1, 1)
+	m.CacheHitPct, m.ResidentFrac = -1, -1
+	if err := s.Token(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	row := strings.Split(strings.Split(csv.String(), "\n")[1], ",")
+	if row[6] != "-1.00" || row[11] != "-1.0000" {
+		t.Errorf("CSV row %q: want -1 in cache_hit_pct and resident_frac", row)
+	}
+	token := findEvent(t, &buf, "token")
+	for _, k := range []string{"cache_hit_pct", "resident_frac"} {
+		if v, ok := token[k]; !ok || v != nil {
+			t.Errorf("token event %s = %v (present %v), want null", k, v, ok)
+		}
+	}
+	sum := findEvent(t, &buf, "summary")
+	if _, ok := sum["cache_hit_pct"]; ok || strings.Contains(lastLine(csv.String()), "cache_hit_pct") {
+		t.Errorf("summary without a cache has cache_hit_pct: %v / %s", sum, lastLine(csv.String()))
 	}
 }

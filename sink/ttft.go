@@ -1,7 +1,6 @@
 package sink
 
 import (
-	"strconv"
 	"time"
 )
 
@@ -29,7 +28,7 @@ func (s *Sink) FirstToken(d time.Duration) {
 }
 
 // PrefillRead records the expert bytes the prefill read from the model file,
-// for the prefill read rate (prefill_read_MiB, prefill_read_GBs).
+// for the prefill read rate (prefill_read_MiB, prefill_read_GB_s).
 func (s *Sink) PrefillRead(bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -39,16 +38,16 @@ func (s *Sink) PrefillRead(bytes int64) {
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // startTrailer returns the trailer keys of the run's start: ttft_ms,
-// prefill_read_MiB and prefill_read_GBs (decimal GB per second of prefill).
+// prefill_read_MiB and prefill_read_GB_s (decimal GB per second of prefill).
 func (s *Sink) startTrailer() []Field {
 	var out []Field
 	if s.start.hasTTFT {
-		out = append(out, Field{"ttft_ms", strconv.FormatFloat(ms(s.start.ttft), 'f', 1, 64)})
+		out = num(out, "ttft_ms", ms(s.start.ttft), 1)
 	}
 	if s.start.prefillBytes > 0 {
-		out = append(out, Field{"prefill_read_MiB", strconv.FormatFloat(float64(s.start.prefillBytes)/(1<<20), 'f', 1, 64)})
+		out = num(out, "prefill_read_MiB", float64(s.start.prefillBytes)/(1<<20), 1)
 		if s.prefillS > 0 {
-			out = append(out, Field{"prefill_read_GBs", strconv.FormatFloat(float64(s.start.prefillBytes)/1e9/s.prefillS, 'f', 3, 64)})
+			out = num(out, "prefill_read_GB_s", float64(s.start.prefillBytes)/1e9/s.prefillS, 3)
 		}
 	}
 	return out

@@ -38,7 +38,7 @@ func TestTTFT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, want := range map[string]string{"ttft_ms": "2345.6", "prefill_read_MiB": "2861.0", "prefill_read_GBs": "1.500"} {
+	for k, want := range map[string]string{"ttft_ms": "2345.6", "prefill_read_MiB": "2861.0", "prefill_read_GB_s": "1.500"} {
 		if got, ok := run.TrailerValue(k); !ok || got != want {
 			t.Errorf("trailer %s = %q (present %v), want %q", k, got, ok, want)
 		}
@@ -56,8 +56,8 @@ func TestTTFT(t *testing.T) {
 				t.Errorf("first_token event ttft_ms = %v", ev["ttft_ms"])
 			}
 		case "summary":
-			if ev["ttft_ms"] != 2345.6 || ev["prefill_read_GBs"] != 1.5 || ev["warmup_tokens"] != 1.0 {
-				t.Errorf("summary event %v: want ttft_ms 2345.6, prefill_read_GBs 1.5, warmup_tokens 1", ev)
+			if ev["ttft_ms"] != 2345.6 || ev["prefill_read_GB_s"] != 1.5 || ev["warmup_tokens"] != 1.0 {
+				t.Errorf("summary event %v: want ttft_ms 2345.6, prefill_read_GB_s 1.5, warmup_tokens 1", ev)
 			}
 		}
 	}
