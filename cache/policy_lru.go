@@ -5,6 +5,7 @@ package cache
 type LRU struct {
 	list  keyList
 	nodes map[Key]*keyNode
+	spare []*keyNode // evicted nodes, reused by OnAdmit
 }
 
 // NewLRU returns an empty LRU policy.
@@ -29,7 +30,13 @@ func (p *LRU) OnAdmit(k Key, bytes int64) {
 		p.list.moveToFront(n)
 		return
 	}
-	n := &keyNode{key: k}
+	var n *keyNode
+	if m := len(p.spare); m > 0 {
+		n, p.spare = p.spare[m-1], p.spare[:m-1]
+		*n = keyNode{key: k}
+	} else {
+		n = &keyNode{key: k}
+	}
 	p.nodes[k] = n
 	p.list.pushFront(n)
 }
@@ -39,6 +46,7 @@ func (p *LRU) OnEvict(k Key) {
 	if n, ok := p.nodes[k]; ok {
 		p.list.remove(n)
 		delete(p.nodes, k)
+		p.spare = append(p.spare, n)
 	}
 }
 

@@ -43,7 +43,6 @@ package sample
 
 import (
 	"cmp"
-	"container/heap"
 	"errors"
 	"fmt"
 	"math"
@@ -122,7 +121,7 @@ type Sampler struct {
 	cand   []Candidate
 	sorted []Candidate
 	work   []float32
-	kheap  candHeap
+	kheap  []Candidate // top-k's min-heap by better (worst on top)
 }
 
 // New makes a Sampler.
@@ -224,32 +223,41 @@ func cmpCand(a, b Candidate) int {
 	return cmp.Compare(a.ID, b.ID)
 }
 
-// candHeap is a min-heap by "better" (the worst candidate on top), for top-k.
-type candHeap []Candidate
+// worse is better reversed: a min-heap by worse keeps the worst on top.
+func worse(a, b Candidate) bool { return better(b, a) }
 
-func (h candHeap) Len() int           { return len(h) }
-func (h candHeap) Less(i, j int) bool { return better(h[j], h[i]) }
-func (h candHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *candHeap) Push(x any)        { *h = append(*h, x.(Candidate)) }
-func (h *candHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// The heaps below are slices of candidates ordered by first (the root is
+// the candidate first puts ahead of every other); hand-written rather than
+// container/heap, whose interface boxes every pushed and popped candidate.
+
+// siftUp restores the heap order after h[j] was placed.
+func siftUp(h []Candidate, j int, first func(a, b Candidate) bool) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !first(h[j], h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
 }
 
-// maxHeap pops the best candidate first.
-type maxHeap []Candidate
-
-func (h maxHeap) Len() int           { return len(h) }
-func (h maxHeap) Less(i, j int) bool { return better(h[i], h[j]) }
-func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *maxHeap) Push(x any)        { *h = append(*h, x.(Candidate)) }
-func (h *maxHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// siftDown restores the heap order below h[i].
+func siftDown(h []Candidate, i int, first func(a, b Candidate) bool) {
+	for {
+		j := 2*i + 1
+		if j >= len(h) {
+			return
+		}
+		if r := j + 1; r < len(h) && first(h[r], h[j]) {
+			j = r
+		}
+		if !first(h[j], h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
 }
 
 // Candidates runs the chain except the final draw and returns the surviving
@@ -294,10 +302,11 @@ func (s *Sampler) Candidates(logits []float32) ([]Candidate, error) {
 			}
 			c := Candidate{ID: int32(i), Logit: l}
 			if len(s.kheap) < k {
-				heap.Push(&s.kheap, c)
+				s.kheap = append(s.kheap, c)
+				siftUp(s.kheap, len(s.kheap)-1, worse)
 			} else if better(c, s.kheap[0]) {
 				s.kheap[0] = c
-				heap.Fix(&s.kheap, 0)
+				siftDown(s.kheap, 0, worse)
 			}
 		}
 		s.cand = append(s.cand, s.kheap...)
@@ -336,12 +345,17 @@ func (s *Sampler) Candidates(logits []float32) ([]Candidate, error) {
 		}
 		if s.p.TopP < 1 {
 			// top-p: pop from a max-heap until the mass reaches P.
-			h := maxHeap(s.cand)
-			heap.Init(&h)
+			h := s.cand
+			for i := len(h)/2 - 1; i >= 0; i-- {
+				siftDown(h, i, better)
+			}
 			s.sorted = s.sorted[:0]
 			cum := 0.0
-			for h.Len() > 0 {
-				c := heap.Pop(&h).(Candidate)
+			for len(h) > 0 {
+				c := h[0]
+				h[0] = h[len(h)-1]
+				h = h[:len(h)-1]
+				siftDown(h, 0, better)
 				s.sorted = append(s.sorted, c)
 				cum += c.P
 				if cum >= float64(s.p.TopP) && len(s.sorted) >= minKeep {
