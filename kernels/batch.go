@@ -96,6 +96,10 @@ func (p *Pool) MatVecs(ps []Product) error {
 			b.chunks = append(b.chunks, batchChunk{i, r0, min(r0+chunk, rows)})
 		}
 	}
+	if uint64(len(b.chunks)) > maxUnits {
+		b.clear()
+		return fmt.Errorf("%w: %d chunks in one batch, at most %d", ErrShape, len(b.chunks), uint64(maxUnits))
+	}
 	threads := p.threads
 	if !parallel {
 		threads = 1

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pipe-engine/pipe/internal/anon"
@@ -248,3 +249,59 @@ func BenchmarkDotHot(b *testing.B) {
 }
 
 var benchSink float32
+
+// BenchmarkTwoStreams: two goroutines compute every row of 1 GiB of Q4_K
+// rows with the single-vector kernel, each on its own half ("halves", how a
+// Pool splits a product) or taking 28-row (32 KiB) chunks in turn from one
+// shared counter ("alternate", the Pool's scheme before split.go). The gap
+// is the machine's penalty for two cores streaming interleaved stretches of
+// memory (docs/measurements.md, issue 11).
+func BenchmarkTwoStreams(b *testing.B) {
+	typ := quant.Q4_K
+	cold := &coldSet{t: typ, rows: 768, cols: 2048}
+	defer cold.free()
+	a, err := QuantizeActivation(typ, randX(rand.New(rand.NewPCG(55, 56)), 2048))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := impl.rows[typ]
+	if rows == nil {
+		b.Skip("no multi-row kernel for Q4_K in this implementation")
+	}
+	for _, mode := range []string{"halves", "alternate"} {
+		b.Run(mode, func(b *testing.B) {
+			w, size, ncopies := cold.get(b)
+			rb := size / 768
+			n := ncopies * 768
+			y := make([]float32, n)
+			b.SetBytes(int64(n * rb))
+			const chunk = 28
+			cpu0 := processCPUSeconds()
+			for i := 0; i < b.N; i++ {
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				for g := range 2 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if mode == "halves" {
+							r0, r1 := g*n/2, (g+1)*n/2
+							rows(w[r0*rb:r1*rb], rb, a, y[r0:r1])
+							return
+						}
+						for {
+							r0 := int(next.Add(chunk)) - chunk
+							if r0 >= n {
+								return
+							}
+							r1 := min(r0+chunk, n)
+							rows(w[r0*rb:r1*rb], rb, a, y[r0:r1])
+						}
+					}()
+				}
+				wg.Wait()
+			}
+			cpuMetric(b, int64(n*rb), cpu0)
+		})
+	}
+}

@@ -71,7 +71,7 @@ func rowBytes(t quant.Type, w []byte, rows, cols int) (int, error) {
 	if _, err := ActivationType(t); err != nil {
 		return 0, err
 	}
-	if rows < 0 || cols <= 0 {
+	if rows < 0 || cols <= 0 || uint64(rows) > maxUnits {
 		return 0, fmt.Errorf("%w: %d rows × %d cols", ErrShape, rows, cols)
 	}
 	rb, err := t.RowSize(int64(cols))

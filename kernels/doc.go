@@ -128,7 +128,9 @@
 // # Concurrency and ownership
 //
 // A Pool owns its persistent worker goroutines; MatVec/MatVecQ/MatMul split
-// the rows over them and block until all rows are written. MatVecs runs
+// the rows over them — each thread a contiguous share, so each streams its
+// own stretch of memory, rebalanced by stealing (split.go) — and block until
+// all rows are written. MatVecs runs
 // several products (q/k/v; the gate and up projections of all of a layer's
 // routed experts) as one dispatch, so small matrices pay one wake-up and one
 // final wait together. A Pool is safe for concurrent use (calls are

@@ -16,9 +16,11 @@ import (
 // as the Pool, no goroutine is started per call). After a job a helper spins
 // for spinWait (decode issues products back to back) and then parks on its
 // channel; the caller likewise spins briefly before blocking on the helpers.
-// Rows are handed out in contiguous chunks through an atomic counter; every
-// output element is computed by the same single-row kernel whatever the
-// chunking, so results are identical for any thread count. Calls are
+// A product's rows are cut into chunks; each thread starts with a
+// contiguous share of them and steals the back half of another's share when
+// its own runs out (split.go). Every output element is computed by the same
+// single-row kernel whatever the split, so results are identical for any
+// thread count. Calls are
 // serialized by a mutex, so a Pool is safe for concurrent use; Close stops
 // the helpers. A panic on any thread of a call (helpers run with
 // debug.SetPanicOnFault, so a fault on a mapped file that shrank is one) is
@@ -52,7 +54,10 @@ type job struct {
 	acts  []*Activation
 	y     []float32
 	chunk int
-	next  atomic.Int64
+	// spans are the threads' shares of the job's units (split.go); the
+	// first active are in use.
+	spans  []span
+	active int
 	// pending counts helpers still on this job (spun on by the caller
 	// before it blocks on Pool.done).
 	pending atomic.Int32
@@ -68,13 +73,13 @@ type caught struct{ v any }
 
 // runCaught runs the job and returns the panic it raised, if any, instead of
 // unwinding (so the caller can wait for its helpers first).
-func (j *job) runCaught() (c *caught) {
+func (j *job) runCaught(self int) (c *caught) {
 	defer func() {
 		if r := recover(); r != nil {
 			c = &caught{r}
 		}
 	}()
-	j.run()
+	j.run(self)
 	return nil
 }
 
@@ -97,6 +102,7 @@ const (
 )
 
 type helper struct {
+	id    int // thread index (the caller is 0)
 	state atomic.Int32
 	wake  chan struct{} // capacity 1: a wake-up never blocks the caller
 }
@@ -136,8 +142,9 @@ func NewPool(threads int) *Pool {
 	}
 	p := &Pool{threads: threads}
 	p.bat.run = p.bat.runChunk
+	p.job.spans = make([]span, threads)
 	for i := 1; i < threads; i++ {
-		h := &helper{wake: make(chan struct{}, 1)}
+		h := &helper{id: i, wake: make(chan struct{}, 1)}
 		h.state.Store(spinning)
 		p.helpers = append(p.helpers, h)
 		p.exited.Add(1)
@@ -161,7 +168,7 @@ func (p *Pool) loop(h *helper) {
 				return // closed
 			}
 		}
-		if c := p.job.runCaught(); c != nil {
+		if c := p.job.runCaught(h.id); c != nil {
 			p.job.fault.CompareAndSwap(nil, c)
 		}
 		h.state.Store(spinning)
@@ -197,52 +204,44 @@ func (p *Pool) Close() {
 	p.exited.Wait()
 }
 
-// run processes chunks until none are left.
-func (j *job) run() {
-	n := len(j.acts)
-	for {
-		c := int(j.next.Add(1)) - 1
-		r0 := c * j.chunk
-		if r0 >= j.rows {
+// unit runs work unit u: one index of Parallel, or the rows
+// [u·chunk, (u+1)·chunk) of a product.
+func (j *job) unit(u int) {
+	if j.fn != nil {
+		j.fn(u)
+		return
+	}
+	r0 := u * j.chunk
+	r1 := min(r0+j.chunk, j.rows)
+	if len(j.acts) == 1 {
+		a := j.acts[0]
+		y := j.y
+		if j.rowsF != nil {
+			j.rowsF(j.w[r0*j.rb:r1*j.rb], j.rb, a, y[r0:r1])
 			return
 		}
-		r1 := min(r0+j.chunk, j.rows)
-		if j.fn != nil {
-			for i := r0; i < r1; i++ {
-				j.fn(i)
-			}
-			continue
-		}
-		if n == 1 {
-			a := j.acts[0]
-			y := j.y
-			if j.rowsF != nil {
-				j.rowsF(j.w[r0*j.rb:r1*j.rb], j.rb, a, y[r0:r1])
-				continue
-			}
-			for r := r0; r < r1; r++ {
-				y[r] = j.dot(j.w[r*j.rb:(r+1)*j.rb], a)
-			}
-			continue
-		}
-		if j.gemm.on() {
-			j.runGEMM(r0, r1)
-			continue
-		}
-		if j.rowsF != nil {
-			// The chunk's rows (≈ chunkBytes/n) stay in cache while each
-			// vector runs the same multi-row kernel MatVec uses, so every
-			// output equals MatVec's bit for bit and memory reads them once.
-			for v, a := range j.acts {
-				j.rowsF(j.w[r0*j.rb:r1*j.rb], j.rb, a, j.y[v*j.rows+r0:v*j.rows+r1])
-			}
-			continue
-		}
 		for r := r0; r < r1; r++ {
-			row := j.w[r*j.rb : (r+1)*j.rb]
-			for v, a := range j.acts {
-				j.y[v*j.rows+r] = j.dot(row, a)
-			}
+			y[r] = j.dot(j.w[r*j.rb:(r+1)*j.rb], a)
+		}
+		return
+	}
+	if j.gemm.on() {
+		j.runGEMM(r0, r1)
+		return
+	}
+	if j.rowsF != nil {
+		// The chunk's rows (≈ chunkBytes/n) stay in cache while each
+		// vector runs the same multi-row kernel MatVec uses, so every
+		// output equals MatVec's bit for bit and memory reads them once.
+		for v, a := range j.acts {
+			j.rowsF(j.w[r0*j.rb:r1*j.rb], j.rb, a, j.y[v*j.rows+r0:v*j.rows+r1])
+		}
+		return
+	}
+	for r := r0; r < r1; r++ {
+		row := j.w[r*j.rb : (r+1)*j.rb]
+		for v, a := range j.acts {
+			j.y[v*j.rows+r] = j.dot(row, a)
 		}
 	}
 }
@@ -253,7 +252,6 @@ func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation,
 	j.dot = impl.dots[t]
 	j.rowsF = impl.rows[t]
 	j.w, j.rb, j.rows, j.acts, j.y = w, rb, rows, acts, y
-	j.next.Store(0)
 	j.gemm.prepare(impl, t, acts, rows)
 	work := rb * rows * len(acts)
 	helpers := 0
@@ -274,18 +272,28 @@ func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation,
 	} else {
 		j.chunk = max(rows, 1)
 	}
+	c := p.dispatch((rows+j.chunk-1)/j.chunk, helpers)
+	j.w, j.acts, j.y = nil, nil, nil
+	j.finish(c)
+}
+
+// dispatch deals the prepared job's n units to the caller and helpers
+// helpers, runs them, and returns the panic the caller caught, if any, once
+// every helper is done with the job.
+func (p *Pool) dispatch(n, helpers int) *caught {
+	j := &p.job
+	j.deal(n, helpers+1)
 	p.done.Add(helpers)
 	j.pending.Store(int32(helpers))
 	for _, h := range p.helpers[:helpers] {
 		h.start()
 	}
-	c := j.runCaught()
+	c := j.runCaught(0)
 	if helpers > 0 {
 		spin(func() bool { return j.pending.Load() == 0 })
 		p.done.Wait()
 	}
-	j.w, j.acts, j.y = nil, nil, nil
-	j.finish(c)
+	return c
 }
 
 // Parallel calls fn(i) for every i in [0, n) on the pool's threads (the
@@ -296,6 +304,9 @@ func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation,
 func (p *Pool) Parallel(n int, fn func(i int)) error {
 	if n <= 0 {
 		return nil
+	}
+	if uint64(n) > maxUnits {
+		return fmt.Errorf("%w: Parallel over %d indices, at most %d", ErrShape, n, uint64(maxUnits))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -310,19 +321,8 @@ func (p *Pool) Parallel(n int, fn func(i int)) error {
 // caller holds p.mu.
 func (p *Pool) parallelLocked(n, threads int, fn func(i int)) {
 	j := &p.job
-	j.fn, j.rows, j.chunk = fn, n, 1
-	j.next.Store(0)
-	helpers := min(threads-1, n-1)
-	p.done.Add(helpers)
-	j.pending.Store(int32(helpers))
-	for _, h := range p.helpers[:helpers] {
-		h.start()
-	}
-	c := j.runCaught()
-	if helpers > 0 {
-		spin(func() bool { return j.pending.Load() == 0 })
-		p.done.Wait()
-	}
+	j.fn = fn
+	c := p.dispatch(n, min(threads-1, n-1))
 	j.fn = nil
 	j.finish(c)
 }
