@@ -309,6 +309,12 @@ func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]floa
 	s.m.sink.Prefill(len(ids), d)
 	res.PrefillReadBytes = s.m.expertBytesRead() - read0
 	s.m.sink.PrefillRead(res.PrefillReadBytes)
+	pt := s.st.PrefillTimes()
+	s.m.sink.Set("prefill_stall_ms", msRound(pt.Stall))
+	s.m.sink.Set("prefill_compute_ms", msRound(pt.Compute))
+	if s.m.eng.Lanes() != nil {
+		s.m.sink.Set("prefill_io_busy_ms", msRound(pt.IOBusy))
+	}
 	s.smp.AcceptAll(ids)
 	return rows[0], nil
 }
@@ -399,3 +405,6 @@ func (s *Session) Chat(ctx context.Context, user string, o GenOptions, onToken f
 	s.past = append(s.past, tokenizer.Message{Role: "assistant", Content: tok.Decode(reply, false)})
 	return res, nil
 }
+
+// msRound is d in whole milliseconds, for the summary.
+func msRound(d time.Duration) int64 { return d.Round(time.Millisecond).Milliseconds() }

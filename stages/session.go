@@ -25,6 +25,18 @@ type Session struct {
 	lastMaj                         int64
 	lastCPU                         time.Duration
 	baseHits, baseLookups           int64 // planner counters after prefill
+
+	prefill PrefillTimes // the last Prefill's
+}
+
+// PrefillTimes is where a Prefill's wall time went.
+type PrefillTimes struct {
+	Stall   time.Duration // the FFN stage waiting for expert bytes
+	Compute time.Duration // measured compute (Engine.TakeStep)
+	// IOBusy is the reader lanes' busy time during the prefill, summed over
+	// the lanes (warm-start reads included): ÷ (wall × lanes) is how busy
+	// the lanes were.
+	IOBusy time.Duration
 }
 
 // NewSession starts a sequence with a KV cache of nCtx positions.
@@ -48,6 +60,7 @@ const PrefillChunk = 512
 // until the next Prefill or Step).
 func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]float32, time.Duration, error) {
 	s.E.SetStep(0)
+	busy0 := s.E.ioBusy()
 	t0 := time.Now()
 	var out [][]float32
 	var err error
@@ -67,12 +80,26 @@ func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]fl
 		}
 	}
 	d := time.Since(t0)
-	s.E.TakeStep()
+	s.prefill.Stall, s.prefill.Compute = s.E.TakeStep()
+	s.prefill.IOBusy = s.E.ioBusy() - busy0
 	s.sample() // prefill I/O is not charged to the first token
 	if ps, ok := s.E.PlannerStats(); ok {
 		s.baseHits, s.baseLookups = ps.Hits, ps.Hits+ps.Misses+ps.Joins
 	}
 	return out, d, err
+}
+
+// PrefillTimes is the breakdown of the last Prefill.
+func (s *Session) PrefillTimes() PrefillTimes { return s.prefill }
+
+// ioBusy is the reader lanes' busy time since Open, summed over the lanes (0
+// when not streaming).
+func (e *Engine) ioBusy() time.Duration {
+	if e.io == nil {
+		return 0
+	}
+	busy, _ := e.io.lanes.Totals()
+	return busy
 }
 
 // Step feeds one token and returns its logits (the session's reused
