@@ -47,7 +47,7 @@ func TestTTFT(t *testing.T) {
 		t.Errorf("TTFT %v: want at least 1s + prefill %v and at most %v", res.TTFT, res.Prefill, time.Since(given))
 	}
 	trailer := csv.String()[strings.LastIndex(csv.String(), "# summary"):]
-	for _, k := range []string{" ttft_ms=1", " prefill_read_MiB=", " prefill_read_GB_s=", " warmup_tokens="} {
+	for _, k := range []string{" ttft_ms=1", " prefill_read_MiB=", " prefill_read_GB_s=", " warmup_tokens=", " prefill_stall_ms=", " prefill_compute_ms=", " prefill_io_busy_ms="} {
 		if !strings.Contains(trailer, k) {
 			t.Errorf("trailer %q lacks %q", trailer, k)
 		}
