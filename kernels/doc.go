@@ -67,12 +67,14 @@
 // bit. A kernel may chain a smaller tile for the remainder and may run a
 // last partial tile padded with copies of its last token.
 //
-//   - AVX2 (gemm_amd64.s): Q4_K and Q6_K against 4 tokens, Q8_0 against 8.
+//   - AVX2 (gemm_amd64.s): Q4_K and Q6_K against 4 tokens, Q8_0 against 8;
+//     F32 and F16 rows (the MoE routers, F16 fallback tensors) against 3
+//     (gemmf_amd64.s), a last pair padded to 3.
 //   - AVX-512 F/BW, used over AVX2 where present: Q4_K, Q6_K, MXFP4 and
 //     Q8_0 against 8 tokens then 2, two tokens per 512-bit register; Q4_K
 //     and Q6_K with VPDPWSSD where AVX-512 VNNI exists.
 //   - Pure Go (ref_gemm.go; the purego build and machines without the
-//     assembly): Q4_0, Q8_0, MXFP4, Q4_K, Q6_K against 4.
+//     assembly): Q4_0, Q8_0, MXFP4, Q4_K, Q6_K, F32, F16 against 4.
 //
 // BenchmarkGEMM, GB of weights per CPU-second on the development machine
 // (vector kernel / AVX2 / AVX-512 / VNNI): 128 tokens × 4096×2048 Q4_K

@@ -12,7 +12,7 @@ import (
 )
 
 // AVX2 multi-token kernels (gemm_amd64.s): Q4_K and Q6_K rows against 4
-// tokens, Q8_0 rows against 8. The assembly reads the tile's activations
+// tokens, Q8_0 rows against 8; F32 and F16 rows against 3 (gemmf_amd64.go). The assembly reads the tile's activations
 // from a packed buffer (packQ8_K, packQ8_0) and writes y[t*ys+r].
 
 const (
@@ -50,11 +50,13 @@ func gemmQ6_KAVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 func gemmQ8_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 func avx2GEMMs() map[quant.Type]*gemmKernel {
-	return map[quant.Type]*gemmKernel{
+	m := map[quant.Type]*gemmKernel{
 		quant.Q4_K: {tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ4_K, minFill: 3},
 		quant.Q6_K: {tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ6_K, minFill: 3},
 		quant.Q8_0: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMMQ8_0},
 	}
+	maps.Copy(m, floatGEMMs())
+	return m
 }
 
 func init() {

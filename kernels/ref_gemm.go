@@ -1,6 +1,11 @@
 package kernels
 
-import "github.com/pipe-engine/pipe/quant"
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/pipe-engine/pipe/quant"
+)
 
 // Pure-Go multi-token kernels: each weight block is decoded once into
 // integer codes and scales, then dotted with every token of the tile using
@@ -18,7 +23,72 @@ func refGEMMs() map[quant.Type]*gemmKernel {
 		quant.MXFP4: {tile: refGEMMTile, run: refGEMMMXFP4},
 		quant.Q4_K:  {tile: refGEMMTile, run: refGEMMQ4_K},
 		quant.Q6_K:  {tile: refGEMMTile, run: refGEMMQ6_K},
+		quant.F32:   {tile: refGEMMTile, run: refGEMMF32},
+		quant.F16:   {tile: refGEMMTile, run: refGEMMF16},
 	}
+}
+
+// gemmFloat runs float rows against the tokens' activations xs (float32,
+// cols each): at(row, e) is weight element e. Each 32-element chunk of a
+// row is decoded once and dotted with every token in the vector kernel's
+// order (refDotF32: four 8-lane accumulators, a sequential tail,
+// combine4x8).
+func gemmFloat(w []byte, rb, rows int, xs [][]float32, y []float32, ys int, at func(row []byte, e int) float32) {
+	n := len(xs[0])
+	var acc [refGEMMTile][4][8]float32
+	var tail [refGEMMTile]float32
+	var wc [32]float32
+	for r := 0; r < rows; r++ {
+		row := w[r*rb:]
+		acc, tail = [refGEMMTile][4][8]float32{}, [refGEMMTile]float32{}
+		i := 0
+		for ; i+32 <= n; i += 32 {
+			for e := range wc {
+				wc[e] = at(row, i+e)
+			}
+			for t, x := range xs {
+				xt := x[i : i+32]
+				for k := 0; k < 4; k++ {
+					for l := 0; l < 8; l++ {
+						acc[t][k][l] = float32(acc[t][k][l] + float32(wc[8*k+l]*xt[8*k+l]))
+					}
+				}
+			}
+		}
+		for ; i < n; i++ {
+			wv := at(row, i)
+			for t, x := range xs {
+				tail[t] = float32(tail[t] + float32(wv*x[i]))
+			}
+		}
+		for t := range xs {
+			y[t*ys+r] = combine4x8(&acc[t], tail[t])
+		}
+	}
+}
+
+func refGEMMF32(w []byte, rb, rows int, acts []*Activation, _ []byte, y []float32, ys int) {
+	xs := make([][]float32, len(acts))
+	for t, a := range acts {
+		xs[t] = a.f[:a.cols]
+	}
+	gemmFloat(w, rb, rows, xs, y, ys, func(row []byte, e int) float32 {
+		return math.Float32frombits(binary.LittleEndian.Uint32(row[4*e:]))
+	})
+}
+
+func refGEMMF16(w []byte, rb, rows int, acts []*Activation, _ []byte, y []float32, ys int) {
+	tab := f16Table()
+	xs := make([][]float32, len(acts))
+	for t, a := range acts {
+		xs[t] = make([]float32, a.cols)
+		for i, h := range a.h[:a.cols] {
+			xs[t][i] = tab[h] // exact
+		}
+	}
+	gemmFloat(w, rb, rows, xs, y, ys, func(row []byte, e int) float32 {
+		return tab[binary.LittleEndian.Uint16(row[2*e:])]
+	})
 }
 
 // gemm32 runs a 32-element block format: decode(blk, q) fills the block's

@@ -29,7 +29,7 @@ func BenchmarkAttention(b *testing.B) {
 	pool := kernels.NewPool(1)
 	defer pool.Close()
 	for _, kv := range []KVType{KVF16, KVF32} {
-		for _, c := range []struct{ pos, n int }{{256, 1}, {2048, 1}, {0, 128}, {2048, 32}} {
+		for _, c := range []struct{ pos, n int }{{64, 1}, {256, 1}, {2048, 1}, {0, 128}, {2048, 32}} {
 			b.Run(fmt.Sprintf("%v/pos%d/n%d", kv, c.pos, c.n), func(b *testing.B) {
 				st, q := attnFixture(b, a, c.pos+c.n, kv)
 				p := attnPass(pool, c.n, c.pos, a.NHead)
