@@ -126,7 +126,9 @@ func (r *runner) reply(sess *decode.Session, line string) error {
 	if err != nil {
 		return err
 	}
-	if werr := r.out.write(r.think.flush()+"\n", "the end of a reply"); werr != nil {
+	werr := r.out.write(r.think.flush()+"\n", "the end of a reply")
+	r.g.Status.Release()
+	if werr != nil {
 		return werr
 	}
 	if stopped {

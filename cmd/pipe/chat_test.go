@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 )
 
 const chatModel = "../../testdata/golden/models/tiny-qwen3moe-Q8_0.gguf"
@@ -52,89 +47,6 @@ func TestChatSession(t *testing.T) {
 	gen := strings.Split(strings.Split(string(b), "\n")[1], ",")
 	if len(gen) < 2*40 {
 		t.Fatalf("%d tokens in two replies: want each to run past 32 to the full context", len(gen))
-	}
-}
-
-// TestChatCtrlC drives a real `pipe run -i` process as a terminal user
-// would: Ctrl-C (SIGINT) during a reply stops that reply and returns to the
-// prompt, the next turn is answered, and Ctrl-C at the prompt ends the
-// session with status 130.
-func TestChatCtrlC(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "--log-format", "console", "run", "-m", chatModel, "-i", "--temp", "0", "--ignore-eos",
-		"-c", "4096", "--moe-stream=true", "--cache-mb", "4")
-	cmd.Env = append(os.Environ(), mainEnv+"=1")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errb syncBuffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	text := make(chan int, 1<<16)
-	go func() {
-		r := bufio.NewReader(stdout)
-		buf := make([]byte, 256)
-		for {
-			n, err := r.Read(buf)
-			if n > 0 {
-				text <- n
-			}
-			if err != nil {
-				close(text)
-				return
-			}
-		}
-	}()
-	waitText := func(what string) {
-		t.Helper()
-		select {
-		case _, ok := <-text:
-			if !ok {
-				t.Fatalf("%s: stdout closed; stderr:\n%s", what, errb.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: no reply text in 30 s; stderr:\n%s", what, errb.String())
-		}
-	}
-	waitStderr := func(what string, n int) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); strings.Count(errb.String(), what) < n; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q (×%d) on stderr:\n%s", what, n, errb.String())
-			}
-		}
-	}
-	for turn := 1; turn <= 2; turn++ {
-		if _, err := io.WriteString(in, "tell me a long story\n"); err != nil {
-			t.Fatal(err)
-		}
-		waitText("turn")
-		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-			t.Fatal(err)
-		}
-		waitStderr("[reply stopped]", turn)
-		waitStderr("> ", turn+1)
-		for len(text) > 0 { // what was printed before the stop
-			<-text
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	err = cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
-		t.Fatalf("Ctrl-C at the prompt: %v, want exit status 130; stderr:\n%s", err, errb.String())
 	}
 }
 

@@ -144,6 +144,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	g := &Globals{Ctx: ctx, Log: log, Stdout: stdout, Stderr: stderr, JSONLog: jl, Status: line}
 	err = kctx.Run(g)
+	line.Release()
 	logs.Close() // every log line before the exit message
 	line.Clear()
 	errw = stderr

@@ -16,7 +16,8 @@ import (
 // status), which the console log writes through. Long work draws on it —
 // generating the demo model, loading the dense weights, a prompt pass — and
 // it is cleared before any generated text is printed, so progress is never
-// drawn over text. With a JSON log there is no status line at all: every
+// drawn over text; when stdout is the same terminal, log lines written
+// while a reply streams wait for its end (status.Line.Hold). With a JSON log there is no status line at all: every
 // line on stderr stays one JSON object.
 
 // newStatusLine is the status line of a run whose stderr is stderr.

@@ -187,11 +187,12 @@ func (c *RunCmd) Run(g *Globals) error {
 		return err
 	}
 	defer m.Close()
-	r := &runner{c: c, g: g, m: m, logits: outs.logits, out: &stdoutWriter{w: g.Stdout}}
+	r := &runner{c: c, g: g, m: m, logits: outs.logits, out: &stdoutWriter{w: g.Stdout}, sameTerm: sameTerminal(g.Stdout, g.Stderr)}
 	if outs.trace != nil {
 		r.openTrace(path, outs.trace)
 	}
 	runErr := r.run(decode.SessionOptions{Sampling: c.params(seed), Force: forced, System: c.System, NoThink: c.NoThink})
+	g.Status.Release()
 	r.closeTrace()
 	if outs.tokens != nil {
 		fmt.Fprintf(outs.tokens, "%s\n%s\n", joinIDs(r.promptIDs), joinIDs(r.genIDs))
@@ -293,6 +294,7 @@ type runner struct {
 	traceW    *replay.TraceWriter
 	think     *thinkFilter // --reasoning of the reply being printed
 	tm        timings      // every decode call so far, for the end-of-run line
+	sameTerm  bool         // stdout and stderr are one terminal: log lines wait for the end of a reply
 
 	promptIDs, genIDs []int32
 }
@@ -322,6 +324,9 @@ func (r *runner) genOptions() decode.GenOptions {
 // write, or a failed --route-trace write, ends the run.
 func (r *runner) print(t decode.Token) error {
 	r.g.Status.Clear() // no progress over the text
+	if r.sameTerm {
+		r.g.Status.Hold() // nor log lines inside it
+	}
 	r.genIDs = append(r.genIDs, t.ID)
 	if err := r.out.write(t.Text, fmt.Sprintf("token %d", len(r.genIDs))); err != nil {
 		return err
@@ -356,7 +361,9 @@ func (r *runner) once(sess *decode.Session) error {
 	if err != nil {
 		return err
 	}
-	return r.out.write("\n", "the final newline")
+	err = r.out.write("\n", "the final newline")
+	r.g.Status.Release()
+	return err
 }
 
 func (r *runner) writeLogits(l []float32) error {

@@ -34,7 +34,7 @@ func TestTimingsLine(t *testing.T) {
 	}
 }
 
-var timingsRE = regexp.MustCompile(`\[prompt \d+ tok [0-9.]+ tok/s \| \d+ tok [0-9.]+ tok/s( \(steady [0-9.]+\))? \| TTFT [0-9.]+ m?s \| hit [0-9.]+% \| read \d+ MiB \(prompt \d+\)\]`)
+var timingsRE = regexp.MustCompile(`\[prompt \d+ tok [0-9.]+ tok/s \| \d+ tok [0-9.]+ tok/s( \(steady [0-9.]+\))? \| TTFT [0-9.]+ m?s( \| hit [0-9.]+%)? \| read \d+ MiB \(prompt \d+\)\]`)
 
 // TestTimingsOnConsole: a run with a log for a person ends with the timings
 // line; with a JSON log there is none (every line stays JSON, the summary

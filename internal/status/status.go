@@ -9,6 +9,9 @@
 // and leaves the cursor at the start of an empty line: a caller clears it
 // before printing generated text, so progress is never drawn over text.
 // Done ends the line with a newline, keeping its last state on screen.
+// Hold makes Writer keep what it is given until Release, for the time
+// generated text streams onto the same terminal: log lines then follow the
+// text instead of cutting into it.
 //
 // Lines are erased with spaces, not escape sequences, so any terminal (and a
 // test's buffer) shows the same thing; Fit keeps a line within the
@@ -38,7 +41,13 @@ type Line struct {
 	text  string    // the line to show ("" = none)
 	shown int       // runes of the line on screen
 	last  time.Time // last draw by Update
+	held  []byte    // Writer's output kept by Hold
+	hold  bool
+	out   io.Writer // where held output goes (Writer's w)
 }
+
+// MaxHeld is how much output Hold keeps at most; beyond it, it is written.
+const MaxHeld = 64 << 10
 
 // New returns a Line on w if w is a terminal, else nil.
 func New(w io.Writer) *Line {
@@ -131,12 +140,45 @@ func (p passWriter) Write(b []byte) (int, error) {
 	l := p.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.hold && len(l.held)+len(b) <= MaxHeld {
+		l.held = append(l.held, b...)
+		l.out = p.w
+		return len(b), nil
+	}
 	l.erase()
 	n, err := p.w.Write(b)
 	if l.text != "" && len(b) > 0 && b[len(b)-1] == '\n' {
 		l.draw()
 	}
 	return n, err
+}
+
+// Hold keeps Writer's output until Release.
+func (l *Line) Hold() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hold = true
+}
+
+// Release writes what was held and lets Writer's output through again.
+func (l *Line) Release() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hold = false
+	if len(l.held) > 0 {
+		l.erase()
+		l.out.Write(l.held)
+		l.held = l.held[:0]
+		if l.text != "" {
+			l.draw()
+		}
+	}
 }
 
 // draw writes the current text over what is shown (l.mu held).

@@ -100,3 +100,26 @@ func TestNil(t *testing.T) {
 		t.Error("New(regular file) must be nil")
 	}
 }
+
+func TestHold(t *testing.T) {
+	var buf bytes.Buffer
+	l := NewTo(&buf, 0)
+	log := l.Writer(&buf)
+	l.Hold()
+	log.Write([]byte("held 1\n"))
+	log.Write([]byte("held 2\n"))
+	buf.WriteString("generated text\n")
+	l.Release()
+	log.Write([]byte("after\n"))
+	if got, want := buf.String(), "generated text\nheld 1\nheld 2\nafter\n"; got != want {
+		t.Fatalf("%q, want %q", got, want)
+	}
+	buf.Reset()
+	l.Hold()
+	big := bytes.Repeat([]byte("x"), MaxHeld+1)
+	log.Write(big) // beyond MaxHeld: written at once
+	if buf.Len() != len(big) {
+		t.Fatalf("%d bytes written, want the %d beyond MaxHeld at once", buf.Len(), len(big))
+	}
+	l.Release()
+}
