@@ -42,7 +42,10 @@
 // transient slot and is not a lookup (not in the hit rate). Its handle is
 // completed and released by the read's callback; a demand Acquire meanwhile
 // joins it (InFlight) and afterwards hits. Warm (warm.go) is the warm-start
-// variant: it also never evicts, taking only free resident slots.
+// variant: it also never evicts, taking only free resident slots, and its
+// entries are evicted only when nothing else can be until the lookups have
+// passed their layer (so a prompt's misses do not push out the experts read
+// for the layers ahead of it).
 //
 // # Hot sets
 //
@@ -137,6 +140,7 @@ type entry struct {
 	pins      int32
 	state     state
 	lastBatch uint64
+	protected bool // a warm-start read whose layer the pipeline has not passed yet (warm.go)
 	err       error
 	done      chan struct{} // made when someone waits on a reading entry; closed by Complete
 }
@@ -195,6 +199,7 @@ type Cache struct {
 	wake    chan struct{} // closed (and replaced) when a slot may have become available
 	st      Stats
 	elig    func(Key) bool
+	guard   warmGuard // keeps unused warm-start entries until their layer is passed
 }
 
 // New maps the slot arenas and returns an empty cache.
@@ -241,6 +246,7 @@ func New(cfg Config) (*Cache, error) {
 	c.st.Slots = int(nres)
 	c.st.TransientSlots = nt
 	c.elig = c.eligible
+	c.guard.elig = c.eligibleUnprotected
 	return c, nil
 }
 
@@ -257,6 +263,7 @@ func (c *Cache) Batch(step, layer int) {
 	t0 := time.Now()
 	c.mu.Lock()
 	c.batch++
+	c.guard.advanceLocked(c, step, layer)
 	c.policy.Batch(step, layer)
 	c.signalLocked()
 	c.st.Mgmt += time.Since(t0)
@@ -394,6 +401,9 @@ func (c *Cache) startRead(key Key, size int64, evict bool) (*Handle, WarmStatus,
 		return nil, WarmFull, nil
 	}
 	e := c.newEntryLocked(key, slot, false, size)
+	if !evict {
+		c.guard.protectLocked(e)
+	}
 	c.st.Prefetches++
 	c.policy.OnAdmit(key, size)
 	c.st.BytesAdmitted += size
@@ -441,7 +451,7 @@ func (c *Cache) takeSlotLocked(allowTransient bool) (int32, bool, bool) {
 		return i, false, true
 	}
 	if c.res.n > 0 {
-		if k, ok := c.policy.Victim(c.elig); ok && c.eligible(k) {
+		if k, ok := c.victimLocked(); ok {
 			v := c.entries[k]
 			delete(c.entries, k)
 			c.policy.OnEvict(k)

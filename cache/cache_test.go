@@ -574,3 +574,65 @@ func TestHitAllocatesNothing(t *testing.T) {
 		t.Errorf("hits %d", st.Hits)
 	}
 }
+
+// warmIn reads k into the cache as a warm start does.
+func warmIn(t *testing.T, c *Cache, k Key) {
+	t.Helper()
+	h, st, err := c.Warm(k, slot)
+	if err != nil || st != WarmStarted {
+		t.Fatalf("Warm(%v): %v %v", k, st, err)
+	}
+	fill(h.Buf(), k)
+	h.Complete(nil)
+	h.Release()
+}
+
+// TestWarmEntriesSparedUntilTheirLayer: a warm-started expert of a layer
+// ahead is not the victim of a miss while another entry can go (LRU alone
+// would evict it: it is the oldest), keeps its bytes until its layer's
+// lookup hits it, and becomes an ordinary entry once the pipeline has passed
+// its layer; when every eligible entry is protected a miss still gets a slot
+// at once.
+func TestWarmEntriesSparedUntilTheirLayer(t *testing.T) {
+	c, _ := newCache(t, 3, 1)
+	warmIn(t, c, Key{2, 0})
+	warmIn(t, c, Key{2, 1})
+	c.Batch(0, 0)
+	h, st := get(t, c, Key{0, 0}) // the free slot
+	h.Release()
+	c.Batch(0, 1)
+	h, st = get(t, c, Key{1, 0}) // evicts L0/E0, not the older warm L2/E0
+	h.Release()
+	if st != Miss || c.Contains(Key{0, 0}) || !c.Contains(Key{2, 0}) || !c.Contains(Key{2, 1}) {
+		t.Fatalf("after the layer-1 miss: L0/E0 %v L2/E0 %v L2/E1 %v; want the warm entries kept", c.Contains(Key{0, 0}), c.Contains(Key{2, 0}), c.Contains(Key{2, 1}))
+	}
+	c.Batch(0, 2)
+	h, st = get(t, c, Key{2, 0})
+	if st != Hit || !checkFill(h.Buf(), Key{2, 0}) {
+		t.Fatalf("L2/E0 in its layer: %v (bytes ok %v), want a hit", st, checkFill(h.Buf(), Key{2, 0}))
+	}
+	h.Release()
+	c.Batch(1, 0) // layer 2 passed: L2/E1 (never used) is ordinary now, and the LRU victim
+	h, _ = get(t, c, Key{0, 5})
+	h.Release()
+	if c.Contains(Key{2, 1}) {
+		t.Error("an unused warm entry stayed protected after its layer was passed")
+	}
+
+	// every eligible entry protected: the miss still evicts one at once
+	c2, _ := newCache(t, 2, 0)
+	warmIn(t, c2, Key{3, 0})
+	warmIn(t, c2, Key{3, 1})
+	c2.Batch(0, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	h, st, err := c2.Acquire(ctx, Key{0, 0}, slot)
+	if err != nil || st != Miss {
+		t.Fatalf("miss with only protected entries: %v %v", st, err)
+	}
+	h.Complete(nil)
+	h.Release()
+	if cs := c2.Stats(); cs.Evictions != 1 || cs.Waits != 0 {
+		t.Errorf("stats %+v: want one eviction and no wait", cs)
+	}
+}
