@@ -67,7 +67,8 @@
 // bit. A kernel may chain a smaller tile for the remainder and may run a
 // last partial tile padded with copies of its last token.
 //
-//   - AVX2 (gemm_amd64.s): Q4_K and Q6_K against 4 tokens, Q8_0 against 8;
+//   - AVX2 (gemm_amd64.s): Q4_K and Q6_K against 4 tokens then 2, Q8_0
+//     against 8;
 //     F32 and F16 rows (the MoE routers, F16 fallback tensors) against 3
 //     (gemmf_amd64.s), a last pair padded to 3.
 //   - AVX-512 F/BW, used over AVX2 where present: Q4_K, Q6_K, MXFP4 and

@@ -12,7 +12,7 @@ import (
 )
 
 // AVX2 multi-token kernels (gemm_amd64.s): Q4_K and Q6_K rows against 4
-// tokens, Q8_0 rows against 8; F32 and F16 rows against 3 (gemmf_amd64.go). The assembly reads the tile's activations
+// tokens then 2, Q8_0 rows against 8; F32 and F16 rows against 3 (gemmf_amd64.go). The assembly reads the tile's activations
 // from a packed buffer (packQ8_K, packQ8_0) and writes y[t*ys+r].
 
 const (
@@ -47,12 +47,20 @@ func gemmQ4_KAVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, macc 
 func gemmQ6_KAVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
+func gemmQ4_K2AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, macc *[16]float32)
+
+//go:noescape
+func gemmQ6_K2AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
+//go:noescape
 func gemmQ8_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 func avx2GEMMs() map[quant.Type]*gemmKernel {
 	m := map[quant.Type]*gemmKernel{
-		quant.Q4_K: {tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ4_K, minFill: 3},
-		quant.Q6_K: {tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ6_K, minFill: 3},
+		quant.Q4_K: {tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ4_K, minFill: 3,
+			next: &gemmKernel{tile: 2, pack: packQ8_K, packBytes: q8KPack2Bytes, run: avx2GEMMQ4_K2}},
+		quant.Q6_K: {tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ6_K, minFill: 3,
+			next: &gemmKernel{tile: 2, pack: packQ8_K, packBytes: q8KPack2Bytes, run: avx2GEMMQ6_K2}},
 		quant.Q8_0: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMMQ8_0},
 	}
 	maps.Copy(m, floatGEMMs())
@@ -111,6 +119,25 @@ func avx2GEMMQ6_K(w []byte, rb, rows int, acts []*Activation, pk []byte, y []flo
 	gemmQ6_KAVX2(&w[0], rb, rows, nb, &pk[0], &y[0], 4*ys)
 }
 
+func avx2GEMMQ4_K2(w []byte, rb, rows int, acts []*Activation, pk []byte, y []float32, ys int) {
+	nb := acts[0].cols / 256
+	if len(acts) != 2 || !gemmOk(w, rb, rows, nb, 144, pk, q8KPackBytes(acts[0].cols, 2), y, ys, 2) {
+		fillNaN(y[:min(len(y), rows)])
+		return
+	}
+	var macc [16]float32
+	gemmQ4_K2AVX2(&w[0], rb, rows, nb, &pk[0], &y[0], 4*ys, &macc)
+}
+
+func avx2GEMMQ6_K2(w []byte, rb, rows int, acts []*Activation, pk []byte, y []float32, ys int) {
+	nb := acts[0].cols / 256
+	if len(acts) != 2 || !gemmOk(w, rb, rows, nb, 210, pk, q8KPackBytes(acts[0].cols, 2), y, ys, 2) {
+		fillNaN(y[:min(len(y), rows)])
+		return
+	}
+	gemmQ6_K2AVX2(&w[0], rb, rows, nb, &pk[0], &y[0], 4*ys)
+}
+
 func avx2GEMMQ8_0(w []byte, rb, rows int, acts []*Activation, pk []byte, y []float32, ys int) {
 	nb := acts[0].cols / 32
 	if len(acts) != gemmTileQ80 || !gemmOk(w, rb, rows, nb, 34, pk, q8_0PackBytes(acts[0].cols, gemmTileQ80), y, ys, gemmTileQ80) {
@@ -125,6 +152,8 @@ func avx2GEMMQ8_0(w []byte, rb, rows int, acts []*Activation, pk []byte, y []flo
 func q8KPackBytes(cols, tile int) int { return cols / 256 * q8KBlockBytes(tile) }
 
 func q8KPack4Bytes(cols int) int { return q8KPackBytes(cols, gemmTileK) }
+
+func q8KPack2Bytes(cols int) int { return q8KPackBytes(cols, 2) }
 
 func q8KBlockBytes(tile int) int { return tile * (4 + 32 + 256) }
 

@@ -1386,3 +1386,177 @@ q82blk:
 	JNZ  q82row
 	VZEROUPPER
 	RET
+
+// Two-token AVX2 kernels for Q4_K and Q6_K, the tile after the 4-token one
+// (the last two tokens of a product, an expert's pair of tokens): the same
+// per-token code on the packed layout of a 2-token tile.
+#undef KBS
+#undef KQS
+#undef KSTRIDE
+#define KBS 8
+#define KQS 72
+#define KSTRIDE 584
+
+// G4CHUNK2(j): G4CHUNK for two tokens.
+#define G4CHUNK2(j) \
+	VMOVDQU (16+32*j)(SI), Y8 \
+	VPAND   Y14, Y8, Y9 \
+	VPSRLW  $4, Y8, Y8 \
+	VPAND   Y14, Y8, Y8 \
+	VPSHUFB ·gemmK4Shuf+(64*j)(SB), Y15, Y10 \
+	VPSHUFB ·gemmK4Shuf+(64*j+32)(SB), Y15, Y11 \
+	G4TOK(j, 0, Y4) \
+	G4TOK(j, 1, Y5)
+
+// G4OUT(acc, xacc, moff, dst): dst = hsum(acc) - hsum4(macc at moff(DX)).
+#define G4OUT(acc, xacc, moff, dst) \
+	HSUMTO(acc, xacc, X8, X9) \
+	VMOVUPS moff(DX), X10 \
+	HSUM4TO(X10, X11, X12) \
+	VSUBSS  X11, X8, X8 \
+	VMOVSS  X8, dst
+
+// func gemmQ4_K2AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, macc *[16]float32)
+TEXT ·gemmQ4_K2AVX2(SB), NOSPLIT, $0-64
+	MOVQ         w+0(FP), R13
+	MOVQ         rows+16(FP), R8
+	MOVQ         y+40(FP), R14
+	MOVQ         ys+48(FP), R15
+	MOVQ         macc+56(FP), DX
+	MOVL         $0x0F0F0F0F, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+
+g42row:
+	MOVQ    R13, SI
+	MOVQ    pk+32(FP), DI
+	MOVQ    nb+24(FP), CX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS X0, 0(DX)
+	VMOVUPS X0, 16(DX)
+
+g42blk:
+	G4SCALES
+	MOVWLZX   2(SI), AX
+	VMOVD     AX, X12
+	VCVTPH2PS X12, X12
+	G4MIN(0)
+	G4MIN(1)
+	VPXOR     Y4, Y4, Y4
+	VPXOR     Y5, Y5, Y5
+	G4CHUNK2(0)
+	G4CHUNK2(1)
+	G4CHUNK2(2)
+	G4CHUNK2(3)
+	MOVWLZX   (SI), AX
+	VMOVD     AX, X12
+	VCVTPH2PS X12, X12
+	BLKFIN(0, Y0, Y4, X12)
+	BLKFIN(1, Y1, Y5, X12)
+	ADDQ      $144, SI
+	ADDQ      $KSTRIDE, DI
+	DECQ      CX
+	JNZ       g42blk
+
+	G4OUT(Y0, X0, 0, (R14))
+	G4OUT(Y1, X1, 16, (R14)(R15*1))
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  g42row
+	VZEROUPPER
+	RET
+
+// G6PART2(e, c): G6PART for two tokens.
+#define G6PART2(e, c) \
+	VPSHUFB   ·gemmQ6Shuf+(16*(c))(SB), X11, X10 \
+	VPMOVSXBW X10, Y10 \
+	G6TOK(KQS+(e), Y4) \
+	G6TOK(KQS+256+(e), Y5)
+
+// G6HALF2(n): G6HALF for two tokens.
+#define G6HALF2(n) \
+	VMOVDQU (64*n)(SI), Y9 \
+	VPAND   Y14, Y9, Y9 \
+	VMOVDQU (128+32*n)(SI), Y8 \
+	VPSLLW  $4, Y8, Y8 \
+	G6CODES \
+	G6PART2(128*n, 4*n) \
+	VMOVDQU (64*n+32)(SI), Y9 \
+	VPAND   Y14, Y9, Y9 \
+	VMOVDQU (128+32*n)(SI), Y8 \
+	VPSLLW  $2, Y8, Y8 \
+	G6CODES \
+	G6PART2(128*n+32, 4*n+1) \
+	VMOVDQU (64*n)(SI), Y9 \
+	VPSRLW  $4, Y9, Y9 \
+	VPAND   Y14, Y9, Y9 \
+	VMOVDQU (128+32*n)(SI), Y8 \
+	G6CODES \
+	G6PART2(128*n+64, 4*n+2) \
+	VMOVDQU (64*n+32)(SI), Y9 \
+	VPSRLW  $4, Y9, Y9 \
+	VPAND   Y14, Y9, Y9 \
+	VMOVDQU (128+32*n)(SI), Y8 \
+	VPSRLW  $2, Y8, Y8 \
+	G6CODES \
+	G6PART2(128*n+96, 4*n+3)
+
+// G6FIN(t, lanes, acc): acc += float(lanes) · (d_w X12 · d_t).
+#define G6FIN(t, lanes, acc) \
+	VCVTDQ2PS    lanes, lanes \
+	VMULSS       (KD+4*t)(DI), X12, X8 \
+	VBROADCASTSS X8, Y8 \
+	VMULPS       Y8, lanes, lanes \
+	VADDPS       lanes, acc, acc
+
+// func gemmQ6_K2AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ6_K2AVX2(SB), NOSPLIT, $0-56
+	MOVQ         w+0(FP), R13
+	MOVQ         rows+16(FP), R8
+	MOVQ         y+40(FP), R14
+	MOVQ         ys+48(FP), R15
+	MOVL         $0x0F0F0F0F, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL         $0x30303030, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL         $0x20202020, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+
+g62row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+g62blk:
+	VMOVDQU   192(SI), X11
+	VPXOR     Y4, Y4, Y4
+	VPXOR     Y5, Y5, Y5
+	G6HALF2(0)
+	G6HALF2(1)
+	MOVWLZX   208(SI), AX
+	VMOVD     AX, X12
+	VCVTPH2PS X12, X12
+	G6FIN(0, Y4, Y0)
+	G6FIN(1, Y5, Y1)
+	ADDQ      $210, SI
+	ADDQ      $KSTRIDE, DI
+	DECQ      CX
+	JNZ       g62blk
+
+	HSUMTO(Y0, X0, X8, X9)
+	VMOVSS X8, (R14)
+	HSUMTO(Y1, X1, X8, X9)
+	VMOVSS X8, (R14)(R15*1)
+	ADDQ   rb+8(FP), R13
+	ADDQ   $4, R14
+	DECQ   R8
+	JNZ    g62row
+	VZEROUPPER
+	RET

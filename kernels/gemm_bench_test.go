@@ -22,8 +22,8 @@ func BenchmarkGEMM(b *testing.B) {
 		typ        quant.Type
 		n          []int
 	}{
-		{"expert-gate-2048x768", 768, 2048, quant.Q4_K, []int{8, 32}},
-		{"expert-down-768x2048", 2048, 768, quant.Q6_K, []int{8}},
+		{"expert-gate-2048x768", 768, 2048, quant.Q4_K, []int{2, 8, 32}},
+		{"expert-down-768x2048", 2048, 768, quant.Q6_K, []int{2, 8}},
 		{"attn-q-2048x4096", 4096, 2048, quant.Q4_K, []int{128}},
 		{"attn-v-2048x512", 512, 2048, quant.Q6_K, []int{128}},
 		{"q8_0-2880x2880", 2880, 2880, quant.Q8_0, []int{8, 128}},

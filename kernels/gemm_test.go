@@ -89,9 +89,10 @@ func checkGEMMKernel(t *testing.T, rng *rand.Rand, m *implementation, k *gemmKer
 }
 
 // TestMatMulGEMMEqualsMatVec runs MatMul and MatMulQ through a Pool with
-// every implementation for batch sizes 1…n (whole tiles and tails), odd
-// row counts, matrices larger than one row chunk and 1–3 threads, and
-// demands every output vector equal MatVec's.
+// every implementation, and with each native kernel set on its own (the
+// AVX2 tiles as an AVX2-only machine chains them), for batch sizes 1…n
+// (whole tiles and tails), odd row counts, matrices larger than one row
+// chunk and 1–3 threads, and demands every output vector equal MatVec's.
 func TestMatMulGEMMEqualsMatVec(t *testing.T) {
 	rng := rand.New(rand.NewPCG(43, 44))
 	saved := impl
@@ -106,7 +107,7 @@ func TestMatMulGEMMEqualsMatVec(t *testing.T) {
 	if testing.Short() {
 		ns = []int{1, 3, 4, 5, 9, 13}
 	}
-	for _, m := range implementations() {
+	for _, m := range gemmImpls() {
 		impl = m
 		for _, typ := range gemmTypes() {
 			cs := colsFor(typ)
@@ -149,6 +150,19 @@ func TestMatMulGEMMEqualsMatVec(t *testing.T) {
 			}
 		}
 	}
+}
+
+// gemmImpls are the implementations plus, for each native kernel set, the
+// best implementation with only that set's multi-token kernels.
+func gemmImpls() []*implementation {
+	ms := implementations()
+	for _, set := range nativeGEMMSets {
+		m := *bestImpl()
+		m.name += "+" + set.name
+		m.gemm = set.kernels
+		ms = append(ms, &m)
+	}
+	return ms
 }
 
 // TestNativeGEMMNotReference: an accelerated implementation never runs the
