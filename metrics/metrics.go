@@ -26,6 +26,9 @@
 // 10) from ending the warm-up early, while tolerating isolated spikes later on.
 // The steady-window tok/s is then (n − i) / Σ wall_ms[i:] (tokens per second).
 //
+// Stream computes the same summary token by token in bounded memory (running
+// sums and a head and tail window), for a server that decodes without end.
+//
 // All functions here are pure and safe for concurrent use; they never retain
 // or modify the slices passed to them.
 package metrics
@@ -135,8 +138,43 @@ func thirdOf(n int) int {
 
 // Summarize computes the run summary of rows (in step order).
 func Summarize(rows []Token, o Options) Summary {
+	var t totals
+	wall := make([]float64, len(rows))
+	compute := make([]float64, len(rows))
+	for i, r := range rows {
+		t.add(r)
+		wall[i], compute[i] = r.WallMS, r.ComputeMS
+	}
+	return t.summary(wall, compute, o)
+}
+
+// totals are a run's running sums, in step order.
+type totals struct {
+	n                          int
+	wall, io, stall, mgmt, cpu float64
+	read, faults               int64
+	firstHit, finalHit         float64
+}
+
+func (t *totals) add(r Token) {
+	if t.n == 0 {
+		t.firstHit = r.CacheHitPct
+	}
+	t.n++
+	t.wall += r.WallMS
+	t.io += r.IOMS
+	t.stall += r.StallMS
+	t.mgmt += r.MgmtMS
+	t.cpu += r.CPUMS
+	t.read += r.ReadBytes
+	t.faults += r.Majflt
+	t.finalHit = r.CacheHitPct
+}
+
+// base is the summary of the sums alone; the window fields are NaN.
+func (t *totals) base(o Options) Summary {
 	nan := math.NaN()
-	n := len(rows)
+	n := t.n
 	s := Summary{
 		Tokens: n, MeanTokS: nan, SteadyTokS: nan, First5WallMS: nan, LastThirdTokS: nan,
 		FinalHitPct: nan, FirstHitPct: nan, ReadMiB: 0, MiBPerToken: nan, StallShare: nan,
@@ -146,22 +184,32 @@ func Summarize(rows []Token, o Options) Summary {
 	if n == 0 {
 		return s
 	}
-	wall := make([]float64, n)
-	compute := make([]float64, n)
-	var sumIO, sumStall, sumMgmt, sumCPU float64
-	var read, faults int64
-	for i, r := range rows {
-		wall[i] = r.WallMS
-		compute[i] = r.ComputeMS
-		s.TotalWallMS += r.WallMS
-		sumIO += r.IOMS
-		sumStall += r.StallMS
-		sumMgmt += r.MgmtMS
-		sumCPU += r.CPUMS
-		read += r.ReadBytes
-		faults += r.Majflt
-	}
+	s.TotalWallMS = t.wall
 	s.MeanTokS = rate(n, s.TotalWallMS)
+	s.FirstHitPct, s.FinalHitPct = t.firstHit, t.finalHit
+	s.ReadMiB = float64(t.read) / (1 << 20)
+	s.MiBPerToken = s.ReadMiB / float64(n)
+	if s.TotalWallMS > 0 {
+		s.StallShare = t.stall / s.TotalWallMS
+		s.MgmtShare = t.mgmt / s.TotalWallMS
+		s.IOShare = t.io / s.TotalWallMS
+		if o.HasCPU && o.Threads > 0 {
+			s.CPUOccupancy = t.cpu / (s.TotalWallMS * float64(o.Threads))
+		}
+	}
+	if o.HasMajflt {
+		s.MajfltPerToken = float64(t.faults) / float64(n)
+	}
+	return s
+}
+
+// summary is the whole summary given every token's wall and compute time.
+func (t *totals) summary(wall, compute []float64, o Options) Summary {
+	s := t.base(o)
+	n := t.n
+	if n == 0 {
+		return s
+	}
 	if o.Warmup >= 0 {
 		s.WarmupTokens = min(o.Warmup, n-1)
 		s.WarmupForced = true
@@ -174,21 +222,6 @@ func Summarize(rows []Token, o Options) Summary {
 	third := thirdOf(n)
 	s.LastThirdTokens = third
 	s.LastThirdTokS = rate(third, sum(wall[n-third:]))
-	s.FirstHitPct = rows[0].CacheHitPct
-	s.FinalHitPct = rows[n-1].CacheHitPct
-	s.ReadMiB = float64(read) / (1 << 20)
-	s.MiBPerToken = s.ReadMiB / float64(n)
-	if s.TotalWallMS > 0 {
-		s.StallShare = sumStall / s.TotalWallMS
-		s.MgmtShare = sumMgmt / s.TotalWallMS
-		s.IOShare = sumIO / s.TotalWallMS
-		if o.HasCPU && o.Threads > 0 {
-			s.CPUOccupancy = sumCPU / (s.TotalWallMS * float64(o.Threads))
-		}
-	}
-	if o.HasMajflt {
-		s.MajfltPerToken = float64(faults) / float64(n)
-	}
 	s.ComputeHeadMS = median(compute[:min(5, third)])
 	s.ComputeTailMS = median(compute[n-third:])
 	return s

@@ -55,7 +55,8 @@
 // # Concurrency
 //
 // The sink is a stage of the pipeline: New starts one writer goroutine and
-// Close waits for it. Token records the row (for the summary) and sends it
+// Close waits for it. Token counts the row for the summary (what
+// Options.SummaryWindow keeps, never the row itself) and sends it
 // through a bounded channel (RowBuffer rows) to that goroutine, which writes
 // the CSV row and redraws the status line, so a slow disk or terminal does
 // not stall decode; when the channel is full Token blocks rather than drop a
@@ -96,6 +97,8 @@ var (
 	// ErrColumnName: an extra column name is empty, repeated, a fixed column
 	// or contains a comma, quote or whitespace.
 	ErrColumnName = errors.New("bad extra column name")
+	// ErrWindow: a negative Options.SummaryWindow.
+	ErrWindow = errors.New("summary window must be >= 0")
 )
 
 // Field is a caller-supplied key/value for a log event or the summary.
@@ -140,6 +143,12 @@ type Options struct {
 	// (LoadInfo.Threads overrides it when non-zero).
 	Warmup  int
 	Threads int
+	// SummaryWindow bounds what the sink keeps for the summary: 0 keeps
+	// every token's wall and compute time (16 bytes a token; the summary is
+	// exactly metrics.Summarize's, as `pipe report` computes it from the
+	// CSV); N > 0 keeps running sums and the first and last N tokens' times
+	// (metrics.Stream), for a process that decodes without end (a server).
+	SummaryWindow int
 }
 
 // Sink collects per-token metrics. Create it with New and always Close it.
@@ -149,7 +158,7 @@ type Sink struct {
 	w        io.Writer
 	file     *os.File
 	name     string // CSV name for errors
-	rows     []metrics.Token
+	stream   *metrics.Stream // what the summary needs of every token
 	wr       *writer // the stage goroutine writing rows and the status line
 	load     *LoadInfo
 	prefillN int
@@ -173,7 +182,10 @@ func New(o Options) (*Sink, error) {
 		}
 		seen[c] = true
 	}
-	s := &Sink{o: o, w: o.CSVWriter, name: "csv writer"}
+	if o.SummaryWindow < 0 {
+		return nil, fmt.Errorf("sink: summary window %d: %w", o.SummaryWindow, ErrWindow)
+	}
+	s := &Sink{o: o, w: o.CSVWriter, name: "csv writer", stream: metrics.NewStream(o.SummaryWindow)}
 	if o.CSV != "" {
 		create := o.Create
 		if create == nil {
@@ -271,9 +283,7 @@ func (s *Sink) Token(m TokenMetrics) error {
 	if err := s.wr.failed(); err != nil {
 		return err
 	}
-	r := m
-	r.Extra = nil
-	s.rows = append(s.rows, r)
+	s.stream.Add(m)
 	if len(m.Extra) > 0 {
 		m.Extra = append([]float64(nil), m.Extra...) // the caller keeps its slice
 	}
@@ -360,7 +370,7 @@ func (s *Sink) threads() int {
 }
 
 func (s *Sink) summary() metrics.Summary {
-	return metrics.Summarize(s.rows, metrics.Options{Warmup: s.o.Warmup, Threads: s.threads(), HasMajflt: true, HasCPU: true})
+	return s.stream.Summary(metrics.Options{Warmup: s.o.Warmup, Threads: s.threads(), HasMajflt: true, HasCPU: true})
 }
 
 func (s *Sink) status() string {

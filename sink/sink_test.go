@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -510,5 +511,78 @@ func TestNotApplicable(t *testing.T) {
 	sum := findEvent(t, &buf, "summary")
 	if _, ok := sum["cache_hit_pct"]; ok || strings.Contains(lastLine(csv.String()), "cache_hit_pct") {
 		t.Errorf("summary without a cache has cache_hit_pct: %v / %s", sum, lastLine(csv.String()))
+	}
+}
+
+// heapAfter is the live heap after a GC.
+func heapAfter() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// TestSummaryWindowBounded: a server's sink (SummaryWindow > 0) fed token
+// after token for a long time keeps a bounded amount of memory, while the
+// default (every token's times, for pipe run's exact trailer) grows with the
+// run; below the window both summaries are the same.
+func TestSummaryWindowBounded(t *testing.T) {
+	const tokens = 300_000
+	grow := func(window int) (uint64, *Sink) {
+		s, err := New(Options{Warmup: -1, SummaryWindow: window})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := heapAfter()
+		for i := 1; i <= tokens; i++ {
+			if err := s.Token(tok(i, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		after := heapAfter()
+		if after < before {
+			return 0, s
+		}
+		return after - before, s
+	}
+	bounded, s := grow(4096)
+	if bounded > 1<<20 {
+		t.Errorf("window 4096: the heap grew %d bytes over %d tokens, want < 1 MiB", bounded, tokens)
+	}
+	if sum := s.Summary(); sum.Tokens != tokens || sum.LastThirdTokens != 4096 {
+		t.Errorf("window summary: %d tokens, last %d", sum.Tokens, sum.LastThirdTokens)
+	}
+	s.Close()
+	all, s := grow(0)
+	if all < 16*tokens/2 {
+		t.Errorf("window 0: the heap grew only %d bytes over %d tokens; the test cannot tell bounded from not", all, tokens)
+	}
+	s.Close()
+
+	var csvs []string
+	for _, window := range []int{0, 16} {
+		var csv bytes.Buffer
+		s, err := New(Options{CSVWriter: &csv, Warmup: -1, SummaryWindow: window})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= 12; i++ {
+			if err := s.Token(tok(i, 12)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		csvs = append(csvs, csv.String())
+	}
+	if csvs[0] != csvs[1] || !strings.Contains(csvs[0], "# summary tokens=12 ") {
+		t.Errorf("a run within the window: CSV\n%s\nwant the same as without one\n%s", csvs[1], csvs[0])
+	}
+	if _, err := New(Options{SummaryWindow: -1}); !errors.Is(err, ErrWindow) {
+		t.Errorf("negative window: %v", err)
 	}
 }

@@ -100,6 +100,12 @@ func (c *ServeCmd) modelID(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), ".gguf")
 }
 
+// serveSummaryWindow bounds what the server's sink keeps for its summary
+// (sink.Options.SummaryWindow): running sums and the first and last this
+// many tokens, so a server that runs for weeks does not grow with every
+// token it generates.
+const serveSummaryWindow = 4096
+
 func (c *ServeCmd) options(g *Globals, path string, demo bool) (decode.Options, error) {
 	threads := c.Thr
 	if threads == 0 {
@@ -110,7 +116,7 @@ func (c *ServeCmd) options(g *Globals, path string, demo bool) (decode.Options, 
 		return decode.Options{}, err
 	}
 	o := decode.Options{Engine: cfg, Stream: decode.StreamMode(c.MoeStream), KV: model.KVF16, Ctx: c.Ctx,
-		Sink: sink.Options{Warmup: -1}, HotSet: c.HotSetFlags.options(), Progress: showProgress(g.Status, decode.PhaseLoad)}
+		Sink: sink.Options{Warmup: -1, SummaryWindow: serveSummaryWindow}, HotSet: c.HotSetFlags.options(), Progress: showProgress(g.Status, decode.PhaseLoad)}
 	if demo {
 		o.Stream = decode.StreamOn
 		if cfg.Cache.Auto {

@@ -88,3 +88,35 @@ func TestServeProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryWindows: pipe serve's sink keeps a bounded summary window (a
+// server does not grow with every token), pipe run's keeps every token so
+// its CSV trailer is exactly what pipe report computes from the rows.
+func TestSummaryWindows(t *testing.T) {
+	var cli CLI
+	k, err := parser(&cli, io.Discard, io.Discard, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Globals{Ctx: t.Context(), Stderr: io.Discard}
+	if _, err := k.Parse([]string{"serve", "-m", chatModel}); err != nil {
+		t.Fatal(err)
+	}
+	so, err := cli.Serve.options(g, chatModel, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if so.Sink.SummaryWindow != serveSummaryWindow || serveSummaryWindow <= 0 {
+		t.Errorf("serve: summary window %d, want %d > 0", so.Sink.SummaryWindow, serveSummaryWindow)
+	}
+	if _, err := k.Parse([]string{"run", "-m", chatModel}); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := cli.Run.options(g, chatModel, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ro.Sink.SummaryWindow != 0 {
+		t.Errorf("run: summary window %d, want 0 (every token)", ro.Sink.SummaryWindow)
+	}
+}
