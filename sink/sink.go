@@ -157,9 +157,9 @@ type Sink struct {
 	o        Options
 	w        io.Writer
 	file     *os.File
-	name     string // CSV name for errors
+	name     string          // CSV name for errors
 	stream   *metrics.Stream // what the summary needs of every token
-	wr       *writer // the stage goroutine writing rows and the status line
+	wr       *writer         // the stage goroutine writing rows and the status line
 	load     *LoadInfo
 	prefillN int
 	prefillS float64
