@@ -2,8 +2,10 @@ package stages
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,11 +88,33 @@ func sumMS(rows []sink.TokenMetrics, f func(sink.TokenMetrics) float64) float64 
 // stays; time the decode goroutine spends outside compute and outside the
 // wait for experts (a slow route observer) is in wall but in neither term;
 // and without such time compute + stall accounts for wall within 2 ms a row
-// (the median row: on a machine loaded far past its cores the decode
-// goroutine can lose the CPU between two sections).
+// (the median row). Compute sections are timed by the wall clock, so on a
+// machine loaded far past its cores a section the scheduler preempts is
+// stretched: a check that fails is retried, up to 3 attempts, and the test
+// fails only if every attempt fails. Compute derived from wall − stall fails
+// every attempt, since the injected waits are the same each time.
 func TestComputeMeasured(t *testing.T) {
+	const attempts = 3
+	var problems []string
+	for a := 1; a <= attempts; a++ {
+		problems = computeProblems(t)
+		if len(problems) == 0 {
+			return
+		}
+		t.Logf("attempt %d of %d: %s", a, attempts, strings.Join(problems, "; "))
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// computeProblems runs the slow-reader, fast-reader and slow-observer decodes
+// once and returns what does not hold.
+func computeProblems(t *testing.T) []string {
 	const n, layers = 6, 4
 	const delay = 10 * time.Millisecond
+	var problems []string
+	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	// The slow run goes first: its reads bring the model file into the page
 	// cache (other processes may have evicted it), so the fast run's reads
 	// are not slowed by the disk.
@@ -99,13 +123,13 @@ func TestComputeMeasured(t *testing.T) {
 	var gaps []float64
 	for _, r := range fast {
 		if r.ComputeMS <= 0 {
-			t.Fatalf("step %d: compute_ms %.3f", r.Step, r.ComputeMS)
+			fail("step %d: compute_ms %.3f", r.Step, r.ComputeMS)
 		}
 		gaps = append(gaps, math.Abs(r.WallMS-r.ComputeMS-r.StallMS))
 	}
 	slices.Sort(gaps)
 	if med := gaps[len(gaps)/2]; med > 2 {
-		t.Errorf("median row: wall − compute − stall = %.2f ms unaccounted (rows %v)", med, fast)
+		fail("median row: wall − compute − stall = %.2f ms unaccounted (rows %v)", med, fast)
 	}
 	get := func(f func(sink.TokenMetrics) float64) (float64, float64) { return sumMS(fast, f), sumMS(slow, f) }
 	fs, ss := get(func(r sink.TokenMetrics) float64 { return r.StallMS })
@@ -114,22 +138,23 @@ func TestComputeMeasured(t *testing.T) {
 	// Every layer of every step waits for at least one read 10 ms late.
 	injected := float64(n * layers * delay / time.Millisecond)
 	if fs >= ss {
-		t.Errorf("stall %.1f ms with the fast reader, %.1f with the slow one: it must shrink with a faster reader", fs, ss)
+		fail("stall %.1f ms with the fast reader, %.1f with the slow one: it must shrink with a faster reader", fs, ss)
 	}
 	if ss < injected {
-		t.Errorf("slow reader: stall %.1f ms over %d steps, want ≥ %.0f", ss, n, injected)
+		fail("slow reader: stall %.1f ms over %d steps, want ≥ %.0f", ss, n, injected)
 	}
 	// CPU contention (a loaded machine, the race detector) stretches compute
 	// sections a little; compute derived from wall would take the injected
 	// waits whole.
 	if sc-fc > injected/4 {
-		t.Errorf("slow reader: compute %.1f → %.1f ms grew with the %.0f ms of injected waits", fc, sc, injected)
+		fail("slow reader: compute %.1f → %.1f ms grew with the %.0f ms of injected waits", fc, sc, injected)
 	}
 	// A 3 ms observer per layer: 12 ms a step that is neither compute nor stall.
 	busy := stepRows(t, n, 0, func() { time.Sleep(3 * time.Millisecond) })
 	for _, r := range busy {
 		if gap := r.WallMS - r.ComputeMS - r.StallMS; gap < 10 {
-			t.Errorf("step %d: wall %.2f, compute %.2f, stall %.2f: the observer's 12 ms were counted as compute or stall", r.Step, r.WallMS, r.ComputeMS, r.StallMS)
+			fail("step %d: wall %.2f, compute %.2f, stall %.2f: the observer's 12 ms were counted as compute or stall", r.Step, r.WallMS, r.ComputeMS, r.StallMS)
 		}
 	}
+	return problems
 }
