@@ -83,13 +83,26 @@ func init() {
 // installGEMMAVX2 puts the AVX2 multi-token kernels into m, and over them
 // the AVX-512 ones where the CPU has AVX-512 (their VNNI variants with
 // AVX-512 VNNI).
+//
+// For Q4_K and Q6_K the AVX-512 8-token tile is followed by the AVX2 4- and
+// 2-token ones, not by the AVX-512 pair kernel: for the last 2–4 tokens of a
+// product (and an expert's 2–4 tokens) they measured 1.15–1.6× faster per
+// CPU-second (BenchmarkGEMM n2/n4, docs/measurements.md).
 func installGEMMAVX2(m *implementation) {
-	maps.Copy(m.gemm, avx2GEMMs())
+	avx2 := avx2GEMMs()
+	maps.Copy(m.gemm, avx2)
 	if hasAVX512 {
 		maps.Copy(m.gemm, avx512GEMMs())
 	}
 	if hasVNNI {
 		maps.Copy(m.gemm, vnniGEMMs())
+	}
+	if hasAVX512 {
+		for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+			k8 := *m.gemm[t]
+			k8.next = avx2[t]
+			m.gemm[t] = &k8
+		}
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 // multi-token kernels ("gemm") and with them switched off ("vec": the
 // vector kernel once per token over cached rows), side by side. SetBytes
 // counts the weight bytes once per product; tok/s is tokens through the
-// matrix per wall second, cpuGB/s weight bytes per CPU-second.
+// matrix per wall second, cpuGB/s weight bytes per CPU-second. "used" is
+// the chain of kernels MatMul runs on this machine, the others one set's.
 //
 //	go test -run '^$' -bench GEMM -count 3 ./kernels/
 func BenchmarkGEMM(b *testing.B) {
@@ -22,8 +23,8 @@ func BenchmarkGEMM(b *testing.B) {
 		typ        quant.Type
 		n          []int
 	}{
-		{"expert-gate-2048x768", 768, 2048, quant.Q4_K, []int{2, 8, 32}},
-		{"expert-down-768x2048", 2048, 768, quant.Q6_K, []int{2, 8}},
+		{"expert-gate-2048x768", 768, 2048, quant.Q4_K, []int{2, 4, 8, 32}},
+		{"expert-down-768x2048", 2048, 768, quant.Q6_K, []int{2, 4, 8}},
 		{"attn-q-2048x4096", 4096, 2048, quant.Q4_K, []int{128}},
 		{"attn-v-2048x512", 512, 2048, quant.Q6_K, []int{128}},
 		{"q8_0-2880x2880", 2880, 2880, quant.Q8_0, []int{8, 128}},
@@ -41,6 +42,10 @@ func BenchmarkGEMM(b *testing.B) {
 			vec := *impl
 			vec.gemm = nil
 			variants = append(variants, &vec)
+			if impl.gemm[sh.typ] != nil { // the kernels MatMul uses here
+				variants = append(variants, impl)
+				kinds[impl] = "used"
+			}
 			for _, set := range gemmSets()[1:] {
 				if set.kernels[sh.typ] != nil {
 					m := *impl
