@@ -2,6 +2,7 @@ package decode
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"testing"
 
@@ -46,9 +47,15 @@ func TestDecodeTokenAllocs(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			genMallocs(t, m, p, ids, 40) // warm: every expert the runs route to is resident
-			short := genMallocs(t, m, p, ids, 8)
-			long := genMallocs(t, m, p, ids, 72)
-			per := float64(int64(long)-int64(short)) / 64
+			// The process-wide malloc count also sees the engine's other
+			// goroutines (sink, planner, lanes), whose allocations depend on
+			// scheduling; the least of three measurements is the loop's own.
+			per := math.Inf(1)
+			for range 3 {
+				short := genMallocs(t, m, p, ids, 8)
+				long := genMallocs(t, m, p, ids, 72)
+				per = min(per, float64(int64(long)-int64(short))/64)
+			}
 			t.Logf("%.2f allocations per token", per)
 			if per > 2 {
 				t.Errorf("%.2f allocations per decode token", per)
