@@ -46,21 +46,17 @@ type Head struct {
 // probabilities.
 func AttendF16(q []float32, k, v []uint16, stride, n int, h Head, scores, out []float32) {
 	dim := len(q)
-	tab := f16Table()
 	var qh [maxGroupDim]float32
 	qq := qh[:0]
 	if dim > len(qh) {
 		qq = make([]float32, 0, dim)
 	}
-	for _, x := range q {
-		qq = append(qq, tab[fp32ToFP16(x)])
-	}
+	qq = append(qq, q...)
+	roundF16s(qq)
 	sc := scores[:n]
 	DotsF16(qq, k, stride, sc)
 	softmaxScaled(sc, h)
-	for j, x := range sc { // the weights are rounded to F16 like the cache
-		sc[j] = tab[fp32ToFP16(x)]
-	}
+	roundF16s(sc) // the weights are rounded to F16 like the cache
 	o := out[:dim]
 	clear(o)
 	AxpysF16(o, sc, v, stride)
@@ -160,14 +156,27 @@ func SoftmaxSink(x []float32, sink float32) {
 	}
 }
 
-// expShift replaces x[i] with float32(exp(x[i] - m)) and returns the
-// float64 sum of the results in order.
-func expShift(x []float32, m float32) float64 {
-	var sum float64
+// refExpShift replaces x[i] with float32(exp(x[i] - m)) and returns the
+// float64 sum of the results in order (expShift: the same, vectorized where
+// the assembly runs).
+func refExpShift(x []float32, m float32) float64 { return expShiftFrom(x, m, 0) }
+
+// expShiftFrom is refExpShift with the sum continued from sum.
+func expShiftFrom(x []float32, m float32, sum float64) float64 {
 	for i, v := range x {
 		e := float32(math.Exp(float64(v - m)))
 		x[i] = e
 		sum += float64(e)
 	}
 	return sum
+}
+
+// refRoundF16s rounds every x[i] to the nearest F16 value (ties to even)
+// and back to float32, as the F16 cache stores values (roundF16s: the same,
+// vectorized where the assembly runs).
+func refRoundF16s(x []float32) {
+	tab := f16Table()
+	for i, v := range x {
+		x[i] = tab[fp32ToFP16(v)]
+	}
 }

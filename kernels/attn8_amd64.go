@@ -30,6 +30,12 @@ func scaleMax8AVX2(sc *float32, n int, scale float32, mx *[GroupSlots]float32)
 func expSum8AVX2(sc *float32, n int, mx *[GroupSlots]float32, sum *[GroupSlots]float64)
 
 //go:noescape
+func expShiftAVX2(x *float32, n int, m float32) float64
+
+//go:noescape
+func roundF16AVX2(x *float32, n int)
+
+//go:noescape
 func mulRound8AVX2(sc *float32, n int, inv *[GroupSlots]float32, round bool)
 
 // hasGroupAVX2: the grouped kernels also need FMA, with which math.Exp
@@ -99,4 +105,23 @@ func softmax8(sc []float32, n int, scale float32, sinks []float32, round bool) {
 		inv[s] = float32(1.0 / sum[s])
 	}
 	mulRound8AVX2(&sc[0], n, &inv, round)
+}
+
+// expShift is refExpShift with whole groups of 8 in assembly (the same
+// values, the sum continued in order over the tail).
+func expShift(x []float32, m float32) float64 {
+	n8 := len(x) &^ 7
+	if !hasGroupAVX2 || n8 == 0 {
+		return refExpShift(x, m)
+	}
+	return expShiftFrom(x[n8:], m, expShiftAVX2(&x[0], n8, m))
+}
+
+// roundF16s is refRoundF16s with whole groups of 8 in assembly.
+func roundF16s(x []float32) {
+	n8 := len(x) &^ 7
+	if hasAVX2 && n8 > 0 {
+		roundF16AVX2(&x[0], n8)
+	}
+	refRoundF16s(x[n8:])
 }

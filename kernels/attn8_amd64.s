@@ -495,6 +495,81 @@ mrround:
 	VZEROUPPER
 	RET
 
+// func expShiftAVX2(x *float32, n int, m float32) float64
+//
+// One row's softmax exponentials (n a multiple of 8): x[i] =
+// float32(math.Exp(float64(x[i] - m))) as in expSum8AVX2, and their float64
+// sum in index order.
+TEXT ·expShiftAVX2(SB), NOSPLIT, $0-32
+	MOVQ         x+0(FP), SI
+	MOVQ         n+8(FP), CX
+	SHRQ         $3, CX
+	VBROADCASTSS m+16(FP), Y15
+	VXORPD       X13, X13, X13
+
+xsloop:
+	VMOVUPS      (SI), Y0
+	VSUBPS       Y15, Y0, Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $1, Y0, X2
+	VCVTPS2PD    X2, Y2
+	EXP4(Y1, X3, Y4, Y5)
+	EXP4(Y2, X3, Y4, Y5)
+	VCVTPD2PSY   Y1, X1
+	VCVTPD2PSY   Y2, X2
+	VINSERTF128  $1, X2, Y1, Y1
+	VBROADCASTSS expc<>+452(SB), Y6
+	VCMPPS       $1, Y6, Y0, Y7
+	VANDNPS      Y1, Y7, Y1
+	VBROADCASTSS expc<>+456(SB), Y6
+	VCMPPS       $0x1e, Y6, Y0, Y7
+	VBROADCASTSS expc<>+460(SB), Y6
+	VBLENDVPS    Y7, Y6, Y1, Y1
+	VCMPPS       $3, Y0, Y0, Y7
+	VBLENDVPS    Y7, Y0, Y1, Y1
+	VMOVUPS      Y1, (SI)
+	VCVTPS2PD    X1, Y2              // e0..e3
+	VEXTRACTF128 $1, Y1, X3
+	VCVTPS2PD    X3, Y3              // e4..e7
+	VADDSD       X2, X13, X13        // in order: e0
+	VPERMILPD    $1, X2, X4
+	VADDSD       X4, X13, X13        // e1
+	VEXTRACTF128 $1, Y2, X2
+	VADDSD       X2, X13, X13        // e2
+	VPERMILPD    $1, X2, X4
+	VADDSD       X4, X13, X13        // e3
+	VADDSD       X3, X13, X13        // e4
+	VPERMILPD    $1, X3, X4
+	VADDSD       X4, X13, X13        // e5
+	VEXTRACTF128 $1, Y3, X3
+	VADDSD       X3, X13, X13        // e6
+	VPERMILPD    $1, X3, X4
+	VADDSD       X4, X13, X13        // e7
+	ADDQ         $32, SI
+	DECQ         CX
+	JNZ          xsloop
+	VMOVSD       X13, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func roundF16AVX2(x *float32, n int)
+//
+// x[i] rounded to the nearest F16 value and back (n a multiple of 8).
+TEXT ·roundF16AVX2(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHRQ $3, CX
+
+rfloop:
+	VMOVUPS (SI), Y0
+	ROUNDF16(Y0, X1, Y1, Y2, Y3)
+	VMOVUPS Y0, (SI)
+	ADDQ    $32, SI
+	DECQ    CX
+	JNZ     rfloop
+	VZEROUPPER
+	RET
+
 // Constants: archExp's (math/exp_amd64.s), four copies of each float64 so
 // that it can be a YMM operand; then float32 bounds and masks.
 DATA expc<>+0(SB)/8, $1.4426950408889634073599246810018920 // LOG2E

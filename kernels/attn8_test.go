@@ -145,3 +145,40 @@ func bitsEqualNaN(a, b []float32) bool {
 	}
 	return len(a) == len(b)
 }
+
+// TestExpShiftAndRoundF16sIdentical: the vectorized softmax exponentials
+// and F16 roundings equal the scalar loops bit for bit (values and the
+// in-order float64 sum) for lengths around the vector width, values
+// spanning the exponential's range and the F16 range (subnormals,
+// overflow to Inf, ties), infinities and NaN.
+func TestExpShiftAndRoundF16sIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(81, 82))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 65504, 65519.99, 65520, 1e-8, 6e-8, -3e-5,
+		2049, 2051, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), -700, -701, -1e30}
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 300} {
+		x := make([]float32, n)
+		for i := range x {
+			if rng.IntN(4) == 0 {
+				x[i] = special[rng.IntN(len(special))]
+			} else {
+				x[i] = float32(rng.NormFloat64() * []float64{1e-6, 1, 100, 1e5}[rng.IntN(4)])
+			}
+		}
+		a, b := slices.Clone(x), slices.Clone(x)
+		roundF16s(a)
+		refRoundF16s(b)
+		if !bitsEqual(a, b) {
+			t.Fatalf("n=%d: roundF16s %v, scalar %v", n, a, b)
+		}
+		for _, m := range []float32{0, 3, -2, 1e4} {
+			a, b = slices.Clone(x), slices.Clone(x)
+			for i := range a { // inputs of a softmax: at most m
+				a[i], b[i] = min(a[i], m), min(b[i], m)
+			}
+			sa, sb := expShift(a, m), refExpShift(b, m)
+			if !bitsEqual(a, b) || (math.Float64bits(sa) != math.Float64bits(sb) && !(sa != sa && sb != sb)) {
+				t.Fatalf("n=%d m=%g: expShift %v sum %g, scalar %v sum %g", n, m, a, sa, b, sb)
+			}
+		}
+	}
+}

@@ -17,3 +17,7 @@ func attendGroupF16(q []float32, k, v []uint16, stride, n int, scale float32, si
 func attendGroupF32(q []float32, k, v []float32, stride, n int, scale float32, sinks, scores, out []float32) {
 	refAttendGroupF32(q, k, v, stride, n, scale, sinks, scores, out)
 }
+
+func expShift(x []float32, m float32) float64 { return refExpShift(x, m) }
+
+func roundF16s(x []float32) { refRoundF16s(x) }
