@@ -28,6 +28,28 @@ TEXT ·dotsF16AVX2(SB), NOSPLIT, $0-48
 d16four:
 	CMPQ   DX, $4
 	JLT    d16one
+	LEAQ (DI)(R8*8), R14 // rows j+8..j+11 prefetched (rows a stride apart defeat the hardware prefetcher)
+	LEAQ (R14)(R8*1), R15
+	MOVQ CX, BX
+	SHLQ $1, BX
+	XORQ AX, AX
+
+d16pf1:
+	PREFETCHT0 (R14)(AX*1)
+	PREFETCHT0 (R15)(AX*1)
+	ADDQ       $64, AX
+	CMPQ       AX, BX
+	JLT        d16pf1
+	LEAQ       (R14)(R8*2), R14
+	LEAQ       (R15)(R8*2), R15
+	XORQ       AX, AX
+
+d16pf2:
+	PREFETCHT0 (R14)(AX*1)
+	PREFETCHT0 (R15)(AX*1)
+	ADDQ       $64, AX
+	CMPQ       AX, BX
+	JLT        d16pf2
 	MOVQ   DI, R10
 	LEAQ   (DI)(R8*1), R11
 	LEAQ   (DI)(R8*2), R12
@@ -171,6 +193,8 @@ TEXT ·axpysF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ v+16(FP), DI
 	MOVQ stride+24(FP), R8
 	SHLQ $1, R8
+	MOVQ R8, R14
+	SHLQ $3, R14 // 8 rows ahead: prefetched
 	MOVQ dim+32(FP), BX
 
 a16blk64:
@@ -189,6 +213,8 @@ a16blk64:
 	MOVQ    n+40(FP), CX
 
 a16j64:
+	PREFETCHT0   0(R10)(R14*1)
+	PREFETCHT0   64(R10)(R14*1)
 	VBROADCASTSS (R11), Y8
 	AX16(0, Y0)
 	AX16(16, Y1)
