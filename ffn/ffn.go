@@ -23,9 +23,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pipe-engine/pipe/expert"
+	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 )
 
@@ -82,19 +84,44 @@ type Stats struct {
 
 // Stage computes MoE layers with an architecture's expert math.
 type Stage struct {
-	fn      model.ExpertFFN
-	nEmbd   int
-	scratch model.Scratch
-	ys      []float32      // [token][rank] outputs
-	xs, os  []float32      // gathered inputs / outputs of one expert
-	group   []expert.Ready // values received together, reused
-	ready   []expert.Ready // of those, the ones to compute now
-	pending []expert.Ready // held back until the layer's wave is complete (no overlap)
-	work    []model.ExpertWork
+	fn            model.ExpertFFN
+	nEmbd         int
+	pool          *kernels.Pool
+	scratch       model.Scratch
+	threads       []threadScratch // per pool thread, for experts computed whole
+	ys            []float32       // [token][rank] outputs
+	xs, os        []float32       // gathered inputs / outputs of the multi-token experts
+	group         []expert.Ready  // values received together, reused
+	ready         []expert.Ready  // of those, the ones to compute now
+	pending       []expert.Ready  // held back until the layer's wave is complete (no overlap)
+	single, multi []model.ExpertWork
+	each          []model.ExpertWork // computeMulti's experts run whole, one per thread
+	eachLayer     int
+	eachFn        func(t, i int) // computeOne, bound once
+	errs          []error        // per expert of each
 }
 
-// New returns a stage for an architecture whose hidden size is nEmbd.
-func New(fn model.ExpertFFN, nEmbd int) *Stage { return &Stage{fn: fn, nEmbd: nEmbd} }
+// threadScratch is one pool thread's scratch for an expert computed whole
+// on that thread.
+type threadScratch struct {
+	scratch model.Scratch
+	local   kernels.Local
+}
+
+// New returns a stage for an architecture whose hidden size is nEmbd and
+// whose products run on pool (nil: the stage never runs experts whole on
+// separate threads, as with a one-thread pool).
+func New(fn model.ExpertFFN, nEmbd int, pool *kernels.Pool) *Stage {
+	s := &Stage{fn: fn, nEmbd: nEmbd, pool: pool}
+	if pool != nil && pool.Threads() > 1 {
+		s.threads = make([]threadScratch, pool.Threads())
+		for i := range s.threads {
+			s.threads[i].scratch.Local = &s.threads[i].local
+		}
+	}
+	s.eachFn = s.computeOne
+	return s
+}
 
 // Begin prepares the per-(token, rank) buffers for job.
 func (s *Stage) Begin(j *Job) {
@@ -207,18 +234,10 @@ func release(rs []expert.Ready) {
 	clear(rs)
 }
 
-// computeAll computes the ready experts rs: together through the
-// architecture's BatchExpertFFN when it has one, else one by one.
+// computeAll computes the ready experts rs: their inputs gathered, the
+// single-token ones through computeSingles, the multi-token ones through
+// computeMulti, and every output put in its (token, rank) slot.
 func (s *Stage) computeAll(j *Job, rs []expert.Ready, st *Stats) error {
-	bf, ok := s.fn.(model.BatchExpertFFN)
-	if !ok || len(rs) < 2 {
-		for _, r := range rs {
-			if err := s.compute(j, r, st); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	t0 := time.Now()
 	defer func() { st.Compute += time.Since(t0) }()
 	E := s.nEmbd
@@ -236,7 +255,7 @@ func (s *Stage) computeAll(j *Job, rs []expert.Ready, st *Stats) error {
 		s.xs = make([]float32, total*E)
 		s.os = make([]float32, total*E)
 	}
-	work := s.work[:0]
+	single, multi := s.single[:0], s.multi[:0]
 	off := 0
 	for _, r := range rs {
 		us, _ := j.usersOf(r.Expert)
@@ -247,57 +266,100 @@ func (s *Stage) computeAll(j *Job, rs []expert.Ready, st *Stats) error {
 			u := us[0]
 			w.X = j.X[u.t][:E]
 			w.Out = s.ys[(u.t*j.K+u.r)*E : (u.t*j.K+u.r+1)*E]
-		} else {
-			w.X, w.Out = s.xs[off*E:(off+len(us))*E], s.os[off*E:(off+len(us))*E]
-			for i, u := range us {
-				copy(w.X[i*E:(i+1)*E], j.X[u.t])
-			}
-			off += len(us)
+			single = append(single, w)
+			continue
 		}
-		work = append(work, w)
+		w.X, w.Out = s.xs[off*E:(off+len(us))*E], s.os[off*E:(off+len(us))*E]
+		for i, u := range us {
+			copy(w.X[i*E:(i+1)*E], j.X[u.t])
+		}
+		off += len(us)
+		multi = append(multi, w)
 	}
-	err := bf.ComputeExperts(j.Layer, work, &s.scratch)
+	err := s.computeSingles(j.Layer, single)
 	if err == nil {
-		for _, w := range work {
-			if w.N == 1 {
-				continue
-			}
+		err = s.computeMulti(j.Layer, multi)
+	}
+	if err == nil {
+		for _, w := range multi {
 			us, _ := j.usersOf(w.Expert)
 			for i, u := range us {
 				copy(s.ys[(u.t*j.K+u.r)*E:], w.Out[i*E:(i+1)*E])
 			}
 		}
-		st.Experts += len(work)
+		st.Experts += len(rs)
 	}
-	clear(work)
-	s.work = work[:0]
+	clear(single)
+	clear(multi)
+	s.single, s.multi = single[:0], multi[:0]
 	return err
 }
 
-func (s *Stage) compute(j *Job, r expert.Ready, st *Stats) error {
-	t0 := time.Now()
-	defer func() { st.Compute += time.Since(t0) }()
-	us, ok := j.usersOf(r.Expert)
-	if !ok {
-		return fmt.Errorf("%w: layer %d expert %d", ErrNotRouted, j.Layer, r.Expert)
+// computeSingles computes single-token experts: together through the
+// architecture's BatchExpertFFN when it has one, else one by one, each
+// product's rows split over the pool's threads.
+func (s *Stage) computeSingles(l int, ws []model.ExpertWork) error {
+	if bf, ok := s.fn.(model.BatchExpertFFN); ok && len(ws) >= 2 {
+		return bf.ComputeExperts(l, ws, &s.scratch)
 	}
-	E, n := s.nEmbd, len(us)
-	if cap(s.xs) < n*E {
-		s.xs = make([]float32, n*E)
-		s.os = make([]float32, n*E)
+	for _, w := range ws {
+		if err := s.fn.ComputeExpert(l, w.Expert, w.Parts, w.N, w.X, w.Out, &s.scratch); err != nil {
+			return err
+		}
 	}
-	xs, os := s.xs[:n*E], s.os[:n*E]
-	for i, u := range us {
-		copy(xs[i*E:(i+1)*E], j.X[u.t])
-	}
-	if err := s.fn.ComputeExpert(j.Layer, r.Expert, r.Parts, n, xs, os, &s.scratch); err != nil {
-		return err
-	}
-	for i, u := range us {
-		copy(s.ys[(u.t*j.K+u.r)*E:], os[i*E:(i+1)*E])
-	}
-	st.Experts++
 	return nil
+}
+
+// computeMulti computes multi-token experts (prefill), largest first. An
+// expert larger than an equal share of the remaining tokens runs alone with
+// its rows split over the pool's threads; the rest run whole, one expert per
+// thread at a time (kernels.Pool.ParallelWith), so the per-expert serial
+// work — quantizing and packing the inputs, the activation function — runs
+// on every thread instead of between barriers. Either way the same kernels
+// compute every output element.
+func (s *Stage) computeMulti(l int, ws []model.ExpertWork) error {
+	slices.SortStableFunc(ws, func(a, b model.ExpertWork) int { return b.N - a.N })
+	threads := len(s.threads)
+	left := 0
+	for _, w := range ws {
+		left += w.N
+	}
+	for len(ws) > 0 && (threads < 2 || len(ws) < 2 || ws[0].N*threads > left) {
+		w := ws[0]
+		if err := s.fn.ComputeExpert(l, w.Expert, w.Parts, w.N, w.X, w.Out, &s.scratch); err != nil {
+			return err
+		}
+		left -= w.N
+		ws = ws[1:]
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	s.each, s.eachLayer = ws, l
+	s.errs = grow(s.errs, len(ws))
+	err := s.pool.ParallelWith(len(ws), s.eachFn)
+	s.each = nil
+	for i, e := range s.errs {
+		if err == nil {
+			err = e
+		}
+		s.errs[i] = nil
+	}
+	return err
+}
+
+// computeOne is ParallelWith's body: expert i of s.each on thread t.
+func (s *Stage) computeOne(t, i int) {
+	w := &s.each[i]
+	s.errs[i] = s.fn.ComputeExpert(s.eachLayer, w.Expert, w.Parts, w.N, w.X, w.Out, &s.threads[t].scratch)
+}
+
+// grow returns b resized to n, reallocated only when too small.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
 }
 
 // Finish writes each token's output: Σ_rank w·y in rank order (ggml's

@@ -45,7 +45,8 @@ type Pool struct {
 // job is one product; its fields are written by the caller before helpers are
 // woken (the channel send publishes them) and only read afterwards.
 type job struct {
-	fn    func(i int) // Parallel's body; nil for products
+	fn    func(i int)    // Parallel's body; nil for products
+	fnT   func(t, i int) // ParallelWith's body
 	dot   dotFunc
 	rowsF rowsFunc
 	w     []byte
@@ -58,6 +59,7 @@ type job struct {
 	// first active are in use.
 	spans  []span
 	active int
+	shared bool // every thread takes from spans[0] (ParallelWith)
 	// pending counts helpers still on this job (spun on by the caller
 	// before it blocks on Pool.done).
 	pending atomic.Int32
@@ -204,11 +206,15 @@ func (p *Pool) Close() {
 	p.exited.Wait()
 }
 
-// unit runs work unit u: one index of Parallel, or the rows
-// [u·chunk, (u+1)·chunk) of a product.
-func (j *job) unit(u int) {
+// unit runs work unit u on thread self: one index of Parallel or
+// ParallelWith, or the rows [u·chunk, (u+1)·chunk) of a product.
+func (j *job) unit(self, u int) {
 	if j.fn != nil {
 		j.fn(u)
+		return
+	}
+	if j.fnT != nil {
+		j.fnT(self, u)
 		return
 	}
 	r0 := u * j.chunk
@@ -249,10 +255,7 @@ func (j *job) unit(u int) {
 // execute runs the prepared job on as many threads as it is worth.
 func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation, y []float32) {
 	j := &p.job
-	j.dot = impl.dots[t]
-	j.rowsF = impl.rows[t]
-	j.w, j.rb, j.rows, j.acts, j.y = w, rb, rows, acts, y
-	j.gemm.prepare(impl, t, acts, rows)
+	j.prepare(t, w, rb, rows, acts, y)
 	work := rb * rows * len(acts)
 	helpers := 0
 	if p.threads > 1 && work >= parallelMinBytes {
@@ -273,16 +276,31 @@ func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation,
 		j.chunk = max(rows, 1)
 	}
 	c := p.dispatch((rows+j.chunk-1)/j.chunk, helpers)
-	j.w, j.acts, j.y = nil, nil, nil
+	j.release()
 	j.finish(c)
 }
+
+// prepare sets the job up for one product.
+func (j *job) prepare(t quant.Type, w []byte, rb, rows int, acts []*Activation, y []float32) {
+	j.dot = impl.dots[t]
+	j.rowsF = impl.rows[t]
+	j.w, j.rb, j.rows, j.acts, j.y = w, rb, rows, acts, y
+	j.gemm.prepare(impl, t, acts, rows)
+}
+
+// release drops the product's borrowed weights, activations and outputs.
+func (j *job) release() { j.w, j.acts, j.y = nil, nil, nil }
 
 // dispatch deals the prepared job's n units to the caller and helpers
 // helpers, runs them, and returns the panic the caller caught, if any, once
 // every helper is done with the job.
 func (p *Pool) dispatch(n, helpers int) *caught {
 	j := &p.job
-	j.deal(n, helpers+1)
+	if j.fnT != nil {
+		j.queue(n, helpers+1)
+	} else {
+		j.deal(n, helpers+1)
+	}
 	p.done.Add(helpers)
 	j.pending.Store(int32(helpers))
 	for _, h := range p.helpers[:helpers] {
@@ -314,6 +332,33 @@ func (p *Pool) Parallel(n int, fn func(i int)) error {
 		return ErrClosed
 	}
 	p.parallelLocked(n, p.threads, fn)
+	return nil
+}
+
+// ParallelWith is Parallel for bodies that need per-thread state: fn also
+// receives the index t (0 ≤ t < Threads()) of the thread running the call,
+// and calls running at the same time have distinct t (so fn may use scratch
+// indexed by t, such as one Local per thread to multiply with). Unlike
+// Parallel, which gives each thread a contiguous share, the indices are
+// handed out one at a time in increasing order to whichever thread is free:
+// a caller that orders its work largest first gets a balanced finish.
+func (p *Pool) ParallelWith(n int, fn func(t, i int)) error {
+	if n <= 0 {
+		return nil
+	}
+	if uint64(n) > maxUnits {
+		return fmt.Errorf("%w: ParallelWith over %d indices, at most %d", ErrShape, n, uint64(maxUnits))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	j := &p.job
+	j.fnT = fn
+	c := p.dispatch(n, min(p.threads-1, n-1))
+	j.fnT = nil
+	j.finish(c)
 	return nil
 }
 
@@ -384,35 +429,51 @@ func (p *Pool) MatVecQ(t quant.Type, w []byte, rows, cols int, a *Activation, y 
 // Each weight row is read from memory once for all n vectors, and each
 // output vector equals MatVec's for the same x, bit for bit.
 func (p *Pool) MatMul(t quant.Type, w []byte, rows, cols int, x []float32, n int, y []float32) error {
-	rb, err := rowBytes(t, w, rows, cols)
-	if err != nil {
+	rb, err := checkMatMul(t, w, rows, cols, x, n, y)
+	if err != nil || n == 0 {
 		return err
-	}
-	if n < 0 || len(x) != n*cols {
-		return fmt.Errorf("%w: x has %d elements, want %d×%d", ErrShape, len(x), n, cols)
-	}
-	if len(y) < n*rows {
-		return fmt.Errorf("%w: y has %d elements, want %d×%d", ErrShape, len(y), n, rows)
-	}
-	if n == 0 {
-		return nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return ErrClosed
 	}
-	for len(p.batch) < n {
-		p.batch = append(p.batch, new(Activation))
-	}
-	acts := p.batch[:n]
-	for i, a := range acts {
-		if err := a.Quantize(t, x[i*cols:(i+1)*cols]); err != nil {
-			return err
-		}
+	acts, err := quantizeBatch(&p.batch, t, x, n, cols)
+	if err != nil {
+		return err
 	}
 	p.execute(t, w, rb, rows, acts, y)
 	return nil
+}
+
+// checkMatMul checks MatMul's arguments and returns the row size of w.
+func checkMatMul(t quant.Type, w []byte, rows, cols int, x []float32, n int, y []float32) (int, error) {
+	rb, err := rowBytes(t, w, rows, cols)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 || len(x) != n*cols {
+		return 0, fmt.Errorf("%w: x has %d elements, want %d×%d", ErrShape, len(x), n, cols)
+	}
+	if len(y) < n*rows {
+		return 0, fmt.Errorf("%w: y has %d elements, want %d×%d", ErrShape, len(y), n, rows)
+	}
+	return rb, nil
+}
+
+// quantizeBatch quantizes the n vectors of x (n×cols) for rows of type t
+// into the first n activations of *batch, grown on demand.
+func quantizeBatch(batch *[]*Activation, t quant.Type, x []float32, n, cols int) ([]*Activation, error) {
+	for len(*batch) < n {
+		*batch = append(*batch, new(Activation))
+	}
+	acts := (*batch)[:n]
+	for i, a := range acts {
+		if err := a.Quantize(t, x[i*cols:(i+1)*cols]); err != nil {
+			return nil, err
+		}
+	}
+	return acts, nil
 }
 
 // MatMulQ is MatMul over prepared activations (all for rows of type t and

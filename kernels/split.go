@@ -79,24 +79,37 @@ func (s *span) stealBack() (lo, hi int, ok bool) {
 // deal gives each of the first threads threads an equal contiguous share of
 // n units.
 func (j *job) deal(n, threads int) {
-	j.active = threads
+	j.active, j.shared = threads, false
 	for t := range threads {
 		j.spans[t].set(t*n/threads, (t+1)*n/threads)
+	}
+}
+
+// queue puts all n units in one span that the threads take from in
+// increasing order (ParallelWith).
+func (j *job) queue(n, threads int) {
+	j.active, j.shared = threads, true
+	j.spans[0].set(0, n)
+	for t := 1; t < threads; t++ {
+		j.spans[t].set(0, 0)
 	}
 }
 
 // run processes units as thread self until no thread has any left.
 func (j *job) run(self int) {
 	own := &j.spans[self]
+	if j.shared {
+		own = &j.spans[0]
+	}
 	for {
 		u, ok := own.front()
 		if !ok {
-			if !j.steal(self) {
+			if j.shared || !j.steal(self) {
 				return
 			}
 			continue
 		}
-		j.unit(u)
+		j.unit(self, u)
 	}
 }
 

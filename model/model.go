@@ -87,8 +87,9 @@ type RouterSpec struct {
 // ranges in Desc.Experts order (e.g. gate, up, down). x holds the inputs of the
 // n tokens routed to this expert (n×n_embd, token-major), out receives the
 // expert's unweighted outputs (n×n_embd). scratch is owned by the caller, one
-// per concurrent caller. The result for a token does not depend on which
-// other tokens share the call.
+// per concurrent caller; the products go through scratch.On (the model's
+// pool, or the caller's thread alone). The result for a token does not
+// depend on which other tokens share the call.
 type ExpertFFN interface {
 	ComputeExpert(layer, expert int, parts [][]byte, n int, x, out []float32, scratch *Scratch) error
 }
@@ -116,8 +117,28 @@ type BatchExpertFFN interface {
 type Scratch struct {
 	A, B     []float32
 	Products []kernels.Product // BatchExpertFFN's products, reused
-	ins      []*Inputs
-	nIns     int
+	// Local, when set, is where ComputeExpert multiplies (see On): the
+	// caller runs the expert whole on one of the pool's threads
+	// (kernels.Pool.ParallelWith), one Scratch and Local per thread.
+	Local *kernels.Local
+	ins   []*Inputs
+	nIns  int
+}
+
+// MatMuler multiplies a matrix by n vectors: a *kernels.Pool (rows split
+// over its threads) or a *kernels.Local (the calling goroutine alone), with
+// identical results.
+type MatMuler interface {
+	MatMul(t quant.Type, w []byte, rows, cols int, x []float32, n int, y []float32) error
+}
+
+// On is where an ExpertFFN computing with s multiplies: s.Local if set,
+// else pool.
+func (s *Scratch) On(pool *kernels.Pool) MatMuler {
+	if s.Local != nil {
+		return s.Local
+	}
+	return pool
 }
 
 // Input returns the Inputs of x among those handed out since ResetInputs:

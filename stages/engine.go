@@ -305,7 +305,7 @@ func (e *Engine) load(f *gguf.File) error {
 		return fmt.Errorf("%s: %w", cfg.Path, err)
 	}
 	e.model = m
-	e.ffn = ffn.New(m, e.desc.HParams.NEmbd)
+	e.ffn = ffn.New(m, e.desc.HParams.NEmbd, e.pool)
 	return nil
 }
 

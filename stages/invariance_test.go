@@ -41,6 +41,8 @@ func TestOutputInvariance(t *testing.T) {
 		{"cache 30 no overlap", func(c *Config) { c.Cache.Bytes = 30 * mib; c.Overlap = false }},
 		{"cache 3 no overlap lanes 1", func(c *Config) { c.Cache.Bytes = 3 * mib; c.Overlap = false; c.IO.Lanes = 1 }},
 		{"lru cache 3", func(c *Config) { c.Cache.Bytes = 3 * mib; c.Cache.Policy = "lru" }},
+		{"threads 1", func(c *Config) { c.Threads = 1 }},
+		{"threads 3", func(c *Config) { c.Threads = 3 }},
 		{"dense warm", func(c *Config) { c.Dense = dense.Warm }},
 		{"dense mmap threads 1", func(c *Config) { c.Dense = dense.Mmap; c.Threads = 1 }},
 		{"prefetch 2", func(c *Config) { c.Cache.Bytes = 12 * mib; c.Prefetch = pf(2, "next-layer", 1) }},

@@ -173,9 +173,10 @@ func (m *Model) ComputeExpert(l, e int, parts [][]byte, n int, x, out []float32,
 		return fmt.Errorf("gemma4: layer %d expert %d: %d parts, want %d", l, e, len(parts), want)
 	}
 	a, b := s.Grow(n * 2 * F)
+	mm := s.On(m.pool)
 	act := b[:n*F]
 	if X.fused {
-		if err := m.pool.MatMul(X.gateUpT, parts[0], 2*F, E, x[:n*E], n, a); err != nil {
+		if err := mm.MatMul(X.gateUpT, parts[0], 2*F, E, x[:n*E], n, a); err != nil {
 			return fmt.Errorf("layer %d expert %d gate_up: %w", l, e, err)
 		}
 		for t := 0; t < n; t++ {
@@ -183,16 +184,16 @@ func (m *Model) ComputeExpert(l, e int, parts [][]byte, n int, x, out []float32,
 			model.GEGLU(act[t*F:(t+1)*F], row[:F], row[F:])
 		}
 	} else {
-		if err := m.pool.MatMul(X.gateT, parts[0], F, E, x[:n*E], n, a[:n*F]); err != nil {
+		if err := mm.MatMul(X.gateT, parts[0], F, E, x[:n*E], n, a[:n*F]); err != nil {
 			return fmt.Errorf("layer %d expert %d gate: %w", l, e, err)
 		}
-		if err := m.pool.MatMul(X.upT, parts[1], F, E, x[:n*E], n, act); err != nil {
+		if err := mm.MatMul(X.upT, parts[1], F, E, x[:n*E], n, act); err != nil {
 			return fmt.Errorf("layer %d expert %d up: %w", l, e, err)
 		}
 		model.GEGLU(act, a[:n*F], act)
 	}
 	y := out[:n*E]
-	if err := m.pool.MatMul(X.downT, parts[len(parts)-1], E, F, act, n, y); err != nil {
+	if err := mm.MatMul(X.downT, parts[len(parts)-1], E, F, act, n, y); err != nil {
 		return fmt.Errorf("layer %d expert %d down: %w", l, e, err)
 	}
 	if X.downScale != nil {

@@ -190,16 +190,17 @@ func (m *Model) ComputeExpert(l, e int, parts [][]byte, n int, x, out []float32,
 	L := &m.layers[l]
 	F, E := m.nFF, m.nEmbd
 	a, b := s.Grow(n * F)
-	if err := m.pool.MatMul(L.gateT, parts[0], F, E, x[:n*E], n, a); err != nil {
+	mm := s.On(m.pool)
+	if err := mm.MatMul(L.gateT, parts[0], F, E, x[:n*E], n, a); err != nil {
 		return fmt.Errorf("layer %d expert %d gate: %w", l, e, err)
 	}
-	if err := m.pool.MatMul(L.upT, parts[1], F, E, x[:n*E], n, b); err != nil {
+	if err := mm.MatMul(L.upT, parts[1], F, E, x[:n*E], n, b); err != nil {
 		return fmt.Errorf("layer %d expert %d up: %w", l, e, err)
 	}
 	model.AddBias(a[:n*F], L.expGateB[e*F:(e+1)*F])
 	model.AddBias(b[:n*F], L.expUpB[e*F:(e+1)*F])
 	SwiGLUOAI(a, a, b, swigluAlpha, swigluLimit)
-	if err := m.pool.MatMul(L.downT, parts[2], E, F, a, n, out[:n*E]); err != nil {
+	if err := mm.MatMul(L.downT, parts[2], E, F, a, n, out[:n*E]); err != nil {
 		return fmt.Errorf("layer %d expert %d down: %w", l, e, err)
 	}
 	model.AddBias(out[:n*E], L.expDownB[e*E:(e+1)*E])

@@ -107,14 +107,15 @@ func (m *Model) ComputeExpert(l, e int, parts [][]byte, n int, x, out []float32,
 		return fmt.Errorf("qwen3moe: layer %d expert %d: %d parts, want gate, up, down", l, e, len(parts))
 	}
 	a, b := s.Grow(n * m.nFF)
-	if err := m.pool.MatMul(m.gateT[l], parts[0], m.nFF, m.nEmbd, x[:n*m.nEmbd], n, a); err != nil {
+	mm := s.On(m.pool)
+	if err := mm.MatMul(m.gateT[l], parts[0], m.nFF, m.nEmbd, x[:n*m.nEmbd], n, a); err != nil {
 		return fmt.Errorf("layer %d expert %d gate: %w", l, e, err)
 	}
-	if err := m.pool.MatMul(m.upT[l], parts[1], m.nFF, m.nEmbd, x[:n*m.nEmbd], n, b); err != nil {
+	if err := mm.MatMul(m.upT[l], parts[1], m.nFF, m.nEmbd, x[:n*m.nEmbd], n, b); err != nil {
 		return fmt.Errorf("layer %d expert %d up: %w", l, e, err)
 	}
 	model.SwiGLU(a, a, b)
-	if err := m.pool.MatMul(m.downT[l], parts[2], m.nEmbd, m.nFF, a, n, out[:n*m.nEmbd]); err != nil {
+	if err := mm.MatMul(m.downT[l], parts[2], m.nEmbd, m.nFF, a, n, out[:n*m.nEmbd]); err != nil {
 		return fmt.Errorf("layer %d expert %d down: %w", l, e, err)
 	}
 	return nil
