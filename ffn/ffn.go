@@ -2,18 +2,24 @@
 // experts as their bytes become ready (cache hits at once, misses as the
 // reader lanes finish them), runs each expert over the tokens routed to it
 // into that expert's own output buffers, and finally sums every token's
-// expert outputs in top-k rank order. Experts that are ready together (all
-// the hits of a layer) are computed in one call when the architecture
-// implements model.BatchExpertFFN, so their projections share one pool
-// dispatch; each expert's output is the same as when computed alone.
+// expert outputs in top-k rank order. Single-token experts that are ready
+// together (all the hits of a decode layer) are computed in one call when
+// the architecture implements model.BatchExpertFFN, so their projections
+// share one pool dispatch. Multi-token experts (prefill) run whole, one per
+// pool thread at a time, largest first (kernels.Pool.ParallelWith, each
+// thread with its own model.Scratch and kernels.Local), except one holding
+// more than an equal share of the batch's tokens, whose products split their
+// rows over the threads. Each expert's output is the same whichever way it
+// ran.
 //
 // The rank-order sum is the engine's bit-exactness invariant: arrival order
 // decides only when an expert is computed, never how its result is combined,
 // so the output is identical for any number of reader lanes, cache budget,
 // overlap setting or prefetch policy.
 //
-// Ownership: a Stage owns its scratch buffers and is used by one goroutine at
-// a time (the decode loop). Ready values (package expert) lend expert bytes
+// Ownership: a Stage owns its scratch buffers (one set per pool thread for
+// experts run whole) and is used by one goroutine at a time (the decode
+// loop); the pool's threads use them only inside the stage's calls. Ready values (package expert) lend expert bytes
 // to the stage until it calls their Release, which it does as soon as the
 // expert is computed. A Job may be reused layer after layer: Plan resets it,
 // keeping its buffers, so steady decode allocates nothing here.

@@ -133,7 +133,10 @@
 // A Pool owns its persistent worker goroutines; MatVec/MatVecQ/MatMul split
 // the rows over them — each thread a contiguous share, so each streams its
 // own stretch of memory, rebalanced by stealing (split.go) — and block until
-// all rows are written. MatVecs runs
+// all rows are written. Parallel runs other work (attention heads) on the
+// same threads; ParallelWith also tells each call its thread index, so a
+// body can multiply on its own thread with a per-thread Local (whole
+// experts of a prefill, one per thread), bit-identical to the Pool. MatVecs runs
 // several products (q/k/v; the gate and up projections of all of a layer's
 // routed experts) as one dispatch, so small matrices pay one wake-up and one
 // final wait together. A Pool is safe for concurrent use (calls are

@@ -19,6 +19,10 @@ import "sync/atomic"
 // separate halves read 26 GB/s on the development VM (docs/measurements.md,
 // issue 11), the cores' prefetchers fighting over interleaved lines.
 //
+// ParallelWith instead queues its units in one span that every thread takes
+// from in increasing order (its units are whole experts, megabytes each,
+// and a caller ordering them largest first gets a balanced finish).
+//
 // Which thread computes a unit never changes what is computed: every output
 // element comes from the same single-row (or multi-token) kernel.
 
