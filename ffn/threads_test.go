@@ -5,9 +5,11 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/kernels"
@@ -135,5 +137,34 @@ func TestMultiTokenExpertsOnThreads(t *testing.T) {
 	_, released, err := consumeAll(t, New(f, E, p), spread)
 	if !errors.Is(err, errBoom) || released != len(spread.Order) {
 		t.Fatalf("failing expert: err %v, released %d of %d", err, released, len(spread.Order))
+	}
+}
+
+// TestPoll: poll sees a value already in the channel at once, gives up on
+// an empty channel after about pollWait, and with one P sees a value that
+// another goroutine sends.
+func TestPoll(t *testing.T) {
+	ch := make(chan expert.Ready, 1)
+	ch <- expert.Ready{Expert: 1}
+	if !poll(ch, time.Now()) {
+		t.Fatal("a waiting value was not seen")
+	}
+	<-ch
+	t0 := time.Now()
+	if poll(ch, t0) {
+		t.Fatal("an empty channel reported a value")
+	}
+	if d := time.Since(t0); d < pollWait {
+		t.Fatalf("gave up after %v, before pollWait %v", d, pollWait)
+	}
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	go func() { ch <- expert.Ready{Expert: 2} }()
+	seen := false
+	for i := 0; i < 1000 && !seen; i++ {
+		seen = poll(ch, time.Now())
+	}
+	if !seen {
+		t.Fatal("a value sent while polling on one P was never seen")
 	}
 }
