@@ -97,6 +97,44 @@ func AttendGroupF32(q []float32, k, v []float32, stride, n int, scale float32, s
 	attendGroupF32(q, k, v, stride, n, scale, sinks, scores, out)
 }
 
+// AttendTileF16 is AttendGroupF16 for heads whose rows all start at the
+// first row but end at different ones: head s reads rows [0, rows[s])
+// (each at least 1), like the consecutive tokens of a prompt under a causal
+// mask. Each head's result is AttendF16's over its own rows bit for bit;
+// the rows all heads read are loaded once for all of them. scores is
+// scratch of at least GroupSlots·max(rows) floats.
+func AttendTileF16(q []float32, k, v []uint16, stride int, rows *[GroupSlots]int, scale float32, sinks, scores, out []float32) {
+	attendTileF16(q, k, v, stride, rows, scale, sinks, scores, out)
+}
+
+// AttendTileF32 is AttendTileF16 for a float32 cache.
+func AttendTileF32(q []float32, k, v []float32, stride int, rows *[GroupSlots]int, scale float32, sinks, scores, out []float32) {
+	attendTileF32(q, k, v, stride, rows, scale, sinks, scores, out)
+}
+
+func refAttendTileF16(q []float32, k, v []uint16, stride int, rows *[GroupSlots]int, scale float32, sinks, scores, out []float32) {
+	dim := len(q) / GroupSlots
+	for s := 0; s < GroupSlots; s++ {
+		AttendF16(q[s*dim:(s+1)*dim], k, v, stride, rows[s], groupHead(scale, sinks, s), scores, out[s*dim:(s+1)*dim])
+	}
+}
+
+func refAttendTileF32(q []float32, k, v []float32, stride int, rows *[GroupSlots]int, scale float32, sinks, scores, out []float32) {
+	dim := len(q) / GroupSlots
+	for s := 0; s < GroupSlots; s++ {
+		AttendF32(q[s*dim:(s+1)*dim], k, v, stride, rows[s], groupHead(scale, sinks, s), scores, out[s*dim:(s+1)*dim])
+	}
+}
+
+// rowSpan is the fewest and the most rows of a tile's heads.
+func rowSpan(rows *[GroupSlots]int) (lo, hi int) {
+	lo, hi = rows[0], rows[0]
+	for _, r := range rows[1:] {
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	return lo, hi
+}
+
 func groupHead(scale float32, sinks []float32, s int) Head {
 	h := Head{Scale: scale}
 	if sinks != nil {

@@ -125,3 +125,82 @@ func roundF16s(x []float32) {
 	}
 	refRoundF16s(x[n8:])
 }
+
+// attendTileF16 runs the grouped kernels over the rows of the longest head
+// with the scores past each head's last row set to -Inf before the softmax
+// (with a positive scale they stay -Inf, their exponentials are exactly 0
+// and add exactly 0 to the float64 sum), the value sums over the rows every
+// head reads, then each head's own remaining rows in order.
+func attendTileF16(q []float32, k, v []uint16, stride int, rows *[GroupSlots]int, scale float32, sinks, scores, out []float32) {
+	lo, hi := rowSpan(rows)
+	if lo == hi {
+		attendGroupF16(q, k, v, stride, hi, scale, sinks, scores, out)
+		return
+	}
+	if lo < 1 || !(scale > 0) || !groupOk(q, out, min(len(k), len(v)), stride, hi, sinks, scores) {
+		refAttendTileF16(q, k, v, stride, rows, scale, sinks, scores, out)
+		return
+	}
+	dim := len(q) / GroupSlots
+	var qp [GroupSlots * maxGroupDim]float32
+	packQ8AVX2(&q[0], dim, &qp[0], true)
+	dots8F16AVX2(&qp[0], &k[0], stride, dim, hi, &scores[0])
+	maskRows(scores, rows, hi)
+	softmax8(scores, hi, scale, sinks, true)
+	o := out[:len(q)]
+	clear(o)
+	axpys8F16AVX2(&o[0], &scores[0], &v[0], stride, dim, lo)
+	tailRows(scores, rows, lo, func(s int, p []float32, j int) {
+		AxpysF16(o[s*dim:(s+1)*dim], p, v[j*stride:], stride)
+	})
+}
+
+func attendTileF32(q []float32, k, v []float32, stride int, rows *[GroupSlots]int, scale float32, sinks, scores, out []float32) {
+	lo, hi := rowSpan(rows)
+	if lo == hi {
+		attendGroupF32(q, k, v, stride, hi, scale, sinks, scores, out)
+		return
+	}
+	if lo < 1 || !(scale > 0) || !groupOk(q, out, min(len(k), len(v)), stride, hi, sinks, scores) {
+		refAttendTileF32(q, k, v, stride, rows, scale, sinks, scores, out)
+		return
+	}
+	dim := len(q) / GroupSlots
+	var qp [GroupSlots * maxGroupDim]float32
+	packQ8AVX2(&q[0], dim, &qp[0], false)
+	dots8F32AVX2(&qp[0], &k[0], stride, dim, hi, &scores[0])
+	maskRows(scores, rows, hi)
+	softmax8(scores, hi, scale, sinks, false)
+	o := out[:len(q)]
+	clear(o)
+	axpys8F32AVX2(&o[0], &scores[0], &v[0], stride, dim, lo)
+	tailRows(scores, rows, lo, func(s int, p []float32, j int) {
+		AxpysF32(o[s*dim:(s+1)*dim], p, v[j*stride:], stride)
+	})
+}
+
+// maskRows sets head s's scores (lane s of n rows of GroupSlots) past its
+// rows[s] rows to -Inf.
+func maskRows(sc []float32, rows *[GroupSlots]int, n int) {
+	ninf := float32(math.Inf(-1))
+	for s, r := range rows {
+		for j := r; j < n; j++ {
+			sc[j*GroupSlots+s] = ninf
+		}
+	}
+}
+
+// tailRows hands each head's probabilities for its rows from lo on to add,
+// in row order, in runs of up to 64 rows starting at row j.
+func tailRows(sc []float32, rows *[GroupSlots]int, lo int, add func(s int, p []float32, j int)) {
+	var p [64]float32
+	for s, r := range rows {
+		for j := lo; j < r; j += len(p) {
+			m := min(len(p), r-j)
+			for i := 0; i < m; i++ {
+				p[i] = sc[(j+i)*GroupSlots+s]
+			}
+			add(s, p[:m], j)
+		}
+	}
+}

@@ -21,3 +21,11 @@ func attendGroupF32(q []float32, k, v []float32, stride, n int, scale float32, s
 func expShift(x []float32, m float32) float64 { return refExpShift(x, m) }
 
 func roundF16s(x []float32) { refRoundF16s(x) }
+
+func attendTileF16(q []float32, k, v []uint16, stride int, rows *[GroupSlots]int, scale float32, sinks, scores, out []float32) {
+	refAttendTileF16(q, k, v, stride, rows, scale, sinks, scores, out)
+}
+
+func attendTileF32(q []float32, k, v []float32, stride int, rows *[GroupSlots]int, scale float32, sinks, scores, out []float32) {
+	refAttendTileF32(q, k, v, stride, rows, scale, sinks, scores, out)
+}

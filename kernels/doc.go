@@ -126,7 +126,10 @@
 // converted once for all of them, and scores are kept row-major so the
 // softmax (including math.Exp, whose amd64 FMA code the assembly
 // replicates) runs across the heads; every head's result is the
-// single-head one bit for bit.
+// single-head one bit for bit. AttendTileF16/F32 take slots whose rows end
+// at different positions: model fills them with several prompt tokens ×
+// the query heads of a KV head when it has fewer than 8 (gemma4's sliding
+// layers: 4 tokens × 2 heads), so each K/V row is loaded once per tile.
 //
 // # Concurrency and ownership
 //

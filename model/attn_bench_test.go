@@ -35,14 +35,14 @@ func BenchmarkAttention(b *testing.B) {
 		for _, c := range []struct {
 			geo    string
 			pos, n int
-		}{{"", 64, 1}, {"", 256, 1}, {"", 2048, 1}, {"", 0, 128}, {"", 2048, 32}, {"g2", 1024, 1}} {
+		}{{"", 64, 1}, {"", 256, 1}, {"", 2048, 1}, {"", 0, 128}, {"", 2048, 32}, {"g2", 1024, 1}, {"g2", 0, 512}} {
 			a := qwen
 			if c.geo == "g2" {
 				a = g2
 			}
 			b.Run(fmt.Sprintf("%v/%spos%d/n%d", kv, c.geo, c.pos, c.n), func(b *testing.B) {
 				st, q := attnFixture(b, a, c.pos+c.n, kv)
-				p := attnPass(pool, c.n, c.pos, a.NHead)
+				p := attnPass(pool, a, c.n, c.pos)
 				att := make([]float32, c.n*a.QDim())
 				b.ResetTimer()
 				cpu0 := cpuSeconds()

@@ -215,7 +215,8 @@ func (d *Decoder) newPass(n, window int) *Pass {
 	qd, kvd, heads := 0, 0, 0
 	for l := range d.Layers {
 		a := &d.Layers[l].Attn
-		qd, kvd, heads = max(qd, a.QDim()), max(kvd, a.KVDim()), max(heads, a.NHead)
+		// scores: a window per query head, or per slot of a prompt tile
+		qd, kvd, heads = max(qd, a.QDim()), max(kvd, a.KVDim()), max(heads, a.NHead, kernels.GroupSlots*a.NHeadKV)
 	}
 	E := d.NEmbd
 	p := &Pass{N: n, E: E, Pool: d.Pool, Eps: d.Eps, d: d,
@@ -223,7 +224,7 @@ func (d *Decoder) newPass(n, window int) *Pass {
 		att: make([]float32, n*qd), o: make([]float32, n*E), scores: make([]float32, heads*window),
 		xs: make([][]float32, n), ls: make([][]float32, n), rs: make([][]float32, n), os: make([][]float32, n)}
 	p.heads.p = p
-	p.heads.fn = p.heads.heads
+	p.heads.fn = p.heads.run
 	return p
 }
 
@@ -399,14 +400,25 @@ func (p *Pass) prepareHeads(a *Attention, q, k, v []float32) {
 func (p *Pass) attendPrompt(st *State, l int, a *Attention, q, att []float32) error {
 	j := &p.heads
 	j.st, j.l, j.a, j.q, j.att = st, l, a, q, att
-	j.width = 1
-	if (a.NHead/a.NHeadKV)%kernels.GroupSlots == 0 {
+	group := a.NHead / a.NHeadKV
+	j.width, j.tile = 1, 0
+	tasks := a.NHead
+	switch {
+	case group%kernels.GroupSlots == 0:
 		j.width = kernels.GroupSlots
+		tasks = a.NHead / j.width
+	case p.N > 1 && kernels.GroupSlots%group == 0 && a.HeadDim <= maxTileDim:
+		j.tile = kernels.GroupSlots / group
+		tasks = a.NHeadKV
 	}
-	err := p.Pool.Parallel(a.NHead/j.width, j.fn)
+	err := p.Pool.Parallel(tasks, j.fn)
 	j.st, j.a, j.q, j.att = nil, nil, nil, nil
 	return err
 }
+
+// maxTileDim bounds the head width of prompt tiles (their gathered queries
+// and outputs live on the stack).
+const maxTileDim = 512
 
 // attendJob is attendPrompt's arguments, kept in the Pass with the bound
 // method the pool runs (made once per Pass, not once per layer).
@@ -417,7 +429,86 @@ type attendJob struct {
 	a      *Attention
 	q, att []float32
 	width  int // query heads per task: 1 or kernels.GroupSlots
+	tile   int // > 0: tokens per tile, one KV head per task (tiles)
 	fn     func(task int)
+}
+
+// run is one pool task: a KV head's prompt tiles or a run of query heads.
+func (j *attendJob) run(task int) {
+	if j.tile > 0 {
+		j.tiles(task)
+		return
+	}
+	j.heads(task)
+}
+
+// tiles is the attention of KV head kvh's query heads for the pass's
+// tokens, j.tile tokens at a time: the tile's tokens × the KV head's query
+// heads fill kernels.GroupSlots slots (the last tile padded with copies of
+// its last slot), each slot reading rows from the tile's common first row
+// to its own token. A tile whose tokens' windows start at different rows
+// runs head by head.
+func (j *attendJob) tiles(kvh int) {
+	p, a := j.p, j.a
+	hd, qd, group, end := a.HeadDim, a.QDim(), a.NHead/a.NHeadKV, p.Pos0+p.N
+	g := kernels.GroupSlots
+	sc := p.scores[kvh*g*end : (kvh+1)*g*end]
+	args := AttnArgs{Layer: j.l, Off: kvh * hd, Dim: hd, Scale: a.Scale}
+	var qb, ob [kernels.GroupSlots * maxTileDim]float32
+	var rows [kernels.GroupSlots]int
+	var sinkb [kernels.GroupSlots]float32
+	for t0 := 0; t0 < p.N; t0 += j.tile {
+		nt := min(j.tile, p.N-t0)
+		args.Lo = a.windowStart(p.Pos0 + t0)
+		if a.windowStart(p.Pos0+t0+nt-1) != args.Lo {
+			for t := t0; t < t0+nt; t++ {
+				j.headsOf(kvh*group, group, t, sc)
+			}
+			continue
+		}
+		for s := 0; s < g; s++ {
+			ti, h := min(s/group, nt-1), kvh*group+s%group
+			copy(qb[s*hd:(s+1)*hd], j.q[(t0+ti)*qd+h*hd:])
+			rows[s] = p.Pos0 + t0 + ti - args.Lo + 1
+			if a.Sinks != nil {
+				sinkb[s] = a.Sinks[h]
+			}
+		}
+		var sinks []float32
+		if a.Sinks != nil {
+			sinks = sinkb[:]
+		}
+		j.st.AttendTile(&args, &rows, sinks, qb[:g*hd], sc, ob[:g*hd])
+		for s := 0; s < nt*group; s++ {
+			ti, h := s/group, kvh*group+s%group
+			copy(j.att[(t0+ti)*qd+h*hd:(t0+ti)*qd+(h+1)*hd], ob[s*hd:(s+1)*hd])
+		}
+	}
+}
+
+// windowStart is the first cache row position pos attends to.
+func (a *Attention) windowStart(pos int) int {
+	if a.Window > 0 && pos-a.Window+1 > 0 {
+		return pos - a.Window + 1
+	}
+	return 0
+}
+
+// headsOf is the attention of query heads h0 … h0+n-1 for token t alone,
+// head by head, with scores scratch sc.
+func (j *attendJob) headsOf(h0, n, t int, sc []float32) {
+	p, a := j.p, j.a
+	hd, qd, group := a.HeadDim, a.QDim(), a.NHead/a.NHeadKV
+	args := AttnArgs{Layer: j.l, Dim: hd, Scale: a.Scale, Hi: p.Pos0 + t}
+	args.Lo = a.windowStart(args.Hi)
+	for h := h0; h < h0+n; h++ {
+		args.Off = (h / group) * hd
+		if a.Sinks != nil {
+			args.Sink, args.HasSink = a.Sinks[h], true
+		}
+		o := t*qd + h*hd
+		j.st.Attend(&args, j.q[o:], sc, j.att[o:o+hd])
+	}
 }
 
 // heads is the attention of query heads task·width … (task+1)·width-1 for
@@ -437,10 +528,7 @@ func (j *attendJob) heads(task int) {
 	}
 	for t := 0; t < p.N; t++ {
 		args.Hi = p.Pos0 + t
-		args.Lo = 0
-		if a.Window > 0 && args.Hi-a.Window+1 > 0 {
-			args.Lo = args.Hi - a.Window + 1
-		}
+		args.Lo = a.windowStart(args.Hi)
 		qo := t*qd + h0*hd
 		if width == 1 {
 			j.st.Attend(&args, q[qo:], sc, att[qo:qo+hd])

@@ -119,3 +119,19 @@ func (s *State) AttendGroup(a *AttnArgs, sinks, q, scores, out []float32) {
 	}
 	kernels.AttendGroupF16(q, s.k16[a.Layer][at:], s.v16[a.Layer][at:], kvDim, n, a.Scale, sinks, scores, out)
 }
+
+// AttendTile is AttendGroup for query heads whose rows all start at a's Lo
+// but end at different positions: head s reads rows [Lo, Lo+rows[s]) (a
+// prompt's consecutive tokens under the causal mask). scores holds
+// GroupSlots·max(rows) floats. Each head's result equals Attend's over its
+// own rows bit for bit.
+func (s *State) AttendTile(a *AttnArgs, rows *[kernels.GroupSlots]int, sinks, q, scores, out []float32) {
+	kvDim, g := s.widths[a.Layer], kernels.GroupSlots
+	at := a.Lo*kvDim + a.Off
+	q, out = q[:g*a.Dim], out[:g*a.Dim]
+	if s.Type == KVF32 {
+		kernels.AttendTileF32(q, s.k32[a.Layer][at:], s.v32[a.Layer][at:], kvDim, rows, a.Scale, sinks, scores, out)
+		return
+	}
+	kernels.AttendTileF16(q, s.k16[a.Layer][at:], s.v16[a.Layer][at:], kvDim, rows, a.Scale, sinks, scores, out)
+}
