@@ -183,7 +183,7 @@ func loadAnon(ctx context.Context, d *model.Desc, files *reader.Files, huge bool
 	var pos int64
 	for _, r := range d.Dense {
 		start, l := reader.Widen(r.Off, r.Len)
-		rr := []reader.Range{{Shard: r.Shard, Off: r.Off, Len: r.Len}}
+		rr := []reader.Range{r}
 		if err := ctxErr(ctx); err != nil {
 			a.close()
 			return nil, nil, err

@@ -44,15 +44,8 @@ func (p Proj) TensorName(layer int) string {
 	return fmt.Sprintf("blk.%d.ffn_%s_exps.weight", layer, p)
 }
 
-// Range is a byte range of one shard file.
-type Range struct {
-	Shard int
-	Off   int64 // absolute offset in the shard's file
-	Len   int64
-}
-
-// End returns Off+Len.
-func (r Range) End() int64 { return r.Off + r.Len }
+// Range is a byte range of one shard file (the reader's Range too).
+type Range = gguf.Range
 
 // ExpertSlice is one projection of one expert: a whole [Cols × Rows] matrix
 // of Type, stored contiguously at Range.
@@ -150,8 +143,6 @@ type Desc struct {
 	Experts [][]ExpertSlices
 	// ExpertBytes[layer] is the bytes of one expert of the layer (0 without experts).
 	ExpertBytes []int64
-	// ExpertTensors[layer] names the layer's *_exps weight tensors in Proj order.
-	ExpertTensors [][]string
 	// Dense is the complement of the expert tensors within each shard's tensor
 	// data ([data offset, end of the last tensor)), merged and sorted by
 	// (shard, offset). It includes the alignment padding between tensors.
@@ -441,7 +432,6 @@ func (d *Desc) split() error {
 	}
 	d.Experts = make([][]ExpertSlices, nLayer)
 	d.ExpertBytes = make([]int64, nLayer)
-	d.ExpertTensors = make([][]string, nLayer)
 	for l := 0; l < nLayer; l++ {
 		fs := byLayer[l]
 		if len(fs) == 0 {
@@ -479,9 +469,6 @@ func (d *Desc) split() error {
 			d.Experts[l][e] = s
 		}
 		d.ExpertBytes[l] = d.Experts[l][0].Bytes()
-		for _, x := range fs {
-			d.ExpertTensors[l] = append(d.ExpertTensors[l], x.ti.Name)
-		}
 		d.WorkingSet += int64(h.NExpertUsed) * d.ExpertBytes[l]
 	}
 

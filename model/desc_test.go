@@ -208,8 +208,8 @@ func TestDescribeGoldenSplit(t *testing.T) {
 			if d.Arch == "gemma4" { // 3 layers, fused gate_up + down
 				layers, tensors = 3, 2
 			}
-			if len(d.Experts) != layers || len(d.ExpertTensors[0]) != tensors {
-				t.Fatalf("%d layers, layer 0 tensors %v", len(d.Experts), d.ExpertTensors[0])
+			if len(d.Experts) != layers || len(d.Experts[0][0]) != tensors {
+				t.Fatalf("%d layers, layer 0 expert 0 slices %v", len(d.Experts), d.Experts[0][0])
 			}
 			checkSplit(t, d)
 			if d.Tensors["token_embd.weight"] == nil {

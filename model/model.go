@@ -204,8 +204,6 @@ type Model interface {
 	// The rows may be the state's reused buffers: valid until the next
 	// Forward on st.
 	Forward(ctx context.Context, st *State, tokens []int32, moe MoE, all bool) ([][]float32, error)
-	// ExpertScratchFloats is how many floats ComputeExpert needs per token in each scratch buffer.
-	ExpertScratchFloats() int
 }
 
 // RouterPeeker is implemented by architectures that can apply a layer's

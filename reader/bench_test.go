@@ -32,7 +32,7 @@ func expertRanges(l, e int) []Range {
 	base := headerBytes + int64(l)*layer
 	rs := make([]Range, 0, 3)
 	for _, n := range qwenExpert {
-		rs = append(rs, Range{0, base + int64(e)*n, n})
+		rs = append(rs, Range{Shard: 0, Off: base + int64(e)*n, Len: n})
 		base += n * qwenExperts
 	}
 	return rs
@@ -169,7 +169,7 @@ func BenchmarkReadRangesCached(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	rs := []Range{{0, 1000, 300000}, {0, 1 << 20, 300000}, {0, 3 << 20, 400000}}
+	rs := []Range{{Shard: 0, Off: 1000, Len: 300000}, {Shard: 0, Off: 1 << 20, Len: 300000}, {Shard: 0, Off: 3 << 20, Len: 400000}}
 	buf := alloc(b, SpanBytes(rs))
 	b.SetBytes(1000000)
 	for b.Loop() {

@@ -45,7 +45,7 @@ func TestLanesReadEverything(t *testing.T) {
 					s := rng.IntN(2)
 					n := int64(len(data[s]))
 					off := rng.Int64N(n)
-					j.rs = append(j.rs, Range{s, off, rng.Int64N(min(n-off, 300000) + 1)})
+					j.rs = append(j.rs, Range{Shard: s, Off: off, Len: rng.Int64N(min(n-off, 300000) + 1)})
 					payload += j.rs[len(j.rs)-1].Len
 				}
 				j.buf = alloc(t, SpanBytes(j.rs))
@@ -120,7 +120,7 @@ func TestLanesCancel(t *testing.T) {
 	buf := alloc(t, BlockSize)
 	results := make(chan error, 8)
 	for range 5 {
-		if err := l.Submit(context.Background(), Request{Buf: buf, Ranges: []Range{{0, 0, 10}},
+		if err := l.Submit(context.Background(), Request{Buf: buf, Ranges: []Range{{Shard: 0, Off: 0, Len: 10}},
 			Done: func(err error) { results <- err }}); err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ func TestLanesCancel(t *testing.T) {
 	if ok != 1 || cancelled != 4 {
 		t.Errorf("%d ok and %d cancelled, want 1 and 4", ok, cancelled)
 	}
-	if err := l.Submit(context.Background(), Request{Buf: buf, Ranges: []Range{{0, 0, 10}}, Done: func(error) {}}); !errors.Is(err, ErrClosed) {
+	if err := l.Submit(context.Background(), Request{Buf: buf, Ranges: []Range{{Shard: 0, Off: 0, Len: 10}}, Done: func(error) {}}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Submit after cancellation: %v, want ErrClosed", err)
 	}
 	// The lanes exit on cancellation alone, before Close.
@@ -173,7 +173,7 @@ func TestLanesBackpressure(t *testing.T) {
 	}
 	buf := alloc(t, BlockSize)
 	var done atomic.Int32
-	req := Request{Buf: buf, Ranges: []Range{{0, 0, 10}}, Done: func(error) { done.Add(1) }}
+	req := Request{Buf: buf, Ranges: []Range{{Shard: 0, Off: 0, Len: 10}}, Done: func(error) { done.Add(1) }}
 	if err := l.Submit(context.Background(), req); err != nil { // taken by the lane
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestLanesSplitRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	rs := []Range{{0, 0, 884736}, {0, 1 << 30, 884736}, {0, 2 << 30, 1290240}}
+	rs := []Range{{Shard: 0, Off: 0, Len: 884736}, {Shard: 0, Off: 1 << 30, Len: 884736}, {Shard: 0, Off: 2 << 30, Len: 1290240}}
 	buf := alloc(t, SpanBytes(rs))
 	done := make(chan error, 1)
 	t0 := time.Now()
@@ -294,7 +294,7 @@ func TestLanesDemandFirst(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
 	submit := func(name string, spec bool) {
-		err := l.Submit(context.Background(), Request{Buf: buf, Ranges: []Range{{0, 0, 10}}, Speculative: spec,
+		err := l.Submit(context.Background(), Request{Buf: buf, Ranges: []Range{{Shard: 0, Off: 0, Len: 10}}, Speculative: spec,
 			Done: func(error) { mu.Lock(); order = append(order, name); mu.Unlock() }})
 		if err != nil {
 			t.Fatal(err)
@@ -329,7 +329,7 @@ func TestLanesTickets(t *testing.T) {
 	var order []string
 	errs := map[string]error{}
 	req := func(name string) Request {
-		return Request{Buf: buf, Ranges: []Range{{0, 0, 10}},
+		return Request{Buf: buf, Ranges: []Range{{Shard: 0, Off: 0, Len: 10}},
 			Done: func(err error) { mu.Lock(); order = append(order, name); errs[name] = err; mu.Unlock() }}
 	}
 	first, err := l.Offer(req("first"))
@@ -410,7 +410,7 @@ func TestLanesSpecLanes(t *testing.T) {
 	}
 	buf := alloc(t, BlockSize)
 	var served atomic.Int32
-	req := Request{Buf: buf, Ranges: []Range{{0, 0, 10}}, Done: func(error) { served.Add(1) }}
+	req := Request{Buf: buf, Ranges: []Range{{Shard: 0, Off: 0, Len: 10}}, Done: func(error) { served.Add(1) }}
 	for range 3 {
 		if tk, err := l.Offer(req); tk == nil || err != nil {
 			t.Fatal("Offer refused", err)
@@ -446,7 +446,7 @@ func TestOfferAfterClose(t *testing.T) {
 	}
 	l.Close()
 	called := false
-	tk, err := l.Offer(Request{Buf: alloc(t, BlockSize), Ranges: []Range{{0, 0, 10}}, Done: func(error) { called = true }})
+	tk, err := l.Offer(Request{Buf: alloc(t, BlockSize), Ranges: []Range{{Shard: 0, Off: 0, Len: 10}}, Done: func(error) { called = true }})
 	if tk != nil || !errors.Is(err, ErrClosed) || called {
 		t.Errorf("Offer after Close: %v, %v, Done called %v; want nil, ErrClosed, false", tk, err, called)
 	}
@@ -496,7 +496,7 @@ func TestTicketStress(t *testing.T) {
 	})
 	accepted := 0
 	for i := range n {
-		r := Request{Buf: buf, Ranges: []Range{{0, int64(i) * 16, 10}}, Done: func(err error) {
+		r := Request{Buf: buf, Ranges: []Range{{Shard: 0, Off: int64(i) * 16, Len: 10}}, Done: func(err error) {
 			dones[i].Add(1)
 			if errors.Is(err, ErrWithdrawn) {
 				withdrawnDone.Add(1)

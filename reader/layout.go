@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/internal/anon"
 )
 
@@ -12,13 +13,9 @@ import (
 // serves all devices.
 const BlockSize = 4096
 
-// Range is a byte range of one shard file. It has the same fields as the model
-// description's range type, so a plain conversion turns one into the other.
-type Range struct {
-	Shard int
-	Off   int64
-	Len   int64
-}
+// Range is a byte range of one shard file (the model description's Range
+// too).
+type Range = gguf.Range
 
 // Widen rounds [off, off+n) out to BlockSize boundaries and returns the start and
 // the length of the widened range.

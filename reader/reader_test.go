@@ -40,7 +40,7 @@ func TestWiden(t *testing.T) {
 }
 
 func TestLayout(t *testing.T) {
-	rs := []Range{{0, 100, 10}, {0, 8192, 4096}, {1, 4090, 20}}
+	rs := []Range{{Shard: 0, Off: 100, Len: 10}, {Shard: 0, Off: 8192, Len: 4096}, {Shard: 1, Off: 4090, Len: 20}}
 	if got, want := SpanBytes(rs), int64(4096+4096+8192); got != want {
 		t.Fatalf("SpanBytes = %d, want %d", got, want)
 	}
@@ -136,12 +136,12 @@ func TestReadRealFiles(t *testing.T) {
 			defer f.Close()
 			wantDirect := !noDirect && directWorks(t, p0)
 			rs := []Range{
-				{0, 17, 884736},
-				{1, 5, 4096},
-				{0, 2 << 20, 1<<20 + 123}, // ends exactly at EOF (unaligned): widened tail past EOF
-				{1, 1 << 20, 4097},        // ends at EOF
-				{0, 0, 0},
-				{1, 8191, 2},
+				{Shard: 0, Off: 17, Len: 884736},
+				{Shard: 1, Off: 5, Len: 4096},
+				{Shard: 0, Off: 2 << 20, Len: 1<<20 + 123}, // ends exactly at EOF (unaligned): widened tail past EOF
+				{Shard: 1, Off: 1 << 20, Len: 4097},        // ends at EOF
+				{Shard: 0, Off: 0, Len: 0},
+				{Shard: 1, Off: 8191, Len: 2},
 			}
 			checkRead(t, f, rs, data)
 			if f.ODirect() != wantDirect {
@@ -190,8 +190,8 @@ func TestNoDirectFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	checkRead(t, f, []Range{{0, 100, 5000}, {0, 1 << 20, 77}}, [][]byte{d})
-	checkRead(t, f, []Range{{0, 3, 4}}, [][]byte{d})
+	checkRead(t, f, []Range{{Shard: 0, Off: 100, Len: 5000}, {Shard: 0, Off: 1 << 20, Len: 77}}, [][]byte{d})
+	checkRead(t, f, []Range{{Shard: 0, Off: 3, Len: 4}}, [][]byte{d})
 	if f.ODirect() {
 		t.Error("ODirect() = true on tmpfs")
 	}
@@ -233,7 +233,7 @@ func faultOpener(fault func(p []byte, off int64, direct bool) (int, error, bool)
 func TestFaults(t *testing.T) {
 	dir := t.TempDir()
 	p, d := writeFile(t, dir, "m.gguf", 64<<10, 4)
-	rs := []Range{{0, 10000, 3000}}
+	rs := []Range{{Shard: 0, Off: 10000, Len: 3000}}
 	none := func([]byte, int64, bool) (int, error, bool) { return 0, nil, false }
 	for _, tc := range []struct {
 		name       string
@@ -342,23 +342,23 @@ func TestReadRangesErrors(t *testing.T) {
 		rs   []Range
 		want error
 	}{
-		{"too small", buf[:100], []Range{{0, 0, 200}}, ErrBufferTooSmall},
-		{"bad shard", buf, []Range{{1, 0, 10}}, ErrBadRange},
-		{"negative", buf, []Range{{0, -5, 10}}, ErrBadRange},
-		{"past EOF", buf, []Range{{0, 16000, 1000}}, ErrShortRead},
-		{"far past EOF", buf, []Range{{0, 1 << 20, 10}}, ErrShortRead},
+		{"too small", buf[:100], []Range{{Shard: 0, Off: 0, Len: 200}}, ErrBufferTooSmall},
+		{"bad shard", buf, []Range{{Shard: 1, Off: 0, Len: 10}}, ErrBadRange},
+		{"negative", buf, []Range{{Shard: 0, Off: -5, Len: 10}}, ErrBadRange},
+		{"past EOF", buf, []Range{{Shard: 0, Off: 16000, Len: 1000}}, ErrShortRead},
+		{"far past EOF", buf, []Range{{Shard: 0, Off: 1 << 20, Len: 10}}, ErrShortRead},
 	} {
 		if _, err := f.ReadRanges(tc.buf, tc.rs, ""); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
 	if f.ODirect() {
-		if _, err := f.ReadRanges(buf[1:], []Range{{0, 0, 10}}, ""); !errors.Is(err, ErrUnaligned) {
+		if _, err := f.ReadRanges(buf[1:], []Range{{Shard: 0, Off: 0, Len: 10}}, ""); !errors.Is(err, ErrUnaligned) {
 			t.Errorf("unaligned buffer: %v, want ErrUnaligned", err)
 		}
 	}
 	f.Close()
-	if _, err := f.ReadRanges(buf, []Range{{0, 0, 10}}, ""); !errors.Is(err, ErrClosed) {
+	if _, err := f.ReadRanges(buf, []Range{{Shard: 0, Off: 0, Len: 10}}, ""); !errors.Is(err, ErrClosed) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
 	}
 }

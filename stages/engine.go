@@ -189,7 +189,7 @@ func newLayout(d *model.Desc) expertLayout {
 		for x, sl := range exps {
 			rs := make([]reader.Range, len(sl))
 			for j, s := range sl {
-				rs[j] = reader.Range{Shard: s.Shard, Off: s.Off, Len: s.Len}
+				rs[j] = s.Range
 			}
 			l.ranges[i][x] = rs
 			maxSpan = max(maxSpan, reader.SpanBytes(rs))

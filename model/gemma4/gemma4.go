@@ -152,10 +152,6 @@ func (m *Model) Router(int) model.RouterSpec {
 	return model.RouterSpec{Gating: model.SoftmaxTopK, NExpert: m.nExpert, K: m.k, Normalize: true}
 }
 
-// ExpertScratchFloats implements model.Model: the fused gate+up output, or
-// gate and up apart, per token.
-func (m *Model) ExpertScratchFloats() int { return 2 * m.nFF }
-
 // ComputeExpert implements model.ExpertFFN:
 // s_e · down(gelu(gate x) · up x), gate and up from the fused projection
 // (its first and second n_ff rows) or from two.

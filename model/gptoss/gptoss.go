@@ -154,9 +154,6 @@ func (m *Model) Router(int) model.RouterSpec {
 	return model.RouterSpec{Gating: model.TopKSoftmax, NExpert: m.nExpert, K: m.k}
 }
 
-// ExpertScratchFloats implements model.Model: gate and up outputs per token.
-func (m *Model) ExpertScratchFloats() int { return m.nFF }
-
 // SwiGLUOAI writes llama.cpp's swiglu_oai(gate, up) into out (out may alias
 // gate): x = min(gate, limit), y = clamp(up, -limit, limit),
 // out = x/(1+exp(-alpha·x)) · (y+1), in float32 as ggml computes it.

@@ -118,9 +118,6 @@ func TestRegisteredAndShapes(t *testing.T) {
 	if spec.Gating != model.TopKSoftmax || spec.K != kUsed || spec.NExpert != 8 {
 		t.Errorf("router spec %+v", spec)
 	}
-	if m.ExpertScratchFloats() != nFF {
-		t.Errorf("scratch floats %d", m.ExpertScratchFloats())
-	}
 }
 
 // TestYarnParams pins the YaRN constants llama.cpp derives for the file:

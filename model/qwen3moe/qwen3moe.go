@@ -98,9 +98,6 @@ func (m *Model) Router(int) model.RouterSpec {
 	return model.RouterSpec{Gating: model.SoftmaxTopK, NExpert: m.nExpert, K: m.k, Normalize: true}
 }
 
-// ExpertScratchFloats implements model.Model: gate and up outputs per token.
-func (m *Model) ExpertScratchFloats() int { return m.nFF }
-
 // ComputeExpert implements model.ExpertFFN: down(silu(gate x) · up x).
 func (m *Model) ComputeExpert(l, e int, parts [][]byte, n int, x, out []float32, s *model.Scratch) error {
 	if len(parts) != 3 {
