@@ -17,6 +17,7 @@ import (
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/quant"
+	"github.com/pipe-engine/pipe/replay"
 )
 
 const goldenModels = "../testdata/golden/models"
@@ -248,14 +249,14 @@ func checkFinite(t *testing.T, f *gguf.File) {
 
 // TestRealShapesMatchTrace: the qwen3-30b-a3b Q4_K_M plan has, layer by layer,
 // the per-expert bytes and the dense bytes of the real Qwen3-30B-A3B-Q4_K_M
-// file recorded in the route trace preamble (testdata/qwen-trace-preamble.txt,
-// copied from ../shared/traces/qwen.route.csv).
+// file recorded in the real route trace's preamble (replay's testdata).
 func TestRealShapesMatchTrace(t *testing.T) {
-	b, err := os.ReadFile("testdata/qwen-trace-preamble.txt")
+	f, err := os.Open("../replay/testdata/qwen.route.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := ReadRouteTrace(bytes.NewReader(b))
+	defer f.Close()
+	tr, err := replay.NewReader(f).Header()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +278,7 @@ func TestRealShapesMatchTrace(t *testing.T) {
 			dense[ts.Layer] += ts.Bytes()
 		}
 	}
-	if len(tr.Layers) != p.NLayer {
+	if tr.NLayer != p.NLayer || len(tr.Layers) != p.NLayer {
 		t.Fatalf("trace preamble has %d layers", len(tr.Layers))
 	}
 	for l, lt := range tr.Layers {
@@ -440,5 +441,46 @@ func TestGenerateFileNeverReplacesNonRegular(t *testing.T) {
 	}
 	if _, err := os.ReadFile(target); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestEnsureDemo(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{Preset: "qwen3-tiny", Seed: 1, RoutingSkew: DefaultRoutingSkew}
+	p1, err := ensureDemo(context.Background(), dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st1, err := os.Stat(p1)
+	if err != nil || st1.Size() == 0 {
+		t.Fatalf("demo model: %v", err)
+	}
+	p2, err := ensureDemo(context.Background(), dir, o)
+	if err != nil || p2 != p1 {
+		t.Fatalf("second call: %s, %v", p2, err)
+	}
+	if st2, _ := os.Stat(p2); !st2.ModTime().Equal(st1.ModTime()) {
+		t.Error("second call regenerated the model")
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, ".*tmp*")); len(m) > 0 {
+		t.Errorf("temporary files left: %v", m)
+	}
+	// the real demo options describe the documented model
+	m, err := Prepare(DemoOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mb := m.Plan.TotalBytes() >> 20; m.Plan.Preset.NLayer != DemoLayers || mb < 300 || mb > 1000 {
+		t.Errorf("demo model: %d layers, %d MiB", m.Plan.Preset.NLayer, mb)
+	}
+	// a cancelled generation leaves nothing behind
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir2 := t.TempDir()
+	if _, err := ensureDemo(ctx, dir2, o); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	if m, _ := os.ReadDir(dir2); len(m) > 0 {
+		t.Errorf("cancelled generation left %v", m)
 	}
 }

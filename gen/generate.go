@@ -11,7 +11,7 @@ import (
 	"runtime"
 	"time"
 
-	"golang.org/x/sync/errgroup"
+	concpool "github.com/sourcegraph/conc/pool"
 
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/internal/safefile"
@@ -306,10 +306,9 @@ func (m *Model) tensorBytes(ctx context.Context, t *TensorSpec, pools map[poolKe
 
 	chunkRows := max(1, (1<<20)/rowBytes)
 	nChunks := (rows + chunkRows - 1) / chunkRows
-	eg, ctx := errgroup.WithContext(ctx)
-	eg.SetLimit(workers)
+	eg := concpool.New().WithMaxGoroutines(max(workers, 1)).WithContext(ctx).WithCancelOnError().WithFirstError()
 	for c := 0; c < nChunks; c++ {
-		eg.Go(func() error {
+		eg.Go(func(ctx context.Context) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"golang.org/x/sync/errgroup"
+	concpool "github.com/sourcegraph/conc/pool"
 
 	"github.com/pipe-engine/pipe/quant"
 )
@@ -132,10 +132,9 @@ func poolKeys(pl *Plan) []poolKey {
 func buildPools(ctx context.Context, seed uint64, pl *Plan, workers int) (map[poolKey]*pool, error) {
 	keys := poolKeys(pl)
 	pools := make([]*pool, len(keys))
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(workers)
+	g := concpool.New().WithMaxGoroutines(max(workers, 1)).WithContext(ctx).WithCancelOnError().WithFirstError()
 	for i, k := range keys {
-		g.Go(func() error {
+		g.Go(func(ctx context.Context) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -61,7 +61,7 @@ var (
 // DefaultRoutingSkew is the --routing-skew default: the standard deviation of
 // the per-expert popularity offsets in units of the router logits' token-to-token
 // standard deviation. Calibrated with `pipe run --route-trace` (seed 1, decode
-// phase, RouteTrace.Stats) against the real Qwen3-30B-A3B trace:
+// phase, replay's Trace.Locality) against the real Qwen3-30B-A3B trace:
 //
 //	                                             prev-token hit  popular-set hit
 //	real Qwen3-30B-A3B-Q4_K_M (top-6, 128 tok)        0.380           0.375

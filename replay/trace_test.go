@@ -232,7 +232,11 @@ func FuzzRead(f *testing.F) {
 		if err != nil {
 			return
 		}
-		// Whatever parses must compile and replay without error.
+		// Whatever parses must compile and replay without error, and its
+		// locality figures are fractions.
+		if l := tr.Locality(PhaseAll); l.PrevHit < 0 || l.PrevHit > 1 || l.PopularHit < 0 || l.PopularHit > 1 {
+			t.Fatalf("locality %+v", l)
+		}
 		seq := Compile(tr)
 		for _, p := range []string{"lru", "layer"} {
 			if _, err := Simulate(seq, mustPolicy(t, p, seq), 1000, CountAll); err != nil {
