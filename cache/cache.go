@@ -151,6 +151,7 @@ type Stats struct {
 	Joins      int64 // Acquire joined a read in flight (single flight)
 	Misses     int64 // Acquire returned Miss (a read is needed)
 	Transient  int64 // misses served by a transient slot (not cached)
+	Refused    int64 // of those, misses the policy refused to admit (Admitter)
 	Evictions  int64
 	Failed     int64 // reads completed with an error
 	Abandoned  int64 // misses released without a read (e.g. a withdrawn prefetch)
@@ -318,7 +319,7 @@ func (c *Cache) Acquire(ctx context.Context, key Key, size int64) (*Handle, Stat
 			c.mu.Unlock()
 			return h, st, nil
 		}
-		slot, transient, ok := c.takeSlotLocked(true)
+		slot, transient, ok := c.takeSlotLocked(key, true)
 		if ok {
 			e := c.newEntryLocked(key, slot, transient, size)
 			c.st.Misses++
@@ -393,7 +394,7 @@ func (c *Cache) startRead(key Key, size int64, evict bool) (*Handle, WarmStatus,
 	var slot int32
 	var ok bool
 	if evict {
-		slot, _, ok = c.takeSlotLocked(false)
+		slot, _, ok = c.takeSlotLocked(key, false)
 	} else {
 		slot, ok = c.freeSlotLocked()
 	}
@@ -444,14 +445,21 @@ func (c *Cache) freeSlotLocked() (int32, bool) {
 	return i, ok
 }
 
-// takeSlotLocked finds a slot for a new entry: a free resident slot, else a
-// resident slot freed by evicting the policy's victim, else a transient slot.
-func (c *Cache) takeSlotLocked(allowTransient bool) (int32, bool, bool) {
+// takeSlotLocked finds a slot for a new entry for key: a free resident
+// slot, else a resident slot freed by evicting the policy's victim (unless
+// an Admitter policy refuses key in its place: then a transient slot), else
+// a transient slot. Only demand misses (allowTransient) can be refused.
+func (c *Cache) takeSlotLocked(key Key, allowTransient bool) (int32, bool, bool) {
 	if i, ok := c.freeSlotLocked(); ok {
 		return i, false, true
 	}
 	if c.res.n > 0 {
 		if k, ok := c.victimLocked(); ok {
+			if allowTransient {
+				if i, refused := c.refuseLocked(key, k); refused {
+					return i, true, true
+				}
+			}
 			v := c.entries[k]
 			delete(c.entries, k)
 			c.policy.OnEvict(k)
@@ -467,6 +475,24 @@ func (c *Cache) takeSlotLocked(allowTransient bool) (int32, bool, bool) {
 		}
 	}
 	return -1, false, false
+}
+
+// refuseLocked asks an Admitter policy whether key may take victim's slot;
+// when it refuses and a transient slot is free, key gets that slot (read,
+// used, never resident) and the policy counts the refused lookup. Without a
+// free transient slot key is admitted after all rather than made to wait.
+func (c *Cache) refuseLocked(key, victim Key) (int32, bool) {
+	adm, ok := c.policy.(Admitter)
+	if !ok || adm.Admit(key, victim) {
+		return -1, false
+	}
+	i, ok := c.trans.get()
+	if !ok {
+		return -1, false
+	}
+	adm.OnRefuse(key)
+	c.st.Refused++
+	return i, true
 }
 
 func (c *Cache) eligible(k Key) bool {

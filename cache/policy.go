@@ -30,8 +30,9 @@ func (k Key) String() string { return fmt.Sprintf("L%d/E%d", k.Layer, k.Expert) 
 // Registered policies (NewPolicy): "lru"; "lfu" (in-cache counts, LRU among
 // equals); "random" (seeded); "belady" (offline optimum, replay only);
 // "layer" (LayerMix, the recommended default: no cliff below one token's
-// working set, and above it ahead of LRU on the real traces); "layer-lrfu"
-// and "layer-lru" (Layered: one decay rate; pure recency in layer time).
+// working set, and above it ahead of LRU on the real traces); "layer+admit"
+// (the same with admission: see Admitter); "layer-lrfu" and "layer-lru"
+// (Layered: one decay rate; pure recency in layer time).
 type Policy interface {
 	Name() string
 	Batch(step, layer int)                      // a new lookup batch starts (one decode (token, layer))
@@ -39,6 +40,19 @@ type Policy interface {
 	OnAdmit(k Key, bytes int64)                 // k became resident
 	OnEvict(k Key)                              // k left the cache
 	Victim(eligible func(Key) bool) (Key, bool) // choose a resident key to evict among eligible ones
+}
+
+// Admitter is a Policy that decides admission as well as the victim (as
+// TinyLFU's admission filter does in ristretto): when a missed key k would
+// take the slot of victim (the key Victim just chose), Admit reports whether
+// k is worth it. A refused key is read and used without becoming resident
+// (OnAdmit is not called); OnRefuse lets the policy count the lookup so that
+// a key that keeps coming back is eventually admitted. Which policies admit
+// selectively is part of their name ("layer+admit").
+type Admitter interface {
+	Policy
+	Admit(k, victim Key) bool
+	OnRefuse(k Key)
 }
 
 // PolicyOptions configures NewPolicy. The zero value is valid for every
@@ -91,6 +105,11 @@ const (
 func init() {
 	policies["layer"] = func(o PolicyOptions) (Policy, error) {
 		return NewLayerMix("layer", LayerFast, LayerSlow, LayerWeight, true, o.Layers), nil
+	}
+	policies["layer+admit"] = func(o PolicyOptions) (Policy, error) {
+		p := NewLayerMix("layer+admit", LayerFast, LayerSlow, LayerWeight, true, o.Layers)
+		p.admit = true
+		return p, nil
 	}
 	policies["layer-lrfu"] = func(o PolicyOptions) (Policy, error) {
 		return NewLayered("layer-lrfu", LayerLRFUDecay, true, true, o.Layers), nil

@@ -42,6 +42,7 @@ type LayerMix struct {
 	fastPow       [64]float64 // 2^(−fast·d) for small d
 	slowPow       [64]float64
 	history       bool
+	admit         bool // Admit compares the candidate with the victim (else admits all)
 	batch, clock  int64
 	layers        []mixLayer
 	ent           map[Key]*mixEntry
@@ -246,6 +247,54 @@ func (p *LayerMix) OnEvict(k Key) {
 	}
 	p.spare = append(p.spare, e)
 	p.markDirty(k.Layer)
+}
+
+// Admit implements Admitter. With admission on (and history, which keeps
+// the counts of refused keys), a missed key is admitted only when its
+// estimated per-visit use probability — its remembered counts decayed to
+// now, plus this use — is at least the victim's: TinyLFU's frequency test
+// with the policy's own estimates. (Comparing expected next-use times
+// instead, the victim order, refuses too much: the candidate's layer has
+// just been visited, so its next use is always a whole cycle away; that
+// variant lost up to 0.7 points of hit rate in replay.)
+func (p *LayerMix) Admit(k, victim Key) bool {
+	if !p.admit || !p.history {
+		return true
+	}
+	v, ok := p.ent[victim]
+	if !ok || k.Layer < 0 {
+		return true
+	}
+	c := p.candidate(k)
+	return p.prob(&c) >= p.prob(v)
+}
+
+// OnRefuse implements Admitter: the refused lookup counts as a use in the
+// key's remembered counts.
+func (p *LayerMix) OnRefuse(k Key) {
+	if !p.history || k.Layer < 0 {
+		return
+	}
+	c := p.candidate(k)
+	p.clock++
+	p.ghost[k] = mixEntry{f: c.f, s: c.s, stamp: c.stamp}
+}
+
+// candidate is k, not resident, as an entry used now: its remembered counts
+// (or none) decayed to its layer's current visit, plus one use.
+func (p *LayerMix) candidate(k Key) mixEntry {
+	p.grow(k.Layer)
+	now := p.layers[k.Layer].visits
+	e := mixEntry{key: k, stamp: now}
+	if g, ok := p.ghost[k]; ok {
+		e.f, e.s, e.stamp = g.f, g.s, g.stamp
+	}
+	e.f, e.s = p.decayed(&e)
+	e.stamp = now
+	e.f++
+	e.s++
+	e.lastUse = p.clock + 1
+	return e
 }
 
 // scan returns layer m's smallest-rank entry among those eligible accepts

@@ -231,7 +231,7 @@ func TestRealTraces(t *testing.T) {
 	if testing.Short() {
 		budgetsMiB = []int64{500}
 	}
-	pols := []string{"lru", "lfu", "random", "layer", "layer-lrfu", "layer-lru"}
+	pols := []string{"lru", "lfu", "random", "layer", "layer+admit", "layer-lrfu", "layer-lru"}
 	for _, name := range []string{"qwen", "gemma"} {
 		s := loadReal(t, name)
 		T := s.Header.WorkingSet()
@@ -255,6 +255,26 @@ func TestRealTraces(t *testing.T) {
 				}
 			} else if hits["layer"] < hits["lru"] {
 				t.Errorf("%s %d MiB ≥ T: layer %d hits < lru %d", name, b, hits["layer"], hits["lru"])
+			}
+		}
+	}
+}
+
+// TestAdmissionReplay: on the real traces below the one-token working set,
+// "layer+admit" refuses some misses, never exceeds the budget by more than
+// "layer" does, and hits at least as often (the table in
+// docs/measurements.md).
+func TestAdmissionReplay(t *testing.T) {
+	for _, name := range []string{"qwen", "gemma"} {
+		s := loadReal(t, name)
+		for _, b := range []int64{250 << 20, 500 << 20} {
+			plain := run(t, s, "layer", b, CountDecode, 1)
+			adm := run(t, s, "layer+admit", b, CountDecode, 1)
+			if adm.Refused == 0 || plain.Refused != 0 {
+				t.Errorf("%s %d MiB: refused %d with admission, %d without", name, b>>20, adm.Refused, plain.Refused)
+			}
+			if adm.Hits < plain.Hits || adm.PeakBytes > plain.PeakBytes {
+				t.Errorf("%s %d MiB: admission %d hits peak %d, without %d hits peak %d", name, b>>20, adm.Hits, adm.PeakBytes, plain.Hits, plain.PeakBytes)
 			}
 		}
 	}

@@ -218,7 +218,8 @@ func (r *Report) table(w io.Writer, md bool, title string, val func(ResultJSON) 
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var b strings.Builder // the table is written to w at once, so w's error is seen
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s\t", title)
 	for _, p := range r.Policies {
 		fmt.Fprintf(tw, "%s\t", p)
@@ -232,5 +233,9 @@ func (r *Report) table(w io.Writer, md bool, title string, val func(ResultJSON) 
 		fmt.Fprintln(tw)
 	}
 	fmt.Fprintln(tw)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

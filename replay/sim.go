@@ -131,6 +131,7 @@ type Result struct {
 	BytesRead int64 // bytes loaded by counted misses
 	Tokens    int   // counted tokens
 	Evictions int64 // over the whole replay
+	Refused   int64 // misses an Admitter did not admit (read, used, not made resident), over the whole replay
 	PeakBytes int64 // largest residency seen (inside a batch it may exceed Budget)
 }
 
@@ -150,7 +151,25 @@ func (r Result) MiBPerToken() float64 {
 	return float64(r.BytesRead) / float64(r.Tokens) / (1 << 20)
 }
 
-// Simulate replays s through pol with a budget of budget bytes.
+// refuse asks an Admitter policy whether a missed key that does not fit
+// (full) is admitted, against the victim it would displace; a refused key
+// is told to the policy and stays out of the cache.
+func refuse(pol cache.Policy, k cache.Key, full bool, eligible func(cache.Key) bool) bool {
+	adm, ok := pol.(cache.Admitter)
+	if !ok || !full {
+		return false
+	}
+	v, ok := pol.Victim(eligible)
+	if !ok || adm.Admit(k, v) {
+		return false
+	}
+	adm.OnRefuse(k)
+	return true
+}
+
+// Simulate replays s through pol with a budget of budget bytes. A policy
+// that is a cache.Admitter decides at each miss that does not fit whether
+// the key becomes resident.
 func Simulate(s *Sequence, pol cache.Policy, budget int64, phase PhaseSel) (Result, error) {
 	h := &s.Header
 	res := Result{Policy: pol.Name(), Budget: budget, Phase: phase}
@@ -207,11 +226,15 @@ func Simulate(s *Sequence, pol cache.Policy, budget int64, phase PhaseSel) (Resu
 				pol.OnHit(a.Key)
 				continue
 			}
-			resident[i] = true
-			used += eb
 			if counted {
 				res.BytesRead += eb
 			}
+			if refuse(pol, a.Key, used+eb > budget, eligible) {
+				res.Refused++
+				continue
+			}
+			resident[i] = true
+			used += eb
 			pol.OnAdmit(a.Key, eb)
 		}
 		res.PeakBytes = max(res.PeakBytes, used)

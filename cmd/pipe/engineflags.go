@@ -23,7 +23,7 @@ type EngineFlags struct {
 	CacheMB       string `name:"cache-mb" help:"Expert cache budget: MiB, a size with a unit (6G, 512M), 'auto' (from the cgroup limit or MemAvailable, minus dense weights, KV and --cache-floor-mb; at most every expert) or 0 (no cache)." default:"auto"`
 	CacheCeilMB   int64  `name:"cache-ceil-mb" help:"Upper bound for --cache-mb auto, in MiB (0 = none)." default:"0"`
 	CacheFloor    int64  `name:"cache-floor-mb" help:"RAM in MiB that --cache-mb auto leaves free." default:"512"`
-	CachePolicy   string `name:"cache-policy" help:"Expert cache replacement policy: layer (no LRU cliff below one token's working set; best in replay of real traces), lru, lfu or random." default:"layer"`
+	CachePolicy   string `name:"cache-policy" help:"Expert cache replacement policy: layer (no LRU cliff below one token's working set; best in replay of real traces), layer+admit (layer that leaves a miss colder than its victim uncached; +0.1–0.8 hit points in replay below one token's working set, none above), lru, lfu or random." default:"layer"`
 	Overlap       bool   `help:"Compute resident experts while the lanes read the rest (--overlap=false waits for the whole layer, for A/B)." default:"true" negatable:""`
 	Prefetch      int    `help:"Speculative expert reads per layer for the next layer (0 = off)." default:"0"`
 	PrefetchLanes int    `name:"prefetch-lanes" help:"Reader lanes that may serve speculative reads at once (0 = all): reads in flight share the disk, so fewer leaves demand reads more of it." default:"1"`

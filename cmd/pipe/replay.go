@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -15,7 +16,7 @@ import (
 type ReplayCmd struct {
 	Traces  []string `arg:"" name:"trace" help:"route_trace v1 file(s) (pipe run --route-trace, or BigMoeOnEdge's)." type:"existingfile"`
 	Budgets string   `help:"Cache budgets in MiB, comma-separated." default:"250,500,750,1000,1500,2000,3000,4000"`
-	Policy  string   `help:"Policies to compare, comma-separated: lru, lfu, random, layer (the engine default), layer-lrfu, layer-lru, belady (offline optimum)." default:"lru,lfu,random,layer,belady"`
+	Policy  string   `help:"Policies to compare, comma-separated: lru, lfu, random, layer (the engine default), layer+admit (layer with admission: a miss colder than the victim is used but not cached), layer-lrfu, layer-lru, belady (offline optimum)." default:"lru,lfu,random,layer,belady"`
 	Phase   string   `help:"Lookups counted in hit %: decode (prefill only warms the cache) or all." enum:"decode,all" default:"decode"`
 	Seed    int64    `help:"Seed of the random policy." default:"1"`
 	Format  string   `help:"Output format: text, markdown or json." enum:"text,markdown,json" default:"text"`
@@ -25,7 +26,7 @@ type ReplayCmd struct {
 }
 
 // Run replays every trace and prints one report per trace.
-func (c *ReplayCmd) Run(g *Globals) error {
+func (c *ReplayCmd) Run(g *Globals) (err error) {
 	budgets, err := replay.ParseBudgets(c.Budgets)
 	if err != nil {
 		return err
@@ -41,8 +42,14 @@ func (c *ReplayCmd) Run(g *Globals) error {
 		}
 	}
 	if len(c.Traces) > 1 && c.Format == "json" {
-		fmt.Fprint(g.Stdout, "[")
-		defer fmt.Fprintln(g.Stdout, "]")
+		if err := put(g.Stdout, "["); err != nil {
+			return err
+		}
+		defer func() {
+			if err == nil {
+				err = put(g.Stdout, "]\n")
+			}
+		}()
 	}
 	for i, path := range c.Traces {
 		if err := g.Ctx.Err(); err != nil {
@@ -69,12 +76,8 @@ func (c *ReplayCmd) Run(g *Globals) error {
 		if err != nil {
 			return fmt.Errorf("replay %s: %w", path, err)
 		}
-		if i > 0 {
-			if c.Format == "json" {
-				fmt.Fprint(g.Stdout, ",")
-			} else {
-				fmt.Fprintln(g.Stdout)
-			}
+		if err := c.separate(g.Stdout, i); err != nil {
+			return err
 		}
 		if err := rep.Write(g.Stdout, c.Format); err != nil {
 			return fmt.Errorf("replay: %w", err)
@@ -92,12 +95,8 @@ func (c *ReplayCmd) warm(g *Globals, name string, seq *replay.Sequence, pols []s
 	if err != nil {
 		return err
 	}
-	if i > 0 {
-		if c.Format == "json" {
-			fmt.Fprint(g.Stdout, ",")
-		} else {
-			fmt.Fprintln(g.Stdout)
-		}
+	if err := c.separate(g.Stdout, i); err != nil {
+		return err
 	}
 	if c.Format == "json" {
 		enc := json.NewEncoder(g.Stdout)
@@ -105,4 +104,25 @@ func (c *ReplayCmd) warm(g *Globals, name string, seq *replay.Sequence, pols []s
 		return enc.Encode(rep)
 	}
 	return rep.Write(g.Stdout, c.Format == "markdown")
+}
+
+// separate writes what goes before the i-th trace's report: nothing for the
+// first, a comma between JSON reports, a blank line between text ones.
+func (c *ReplayCmd) separate(w io.Writer, i int) error {
+	switch {
+	case i == 0:
+		return nil
+	case c.Format == "json":
+		return put(w, ",")
+	default:
+		return put(w, "\n")
+	}
+}
+
+// put writes s to stdout, naming what failed.
+func put(w io.Writer, s string) error {
+	if _, err := io.WriteString(w, s); err != nil {
+		return fmt.Errorf("replay: writing the report: %w", err)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -49,7 +50,7 @@ func TestReplayErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"replay", replayTrace, "--policy", "fifo"}, "valid: belady, layer, layer-lrfu, layer-lru, lfu, lru, random"},
+		{[]string{"replay", replayTrace, "--policy", "fifo"}, "valid: belady, layer, layer+admit, layer-lrfu, layer-lru, lfu, lru, random"},
 		{[]string{"replay", replayTrace, "--budgets", "big"}, "--budgets"},
 		{[]string{"replay", "../../go.mod"}, "line 1"},
 		{[]string{"replay", "no-such.csv"}, "no-such.csv"},
@@ -57,6 +58,50 @@ func TestReplayErrors(t *testing.T) {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), c.args, &out, &errb); code == 0 || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q, want non-zero and %q", c.args, code, errb.String(), c.want)
+		}
+	}
+}
+
+// shortWriter records its writes and fails only the one numbered fail
+// (from 0; -1: none), so a failure that is ignored goes unnoticed.
+type shortWriter struct {
+	fail   int
+	calls  int
+	writes []string
+}
+
+func (w *shortWriter) Write(p []byte) (int, error) {
+	w.calls++
+	if w.calls-1 == w.fail {
+		return 0, errors.New("disk full")
+	}
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+// TestReplayWriteErrors: a stdout that fails at any separator — between two
+// reports, or the JSON array's brackets — fails the command.
+func TestReplayWriteErrors(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		args := []string{"replay", replayTrace, replayTrace, "--budgets", "500", "--policy", "lru", "--format", format}
+		rec := &shortWriter{fail: -1}
+		var errb bytes.Buffer
+		if code := run(context.Background(), args, rec, &errb); code != 0 {
+			t.Fatalf("%s: exit %d: %s", format, code, errb.String())
+		}
+		seps := 0
+		for i, w := range rec.writes {
+			if w != "[" && w != "," && w != "\n" && w != "]\n" {
+				continue
+			}
+			seps++
+			errb.Reset()
+			if code := run(context.Background(), args, &shortWriter{fail: i}, &errb); code == 0 || !strings.Contains(errb.String(), "disk full") {
+				t.Errorf("%s, write %d (%q) failing: exit %d, stderr %q", format, i, w, code, errb.String())
+			}
+		}
+		if want := map[string]int{"text": 1, "json": 3}[format]; seps < want {
+			t.Errorf("%s: %d separator writes seen, want %d", format, seps, want)
 		}
 	}
 }
