@@ -147,12 +147,12 @@ func (a *Activation) quantizeWith(m *implementation, t quant.Type, x []float32) 
 	case quant.F16:
 		a.h = grow(a.h, n)
 		for i, v := range x {
-			a.h[i] = fp32ToFP16(v)
+			a.h[i] = quant.FP32ToFP16(v)
 		}
 	case quant.BF16:
 		a.h = grow(a.h, n)
 		for i, v := range x {
-			a.h[i] = fp32ToBF16(v)
+			a.h[i] = quant.FP32ToBF16(v)
 		}
 	case quant.F32:
 		a.f = grow(a.f, n)

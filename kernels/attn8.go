@@ -1,6 +1,10 @@
 package kernels
 
-import "math"
+import (
+	"math"
+
+	"github.com/pipe-engine/pipe/quant"
+)
 
 // Attention of one query head over a run of KV cache rows, and of a group
 // of GroupSlots query heads that share the rows (GQA: the query heads of
@@ -215,6 +219,6 @@ func expShiftFrom(x []float32, m float32, sum float64) float64 {
 func refRoundF16s(x []float32) {
 	tab := f16Table()
 	for i, v := range x {
-		x[i] = tab[fp32ToFP16(v)]
+		x[i] = tab[quant.FP32ToFP16(v)]
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/pipe-engine/pipe/quant"
 )
 
 // TestAttendGroupIdentical: the grouped attention equals the single-head
@@ -38,7 +40,7 @@ func checkGroup(t *testing.T, rng *rand.Rand, dim, n int, sink bool) {
 	kh, vh := make([]uint16, size+1)[1:], make([]uint16, size+1)[1:]
 	for i := range kf {
 		kf[i], vf[i] = float32(rng.NormFloat64()*mag), float32(rng.NormFloat64())
-		kh[i], vh[i] = fp32ToFP16(kf[i]), fp32ToFP16(vf[i])
+		kh[i], vh[i] = quant.FP32ToFP16(kf[i]), quant.FP32ToFP16(vf[i])
 	}
 	var sinks []float32
 	if sink {

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/pipe-engine/pipe/quant"
 )
 
 // TestAttnHelpersIdentical: the helpers in use equal the pure-Go loops bit
@@ -24,7 +26,7 @@ func TestAttnHelpersIdentical(t *testing.T) {
 				}
 				for i := range kf {
 					kf[i] = float32(rng.NormFloat64() * []float64{1, 1e-6, 300}[rng.IntN(3)])
-					kh[i] = fp32ToFP16(kf[i])
+					kh[i] = quant.FP32ToFP16(kf[i])
 				}
 				for i := range p {
 					p[i] = rng.Float32()

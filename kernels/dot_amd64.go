@@ -15,9 +15,9 @@ var (
 	k4Shuf [8][32]byte
 	// q6Shuf[c]: 8 × byte 2c then 8 × byte 2c+1 (Q6_K scale pairs).
 	q6Shuf [8][16]byte
-	// kvaluesMXFP4 as a 16-byte VPSHUFB table is kvaluesMXFP4 itself.
+	// quant.KValuesMXFP4 as a 16-byte VPSHUFB table is quant.KValuesMXFP4 itself.
 	e8m0HalfTable [256]float32
-	// kvaluesMXFP4u: kvaluesMXFP4 + 12, unsigned (0..24).
+	// kvaluesMXFP4u: quant.KValuesMXFP4 + 12, unsigned (0..24).
 	kvaluesMXFP4u [16]byte
 	// mxShift: VPSRLVD counts putting high nibbles in the upper half.
 	mxShift = [8]uint32{0, 0, 0, 0, 4, 4, 4, 4}
@@ -34,7 +34,7 @@ func init() {
 			q6Shuf[k][8+i] = byte(2*k + 1)
 		}
 	}
-	for i, v := range kvaluesMXFP4 {
+	for i, v := range quant.KValuesMXFP4 {
 		kvaluesMXFP4u[i] = byte(v + 12)
 	}
 	for e := range e8m0HalfTable {

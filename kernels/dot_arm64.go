@@ -51,6 +51,10 @@ func (f blockFormat) bsumsPtr(a *Activation) *int16 {
 
 var nan = float32(math.NaN())
 
+// kvaluesMXFP4 is package quant's MXFP4 code table where the assembly can
+// load it (·kvaluesMXFP4(SB)).
+var kvaluesMXFP4 = quant.KValuesMXFP4
+
 // e8m0HalfTable[e] = e8m0Half(e): the MXFP4 block scales, read by the
 // assembly.
 var e8m0HalfTable [256]float32

@@ -32,7 +32,7 @@ var (
 )
 
 func init() {
-	gemmMXKv = kvaluesMXFP4
+	gemmMXKv = quant.KValuesMXFP4
 	for p := range gemmMXIdx {
 		for i := 0; i < 16; i++ {
 			gemmMXIdx[p][i] = uint32(2*p + i/8)

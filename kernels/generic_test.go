@@ -23,7 +23,7 @@ import (
 
 type genericDot func(w []byte, a *Activation) (float32, float64)
 
-func f16(b []byte) float32 { return fp16ToFP32(binary.LittleEndian.Uint16(b)) }
+func f16(b []byte) float32 { return quant.FP16ToFP32(binary.LittleEndian.Uint16(b)) }
 
 func genQ8_0(w []byte, a *Activation) (float32, float64) {
 	var sumf float32
@@ -169,7 +169,7 @@ var genericDots = map[quant.Type]genericDot{
 	quant.Q8_0: genQ8_0,
 	quant.Q4_0: gen32(18, func(x []byte, j int) int { return nib(x, 2, j) - 8 }, f16),
 	quant.Q5_0: gen32(22, func(x []byte, j int) int { return nib(x, 6, j) | hbit(x, 2, j) - 16 }, f16),
-	quant.MXFP4: gen32(17, func(x []byte, j int) int { return int(kvaluesMXFP4[nib(x, 1, j)]) },
+	quant.MXFP4: gen32(17, func(x []byte, j int) int { return int(quant.KValuesMXFP4[nib(x, 1, j)]) },
 		func(x []byte) float32 { return e8m0Half(x[0]) }),
 	quant.Q4_1: gen32m(20, func(x []byte, j int) int { return nib(x, 4, j) }),
 	quant.Q5_1: gen32m(24, func(x []byte, j int) int { return nib(x, 8, j) | hbit(x, 4, j) }),
@@ -244,9 +244,9 @@ var genericDots = map[quant.Type]genericDot{
 		return math.Float32frombits(binary.LittleEndian.Uint32(w[4*i:]))
 	}, func(a *Activation, i int) float32 { return a.f[i] }),
 	quant.F16: genFloat(func(w []byte, i int) float32 { return f16(w[2*i:]) },
-		func(a *Activation, i int) float32 { return fp16ToFP32(a.h[i]) }),
-	quant.BF16: genFloat(func(w []byte, i int) float32 { return bf16ToFP32(binary.LittleEndian.Uint16(w[2*i:])) },
-		func(a *Activation, i int) float32 { return bf16ToFP32(a.h[i]) }),
+		func(a *Activation, i int) float32 { return quant.FP16ToFP32(a.h[i]) }),
+	quant.BF16: genFloat(func(w []byte, i int) float32 { return quant.BF16ToFP32(binary.LittleEndian.Uint16(w[2*i:])) },
+		func(a *Activation, i int) float32 { return quant.BF16ToFP32(a.h[i]) }),
 }
 
 // TestReferenceMatchesGeneric: the reference equals llama.cpp's generic

@@ -40,12 +40,12 @@ func randRows(rng *rand.Rand, t quant.Type, rows, cols int) []byte {
 		return w
 	case quant.F16:
 		for i := 0; i < len(w); i += 2 {
-			binary.LittleEndian.PutUint16(w[i:], fp32ToFP16(float32(rng.NormFloat64())))
+			binary.LittleEndian.PutUint16(w[i:], quant.FP32ToFP16(float32(rng.NormFloat64())))
 		}
 		return w
 	case quant.BF16:
 		for i := 0; i < len(w); i += 2 {
-			binary.LittleEndian.PutUint16(w[i:], fp32ToBF16(float32(rng.NormFloat64())))
+			binary.LittleEndian.PutUint16(w[i:], quant.FP32ToBF16(float32(rng.NormFloat64())))
 		}
 		return w
 	}
@@ -63,7 +63,7 @@ func randRows(rng *rand.Rand, t quant.Type, rows, cols int) []byte {
 			if rng.IntN(8) == 0 {
 				v = -v
 			}
-			binary.LittleEndian.PutUint16(w[b+off:], fp32ToFP16(v))
+			binary.LittleEndian.PutUint16(w[b+off:], quant.FP32ToFP16(v))
 		}
 	}
 	return w

@@ -161,18 +161,18 @@ func TestRoundingHelpers(t *testing.T) {
 		if h&0x7c00 == 0x7c00 && h&0x3ff != 0 {
 			continue
 		}
-		if g := fp32ToFP16(fp16ToFP32(uint16(h))); g != uint16(h) {
+		if g := quant.FP32ToFP16(quant.FP16ToFP32(uint16(h))); g != uint16(h) {
 			t.Fatalf("fp16 round trip of %#x gave %#x", h, g)
 		}
 	}
-	if g := fp32ToFP16(1 + 1.0/2048); g != 0x3c00 { // tie between 1 and 1+2^-10 → even
-		t.Errorf("fp32ToFP16(1+2^-11) = %#x, want 0x3c00", g)
+	if g := quant.FP32ToFP16(1 + 1.0/2048); g != 0x3c00 { // tie between 1 and 1+2^-10 → even
+		t.Errorf("quant.FP32ToFP16(1+2^-11) = %#x, want 0x3c00", g)
 	}
-	if g := fp32ToFP16(1 + 3.0/2048); g != 0x3c02 {
-		t.Errorf("fp32ToFP16(1+3·2^-11) = %#x, want 0x3c02", g)
+	if g := quant.FP32ToFP16(1 + 3.0/2048); g != 0x3c02 {
+		t.Errorf("quant.FP32ToFP16(1+3·2^-11) = %#x, want 0x3c02", g)
 	}
-	if g := fp32ToBF16(math.Float32frombits(0x3f808000)); g != 0x3f80 {
-		t.Errorf("fp32ToBF16 tie = %#x, want 0x3f80", g)
+	if g := quant.FP32ToBF16(math.Float32frombits(0x3f808000)); g != 0x3f80 {
+		t.Errorf("quant.FP32ToBF16 tie = %#x, want 0x3f80", g)
 	}
 	if g := e8m0Half(127); g != 0.5 {
 		t.Errorf("e8m0Half(127) = %v, want 0.5", g)

@@ -14,9 +14,9 @@ import (
 
 func TestHalfConversionsMatchQuant(t *testing.T) {
 	for h := 0; h < 1<<16; h++ {
-		a, b := fp16ToFP32(uint16(h)), quant.FP16ToFP32(uint16(h))
+		a, b := quant.FP16ToFP32(uint16(h)), quant.FP16ToFP32(uint16(h))
 		if math.Float32bits(a) != math.Float32bits(b) && !(a != a && b != b) {
-			t.Fatalf("fp16ToFP32(%#x) = %#x, quant %#x", h, math.Float32bits(a), math.Float32bits(b))
+			t.Fatalf("quant.FP16ToFP32(%#x) = %#x, quant %#x", h, math.Float32bits(a), math.Float32bits(b))
 		}
 	}
 	rng := rand.New(rand.NewPCG(21, 22))
@@ -25,11 +25,11 @@ func TestHalfConversionsMatchQuant(t *testing.T) {
 		if f != f {
 			continue
 		}
-		if a, b := fp32ToFP16(f), quant.FP32ToFP16(f); a != b {
-			t.Fatalf("fp32ToFP16(%g) = %#x, quant %#x", f, a, b)
+		if a, b := quant.FP32ToFP16(f), quant.FP32ToFP16(f); a != b {
+			t.Fatalf("quant.FP32ToFP16(%g) = %#x, quant %#x", f, a, b)
 		}
-		if a, b := fp32ToBF16(f), quant.FP32ToBF16(f); a != b {
-			t.Fatalf("fp32ToBF16(%g) = %#x, quant %#x", f, a, b)
+		if a, b := quant.FP32ToBF16(f), quant.FP32ToBF16(f); a != b {
+			t.Fatalf("quant.FP32ToBF16(%g) = %#x, quant %#x", f, a, b)
 		}
 	}
 	for e := 0; e < 256; e++ {
@@ -165,11 +165,11 @@ func dequantActivation(a *Activation) []float32 {
 		}
 	case quant.F16:
 		for i := range out {
-			out[i] = fp16ToFP32(a.h[i])
+			out[i] = quant.FP16ToFP32(a.h[i])
 		}
 	case quant.BF16:
 		for i := range out {
-			out[i] = bf16ToFP32(a.h[i])
+			out[i] = quant.BF16ToFP32(a.h[i])
 		}
 	case quant.F32:
 		copy(out, a.f)

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"sync"
+
+	"github.com/pipe-engine/pipe/quant"
 )
 
 // Pure-Go reference dot products, one weight row against an Activation.
@@ -11,9 +13,7 @@ import (
 // package's lane order (see the package doc). Callers guarantee
 // len(w) == row size and a.cols == row length.
 
-var kvaluesMXFP4 = [16]int8{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
-
-func f16at(b []byte, off int) float32 { return fp16ToFP32(binary.LittleEndian.Uint16(b[off:])) }
+func f16at(b []byte, off int) float32 { return quant.FP16ToFP32(binary.LittleEndian.Uint16(b[off:])) }
 
 // hsum8 is the fixed horizontal reduction of 8 lanes.
 func hsum8(a *[8]float32) float32 {
@@ -124,10 +124,10 @@ func refDotMXFP4(w []byte, a *Activation) float32 {
 		var L [8]int32
 		for l := 0; l < 4; l++ {
 			i := 4 * l
-			L[l] = int32(kvaluesMXFP4[blk[1+i]&0xf])*int32(y0[i]) + int32(kvaluesMXFP4[blk[2+i]&0xf])*int32(y0[i+1]) +
-				int32(kvaluesMXFP4[blk[3+i]&0xf])*int32(y0[i+2]) + int32(kvaluesMXFP4[blk[4+i]&0xf])*int32(y0[i+3])
-			L[l+4] = int32(kvaluesMXFP4[blk[1+i]>>4])*int32(y1[i]) + int32(kvaluesMXFP4[blk[2+i]>>4])*int32(y1[i+1]) +
-				int32(kvaluesMXFP4[blk[3+i]>>4])*int32(y1[i+2]) + int32(kvaluesMXFP4[blk[4+i]>>4])*int32(y1[i+3])
+			L[l] = int32(quant.KValuesMXFP4[blk[1+i]&0xf])*int32(y0[i]) + int32(quant.KValuesMXFP4[blk[2+i]&0xf])*int32(y0[i+1]) +
+				int32(quant.KValuesMXFP4[blk[3+i]&0xf])*int32(y0[i+2]) + int32(quant.KValuesMXFP4[blk[4+i]&0xf])*int32(y0[i+3])
+			L[l+4] = int32(quant.KValuesMXFP4[blk[1+i]>>4])*int32(y1[i]) + int32(quant.KValuesMXFP4[blk[2+i]>>4])*int32(y1[i+1]) +
+				int32(quant.KValuesMXFP4[blk[3+i]>>4])*int32(y1[i+2]) + int32(quant.KValuesMXFP4[blk[4+i]>>4])*int32(y1[i+3])
 		}
 		accLanes(&acc, float32(e8m0Half(blk[0])*a.d[b]), &L)
 	}
@@ -406,7 +406,7 @@ func combine4x8(acc *[4][8]float32, tail float32) float32 {
 var f16Table = sync.OnceValue(func() *[1 << 16]float32 {
 	t := new([1 << 16]float32)
 	for h := range t {
-		t[h] = fp16ToFP32(uint16(h))
+		t[h] = quant.FP16ToFP32(uint16(h))
 	}
 	return t
 })
@@ -444,14 +444,14 @@ func refDotBF16(w []byte, a *Activation) float32 {
 		for k := 0; k < 4; k++ {
 			for l := 0; l < 8; l++ {
 				e := i + 8*k + l
-				p := float32(bf16ToFP32(binary.LittleEndian.Uint16(w[2*e:])) * bf16ToFP32(x[e]))
+				p := float32(quant.BF16ToFP32(binary.LittleEndian.Uint16(w[2*e:])) * quant.BF16ToFP32(x[e]))
 				acc[k][l] = float32(acc[k][l] + p)
 			}
 		}
 	}
 	var tail float32
 	for ; i < n; i++ {
-		p := float32(bf16ToFP32(binary.LittleEndian.Uint16(w[2*i:])) * bf16ToFP32(x[i]))
+		p := float32(quant.BF16ToFP32(binary.LittleEndian.Uint16(w[2*i:])) * quant.BF16ToFP32(x[i]))
 		tail = float32(tail + p)
 	}
 	return combine4x8(&acc, tail)

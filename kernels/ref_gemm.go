@@ -135,8 +135,8 @@ func refGEMMQ4_0(w []byte, rb, rows int, acts []*Activation, _ []byte, y []float
 func refGEMMMXFP4(w []byte, rb, rows int, acts []*Activation, _ []byte, y []float32, ys int) {
 	gemm32(w, rb, rows, 17, acts, y, ys, func(blk []byte, q *[32]int8) float32 {
 		for j := 0; j < 16; j++ {
-			q[j] = kvaluesMXFP4[blk[1+j]&0xf]
-			q[j+16] = kvaluesMXFP4[blk[1+j]>>4]
+			q[j] = quant.KValuesMXFP4[blk[1+j]&0xf]
+			q[j+16] = quant.KValuesMXFP4[blk[1+j]>>4]
 		}
 		return e8m0Half(blk[0])
 	})

@@ -1,68 +1,16 @@
 package kernels
 
-import "math"
+import (
+	"math"
+
+	"github.com/pipe-engine/pipe/quant"
+)
 
 // Reference activation quantizers: transcriptions of llama.cpp's
 // quantize_row_q8_0_ref, quantize_row_q8_1_ref and quantize_row_q8_K_ref
-// (ggml/src/ggml-quants.c), plus the scalar FP16/BF16 conversions of
-// ggml-impl.h. float32(...) conversions keep every operation rounded to
-// float32 on its own (no fusion).
-
-// fp16ToFP32 converts IEEE half bits to float32 (exact).
-func fp16ToFP32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	man := uint32(h & 0x3ff)
-	switch {
-	case exp == 0x1f: // inf / nan
-		return math.Float32frombits(sign | 0x7f800000 | man<<13)
-	case exp != 0:
-		return math.Float32frombits(sign | (exp+112)<<23 | man<<13)
-	case man == 0:
-		return math.Float32frombits(sign)
-	}
-	// subnormal: man * 2^-24
-	v := float32(man) * (1.0 / (1 << 24))
-	if sign != 0 {
-		v = -v
-	}
-	return v
-}
-
-// fp32ToFP16 converts float32 to IEEE half with round-to-nearest-even
-// (ggml_compute_fp32_to_fp16; NaN becomes 0x7e00 with the sign kept).
-func fp32ToFP16(f float32) uint16 {
-	const scaleToInf = float32(0x1.0p+112)
-	const scaleToZero = float32(0x1.0p-110)
-	base := float32(float32(abs32(f)*scaleToInf) * scaleToZero)
-	w := math.Float32bits(f)
-	shl1w := w + w
-	sign := w & 0x80000000
-	bias := shl1w & 0xff000000
-	if bias < 0x71000000 {
-		bias = 0x71000000
-	}
-	base = float32(math.Float32frombits((bias>>1)+0x07800000) + base)
-	bits := math.Float32bits(base)
-	expBits := (bits >> 13) & 0x00007c00
-	manBits := bits & 0x00000fff
-	nonsign := expBits + manBits
-	if shl1w > 0xff000000 {
-		nonsign = 0x7e00
-	}
-	return uint16(sign>>16) | uint16(nonsign)
-}
-
-// fp32ToBF16 is ggml_compute_fp32_to_bf16 (round to nearest even, NaN quieted).
-func fp32ToBF16(f float32) uint16 {
-	u := math.Float32bits(f)
-	if u&0x7fffffff > 0x7f800000 {
-		return uint16(u>>16) | 64
-	}
-	return uint16((u + (0x7fff + ((u >> 16) & 1))) >> 16)
-}
-
-func bf16ToFP32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+// (ggml/src/ggml-quants.c). float32(...) conversions keep every operation
+// rounded to float32 on its own (no fusion). The FP16/BF16 conversions and
+// the MXFP4 code values are package quant's.
 
 func abs32(f float32) float32 { return math.Float32frombits(math.Float32bits(f) &^ (1 << 31)) }
 
@@ -90,7 +38,7 @@ func refQuantQ8_0(x []float32, qs []int8, d []float32) {
 		if dd != 0 {
 			id = 1 / dd
 		}
-		d[b] = fp16ToFP32(fp32ToFP16(dd))
+		d[b] = quant.FP16ToFP32(quant.FP32ToFP16(dd))
 		q := qs[b*32 : b*32+32]
 		for j, v := range xb {
 			q[j] = roundf(float32(v * id))
@@ -119,14 +67,14 @@ func refQuantQ8_1(x []float32, qs []int8, d, s []float32) {
 		if dd != 0 {
 			id = 1 / dd
 		}
-		d[b] = fp16ToFP32(fp32ToFP16(dd))
+		d[b] = quant.FP16ToFP32(quant.FP32ToFP16(dd))
 		q := qs[b*32 : b*32+32]
 		sum := 0
 		for j, v := range xb {
 			q[j] = roundf(float32(v * id))
 			sum += int(q[j])
 		}
-		s[b] = fp16ToFP32(fp32ToFP16(float32(float32(sum) * dd)))
+		s[b] = quant.FP16ToFP32(quant.FP32ToFP16(float32(float32(sum) * dd)))
 	}
 }
 
