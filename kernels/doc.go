@@ -83,9 +83,8 @@
 // 3.8; 8 tokens × 2880×2880 MXFP4 1.3 / – / 1.65; 128 tokens × 2880×2880
 // Q8_0 0.15 / 0.23 / 0.27 (docs/measurements.md, issue 11).
 //
-// An AVX-512 (F/BW/DQ/VL) MXFP4 kernel is built and tested as a second
-// implementation but not selected: it measured no faster than the AVX2 one.
-// The single-vector (decode) kernels use neither AVX-512 nor VNNI, nor an
+// An AVX-512 (F/BW/DQ/VL) MXFP4 single-vector kernel measured no faster
+// than the AVX2 one and was removed. The single-vector (decode) kernels use neither AVX-512 nor VNNI, nor an
 // interleaved multi-row layout: with software prefetch they already stream
 // the K-quants and Q8_0 within about 20% of one thread's memory rate (see
 // Performance), so a faster inner loop has little left to win at decode

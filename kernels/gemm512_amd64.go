@@ -213,6 +213,10 @@ func pairGEMM(bs, qk int, size func(T int) func(cols int) int, pack func([]*Acti
 }
 
 // hasVNNI gates the VNNI variants (VPDPWSSD).
+// hasAVX512 gates the AVX-512 kernels (F, BW, DQ, VL on top of AVX2).
+var hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
+	cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
+
 var hasVNNI = hasAVX512 && cpu.X86.HasAVX512VNNI
 
 // vnniGEMMs: the pair kernels with VPDPWSSD.

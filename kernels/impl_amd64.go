@@ -34,17 +34,13 @@ var native = sync.OnceValue(func() []*implementation {
 	if !hasAVX2 {
 		return nil
 	}
-	avx2 := avx2Impl()
-	if !hasAVX512 {
-		return []*implementation{avx2}
-	}
-	return []*implementation{avx2, avx512Impl(avx2)}
+	return []*implementation{avx2Impl()}
 })
 
-// nativeImpls lists the accelerated implementations usable here. The first
-// is the one used: the AVX-512 set (MXFP4 only) is built and tested, but it
-// measured no faster than AVX2 on this machine (BenchmarkDotHot/MXFP4: about
-// 9 GB/s per CPU-second either way), so it is not selected.
+// nativeImpls lists the accelerated implementations usable here (the AVX2
+// set; its GEMM kernels use AVX-512 where the CPU has it). An AVX-512 MXFP4
+// dot kernel measured no faster than AVX2's (BenchmarkDotHot/MXFP4: about
+// 9 GB/s per CPU-second either way) and was removed.
 func nativeImpls() []*implementation { return native() }
 
 func bestImpl() *implementation {
