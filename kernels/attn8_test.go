@@ -221,7 +221,7 @@ func checkTile(t *testing.T, rng *rand.Rand, dim, n int, rows *[GroupSlots]int, 
 	kh, vh := make([]uint16, size+1)[1:], make([]uint16, size+1)[1:]
 	for i := range kf {
 		kf[i], vf[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
-		kh[i], vh[i] = fp32ToFP16(kf[i]), fp32ToFP16(vf[i])
+		kh[i], vh[i] = quant.FP32ToFP16(kf[i]), quant.FP32ToFP16(vf[i])
 	}
 	var sinks []float32
 	if sink {
