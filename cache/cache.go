@@ -38,6 +38,13 @@
 // caller must start the read of each Miss (submit it) before acquiring more
 // keys.
 //
+// Admission: when a demand miss would evict, a policy that is an Admitter
+// ("layer+admit") may refuse the newcomer in place of the victim; the miss
+// is then served from a transient slot (read and used, never resident, the
+// budget untouched) and the policy counts the lookup (Stats.Refused). With
+// no transient slot free the newcomer is admitted rather than made to wait.
+// Prefetch and Warm never evict for a refused key: they are not asked.
+//
 // Prefetch is the speculative variant: it never waits, never takes a
 // transient slot and is not a lookup (not in the hit rate). Its handle is
 // completed and released by the read's callback; a demand Acquire meanwhile
@@ -58,9 +65,10 @@
 //
 // A Cache is safe for concurrent use. One mutex guards the map, the arena and
 // the policy (Policy implementations are not concurrent); critical sections
-// are short and contain no I/O. Entries and handles that are done with are
-// kept and reissued, so a hit, a miss and an eviction allocate nothing. The time spent in them is reported as
-// Stats.Mgmt (the mgmt_ms of the per-token CSV).
+// are short and contain no I/O; the time spent in them is reported as
+// Stats.Mgmt (the mgmt_ms of the per-token CSV). Entries and handles that
+// are done with are kept and reissued, so a hit, a miss and an eviction
+// allocate nothing.
 package cache
 
 import (

@@ -19,8 +19,11 @@
 // FFN hook (the feed-forward half, where architectures differ most), and the
 // output head. The KV cache (State) holds one row width per layer.
 //
-// Buffers: a Model reads its dense weights from a DenseSource it does not
-// own (the caller keeps it alive and unchanged until Close); expert bytes are
+// Buffers: a single-token Forward (decode) reuses the activations, the
+// quantized inputs and the logit row kept in its State, so the logits it
+// returns are valid until the next Forward on that State; a multi-token
+// pass (prefill) makes its buffers for the call. A Model reads its dense
+// weights from a DenseSource it does not own (the caller keeps it alive and unchanged until Close); expert bytes are
 // passed per call and are only read for the duration of that call. A Model is
 // safe for concurrent use by ExpertFFN calls (they only read weights and
 // write the caller's buffers); Forward on one State is not re-entrant.

@@ -59,7 +59,12 @@
 // (only speculation is dropped when its queue or the plans channel is full).
 // Steady decode passes work as values: a layer hands off one planReq, one
 // Ready per routed expert and one done, and allocates nothing (tests
-// TestSteadyLayerAllocatesNothing, BenchmarkRunMoE).
+// TestSteadyLayerAllocatesNothing, BenchmarkRunMoE). A whole decode step —
+// the model's pass (its buffers kept in the State), planner records, cache
+// entries, lane tasks and piece helpers, the metrics sample — allocates
+// nothing either, with the file mmap'd, with a cache holding every expert,
+// with no cache and with evictions (TestSteadyDecodeAllocates,
+// BenchmarkDecodeStep).
 //
 // # Goroutines
 //
