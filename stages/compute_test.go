@@ -94,6 +94,13 @@ func sumMS(rows []sink.TokenMetrics, f func(sink.TokenMetrics) float64) float64 
 // fails only if every attempt fails. Compute derived from wall − stall fails
 // every attempt, since the injected waits are the same each time.
 func TestComputeMeasured(t *testing.T) {
+	if testing.Short() {
+		// The -short run is the race-detector pass (scripts/test.sh): the
+		// detector's slowdown on a loaded machine stretches the wall-clock
+		// compute sections past any bound (load 19 saw compute 37 → 853 ms).
+		// The plain `go test ./...` run measures.
+		t.Skip("timing test: run without -short")
+	}
 	const attempts = 3
 	var problems []string
 	for a := 1; a <= attempts; a++ {
