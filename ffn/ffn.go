@@ -9,8 +9,12 @@
 // pool thread at a time, largest first (kernels.Pool.ParallelWith, each
 // thread with its own model.Scratch and kernels.Local), except one holding
 // more than an equal share of the batch's tokens, whose products split their
-// rows over the threads. Each expert's output is the same whichever way it
-// ran.
+// rows over the threads. When a multi-token job's experts are still
+// arriving (a streamed prefill's misses land one at a time), each pool
+// thread instead takes the next expert from the hand-off channel as soon as
+// it is free and computes it whole (stream.go), so no thread waits for
+// another's expert and none runs an expert alone with its rows split.
+// Each expert's output is the same whichever way it ran.
 //
 // The rank-order sum is the engine's bit-exactness invariant: arrival order
 // decides only when an expert is computed, never how its result is combined,
@@ -105,7 +109,9 @@ type Stage struct {
 	each          []model.ExpertWork // computeMulti's experts run whole, one per thread
 	eachLayer     int
 	eachFn        func(t, i int) // computeOne, bound once
-	errs          []error        // per expert of each
+	errs          []error        // per expert of each, or per value of a streaming Consume
+	stream        streamed       // a streaming Consume's state (stream.go)
+	takeFn        func(t, i int) // takeOne, bound once
 }
 
 // threadScratch is one pool thread's scratch for an expert computed whole
@@ -113,6 +119,9 @@ type Stage struct {
 type threadScratch struct {
 	scratch model.Scratch
 	local   kernels.Local
+	xs, os  []float32 // gathered inputs / outputs of a streamed expert
+	wait    time.Duration
+	experts int
 }
 
 // New returns a stage for an architecture whose hidden size is nEmbd and
@@ -127,6 +136,7 @@ func New(fn model.ExpertFFN, nEmbd int, pool *kernels.Pool) *Stage {
 		}
 	}
 	s.eachFn = s.computeOne
+	s.takeFn = s.takeOne
 	return s
 }
 
@@ -140,10 +150,15 @@ func (s *Stage) Begin(j *Job) {
 }
 
 // Consume takes want Ready values from ch and computes them. With overlap,
-// each expert is computed as soon as it arrives; without, the stage first
-// waits until all want experts are ready (the serial A/B baseline). Every
-// received value is released, also on error.
+// each expert is computed as soon as it arrives (the values already there
+// together; a prefill's still arriving ones one per pool thread, see
+// streams); without, the stage first waits until all want experts are ready
+// (the serial A/B baseline). Every received value is released, also on
+// error.
 func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan expert.Ready, want int, overlap bool, st *Stats) error {
+	if s.streams(j, ch, want, overlap) {
+		return s.consumeStream(ctx, j, ch, want, st)
+	}
 	pending := s.pending[:0]
 	defer func() {
 		release(pending) // on an early return; empty after the last compute
