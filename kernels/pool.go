@@ -110,15 +110,8 @@ type helper struct {
 }
 
 // spinWait bounds the busy-waiting of helpers between jobs and of the caller
-// for the last helper. A decode layer has serial stretches longer than
-// 30 µs between its products (routing, the planner hand-off, per-head
-// norms): at 30 µs, 16 of every 37 dispatches had to wake a parked helper
-// (4-layer Qwen3-30B-A3B cut, -t 2), and waking a thread on an idle vCPU
-// takes tens of microseconds; at 300 µs, 1.7 (steady decode +6 %,
-// docs/measurements.md, issue 11). The spinning yields the processor
-// (runtime.Gosched) and ends in parking, so a long idle period costs one
-// spinWait of one core.
-const spinWait = 300 * time.Microsecond
+// for the last helper.
+const spinWait = 30 * time.Microsecond
 
 // spin polls cond until it is true (returns true) or spinWait passes.
 func spin(cond func() bool) bool {
