@@ -1,7 +1,9 @@
 // Package kernels computes matrix × vector products over GGUF weight rows
-// stored in ggml's block formats (quant.Type). It is the compute core of
-// decode: every projection of every layer, and every routed expert, goes
-// through Pool.MatVec, Pool.MatVecQ or Pool.MatMul.
+// stored in ggml's block formats (quant.Type), and attention over the KV
+// cache (attn.go, attn8.go). It is the compute core of decode: every
+// projection of every layer, and every routed expert, goes through
+// Pool.MatVec, Pool.MatVecQ or Pool.MatMul, or through Local.MatMul when a
+// prefill computes whole experts one per pool thread.
 //
 // # Numerical scheme
 //
@@ -72,8 +74,11 @@
 //     F32 and F16 rows (the MoE routers, F16 fallback tensors) against 3
 //     (gemmf_amd64.s), a last pair padded to 3.
 //   - AVX-512 F/BW, used over AVX2 where present: Q4_K, Q6_K, MXFP4 and
-//     Q8_0 against 8 tokens then 2, two tokens per 512-bit register; Q4_K
-//     and Q6_K with VPDPWSSD where AVX-512 VNNI exists.
+//     Q8_0 against 8 tokens, two tokens per 512-bit register; the tokens
+//     left after whole tiles of 8 go to the AVX-512 2-token kernel for MXFP4
+//     and Q8_0, to the AVX2 4- and 2-token kernels for Q4_K and Q6_K (they
+//     measured faster there); Q4_K and Q6_K with VPDPWSSD where AVX-512
+//     VNNI exists.
 //   - Pure Go (ref_gemm.go; the purego build and machines without the
 //     assembly): Q4_0, Q8_0, MXFP4, Q4_K, Q6_K, F32, F16 against 4.
 //

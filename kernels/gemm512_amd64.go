@@ -212,11 +212,11 @@ func pairGEMM(bs, qk int, size func(T int) func(cols int) int, pack func([]*Acti
 	return &gemmKernel{tile: 8, pack: pack, packBytes: size(8), run: avx512GEMM(8, bs, qk, size(8), k8), next: two, minFill: 5}
 }
 
-// hasVNNI gates the VNNI variants (VPDPWSSD).
 // hasAVX512 gates the AVX-512 kernels (F, BW, DQ, VL on top of AVX2).
 var hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
 	cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
 
+// hasVNNI gates the VNNI variants (VPDPWSSD).
 var hasVNNI = hasAVX512 && cpu.X86.HasAVX512VNNI
 
 // vnniGEMMs: the pair kernels with VPDPWSSD.
@@ -227,7 +227,7 @@ func vnniGEMMs() map[quant.Type]*gemmKernel {
 	}
 }
 
-// avx512GEMMs: Q4_K and Q6_K pair kernels.
+// avx512GEMMs: the Q4_K, Q6_K, MXFP4 and Q8_0 pair kernels.
 func avx512GEMMs() map[quant.Type]*gemmKernel {
 	return map[quant.Type]*gemmKernel{
 		quant.Q4_K:  pairGEMM(144, 256, q4KPairsBytes, packQ4_KPairs, gemmQ4_KAVX512x8, gemmQ4_KAVX512x2),

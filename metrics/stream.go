@@ -79,7 +79,8 @@ func (s *Stream) windowed(o Options) Summary {
 	T := len(tailW)
 	last := min(thirdOf(n), T)
 	lastW := tailW[T-last:]
-	sum0.First5WallMS = sum(s.headW[:5]) / 5
+	first := min(5, len(s.headW)) // a window under 5 tokens holds fewer
+	sum0.First5WallMS = sum(s.headW[:first]) / float64(first)
 	sum0.LastThirdTokens = last
 	sum0.LastThirdTokS = rate(last, sum(lastW))
 	sum0.ComputeHeadMS = median(s.headC[:min(5, last)])

@@ -118,3 +118,20 @@ func wallOf(rows []Token) []float64 {
 	}
 	return w
 }
+
+// TestStreamSmallWindow: a window under 5 tokens summarizes a longer run
+// (the first-5 mean over the tokens the window kept) instead of slicing past
+// its head.
+func TestStreamSmallWindow(t *testing.T) {
+	rows := run(40, 3, 11)
+	for window := 1; window < 5; window++ {
+		got := streamOf(rows, window).Summary(Options{Warmup: -1, Threads: 2})
+		var want float64
+		for _, r := range rows[:window] {
+			want += r.WallMS
+		}
+		if want /= float64(window); got.First5WallMS != want {
+			t.Errorf("window %d: first5_wall_ms %v, want %v (mean of the first %d)", window, got.First5WallMS, want, window)
+		}
+	}
+}

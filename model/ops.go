@@ -36,11 +36,6 @@ func RMSNorm(out, x []float32, eps float32, w []float32) {
 // (float64 sum of the float32 exponentials, in order).
 func Softmax(x []float32) { kernels.Softmax(x) }
 
-// SoftmaxSink replaces x with softmax(x) where one extra logit, sink, joins
-// the denominator only (ggml_soft_max with sinks: the max includes the sink
-// and exp(sink - max) is added to the float64 sum).
-func SoftmaxSink(x []float32, sink float32) { kernels.SoftmaxSink(x, sink) }
-
 // SiLU returns x·σ(x) as ggml computes it.
 func SiLU(x float32) float32 {
 	return x / (1 + float32(math.Exp(float64(-x))))

@@ -1,6 +1,9 @@
 package replay
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // PhaseAll selects both phases in Locality.
 const PhaseAll = -1
@@ -137,7 +140,7 @@ func (st *Locality) fill(sel []routeStep, popular map[int]map[int]bool) {
 		}
 		in = 0
 		for _, e := range s.experts {
-			if e >= 0 && contains(prev, e) {
+			if e >= 0 && slices.Contains(prev, e) {
 				in++
 			}
 		}
@@ -162,13 +165,4 @@ func (st *Locality) fill(sel []routeStep, popular map[int]map[int]bool) {
 			st.PerLayer[i].PopularHit = lPop[i] / float64(lPopN[i])
 		}
 	}
-}
-
-func contains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

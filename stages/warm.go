@@ -37,11 +37,8 @@ func ModelIDOf(f *gguf.File) (cache.ModelID, error) {
 	return id, nil
 }
 
-// ExpertShape is the number of experts of every layer (0 for a layer without
-// routed experts), the shape of the model's hot set.
-func (e *Engine) ExpertShape() []int { return ExpertShapeOf(e.desc) }
-
-// ExpertShapeOf is ExpertShape of a described model.
+// ExpertShapeOf is the number of experts of every layer of d (0 for a layer
+// without routed experts), the shape of the model's hot set.
 func ExpertShapeOf(d *model.Desc) []int {
 	s := make([]int, len(d.Experts))
 	for i, exps := range d.Experts {

@@ -16,7 +16,6 @@ import (
 	"syscall"
 
 	"github.com/alecthomas/kong"
-	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
 	"github.com/pipe-engine/pipe/internal/status"
@@ -61,20 +60,14 @@ type Globals struct {
 // logLines is how many log lines may wait for a slow stderr.
 const logLines = 1024
 
-// newLogger logs to out, in console format when format says so or, for
-// auto, when term (where out ends up) is a terminal.
-func newLogger(term, out io.Writer, format, level string) (zerolog.Logger, error) {
+// newLogger logs to out, as JSON lines when json (jsonLog's rule) says so,
+// else in console format.
+func newLogger(out io.Writer, json bool, level string) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil {
 		return zerolog.Logger{}, fmt.Errorf("--log-level: %w", err)
 	}
-	console := format == "console"
-	if format == "auto" {
-		if f, ok := term.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
-			console = true
-		}
-	}
-	if console {
+	if !json {
 		out = zerolog.ConsoleWriter{Out: out, TimeFormat: "15:04:05.000"}
 	}
 	return zerolog.New(out).Level(lvl).With().Timestamp().Logger(), nil
@@ -136,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	jl := jsonLog(cli.LogFormat, stderr)
 	line := newStatusLine(stderr, jl)
 	logs := sink.NewAsyncWriter(line.Writer(stderr), logLines)
-	log, err := newLogger(stderr, logs, cli.LogFormat, cli.LogLevel)
+	log, err := newLogger(logs, jl, cli.LogLevel)
 	if err != nil {
 		logs.Close()
 		fmt.Fprintf(errw, "pipe: %v\n", err)

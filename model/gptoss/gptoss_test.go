@@ -200,7 +200,7 @@ func TestAttentionSoftmaxGolden(t *testing.T) {
 				for j := range sc {
 					sc[j] = row[lo+j] * scale
 				}
-				model.SoftmaxSink(sc, L.sinks[h])
+				kernels.SoftmaxSink(sc, L.sinks[h])
 				var sum float64
 				for j := 0; j < cells; j++ {
 					var got float32
@@ -327,7 +327,7 @@ func TestPeekRouter(t *testing.T) {
 
 func TestSoftmaxSinkProperties(t *testing.T) {
 	x := []float32{1, 2, 3}
-	model.SoftmaxSink(x, float32(math.Inf(-1))) // a -inf sink is plain softmax
+	kernels.SoftmaxSink(x, float32(math.Inf(-1))) // a -inf sink is plain softmax
 	y := []float32{1, 2, 3}
 	model.Softmax(y)
 	for i := range x {
@@ -336,14 +336,14 @@ func TestSoftmaxSinkProperties(t *testing.T) {
 		}
 	}
 	z := []float32{0, 0}
-	model.SoftmaxSink(z, 0) // three equal logits, one without a value
+	kernels.SoftmaxSink(z, 0) // three equal logits, one without a value
 	for _, v := range z {
 		if math.Abs(float64(v)-1.0/3) > 1e-7 {
 			t.Errorf("equal sink: %v, want 1/3 each", z)
 		}
 	}
 	big := []float32{0}
-	model.SoftmaxSink(big, 1000) // the sink dominates without overflow
+	kernels.SoftmaxSink(big, 1000) // the sink dominates without overflow
 	if big[0] != 0 || math.IsNaN(float64(big[0])) {
 		t.Errorf("large sink: %v, want 0", big)
 	}
