@@ -9,16 +9,25 @@ import (
 // SlotAlign is the alignment of every slot's start and size (the O_DIRECT block).
 const SlotAlign = 4096
 
+// PrefaultAhead is how far past the highest slot handed out an arena keeps its
+// pages faulted in (anon.Prefaulter), so the reads that fill new slots do not
+// fault their destination pages themselves.
+const PrefaultAhead = 256 << 20
+
 // arena is a run of fixed-size slots in one anonymous private mapping, outside
-// the Go heap (internal/anon; huge pages when asked). Pages are touched (and
-// so become resident) only when a slot is first written; they are never handed
-// back to the kernel until close unmaps the whole run. Not safe for
+// the Go heap (internal/anon; huge pages when asked). Slots are handed out
+// lowest first, and a Prefaulter faults the pages in up to PrefaultAhead
+// bytes past the highest slot handed out so far (hwm): memory becomes
+// resident shortly before a slot is first used, not at New, and is never
+// handed back to the kernel until close unmaps the whole run. Not safe for
 // concurrent use (the cache's lock guards it).
 type arena struct {
 	mem  []byte
 	slot int64
 	n    int
 	free []int32 // stack of free slot indexes
+	hwm  int     // slots [0, hwm) have been handed out at least once
+	pf   *anon.Prefaulter
 }
 
 func newArena(slot int64, n int, huge bool) (*arena, error) {
@@ -32,6 +41,7 @@ func newArena(slot int64, n int, huge bool) (*arena, error) {
 		return nil, fmt.Errorf("cache: mmap slot arena of %d slots x %d bytes: %w", n, slot, err)
 	}
 	a.mem = mem
+	a.pf = anon.NewPrefaulter(mem, PrefaultAhead)
 	a.free = make([]int32, n)
 	// Hand out low slots first so a cache that never fills touches less memory.
 	for i := range n {
@@ -46,6 +56,10 @@ func (a *arena) get() (int32, bool) {
 	}
 	i := a.free[len(a.free)-1]
 	a.free = a.free[:len(a.free)-1]
+	if int(i) >= a.hwm {
+		a.hwm = int(i) + 1
+		a.pf.Use(int64(a.hwm) * a.slot)
+	}
 	return i, true
 }
 
@@ -63,6 +77,7 @@ func (a *arena) close() error {
 	if a.mem == nil {
 		return nil
 	}
+	a.pf.Close()
 	err := anon.Unmap(a.mem)
 	a.mem = nil
 	a.free = nil

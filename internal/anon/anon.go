@@ -15,8 +15,10 @@
 // disabled, under memory pressure or on kernels without it, the kernel backs
 // the mapping with 4 KiB pages and nothing else changes. Mappings are
 // MAP_NORESERVE and untouched until first written, so they cost no memory
-// until used. A mapping belongs to its caller; Unmap it once, after its last
-// use.
+// until used; a Prefaulter (prefault.go) faults a mapping in on a goroutine
+// of its own shortly before its owner uses it, so O_DIRECT reads into it do
+// not fault their destination pages inside the read. A mapping belongs to its
+// caller; Unmap it once, after its last use (after closing its Prefaulter).
 package anon
 
 import (

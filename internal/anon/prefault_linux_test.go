@@ -1,0 +1,108 @@
+package anon
+
+import (
+	"errors"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// resident reports, per page of b, whether it is in memory (mincore).
+func resident(t *testing.T, b []byte) []bool {
+	t.Helper()
+	vec := make([]byte, (len(b)+PageSize-1)/PageSize)
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0])))
+	if errno != 0 {
+		t.Fatalf("mincore: %v", errno)
+	}
+	r := make([]bool, len(vec))
+	for i, v := range vec {
+		r[i] = v&1 != 0
+	}
+	return r
+}
+
+func waitFaulted(t *testing.T, p *Prefaulter, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for p.Faulted() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("faulted %d bytes, want %d", p.Faulted(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestPrefaulter checks that a Prefaulter makes exactly the pages up to the
+// highest Use plus its lead resident, never past the mapping, and leaves
+// their contents alone.
+func TestPrefaulter(t *testing.T) {
+	const size, ahead = 72 << 20, 8 << 20
+	mem, err := Map(size, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Unmap(mem)
+	probe := mem[size-PageSize:]
+	if err := populate(probe); errors.Is(err, unix.EINVAL) {
+		t.Skip("this kernel has no MADV_POPULATE_WRITE (Linux < 5.14)")
+	}
+	if !resident(t, probe)[0] {
+		t.Skip("madvise is accepted but not applied here (qemu-user)")
+	}
+	unix.Madvise(probe, unix.MADV_DONTNEED)
+	mem[PageSize+7] = 42 // written before it is populated: must survive
+	p := NewPrefaulter(mem, ahead)
+	defer p.Close()
+	if r := resident(t, mem); r[10] || r[len(r)-1] {
+		t.Fatal("pages resident before any Use")
+	}
+	p.Use(4 << 20)
+	waitFaulted(t, p, 12<<20)
+	time.Sleep(20 * time.Millisecond) // nothing more may come
+	if got := p.Faulted(); got != 12<<20 {
+		t.Fatalf("faulted %d bytes after Use(4 MiB) with 8 MiB ahead, want %d", got, 12<<20)
+	}
+	r := resident(t, mem)
+	for i := range 12 << 20 / PageSize {
+		if !r[i] {
+			t.Fatalf("page %d not resident", i)
+		}
+	}
+	if r[(40<<20)/PageSize] {
+		t.Fatal("a page far past the lead is resident")
+	}
+	if mem[PageSize+7] != 42 {
+		t.Fatal("populating changed a page's contents")
+	}
+	p.Use(3 << 20) // lower than before: no effect
+	p.Use(70 << 20)
+	waitFaulted(t, p, size)
+	if r := resident(t, mem); !r[len(r)-1] {
+		t.Fatal("the last page is not resident")
+	}
+	time.Sleep(20 * time.Millisecond)
+	if got := p.Faulted(); got != size {
+		t.Fatalf("faulted %d bytes of a %d-byte mapping", got, size)
+	}
+}
+
+// TestPrefaulterClose checks that Close returns while the goroutine has
+// work left and that Use after the work is done never blocks.
+func TestPrefaulterClose(t *testing.T) {
+	mem, err := Map(256<<20, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Unmap(mem)
+	p := NewPrefaulter(mem, 1<<30)
+	for range 100 {
+		p.Use(PageSize)
+	}
+	p.Close()
+	if f := p.Faulted(); f%PageSize != 0 || f > 256<<20 {
+		t.Fatalf("faulted %d bytes", f)
+	}
+}
