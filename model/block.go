@@ -57,7 +57,7 @@ type FFN interface {
 // layer's router logits for routerIn, a hidden state of the kind the hook
 // hands to Pass.RunMoE as its router input.
 type Peeker interface {
-	Peek(p *kernels.Pool, routerIn, logits []float32) error
+	Peek(p *kernels.Pool, routerIn []float32, n int, logits []float32) error
 }
 
 // Layer is one decoder block.
@@ -91,15 +91,15 @@ func (d *Decoder) NewState(nCtx int, kv KVType) (*State, error) {
 }
 
 // PeekRouter implements RouterPeeker through layer's FFN hook.
-func (d *Decoder) PeekRouter(layer int, x []float32, logits []float32) error {
-	if layer < 0 || layer >= len(d.Layers) || len(x) != d.NEmbd {
-		return fmt.Errorf("model: PeekRouter(layer %d of %d, %d inputs of %d)", layer, len(d.Layers), len(x), d.NEmbd)
+func (d *Decoder) PeekRouter(layer int, x []float32, n int, logits []float32) error {
+	if layer < 0 || layer >= len(d.Layers) || n <= 0 || len(x) != n*d.NEmbd {
+		return fmt.Errorf("model: PeekRouter(layer %d of %d, %d inputs for %d rows of %d)", layer, len(d.Layers), len(x), n, d.NEmbd)
 	}
 	pk, ok := d.Layers[layer].FFN.(Peeker)
 	if !ok {
 		return fmt.Errorf("model: layer %d has no router", layer)
 	}
-	return pk.Peek(d.Pool, x, logits)
+	return pk.Peek(d.Pool, x, n, logits)
 }
 
 // Forward implements Model: embeddings, every layer's attention and FFN,
@@ -567,13 +567,13 @@ func (f *RoutedFFN) Run(ctx context.Context, p *Pass, layer int, x []float32) er
 	return nil
 }
 
-// Peek implements Peeker: the router applied to a normalised FFN input.
-func (f *RoutedFFN) Peek(pool *kernels.Pool, x, logits []float32) error {
-	if len(logits) < f.Gate.Rows {
-		return fmt.Errorf("model: peek into %d logits, router has %d", len(logits), f.Gate.Rows)
+// Peek implements Peeker: the router applied to n normalised FFN inputs.
+func (f *RoutedFFN) Peek(pool *kernels.Pool, x []float32, n int, logits []float32) error {
+	if len(logits) < n*f.Gate.Rows {
+		return fmt.Errorf("model: peek into %d logits, router has %d for %d rows", len(logits), f.Gate.Rows, n)
 	}
-	lg := logits[:f.Gate.Rows]
-	if err := MatMul(pool, &f.Gate, x, 1, lg); err != nil {
+	lg := logits[:n*f.Gate.Rows]
+	if err := MatMul(pool, &f.Gate, x, n, lg); err != nil {
 		return err
 	}
 	AddBias(lg, f.GateBias)

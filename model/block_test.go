@@ -101,7 +101,7 @@ func TestDecoderOneLayer(t *testing.T) {
 	if st.Pos != 1 {
 		t.Errorf("pos %d", st.Pos)
 	}
-	if err := d.PeekRouter(0, []float32{1, 2}, make([]float32, 2)); err == nil {
+	if err := d.PeekRouter(0, []float32{1, 2}, 1, make([]float32, 2)); err == nil {
 		t.Error("peek through a layer without a router succeeded")
 	}
 	if _, err := d.Forward(context.Background(), st, []int32{5}, nil, false); err == nil {

@@ -215,9 +215,11 @@ type Model interface {
 // a RouterInputMoE: the normalised FFN input for qwen3moe and gpt-oss, the
 // attention output for gemma4) to guess which experts ℓ+1 will route before
 // its attention has run. The guess only decides what is read early, never
-// what is computed.
+// what is computed. x holds n router inputs (rows of n_embd), logits gets n
+// rows of the layer's n_expert logits: a prompt pass guesses for all its
+// tokens at once.
 type RouterPeeker interface {
-	PeekRouter(layer int, x []float32, logits []float32) error
+	PeekRouter(layer int, x []float32, n int, logits []float32) error
 }
 
 // Timings accumulate where a model's Forward time goes, outside the MoE

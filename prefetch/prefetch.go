@@ -4,7 +4,9 @@
 // expert to the FFN stage the moment its bytes are resident — the layer's
 // hits first (order.go), so a prefill layer's resident experts are computed
 // while the lanes read its misses. A Policy may add
-// speculative reads of experts a later layer is likely to need; those reads
+// speculative reads of experts a later layer is likely to need, and a prompt
+// pass hands the planner its guess of the next layer's routed set
+// ([Planner.SpeculateSet]); those reads
 // only warm the cache and never change what the FFN computes. Speculative
 // reads are offered to the lanes without blocking and tracked until their
 // layer is routed ([Planner.Settle]): wrong guesses no lane has started are
@@ -151,7 +153,7 @@ func (r *expertRec) readDone(err error) {
 // known; the guesses that were right stay (Plan promotes them if they still
 // wait in the speculative queue).
 func (p *Planner) Settle(layer int, routed []int) {
-	if p.spec == 0 {
+	if p.speculative.Load() == 0 {
 		return
 	}
 	p.specMu.Lock()
@@ -255,7 +257,7 @@ func (p *Planner) deliver(out chan<- expert.Ready, r *expertRec, h *cache.Handle
 // noteDemand counts a demanded expert that was guessed for this layer and, if
 // its speculative read still waits in the queue, moves it to demand priority.
 func (p *Planner) noteDemand(ctx context.Context, k cache.Key) {
-	if p.spec == 0 {
+	if p.speculative.Load() == 0 {
 		return
 	}
 	p.specMu.Lock()
@@ -275,11 +277,20 @@ func (p *Planner) noteDemand(ctx context.Context, k cache.Key) {
 // flight are skipped; a prediction never waits for a slot (it is dropped
 // when no resident slot is free or evictable), and the lanes serve it only
 // when no demand read is queued, so speculation cannot stall demand.
-func (p *Planner) Speculate(ctx context.Context, step, layer int) {
+func (p *Planner) Speculate(step, layer int) {
 	if p.spec == 0 {
 		return
 	}
-	for _, e := range p.policy.Predict(step, layer, p.spec) {
+	p.SpeculateSet(layer, p.policy.Predict(step, layer, p.spec))
+}
+
+// SpeculateSet issues speculative reads of experts (best first) of layer,
+// whatever the policy, under Speculate's rules: a prompt pass's guess of the
+// next layer's routed set (the pipeline applies that layer's router to every
+// prompt token). It stops at the first guess the speculative queue has no
+// room for.
+func (p *Planner) SpeculateSet(layer int, experts []int) {
+	for _, e := range experts {
 		key := cache.Key{Layer: layer, Expert: e}
 		if p.cache.Contains(key) {
 			p.skipped.Add(1)

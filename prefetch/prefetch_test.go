@@ -135,7 +135,7 @@ func TestSpeculateWarmsTheCache(t *testing.T) {
 	}
 	consume(t, ch, 2, 1, lay, data)
 	// evict nothing (budget 20); speculate layer 2, which has no history: nothing
-	p.Speculate(ctx, 2, 2)
+	p.Speculate(2, 2)
 	if s := p.Stats(); s.Speculative != 0 {
 		t.Fatalf("speculated without history: %+v", s)
 	}
@@ -145,7 +145,7 @@ func TestSpeculateWarmsTheCache(t *testing.T) {
 	}
 	consume(t, ch, 2, 2, lay, data)
 	// a small cache: make room by filling; then speculation for layer 2 reads 4 and 5 again only if evicted
-	p.Speculate(ctx, 3, 2)
+	p.Speculate(3, 2)
 	s := p.Stats()
 	if s.Speculative+s.SpeculativeSkipped != 2 {
 		t.Fatalf("want 2 predictions handled, got %+v", s)
@@ -232,7 +232,7 @@ func TestSettleWithdrawsWrongGuesses(t *testing.T) {
 	}
 	<-g.started
 	nl.SetGuess(1, []int{0, 1, 2})
-	p.Speculate(ctx, 1, 1)
+	p.Speculate(1, 1)
 	p.Settle(1, []int{1, 4})
 	for _, e := range []int{0, 2} {
 		if c.Contains(cache.Key{Layer: 1, Expert: e}) {

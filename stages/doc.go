@@ -49,7 +49,12 @@
 // computes the experts already resident, and, with --prefetch next-layer,
 // from reading the experts layer ℓ+1's router picks when applied to layer
 // ℓ's router input while layer ℓ computes (wrong guesses are withdrawn once
-// layer ℓ+1 is routed).
+// layer ℓ+1 is routed). A prompt pass does the same for every prompt token
+// (--prefetch-prompt, on by default): it guesses layer ℓ+1's whole routed
+// set, so the disk reads it while layer ℓ finishes and ℓ+1 runs its
+// attention, time in which it would otherwise idle. A streamed prompt pass
+// also runs with more Ps than compute threads (Session.Prefill,
+// PromptProcs), so reader goroutines are not kept waiting for one.
 //
 // Why the planner is a goroutine: cache.Acquire blocks while every slot is
 // pinned, until the FFN releases one — on the decode goroutine that wait
@@ -86,7 +91,7 @@
 // which order they arrived change only timing: the FFN stage sums expert
 // outputs in top-k rank order and each expert's output depends only on its
 // bytes and inputs. Tests check bit-identical logits across --io-threads,
-// --cache-mb, --overlap, --prefetch, --prefetch-lanes, --huge-pages,
+// --cache-mb, --overlap, --prefetch, --prefetch-lanes, --prefetch-prompt, --huge-pages,
 // --dense-weights, --moe-stream and -t.
 //
 // # Memory

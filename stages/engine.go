@@ -72,6 +72,10 @@ type PrefetchConfig struct {
 	N      int    // --prefetch: speculative experts per layer (0: off)
 	Policy string // --prefetch-policy
 	Lanes  int    // --prefetch-lanes: lanes serving speculative reads at once (0: all)
+	// Prompt (--prefetch-prompt): in a prompt pass, read the experts the next
+	// layer's router picks for this layer's router inputs while this layer
+	// computes (independent of N and Policy).
+	Prompt bool
 }
 
 // Engine is a loaded model with its pipeline.
@@ -105,6 +109,7 @@ type streamIO struct {
 	policy  prefetch.Policy
 	guesser prefetch.Guesser   // policy, when the pipeline computes its guesses
 	peeker  model.RouterPeeker // the guesser's early router
+	prompt  model.RouterPeeker // the early router of prompt passes (PrefetchConfig.Prompt)
 	warm    bool               // a warm start was started
 }
 

@@ -51,6 +51,14 @@ func TestOutputInvariance(t *testing.T) {
 		{"prefetch 4 popular", func(c *Config) { c.Cache.Bytes = 12 * mib; c.Prefetch = pf(4, "popular", 1) }},
 		{"prefetch 8 on all lanes", func(c *Config) { c.Cache.Bytes = 12 * mib; c.Prefetch = pf(8, "next-layer", 0); c.IO.Lanes = 4 }},
 		{"cache 3 no huge pages prefetch 8", func(c *Config) { c.Cache.Bytes = 3 * mib; c.HugePages = false; c.Prefetch = pf(8, "next-layer", 2) }},
+		{"prompt prefetch", func(c *Config) { c.Cache.Bytes = 12 * mib; c.Prefetch.Prompt = true }},
+		{"cache 3 prompt prefetch lanes 1", func(c *Config) { c.Cache.Bytes = 3 * mib; c.Prefetch.Prompt = true; c.IO.Lanes = 1 }},
+		{"cache 0 prompt prefetch", func(c *Config) { c.Cache.Bytes = 0; c.Prefetch.Prompt = true }},
+		{"prompt prefetch and prefetch 8", func(c *Config) {
+			c.Cache.Bytes = 12 * mib
+			c.Prefetch = pf(8, "next-layer", 0)
+			c.Prefetch.Prompt = true
+		}},
 		{"buffered reads", func(c *Config) { c.IO.NoODirect = true }},
 		{"mmap threads 1", func(c *Config) { c.Stream = false; c.Threads = 1 }},
 		{"mmap lazy dense", func(c *Config) { c.Stream = false; c.Dense = dense.Mmap }},

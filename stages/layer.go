@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pipe-engine/pipe/cache"
@@ -24,6 +25,8 @@ type layerScratch struct {
 	job        ffn.Job
 	peekLogits []float32
 	peekIn     [][]float32 // the current layer's router inputs (RunMoERouted)
+	peekX      []float32   // a prompt pass's router inputs, one block (speculatePrompt)
+	votes      []int32     // per expert, the prompt tokens whose guess picks it
 	guess      [2]struct {
 		ids []int
 		w   []float32
@@ -59,6 +62,7 @@ type planReq struct {
 	done        chan error
 	specLayer   int   // layer to speculate for after the demand (-1: none)
 	guess       []int // next-layer policy: the predicted experts of specLayer
+	set         []int // a prompt pass's guessed set of specLayer (Planner.SpeculateSet)
 }
 
 // startIO starts the streaming I/O that needs no model: the expert cache,
@@ -98,6 +102,9 @@ func (e *Engine) startIO() error {
 // next-layer policy's early router, the hand-off channels and the planner
 // goroutine.
 func (e *Engine) startPlanLoop() error {
+	if pk, ok := e.model.(model.RouterPeeker); ok && e.cfg.Prefetch.Prompt {
+		e.io.prompt = pk
+	}
 	if g, ok := e.io.policy.(prefetch.Guesser); ok {
 		e.io.guesser = g
 		if e.io.peeker, ok = e.model.(model.RouterPeeker); !ok {
@@ -127,11 +134,15 @@ func (e *Engine) planLoop() error {
 					continue
 				}
 			}
-			if r.specLayer >= 0 && r.specLayer < len(e.layout.ranges) {
+			switch {
+			case r.specLayer < 0 || r.specLayer >= len(e.layout.ranges):
+			case r.set != nil:
+				e.io.planner.SpeculateSet(r.specLayer, r.set)
+			default:
 				if e.io.guesser != nil {
 					e.io.guesser.SetGuess(r.specLayer, r.guess)
 				}
-				e.io.planner.Speculate(e.life.ctx, r.step, r.specLayer)
+				e.io.planner.Speculate(r.step, r.specLayer)
 			}
 		}
 	}
@@ -318,11 +329,20 @@ func (e *Engine) temporalSpec(layer int) int {
 	return layer + 1
 }
 
-// speculateNext applies layer+1's router to this layer's router input (decode only:
-// a prefill reads nearly every expert anyway) and hands the guess to the
-// planner without blocking: speculation is dropped when the planner is busy.
+// speculateNext applies layer+1's router to this layer's router input and
+// hands the guess to the planner without blocking: speculation is dropped
+// when the planner is busy. A decode step guesses --prefetch experts with
+// the next-layer policy; a prompt pass guesses the next layer's routed set
+// (speculatePrompt).
 func (e *Engine) speculateNext(job *ffn.Job) {
-	if e.io.peeker == nil || len(e.scratch.peekIn) != 1 || job.Layer+1 >= len(e.layout.ranges) {
+	if job.Layer+1 >= len(e.layout.ranges) {
+		return
+	}
+	if len(e.scratch.peekIn) > 1 {
+		e.speculatePrompt(job.Layer + 1)
+		return
+	}
+	if e.io.peeker == nil || len(e.scratch.peekIn) != 1 {
 		return
 	}
 	next := job.Layer + 1
@@ -332,7 +352,7 @@ func (e *Engine) speculateNext(job *ffn.Job) {
 		e.scratch.probs = make([]float32, spec.NExpert)
 	}
 	t0 := time.Now()
-	err := e.io.peeker.PeekRouter(next, e.scratch.peekIn[0], e.scratch.peekLogits)
+	err := e.io.peeker.PeekRouter(next, e.scratch.peekIn[0], 1, e.scratch.peekLogits)
 	spec.K = min(e.cfg.Prefetch.N, spec.NExpert)
 	// Two guess buffers, by layer parity: the planner copies a guess
 	// (Guesser.SetGuess) before it takes the demand request of that layer,
@@ -349,6 +369,58 @@ func (e *Engine) speculateNext(job *ffn.Job) {
 	}
 	select {
 	case e.io.plans <- planReq{step: e.meter.step, layer: next, specLayer: next, guess: g.ids}:
+	default:
+	}
+}
+
+// speculatePrompt guesses, during a prompt pass, which experts layer next
+// will route: next's router applied to every token's router input of the
+// layer being computed, each token's top k counted as votes, the experts with
+// any vote most voted first. The planner reads them while this layer
+// computes and the next one runs its attention — the time a prompt pass
+// otherwise leaves the disk idle, as next's routing is not known before its
+// attention — and withdraws the wrong guesses no lane has started once next
+// is routed (Planner.Settle). Guesses never change what is computed.
+func (e *Engine) speculatePrompt(next int) {
+	if e.io.prompt == nil {
+		return
+	}
+	sc := &e.scratch
+	spec := e.model.Router(next)
+	n, width := len(sc.peekIn), len(sc.peekIn[0])
+	sc.peekX = grow(sc.peekX, n*width)
+	for t, row := range sc.peekIn {
+		copy(sc.peekX[t*width:(t+1)*width], row)
+	}
+	sc.peekLogits = grow(sc.peekLogits, n*spec.NExpert)
+	sc.probs = grow(sc.probs, max(len(sc.probs), spec.NExpert))
+	t0 := time.Now()
+	defer func() { e.meter.timings.Router += time.Since(t0) }()
+	if e.io.prompt.PeekRouter(next, sc.peekX, n, sc.peekLogits) != nil {
+		return // no router to apply early (a layer without experts): nothing to guess
+	}
+	g := &sc.guess[next%2]
+	g.ids, g.w = grow(g.ids, spec.K), grow(g.w, spec.K)
+	sc.votes = grow(sc.votes, spec.NExpert)
+	clear(sc.votes)
+	for t := range n {
+		if router.Route(spec, sc.peekLogits[t*spec.NExpert:(t+1)*spec.NExpert], g.ids, g.w, sc.probs) != nil {
+			return
+		}
+		for _, x := range g.ids {
+			sc.votes[x]++
+		}
+	}
+	set := g.ids[:0]
+	for x, v := range sc.votes {
+		if v > 0 {
+			set = append(set, x)
+		}
+	}
+	slices.SortStableFunc(set, func(a, b int) int { return cmp.Compare(sc.votes[b], sc.votes[a]) })
+	g.ids = set
+	select {
+	case e.io.plans <- planReq{step: e.meter.step, layer: next, specLayer: next, set: set}:
 	default:
 	}
 }

@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/pipe-engine/pipe/cache"
@@ -125,5 +126,53 @@ func TestPrefillPassesCompose(t *testing.T) {
 		if !sameBits(run(cuts...), one) {
 			t.Errorf("passes cut at %v: logits differ from one pass", cuts)
 		}
+	}
+}
+
+// TestPromptPrefetch: with Prefetch.Prompt a prompt pass reads the experts
+// the next layer's router picks for this layer's inputs before that layer
+// looks them up — the guesses are issued and routed to, and later layers'
+// lookups find them — the logits stay the mmap run's, and the pass runs with
+// PromptProcs Ps beyond the compute threads, put back for decode.
+func TestPromptPrefetch(t *testing.T) {
+	ctx := context.Background()
+	ref := baseCfg()
+	ref.Stream, ref.Dense = false, "mmap"
+	want, err := decode(ctx, t, ref, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOMAXPROCS", "") // unset: the engine may choose
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, on := range []bool{false, true} {
+		cfg := baseCfg()
+		cfg.Cache.Bytes = 30 << 20 // every expert: a guess is never evicted before its layer
+		cfg.Prefetch.Prompt = on
+		var procs []int // GOMAXPROCS seen at each routed layer
+		got, err := decodeWith(ctx, t, cfg, 2, func(e *Engine) {
+			ps, _ := e.PlannerStats()
+			t.Logf("prompt prefetch %v: %+v", on, ps)
+			switch {
+			case !on && ps.Speculative != 0:
+				t.Errorf("prompt prefetch off: %d speculative reads", ps.Speculative)
+			case on && (ps.Speculative == 0 || ps.SpeculativeUsed == 0 || ps.Hits+ps.Joins == 0):
+				t.Errorf("prompt prefetch on: %d guesses read, %d routed to, %d hits and %d joins", ps.Speculative, ps.SpeculativeUsed, ps.Hits, ps.Joins)
+			}
+		}, func(e *Engine) {
+			e.OnRoute = func(int, int, [][]int, [][]float32) { procs = append(procs, runtime.GOMAXPROCS(0)) }
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameBits(got, want) {
+			t.Errorf("prompt prefetch %v: logits differ from the mmap run", on)
+		}
+		nl := len(procs) / 3 // layers: the prompt pass, then 2 steps
+		if wantP := cfg.Threads + PromptProcs; procs[0] != wantP || procs[nl-1] != wantP || procs[nl] != 1 || procs[len(procs)-1] != 1 {
+			t.Errorf("GOMAXPROCS per layer %v: want %d in the prompt pass, 1 in decode", procs, wantP)
+		}
+	}
+	if runtime.GOMAXPROCS(0) != 1 {
+		t.Errorf("GOMAXPROCS %d after the runs, was 1", runtime.GOMAXPROCS(0))
 	}
 }

@@ -39,8 +39,8 @@ func decode(ctx context.Context, t *testing.T, cfg Config, n int) ([][]float32, 
 }
 
 // decodeWith is decode calling done (if set) with the engine after the last
-// step, before it is closed.
-func decodeWith(ctx context.Context, t *testing.T, cfg Config, n int, done func(*Engine)) ([][]float32, error) {
+// step, before it is closed, and each of setup with it before the prompt.
+func decodeWith(ctx context.Context, t *testing.T, cfg Config, n int, done func(*Engine), setup ...func(*Engine)) ([][]float32, error) {
 	t.Helper()
 	e, err := Open(ctx, cfg)
 	if err != nil {
@@ -49,6 +49,9 @@ func decodeWith(ctx context.Context, t *testing.T, cfg Config, n int, done func(
 	defer e.Close()
 	if done != nil {
 		defer done(e)
+	}
+	for _, f := range setup {
+		f(e)
 	}
 	s, err := e.NewSession(len(prompt)+n, model.KVF32)
 	if err != nil {

@@ -28,6 +28,7 @@ type EngineFlags struct {
 	Prefetch      int    `help:"Speculative expert reads per layer for the next layer (0 = off)." default:"0"`
 	PrefetchLanes int    `name:"prefetch-lanes" help:"Reader lanes that may serve speculative reads at once (0 = all): reads in flight share the disk, so fewer leaves demand reads more of it." default:"1"`
 	HugePages     bool   `name:"huge-pages" help:"Ask for transparent huge pages behind the expert cache and anonymous dense weights: O_DIRECT reads into them need far fewer device segments (false for A/B)." default:"true" negatable:""`
+	PrefetchProm  bool   `name:"prefetch-prompt" help:"In a prompt pass, read the experts the next layer's router picks for this layer's inputs while this layer computes (wrong guesses are withdrawn or stay cached; false for A/B)." default:"true" negatable:""`
 	PrefetchPol   string `name:"prefetch-policy" help:"Speculative prefetch policy: next-layer (the next layer's router applied early), temporal (last token's experts) or popular." default:"next-layer"`
 	Dense         string `name:"dense-weights" help:"Dense (non-expert) weights: anon (O_DIRECT into anonymous memory), warm (mmap, swept once at load) or mmap (lazy)." enum:"anon,warm,mmap" default:"anon"`
 }
@@ -54,7 +55,7 @@ func (f *EngineFlags) config(path string, threads int, log zerolog.Logger) (stag
 		Path: path, Overlap: f.Overlap, Threads: threads, ExpertsUsed: f.NExpertUsed, HugePages: f.HugePages,
 		IO:       stages.IOConfig{Lanes: f.IOThreads, NoODirect: f.NoODirect},
 		Cache:    stages.CacheConfig{Ceil: f.CacheCeilMB << 20, Floor: f.CacheFloor << 20, Policy: f.CachePolicy},
-		Prefetch: stages.PrefetchConfig{N: f.Prefetch, Policy: f.PrefetchPol, Lanes: f.PrefetchLanes},
+		Prefetch: stages.PrefetchConfig{N: f.Prefetch, Policy: f.PrefetchPol, Lanes: f.PrefetchLanes, Prompt: f.PrefetchProm},
 		Dense:    dense.Mode(f.Dense), Log: log,
 	}
 	if f.CacheMB == "auto" {

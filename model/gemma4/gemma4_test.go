@@ -333,7 +333,7 @@ func TestPeekRouterIsTheRouter(t *testing.T) {
 		in, want := dp.f32(t, fmt.Sprintf("attn_out-%d", l)), dp.f32(t, fmt.Sprintf("ffn_moe_logits-%d", l))
 		got := make([]float32, 8)
 		for tk := range p0fox {
-			if err := pk.PeekRouter(l, in[tk*256:(tk+1)*256], got); err != nil {
+			if err := pk.PeekRouter(l, in[tk*256:(tk+1)*256], 1, got); err != nil {
 				t.Fatal(err)
 			}
 			for e := range got {
@@ -342,8 +342,17 @@ func TestPeekRouterIsTheRouter(t *testing.T) {
 				}
 			}
 		}
+		all := make([]float32, len(p0fox)*8) // every token at once, as a prompt pass peeks
+		if err := pk.PeekRouter(l, in[:len(p0fox)*256], len(p0fox), all); err != nil {
+			t.Fatal(err)
+		}
+		for i := range all {
+			if d := math.Abs(float64(all[i] - want[i])); d > 1e-6 {
+				t.Fatalf("layer %d, all tokens at once: logit %d is %v, llama.cpp %v", l, i, all[i], want[i])
+			}
+		}
 	}
-	if err := pk.PeekRouter(3, make([]float32, 256), make([]float32, 8)); err == nil {
+	if err := pk.PeekRouter(3, make([]float32, 256), 1, make([]float32, 8)); err == nil {
 		t.Error("layer 3 of 3 accepted")
 	}
 }

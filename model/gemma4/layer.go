@@ -210,14 +210,14 @@ func (f *ffn) logits(pool *kernels.Pool, x []float32, n int, logits, tmp []float
 	return model.MatMul(pool, &f.router, tmp, n, logits)
 }
 
-// Peek implements model.Peeker: the layer's whole router applied to an
-// attention output (the router input this hook hands to the MoE).
-func (f *ffn) Peek(pool *kernels.Pool, x, logits []float32) error {
+// Peek implements model.Peeker: the layer's whole router applied to n
+// attention outputs (the router input this hook hands to the MoE).
+func (f *ffn) Peek(pool *kernels.Pool, x []float32, n int, logits []float32) error {
 	if !f.moe {
 		return fmt.Errorf("gemma4: layer without experts has no router")
 	}
-	if len(logits) < f.nExpert {
-		return fmt.Errorf("gemma4: peek into %d logits, router has %d", len(logits), f.nExpert)
+	if len(logits) < n*f.nExpert {
+		return fmt.Errorf("gemma4: peek into %d logits, router has %d for %d rows", len(logits), f.nExpert, n)
 	}
-	return f.logits(pool, x, 1, logits[:f.nExpert], make([]float32, len(x)), f.eps)
+	return f.logits(pool, x, n, logits[:n*f.nExpert], make([]float32, len(x)), f.eps)
 }

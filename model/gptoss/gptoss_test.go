@@ -308,14 +308,14 @@ func TestRouterGolden(t *testing.T) {
 func TestPeekRouter(t *testing.T) {
 	m := loadGolden(t)
 	var _ model.RouterPeeker = m
-	if err := m.PeekRouter(4, make([]float32, 256), make([]float32, 8)); err == nil {
+	if err := m.PeekRouter(4, make([]float32, 256), 1, make([]float32, 8)); err == nil {
 		t.Error("layer 4 accepted")
 	}
-	if err := m.PeekRouter(0, make([]float32, 255), make([]float32, 8)); err == nil {
+	if err := m.PeekRouter(0, make([]float32, 255), 1, make([]float32, 8)); err == nil {
 		t.Error("short input accepted")
 	}
 	zero := make([]float32, 8)
-	if err := m.PeekRouter(1, make([]float32, 256), zero); err != nil {
+	if err := m.PeekRouter(1, make([]float32, 256), 1, zero); err != nil {
 		t.Fatal(err)
 	}
 	for e, v := range zero { // a zero input yields the bias alone
