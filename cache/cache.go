@@ -377,14 +377,17 @@ func (c *Cache) Acquire(ctx context.Context, key Key, size int64) (*Handle, Stat
 // count as a lookup (no Hit/Miss, no OnHit). ok is true when the caller got a
 // Miss handle in a resident slot and must fill it, Complete and Release it
 // (typically both in the reader's Done callback); ok is false when key is
-// already resident or in flight, or no slot is free or evictable right now.
+// already resident or in flight, or no slot is free or evictable right now
+// (a Prefetch evicts nothing while warm-start entries wait for their
+// layer).
 // A later Acquire of key is a Hit, or an InFlight join while the read runs.
 func (c *Cache) Prefetch(key Key, size int64) (h *Handle, ok bool, err error) {
 	h, st, err := c.startRead(key, size, true)
 	return h, st == WarmStarted, err
 }
 
-// startRead is Prefetch (evict set: a free slot or the policy's victim's)
+// startRead is Prefetch (evict set: a free slot, or a victim's when no warm
+// entry is protected)
 // and Warm (a free slot only): a Miss handle on a new resident entry, or
 // WarmPresent / WarmFull without one.
 func (c *Cache) startRead(key Key, size int64, evict bool) (*Handle, WarmStatus, error) {
@@ -404,7 +407,7 @@ func (c *Cache) startRead(key Key, size int64, evict bool) (*Handle, WarmStatus,
 	var slot int32
 	var ok bool
 	if evict {
-		slot, _, ok = c.takeSlotLocked(key, false)
+		slot, ok = c.specSlotLocked()
 	} else {
 		slot, ok = c.freeSlotLocked()
 	}
@@ -470,13 +473,7 @@ func (c *Cache) takeSlotLocked(key Key, allowTransient bool) (int32, bool, bool)
 					return i, true, true
 				}
 			}
-			v := c.entries[k]
-			delete(c.entries, k)
-			c.policy.OnEvict(k)
-			c.st.Evictions++
-			slot := v.slot
-			c.recycleLocked(v)
-			return slot, false, true // slot changes hands: resident bytes unchanged
+			return c.evictLocked(k), false, true
 		}
 	}
 	if allowTransient {
@@ -485,6 +482,38 @@ func (c *Cache) takeSlotLocked(key Key, allowTransient bool) (int32, bool, bool)
 		}
 	}
 	return -1, false, false
+}
+
+// evictLocked removes victim k (eligible) and returns its slot, which
+// changes hands: resident bytes are unchanged.
+func (c *Cache) evictLocked(k Key) int32 {
+	v := c.entries[k]
+	delete(c.entries, k)
+	c.policy.OnEvict(k)
+	c.st.Evictions++
+	slot := v.slot
+	c.recycleLocked(v)
+	return slot
+}
+
+// specSlotLocked finds a slot for a speculative read: a free resident slot,
+// else — once no warm-start entry waits for its layer — the slot of the
+// policy's victim. While a warm start's entries are protected a guess takes
+// only free slots: the hot set put those entries there for the decode that
+// follows, and a prompt's guesses evicting the entries of the layers it has
+// passed cost that decode its hits (a served first request after a full
+// warm start: 85 % hits without prompt guesses, 64 % with them evicting).
+func (c *Cache) specSlotLocked() (int32, bool) {
+	if i, ok := c.freeSlotLocked(); ok {
+		return i, true
+	}
+	if c.res.n == 0 || c.guard.n > 0 {
+		return -1, false
+	}
+	if k, ok := c.policy.Victim(c.guard.elig); ok && c.guard.elig(k) {
+		return c.evictLocked(k), true
+	}
+	return -1, false
 }
 
 // refuseLocked asks an Admitter policy whether key may take victim's slot;

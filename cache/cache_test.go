@@ -635,4 +635,33 @@ func TestWarmEntriesSparedUntilTheirLayer(t *testing.T) {
 	if cs := c2.Stats(); cs.Evictions != 1 || cs.Waits != 0 {
 		t.Errorf("stats %+v: want one eviction and no wait", cs)
 	}
+
+	// a speculative read evicts nothing while a warm entry is protected
+	c3, _ := newCache(t, 3, 0)
+	warmIn(t, c3, Key{3, 0})
+	warmIn(t, c3, Key{3, 1})
+	c3.Batch(0, 0)
+	h, _ = get(t, c3, Key{0, 0}) // an ordinary entry, evictable once released
+	h.Release()
+	c3.Batch(0, 1)
+	if h, ok, err := c3.Prefetch(Key{1, 0}, slot); err != nil || ok {
+		if ok {
+			h.Release()
+		}
+		t.Fatalf("Prefetch while warm entries are protected: ok %v err %v, want no slot", ok, err)
+	}
+	if !c3.Contains(Key{0, 0}) {
+		t.Fatal("a Prefetch evicted while warm entries were protected")
+	}
+	c3.Batch(0, 3)
+	c3.Batch(0, 4) // layer 3 passed: its entries are ordinary
+	h, ok, err := c3.Prefetch(Key{5, 0}, slot)
+	if err != nil || !ok {
+		t.Fatalf("Prefetch once the warm layer was passed: ok %v err %v", ok, err)
+	}
+	h.Complete(nil)
+	h.Release()
+	if cs := c3.Stats(); cs.Evictions != 1 || !c3.Contains(Key{5, 0}) {
+		t.Errorf("stats %+v: want the guess in an evicted entry's slot", cs)
+	}
 }
