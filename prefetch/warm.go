@@ -27,7 +27,9 @@ type warmRead struct{ tk *reader.Ticket }
 // start). Every read is speculative: it takes only a free resident slot
 // (cache.Warm — it never evicts, so it never exceeds the budget nor pushes
 // out an expert the run used), it is offered to the lanes' speculative
-// queue, which they serve only when no demand read waits, and at most
+// queue, which they serve only when no demand read waits — on every lane,
+// not only --prefetch-lanes of them (reader.Request.AnyLane), so a warm
+// start reads at the disk's rate —, and at most
 // inflight of them are queued or reading at once, so a demand miss always
 // finds a slot that is free or evictable. A demand lookup that joins a warm
 // read still queued promotes it to demand priority.
@@ -114,7 +116,7 @@ func (p *Planner) warmOne(ctx context.Context, k cache.Key, sem chan struct{}) (
 		return st == cache.WarmFull && err == nil, err
 	}
 	wr := &warmRead{}
-	req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(k.Layer, k.Expert) + " (warm start)", Done: func(err error) {
+	req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(k.Layer, k.Expert) + " (warm start)", AnyLane: true, Done: func(err error) {
 		p.warmMu.Lock()
 		if p.warmQ[k] == wr {
 			delete(p.warmQ, k)

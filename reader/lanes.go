@@ -23,6 +23,11 @@ type Request struct {
 	// Speculative requests (prefetch) wait in their own queue, which lanes
 	// serve only when no demand request is queued.
 	Speculative bool
+	// AnyLane lets every lane serve a speculative request, outside the
+	// SpecLanes bound (which keeps guesses from taking the device from
+	// demand reads during decode): the warm start's reads, which fill free
+	// slots mostly before there is any demand, at the disk's full rate.
+	AnyLane bool
 }
 
 // LaneStats are one lane's cumulative counters.
@@ -240,7 +245,8 @@ func (ln *lane) run() {
 // next waits for the lane's next task: a demand request if one is queued,
 // else whichever kind comes first — a speculative one only while the lane
 // holds one of the SpecLanes tokens (spec reports that it does; the caller
-// returns it after serving). ok is false once the queues are closed.
+// returns it after serving), given back at once for an AnyLane request. ok
+// is false once the queues are closed.
 func (l *Lanes) next() (t *task, ok, spec bool) {
 	select {
 	case t, ok = <-l.q: // demand first
@@ -257,9 +263,9 @@ func (l *Lanes) next() (t *task, ok, spec bool) {
 		<-l.specSem
 		return t, ok, false
 	case t, ok = <-l.qs:
-		if !ok {
+		if !ok || t.AnyLane {
 			<-l.specSem
-			return nil, false, false
+			return t, ok, false
 		}
 		return t, true, true
 	}

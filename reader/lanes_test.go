@@ -436,6 +436,43 @@ func TestLanesSpecLanes(t *testing.T) {
 	}
 }
 
+// TestLanesAnyLane: AnyLane speculative reads (the warm start's) run on
+// every lane at once, whatever SpecLanes.
+func TestLanesAnyLane(t *testing.T) {
+	g := &countFile{started: make(chan struct{}, 16), release: make(chan struct{})}
+	f, err := Open([]string{"count"}, Options{Open: func(string, bool) (File, error) { return g, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := Start(context.Background(), f, LaneOptions{Lanes: 3, SpecLanes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served atomic.Int32
+	req := Request{Buf: alloc(t, BlockSize), Ranges: []Range{{Shard: 0, Off: 0, Len: 10}}, Done: func(error) { served.Add(1) }, AnyLane: true}
+	for range 4 {
+		if tk, err := l.Offer(req); tk == nil || err != nil {
+			t.Fatal("Offer refused", err)
+		}
+	}
+	for i := range 3 {
+		select {
+		case <-g.started:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d AnyLane reads started on 3 lanes with SpecLanes 1, want 3", i)
+		}
+	}
+	close(g.release)
+	for deadline := time.Now().Add(5 * time.Second); served.Load() < 4 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	l.Close()
+	if served.Load() != 4 || g.mx != 3 {
+		t.Errorf("%d served, at most %d reads at once; want 4, 3", served.Load(), g.mx)
+	}
+}
+
 // TestOfferAfterClose: Offer on closed lanes is ErrClosed and never calls Done.
 func TestOfferAfterClose(t *testing.T) {
 	f, _ := blockingFiles(t)
