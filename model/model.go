@@ -217,7 +217,9 @@ type Model interface {
 // its attention has run. The guess only decides what is read early, never
 // what is computed. x holds n router inputs (rows of n_embd), logits gets n
 // rows of the layer's n_expert logits: a prompt pass guesses for all its
-// tokens at once.
+// tokens at once. It is called by the goroutine that runs Forward (from
+// inside the MoE), never concurrently with another call on the same model,
+// so implementations may keep scratch between calls.
 type RouterPeeker interface {
 	PeekRouter(layer int, x []float32, n int, logits []float32) error
 }

@@ -106,6 +106,7 @@ type ffn struct {
 	outScale          float32 // layer_output_scale (1 without it)
 	hasOutScale       bool
 	nExpert, nFFDense int
+	peekTmp           []float32 // Peek's normalised inputs, kept between calls
 }
 
 // loadFFN loads a layer's FFN hook and its expert description.
@@ -219,5 +220,8 @@ func (f *ffn) Peek(pool *kernels.Pool, x []float32, n int, logits []float32) err
 	if len(logits) < n*f.nExpert {
 		return fmt.Errorf("gemma4: peek into %d logits, router has %d for %d rows", len(logits), f.nExpert, n)
 	}
-	return f.logits(pool, x, n, logits[:n*f.nExpert], make([]float32, len(x)), f.eps)
+	if cap(f.peekTmp) < len(x) {
+		f.peekTmp = make([]float32, len(x))
+	}
+	return f.logits(pool, x, n, logits[:n*f.nExpert], f.peekTmp[:len(x)], f.eps)
 }
