@@ -45,6 +45,8 @@ func unsignedOffset(t quant.Type) int32 {
 		return 12
 	case quant.Q4_0:
 		return 8
+	case quant.Q5_0:
+		return 16
 	}
 	return 0
 }
@@ -69,9 +71,10 @@ type Activation struct {
 	s     []float32 // Q8_1: per block fp16(d*sum(qs))
 	bsums []int16   // Q8_K: sums of 16 consecutive quants
 	h     []uint16  // F16/BF16: the converted values
-	// corr: Q8_0 activations for MXFP4/Q4_0 rows: per 4 quants,
+	// corr: Q8_0 activations for MXFP4/Q4_0/Q5_0 rows: per 4 quants,
 	// off·Σq with off the offset that makes the weight codes unsigned
-	// (12 for MXFP4, 8 for Q4_0); the assembly subtracts it per lane.
+	// (12 for MXFP4, 8 for Q4_0, 16 for Q5_0); the assembly subtracts it
+	// per lane.
 	corr []int32
 	f    []float32 // F32: a copy of x
 }

@@ -21,6 +21,14 @@ var (
 	kvaluesMXFP4u [16]byte
 	// mxShift: VPSRLVD counts putting high nibbles in the upper half.
 	mxShift = [8]uint32{0, 0, 0, 0, 4, 4, 4, 4}
+	// q5Spread: VPSHUFB control giving lane i byte i/8 of a broadcast
+	// dword (each 128-bit half indexes its own copy: bytes 2 and 3 in the
+	// upper half), so lane i holds the byte with Q5_0 high bit i.
+	q5Spread = [32]byte{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+		2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3}
+	// q5Bits: byte i is every bit but bit i%8, so ORing it in leaves all
+	// ones exactly where that bit was set.
+	q5Bits = [4]uint64{0x7fbfdfeff7fbfdfe, 0x7fbfdfeff7fbfdfe, 0x7fbfdfeff7fbfdfe, 0x7fbfdfeff7fbfdfe}
 )
 
 func init() {
@@ -47,6 +55,9 @@ func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
 
 //go:noescape
 func dotQ4_0AVX2(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
+
+//go:noescape
+func dotQ5_0AVX2(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
 
 //go:noescape
 func dotMXFP4AVX2(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
@@ -110,6 +121,34 @@ func avx2RowsQ4_0(w []byte, rb int, a *Activation, y []float32) {
 	}
 	for i := range y {
 		y[i] = dotQ4_0AVX2(&w[i*rb], &a.qs[0], &a.d[0], &a.corr[0], nb)
+	}
+}
+
+func avx2DotQ5_0(w []byte, a *Activation) float32 {
+	nb, ok := q8Ok(w, a, 22, 32)
+	if !ok {
+		return nan
+	}
+	if len(a.corr) < nb*8 || a.weight != quant.Q5_0 {
+		return refDotQ5_0(w, a) // activation prepared for another type
+	}
+	return dotQ5_0AVX2(&w[0], &a.qs[0], &a.d[0], &a.corr[0], nb)
+}
+
+func avx2RowsQ5_0(w []byte, rb int, a *Activation, y []float32) {
+	nb, ok := q8Ok(w[:min(rb, len(w))], a, 22, 32)
+	if !ok || !rowsOk(w, rb, y) {
+		fillNaN(y)
+		return
+	}
+	if len(a.corr) < nb*8 || a.weight != quant.Q5_0 {
+		for i := range y {
+			y[i] = refDotQ5_0(w[i*rb:(i+1)*rb], a)
+		}
+		return
+	}
+	for i := range y {
+		y[i] = dotQ5_0AVX2(&w[i*rb], &a.qs[0], &a.d[0], &a.corr[0], nb)
 	}
 }
 
@@ -265,6 +304,7 @@ func installAVX2(m *implementation) {
 		quant.Q8_0:  avx2DotQ8_0,
 		quant.MXFP4: avx2DotMXFP4,
 		quant.Q4_0:  avx2DotQ4_0,
+		quant.Q5_0:  avx2DotQ5_0,
 		quant.Q4_K:  avx2DotQ4_K,
 		quant.Q5_K:  avx2DotQ5_K,
 		quant.Q6_K:  avx2DotQ6_K,
@@ -277,6 +317,7 @@ func installAVX2(m *implementation) {
 	m.rows[quant.Q8_0] = avx2RowsQ8_0
 	m.rows[quant.MXFP4] = avx2RowsMXFP4
 	m.rows[quant.Q4_0] = avx2RowsQ4_0
+	m.rows[quant.Q5_0] = avx2RowsQ5_0
 	m.rows[quant.Q4_K] = avx2RowsQ4_K
 	m.rows[quant.Q5_K] = avx2RowsQ5_K
 	m.rows[quant.Q6_K] = avx2RowsQ6_K

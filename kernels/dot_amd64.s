@@ -598,3 +598,87 @@ q40done:
 	VMOVSS     X0, ret+40(FP)
 	VZEROUPPER
 	RET
+
+// Q50BLOCK: one Q5_0 block (22 bytes: fp16 d, 32 high bits qh, 16 bytes of
+// nibble pairs) against a Q8_0 block. The 5-bit codes are formed unsigned
+// (0..31): the nibbles as in Q40BLOCK, ORed with 16 where the code's bit of
+// qh is set (qh broadcast, each byte spread over 8 lanes by q5Spread, ORed
+// with q5Bits — every bit but the lane's own — and compared with all ones);
+// the offset 16·Σq of each 4-lane group comes from corr. Lanes and float
+// order are refDotQ5_0's.
+// Uses Y9 = 32 × 0x10, Y10 = all ones, Y11 = q5Bits, Y13 = q5Spread.
+#define Q50BLOCK(off, yoff, doff, coff) \
+	MOVWLZX        off(SI), AX        \
+	VMOVD          AX, X1             \
+	VCVTPH2PS      X1, X1             \
+	VMULSS         doff(DX), X1, X1   \
+	VBROADCASTSS   X1, Y1             \
+	VPBROADCASTD   (off+2)(SI), Y3    \
+	VPSHUFB        Y13, Y3, Y3        \
+	VPOR           Y11, Y3, Y3        \
+	VPCMPEQB       Y10, Y3, Y3        \
+	VPAND          Y9, Y3, Y3         \
+	VBROADCASTI128 (off+6)(SI), Y2    \
+	VPSRLVD        Y12, Y2, Y2        \
+	VPAND          Y14, Y2, Y2        \
+	VPOR           Y3, Y2, Y2         \
+	VPMADDUBSW     yoff(DI), Y2, Y2   \
+	VPMADDWD       Y15, Y2, Y2        \
+	VPSUBD         coff(R9), Y2, Y2   \
+	VCVTDQ2PS      Y2, Y2             \
+	VMULPS         Y1, Y2, Y2         \
+	VADDPS         Y2, Y0, Y0
+
+// func dotQ5_0AVX2(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
+TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ corr+24(FP), R9
+	MOVQ nb+32(FP), CX
+	ONES16
+	LOW4
+	MOVL           $0x10101010, AX
+	VMOVD          AX, X9
+	VPBROADCASTD   X9, Y9
+	VPCMPEQB       Y10, Y10, Y10
+	VMOVDQU        ·q5Bits(SB), Y11
+	VMOVDQU        ·mxShift(SB), Y12
+	VMOVDQU        ·q5Spread(SB), Y13
+	VXORPS         Y0, Y0, Y0
+	SHRQ           $2, CX
+	JZ             q50tail
+
+q50loop:
+	PREFETCHT0     PFDIST(SI)
+	PREFETCHT0     (PFDIST+64)(SI)
+	Q50BLOCK(0, 0, 0, 0)
+	Q50BLOCK(22, 32, 4, 32)
+	Q50BLOCK(44, 64, 8, 64)
+	Q50BLOCK(66, 96, 12, 96)
+	ADDQ           $88, SI
+	ADDQ           $128, DI
+	ADDQ           $16, DX
+	ADDQ           $128, R9
+	DECQ           CX
+	JNZ            q50loop
+
+q50tail:
+	MOVQ           nb+32(FP), CX
+	ANDQ           $3, CX
+	JZ             q50done
+
+q50tailloop:
+	Q50BLOCK(0, 0, 0, 0)
+	ADDQ           $22, SI
+	ADDQ           $32, DI
+	ADDQ           $4, DX
+	ADDQ           $32, R9
+	DECQ           CX
+	JNZ            q50tailloop
+
+q50done:
+	HSUM8
+	VMOVSS     X0, ret+40(FP)
+	VZEROUPPER
+	RET
