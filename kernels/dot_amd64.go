@@ -96,71 +96,52 @@ func avx2DotQ8_0(w []byte, a *Activation) float32 {
 	return dotQ8_0AVX2(&w[0], &a.qs[0], &a.d[0], nb)
 }
 
-func avx2DotQ4_0(w []byte, a *Activation) float32 {
-	nb, ok := q8Ok(w, a, 18, 32)
-	if !ok {
-		return nan
-	}
-	if len(a.corr) < nb*8 || a.weight != quant.Q4_0 {
-		return refDotQ4_0(w, a) // activation prepared for another type
-	}
-	return dotQ4_0AVX2(&w[0], &a.qs[0], &a.d[0], &a.corr[0], nb)
+// offsetKernel is the assembly dot of a 32-element format whose codes the
+// kernel makes unsigned, subtracting the offset the activation's corr
+// carries per 4-lane group (Q4_0, Q5_0, MXFP4). An activation prepared for
+// another weight type has no (or another) corr: the reference serves it.
+type offsetKernel struct {
+	typ quant.Type
+	bs  int // block bytes
+	asm func(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
+	ref dotFunc
 }
 
-func avx2RowsQ4_0(w []byte, rb int, a *Activation, y []float32) {
-	nb, ok := q8Ok(w[:min(rb, len(w))], a, 18, 32)
+var (
+	q40Kernel   = offsetKernel{quant.Q4_0, 18, dotQ4_0AVX2, refDotQ4_0}
+	q50Kernel   = offsetKernel{quant.Q5_0, 22, dotQ5_0AVX2, refDotQ5_0}
+	mxfp4Kernel = offsetKernel{quant.MXFP4, 17, dotMXFP4AVX2, refDotMXFP4}
+)
+
+// prepared reports whether a carries the corr of k's format for nb blocks.
+func (k *offsetKernel) prepared(a *Activation, nb int) bool {
+	return len(a.corr) >= nb*8 && a.weight == k.typ
+}
+
+func (k *offsetKernel) dot(w []byte, a *Activation) float32 {
+	nb, ok := q8Ok(w, a, k.bs, 32)
+	switch {
+	case !ok:
+		return nan
+	case !k.prepared(a, nb):
+		return k.ref(w, a)
+	}
+	return k.asm(&w[0], &a.qs[0], &a.d[0], &a.corr[0], nb)
+}
+
+func (k *offsetKernel) rows(w []byte, rb int, a *Activation, y []float32) {
+	nb, ok := q8Ok(w[:min(rb, len(w))], a, k.bs, 32)
 	if !ok || !rowsOk(w, rb, y) {
 		fillNaN(y)
 		return
 	}
-	if len(a.corr) < nb*8 || a.weight != quant.Q4_0 {
-		for i := range y {
-			y[i] = refDotQ4_0(w[i*rb:(i+1)*rb], a)
-		}
-		return
-	}
 	for i := range y {
-		y[i] = dotQ4_0AVX2(&w[i*rb], &a.qs[0], &a.d[0], &a.corr[0], nb)
-	}
-}
-
-func avx2DotQ5_0(w []byte, a *Activation) float32 {
-	nb, ok := q8Ok(w, a, 22, 32)
-	if !ok {
-		return nan
-	}
-	if len(a.corr) < nb*8 || a.weight != quant.Q5_0 {
-		return refDotQ5_0(w, a) // activation prepared for another type
-	}
-	return dotQ5_0AVX2(&w[0], &a.qs[0], &a.d[0], &a.corr[0], nb)
-}
-
-func avx2RowsQ5_0(w []byte, rb int, a *Activation, y []float32) {
-	nb, ok := q8Ok(w[:min(rb, len(w))], a, 22, 32)
-	if !ok || !rowsOk(w, rb, y) {
-		fillNaN(y)
-		return
-	}
-	if len(a.corr) < nb*8 || a.weight != quant.Q5_0 {
-		for i := range y {
-			y[i] = refDotQ5_0(w[i*rb:(i+1)*rb], a)
+		if k.prepared(a, nb) {
+			y[i] = k.asm(&w[i*rb], &a.qs[0], &a.d[0], &a.corr[0], nb)
+		} else {
+			y[i] = k.ref(w[i*rb:(i+1)*rb], a)
 		}
-		return
 	}
-	for i := range y {
-		y[i] = dotQ5_0AVX2(&w[i*rb], &a.qs[0], &a.d[0], &a.corr[0], nb)
-	}
-}
-
-func avx2DotMXFP4(w []byte, a *Activation) float32 {
-	nb, ok := q8Ok(w, a, 17, 32)
-	if !ok {
-		return nan
-	}
-	if len(a.corr) < nb*8 || a.weight != quant.MXFP4 {
-		return refDotMXFP4(w, a) // activation prepared for another type
-	}
-	return dotMXFP4AVX2(&w[0], &a.qs[0], &a.d[0], &a.corr[0], nb)
 }
 
 func avx2DotQ4_K(w []byte, a *Activation) float32 {
@@ -226,23 +207,6 @@ func avx2RowsQ8_0(w []byte, rb int, a *Activation, y []float32) {
 	}
 }
 
-func avx2RowsMXFP4(w []byte, rb int, a *Activation, y []float32) {
-	nb, ok := q8Ok(w[:min(rb, len(w))], a, 17, 32)
-	if !ok || !rowsOk(w, rb, y) {
-		fillNaN(y)
-		return
-	}
-	if len(a.corr) < nb*8 || a.weight != quant.MXFP4 {
-		for i := range y {
-			y[i] = refDotMXFP4(w[i*rb:(i+1)*rb], a)
-		}
-		return
-	}
-	for i := range y {
-		y[i] = dotMXFP4AVX2(&w[i*rb], &a.qs[0], &a.d[0], &a.corr[0], nb)
-	}
-}
-
 func avx2RowsQ4_K(w []byte, rb int, a *Activation, y []float32) {
 	nb, ok := q8Ok(w[:min(rb, len(w))], a, 144, 256)
 	if !ok || !rowsOk(w, rb, y) || len(a.bsums) < nb*16 {
@@ -302,9 +266,9 @@ func avx2RowsF16(w []byte, rb int, a *Activation, y []float32) {
 func installAVX2(m *implementation) {
 	for t, f := range map[quant.Type]dotFunc{
 		quant.Q8_0:  avx2DotQ8_0,
-		quant.MXFP4: avx2DotMXFP4,
-		quant.Q4_0:  avx2DotQ4_0,
-		quant.Q5_0:  avx2DotQ5_0,
+		quant.MXFP4: mxfp4Kernel.dot,
+		quant.Q4_0:  q40Kernel.dot,
+		quant.Q5_0:  q50Kernel.dot,
 		quant.Q4_K:  avx2DotQ4_K,
 		quant.Q5_K:  avx2DotQ5_K,
 		quant.Q6_K:  avx2DotQ6_K,
@@ -315,9 +279,9 @@ func installAVX2(m *implementation) {
 		m.native[t] = true
 	}
 	m.rows[quant.Q8_0] = avx2RowsQ8_0
-	m.rows[quant.MXFP4] = avx2RowsMXFP4
-	m.rows[quant.Q4_0] = avx2RowsQ4_0
-	m.rows[quant.Q5_0] = avx2RowsQ5_0
+	m.rows[quant.MXFP4] = mxfp4Kernel.rows
+	m.rows[quant.Q4_0] = q40Kernel.rows
+	m.rows[quant.Q5_0] = q50Kernel.rows
 	m.rows[quant.Q4_K] = avx2RowsQ4_K
 	m.rows[quant.Q5_K] = avx2RowsQ5_K
 	m.rows[quant.Q6_K] = avx2RowsQ6_K
