@@ -50,7 +50,7 @@
 // projections of llama.cpp's Gemma-4 Q4_K_M files, whose 704 columns no K-quant
 // takes — is the gemma4 prefill's hot format: 0.5 GB/s per CPU-second in the
 // reference, 13 with AVX2.) On arm64 the *_arm64.s files implement the same
-// set but Q5_0 with NEON twice: with the ARMv8.2 dot-product
+// set with NEON twice: with the ARMv8.2 dot-product
 // instruction SDOT ("sdot", used where cpu.ARM64.HasASIMDDP) and without
 // ("neon", every AArch64 core; the `nodotprod` build tag selects it on any
 // core); instructions the Go assembler lacks are WORD-encoded by the macros

@@ -27,6 +27,7 @@ var (
 	fmtQ6_K  = blockFormat{210, 256, false}
 	fmtMXFP4 = blockFormat{17, 32, false}
 	fmtQ4_0  = blockFormat{18, 32, false}
+	fmtQ5_0  = blockFormat{22, 32, false}
 )
 
 // blocks checks one row against a and returns its block count (0 when the
@@ -54,6 +55,17 @@ var nan = float32(math.NaN())
 // kvaluesMXFP4 is package quant's MXFP4 code table where the assembly can
 // load it (·kvaluesMXFP4(SB)).
 var kvaluesMXFP4 = quant.KValuesMXFP4
+
+// q5Lanes are the Q5_0 kernels' tables (·q5Lanes(SB), 64 bytes, loaded
+// into V22-V25): the VTBL indexes spreading qh bytes 0-1 and 2-3 over 8
+// lanes each, 16 × 16 (a set bit's value and the codes' offset), and each
+// lane's bit (1 << lane%8).
+var q5Lanes = [64]byte{
+	0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+	2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,
+	16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+	1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128,
+}
 
 // e8m0HalfTable[e] = e8m0Half(e): the MXFP4 block scales, read by the
 // assembly.
@@ -112,6 +124,7 @@ var (
 		quant.Q6_K:  {dotQ6_KSDOT, fmtQ6_K},
 		quant.MXFP4: {dotMXFP4SDOT, fmtMXFP4},
 		quant.Q4_0:  {dotQ4_0SDOT, fmtQ4_0},
+		quant.Q5_0:  {dotQ5_0SDOT, fmtQ5_0},
 	}
 	plainSet = map[quant.Type]neonKernel{
 		quant.Q8_0:  {dotQ8_0NEON, fmtQ8_0},
@@ -120,6 +133,7 @@ var (
 		quant.Q6_K:  {dotQ6_KNEON, fmtQ6_K},
 		quant.MXFP4: {dotMXFP4NEON, fmtMXFP4},
 		quant.Q4_0:  {dotQ4_0NEON, fmtQ4_0},
+		quant.Q5_0:  {dotQ5_0NEON, fmtQ5_0},
 	}
 )
 
@@ -202,6 +216,12 @@ func dotQ4_0SDOT(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 
 //go:noescape
 func dotQ4_0NEON(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ5_0SDOT(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ5_0NEON(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
 
 //go:noescape
 func dotF32NEON(w *byte, x *float32, n int) float32

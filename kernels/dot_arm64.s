@@ -471,3 +471,60 @@ TEXT ·dotQ4_0NEON(SB), NOSPLIT, $0-44
 	Q4_0_BODY
 	FMOVS F0, ret+40(FP)
 	RET
+
+// ---- Q5_0: 22-byte blocks (fp16 d, 32 high bits qh, 16 nibble bytes) ----
+
+// Q5_0 codes: (nibble | 16·bit) - 16 with the code's bit of qh at 2(R0):
+// qh is duplicated into V3, its bytes spread over 8 lanes each (V22: bytes
+// 0-1 for codes 0-15, V23: bytes 2-3 for codes 16-31), each lane keeps its
+// own bit (V25 = 1, 2, 4, … 128, twice), compared equal to it (0xFF where
+// set) and masked to 16 (V24 = 16 × 16, also the offset). Clobbers R5, V3,
+// V6, V7.
+#define Q5_0_CODES \
+	MOVWU  2(R0), R5 \
+	VDUP   R5, V3.S4 \
+	VTBL   V22.B16, [V3.B16], V6.B16 \
+	VTBL   V23.B16, [V3.B16], V7.B16 \
+	VAND   V25.B16, V6.B16, V6.B16 \
+	VAND   V25.B16, V7.B16, V7.B16 \
+	VCMEQ  V25.B16, V6.B16, V6.B16 \
+	VCMEQ  V25.B16, V7.B16, V7.B16 \
+	VAND   V24.B16, V6.B16, V6.B16 \
+	VAND   V24.B16, V7.B16, V7.B16 \
+	VORR   V6.B16, V1.B16, V1.B16 \
+	VORR   V7.B16, V2.B16, V2.B16 \
+	VSUB   V24.B16, V1.B16, V1.B16 \
+	VSUB   V24.B16, V2.B16, V2.B16
+
+#define Q5_0_BODY \
+	ARGS \
+	VMOVI  $15, V27.B16 \
+	MOVD   $·q5Lanes(SB), R6 \
+	VLD1   (R6), [V22.B16, V23.B16, V24.B16, V25.B16] \
+loop: \
+	HALFSCALE(0) \
+	NIB32(6) \
+	ADD     $22, R0 \
+	SUBS    $1, R4, R4 \
+	BNE     loop \
+	RESULT
+
+#undef CODES
+#define CODES Q5_0_CODES
+#undef LANES16
+#define LANES16 LANES16_SDOT
+
+// func dotQ5_0SDOT(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+TEXT ·dotQ5_0SDOT(SB), NOSPLIT, $0-44
+	Q5_0_BODY
+	FMOVS F0, ret+40(FP)
+	RET
+
+#undef LANES16
+#define LANES16 LANES16_NEON
+
+// func dotQ5_0NEON(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+TEXT ·dotQ5_0NEON(SB), NOSPLIT, $0-44
+	Q5_0_BODY
+	FMOVS F0, ret+40(FP)
+	RET
