@@ -1560,3 +1560,129 @@ g62blk:
 	JNZ    g62row
 	VZEROUPPER
 	RET
+
+// AVX-512 (F, BW) Q5_0 against token pairs: the MXFP4 pair kernel with the
+// block's 5-bit codes made signed (q = code - 16, formed in YMM as in the
+// AVX2 Q50BLOCK, then copied to both halves) and its f16 scale. Same packed
+// layout.
+
+// Q5CONST: MXCONST, and for the codes Y4 = q5Spread, Y5 = q5Bits, Y6 = all
+// ones, Y7 = 32 × 0x10, Y9 = mxShift (VEX registers: VPCMPEQB into a vector).
+#define Q5CONST \
+	MXCONST \
+	VMOVDQU      ·q5Spread(SB), Y4 \
+	VMOVDQU      ·q5Bits(SB), Y5 \
+	VPCMPEQB     Y6, Y6, Y6 \
+	MOVL         $0x10101010, AX \
+	VMOVD        AX, X7 \
+	VPBROADCASTD X7, Y7 \
+	VMOVDQU      ·mxShift(SB), Y9
+
+// Q5HEAD: block scale products into Y10, |q| into Z8, q < 0 into K1.
+#define Q5HEAD \
+	MOVWLZX         (SI), AX \
+	VMOVD           AX, X12 \
+	VCVTPH2PS       X12, X12 \
+	VBROADCASTSS    X12, Y12 \
+	VMULPS          (DI), Y12, Y10 \
+	VPBROADCASTD    2(SI), Y11 \
+	VPSHUFB         Y4, Y11, Y11 \
+	VPOR            Y5, Y11, Y11 \
+	VPCMPEQB        Y6, Y11, Y11 \
+	VPAND           Y7, Y11, Y11 \
+	VBROADCASTI128  6(SI), Y8 \
+	VPSRLVD         Y9, Y8, Y8 \
+	VPAND           Y14, Y8, Y8 \
+	VPOR            Y11, Y8, Y8 \
+	VPSUBB          Y7, Y8, Y8 \
+	VINSERTI64X4    $1, Y8, Z8, Z8 \
+	VPMOVB2M        Z8, K1 \
+	VPABSB          Z8, Z8
+
+TEXT ·gemmQ5_0AVX512x8(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ scratch+56(FP), DX
+	Q5CONST
+
+q58row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+q58blk:
+	Q5HEAD
+	MXPAIR(32, Z0, Z16)
+	MXPAIR(96, Z1, Z17)
+	MXPAIR(160, Z2, Z18)
+	MXPAIR(224, Z3, Z19)
+	ADDQ $22, SI
+	ADDQ $288, DI
+	DECQ CX
+	JNZ  q58blk
+
+	Z4RED(Z0)
+	Z4RED(Z1)
+	Z4RED(Z2)
+	Z4RED(Z3)
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	MOVQ    R14, R12
+	Z6OUT(0)
+	Z6OUT(32)
+	Z6OUT(64)
+	Z6OUT(96)
+	Z6OUT(128)
+	Z6OUT(160)
+	Z6OUT(192)
+	Z6OUT(224)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  q58row
+	VZEROUPPER
+	RET
+
+TEXT ·gemmQ5_0AVX512x2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	MOVQ scratch+56(FP), DX
+	Q5CONST
+
+q52row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+
+q52blk:
+	Q5HEAD
+	MXPAIR(32, Z0, Z16)
+	ADDQ $22, SI
+	ADDQ $96, DI
+	DECQ CX
+	JNZ  q52blk
+
+	Z4RED(Z0)
+	VMOVUPS Z0, 0(DX)
+	MOVQ    R14, R12
+	Z6OUT(0)
+	Z6OUT(32)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  q52row
+	VZEROUPPER
+	RET

@@ -29,6 +29,7 @@ func BenchmarkGEMM(b *testing.B) {
 		{"attn-v-2048x512", 512, 2048, quant.Q6_K, []int{128}},
 		{"q8_0-2880x2880", 2880, 2880, quant.Q8_0, []int{8, 128}},
 		{"gptoss-expert-2880x2880", 2880, 2880, quant.MXFP4, []int{8}},
+		{"gemma4-expert-down-704x2816", 2816, 704, quant.Q5_0, []int{8}},
 		{"router-2048x128", 128, 2048, quant.F32, []int{8, 128}},
 		{"f16-2048x512", 512, 2048, quant.F16, []int{8, 128}},
 	}
