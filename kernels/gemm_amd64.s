@@ -1192,94 +1192,103 @@ w62blk:
 	VPXORD          Z23, Z23, Z23 \
 	LEAQ            ·gemmE8M0(SB), R9
 
+// The pair kernels' bodies, shared by the 32-element formats: PAIRCONST
+// loads the constants, PAIRHEAD unpacks one block of PAIRBS bytes (its
+// scale products into Y10, |q| into Z8, q < 0 into K1), MXPAIR accumulates
+// each token pair; the three are defined before each format's TEXTs.
+
+// PAIRX8: 8 tokens (4 pairs) per row.
+#define PAIRX8 \
+	MOVQ w+0(FP), R13 \
+	MOVQ rows+16(FP), R8 \
+	MOVQ y+40(FP), R14 \
+	MOVQ ys+48(FP), R15 \
+	MOVQ scratch+56(FP), DX \
+	PAIRCONST \
+row8: \
+	MOVQ   R13, SI \
+	MOVQ   pk+32(FP), DI \
+	MOVQ   nb+24(FP), CX \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+blk8: \
+	PAIRHEAD \
+	MXPAIR(32, Z0, Z16) \
+	MXPAIR(96, Z1, Z17) \
+	MXPAIR(160, Z2, Z18) \
+	MXPAIR(224, Z3, Z19) \
+	ADDQ $PAIRBS, SI \
+	ADDQ $288, DI \
+	DECQ CX \
+	JNZ  blk8 \
+	Z4RED(Z0) \
+	Z4RED(Z1) \
+	Z4RED(Z2) \
+	Z4RED(Z3) \
+	VMOVUPS Z0, 0(DX) \
+	VMOVUPS Z1, 64(DX) \
+	VMOVUPS Z2, 128(DX) \
+	VMOVUPS Z3, 192(DX) \
+	MOVQ    R14, R12 \
+	Z6OUT(0) \
+	Z6OUT(32) \
+	Z6OUT(64) \
+	Z6OUT(96) \
+	Z6OUT(128) \
+	Z6OUT(160) \
+	Z6OUT(192) \
+	Z6OUT(224) \
+	ADDQ rb+8(FP), R13 \
+	ADDQ $4, R14 \
+	DECQ R8 \
+	JNZ  row8 \
+	VZEROUPPER
+
+// PAIRX2: 2 tokens (one pair) per row.
+#define PAIRX2 \
+	MOVQ w+0(FP), R13 \
+	MOVQ rows+16(FP), R8 \
+	MOVQ y+40(FP), R14 \
+	MOVQ ys+48(FP), R15 \
+	MOVQ scratch+56(FP), DX \
+	PAIRCONST \
+row2: \
+	MOVQ   R13, SI \
+	MOVQ   pk+32(FP), DI \
+	MOVQ   nb+24(FP), CX \
+	VPXORD Z0, Z0, Z0 \
+blk2: \
+	PAIRHEAD \
+	MXPAIR(32, Z0, Z16) \
+	ADDQ $PAIRBS, SI \
+	ADDQ $96, DI \
+	DECQ CX \
+	JNZ  blk2 \
+	Z4RED(Z0) \
+	VMOVUPS Z0, 0(DX) \
+	MOVQ    R14, R12 \
+	Z6OUT(0) \
+	Z6OUT(32) \
+	ADDQ rb+8(FP), R13 \
+	ADDQ $4, R14 \
+	DECQ R8 \
+	JNZ  row2 \
+	VZEROUPPER
+
+#define PAIRCONST MXCONST
+#define PAIRHEAD MXHEAD
+#define PAIRBS 17
+
 // func gemmMXFP4AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
 TEXT ·gemmMXFP4AVX512x8(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), R13
-	MOVQ rows+16(FP), R8
-	MOVQ y+40(FP), R14
-	MOVQ ys+48(FP), R15
-	MOVQ scratch+56(FP), DX
-	MXCONST
-
-mx8row:
-	MOVQ   R13, SI
-	MOVQ   pk+32(FP), DI
-	MOVQ   nb+24(FP), CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-
-mx8blk:
-	MXHEAD
-	MXPAIR(32, Z0, Z16)
-	MXPAIR(96, Z1, Z17)
-	MXPAIR(160, Z2, Z18)
-	MXPAIR(224, Z3, Z19)
-	ADDQ $17, SI
-	ADDQ $288, DI
-	DECQ CX
-	JNZ  mx8blk
-
-	Z4RED(Z0)
-	Z4RED(Z1)
-	Z4RED(Z2)
-	Z4RED(Z3)
-	VMOVUPS Z0, 0(DX)
-	VMOVUPS Z1, 64(DX)
-	VMOVUPS Z2, 128(DX)
-	VMOVUPS Z3, 192(DX)
-	MOVQ    R14, R12
-	Z6OUT(0)
-	Z6OUT(32)
-	Z6OUT(64)
-	Z6OUT(96)
-	Z6OUT(128)
-	Z6OUT(160)
-	Z6OUT(192)
-	Z6OUT(224)
-
-	ADDQ rb+8(FP), R13
-	ADDQ $4, R14
-	DECQ R8
-	JNZ  mx8row
-	VZEROUPPER
+	PAIRX8
 	RET
 
 // func gemmMXFP4AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
 TEXT ·gemmMXFP4AVX512x2(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), R13
-	MOVQ rows+16(FP), R8
-	MOVQ y+40(FP), R14
-	MOVQ ys+48(FP), R15
-	MOVQ scratch+56(FP), DX
-	MXCONST
-
-mx2row:
-	MOVQ   R13, SI
-	MOVQ   pk+32(FP), DI
-	MOVQ   nb+24(FP), CX
-	VPXORD Z0, Z0, Z0
-
-mx2blk:
-	MXHEAD
-	MXPAIR(32, Z0, Z16)
-	ADDQ $17, SI
-	ADDQ $96, DI
-	DECQ CX
-	JNZ  mx2blk
-
-	Z4RED(Z0)
-	VMOVUPS Z0, 0(DX)
-	MOVQ    R14, R12
-	Z6OUT(0)
-	Z6OUT(32)
-
-	ADDQ rb+8(FP), R13
-	ADDQ $4, R14
-	DECQ R8
-	JNZ  mx2row
-	VZEROUPPER
+	PAIRX2
 	RET
 
 // AVX-512 (F, BW) Q8_0 against token pairs: the MXFP4 pair kernel with
@@ -1297,94 +1306,21 @@ mx2blk:
 	VPMOVB2M        Z8, K1 \
 	VPABSB          Z8, Z8
 
+#undef PAIRCONST
+#undef PAIRHEAD
+#undef PAIRBS
+#define PAIRCONST MXCONST
+#define PAIRHEAD Q8HEAD
+#define PAIRBS 34
+
 // func gemmQ8_0AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
 TEXT ·gemmQ8_0AVX512x8(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), R13
-	MOVQ rows+16(FP), R8
-	MOVQ y+40(FP), R14
-	MOVQ ys+48(FP), R15
-	MOVQ scratch+56(FP), DX
-	MXCONST
-
-q88row:
-	MOVQ   R13, SI
-	MOVQ   pk+32(FP), DI
-	MOVQ   nb+24(FP), CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-
-q88blk:
-	Q8HEAD
-	MXPAIR(32, Z0, Z16)
-	MXPAIR(96, Z1, Z17)
-	MXPAIR(160, Z2, Z18)
-	MXPAIR(224, Z3, Z19)
-	ADDQ $34, SI
-	ADDQ $288, DI
-	DECQ CX
-	JNZ  q88blk
-
-	Z4RED(Z0)
-	Z4RED(Z1)
-	Z4RED(Z2)
-	Z4RED(Z3)
-	VMOVUPS Z0, 0(DX)
-	VMOVUPS Z1, 64(DX)
-	VMOVUPS Z2, 128(DX)
-	VMOVUPS Z3, 192(DX)
-	MOVQ    R14, R12
-	Z6OUT(0)
-	Z6OUT(32)
-	Z6OUT(64)
-	Z6OUT(96)
-	Z6OUT(128)
-	Z6OUT(160)
-	Z6OUT(192)
-	Z6OUT(224)
-
-	ADDQ rb+8(FP), R13
-	ADDQ $4, R14
-	DECQ R8
-	JNZ  q88row
-	VZEROUPPER
+	PAIRX8
 	RET
 
 // func gemmQ8_0AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
 TEXT ·gemmQ8_0AVX512x2(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), R13
-	MOVQ rows+16(FP), R8
-	MOVQ y+40(FP), R14
-	MOVQ ys+48(FP), R15
-	MOVQ scratch+56(FP), DX
-	MXCONST
-
-q82row:
-	MOVQ   R13, SI
-	MOVQ   pk+32(FP), DI
-	MOVQ   nb+24(FP), CX
-	VPXORD Z0, Z0, Z0
-
-q82blk:
-	Q8HEAD
-	MXPAIR(32, Z0, Z16)
-	ADDQ $34, SI
-	ADDQ $96, DI
-	DECQ CX
-	JNZ  q82blk
-
-	Z4RED(Z0)
-	VMOVUPS Z0, 0(DX)
-	MOVQ    R14, R12
-	Z6OUT(0)
-	Z6OUT(32)
-
-	ADDQ rb+8(FP), R13
-	ADDQ $4, R14
-	DECQ R8
-	JNZ  q82row
-	VZEROUPPER
+	PAIRX2
 	RET
 
 // Two-token AVX2 kernels for Q4_K and Q6_K, the tile after the 4-token one
@@ -1599,90 +1535,19 @@ g62blk:
 	VPMOVB2M        Z8, K1 \
 	VPABSB          Z8, Z8
 
+#undef PAIRCONST
+#undef PAIRHEAD
+#undef PAIRBS
+#define PAIRCONST Q5CONST
+#define PAIRHEAD Q5HEAD
+#define PAIRBS 22
+
+// func gemmQ5_0AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
 TEXT ·gemmQ5_0AVX512x8(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), R13
-	MOVQ rows+16(FP), R8
-	MOVQ y+40(FP), R14
-	MOVQ ys+48(FP), R15
-	MOVQ scratch+56(FP), DX
-	Q5CONST
-
-q58row:
-	MOVQ   R13, SI
-	MOVQ   pk+32(FP), DI
-	MOVQ   nb+24(FP), CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-
-q58blk:
-	Q5HEAD
-	MXPAIR(32, Z0, Z16)
-	MXPAIR(96, Z1, Z17)
-	MXPAIR(160, Z2, Z18)
-	MXPAIR(224, Z3, Z19)
-	ADDQ $22, SI
-	ADDQ $288, DI
-	DECQ CX
-	JNZ  q58blk
-
-	Z4RED(Z0)
-	Z4RED(Z1)
-	Z4RED(Z2)
-	Z4RED(Z3)
-	VMOVUPS Z0, 0(DX)
-	VMOVUPS Z1, 64(DX)
-	VMOVUPS Z2, 128(DX)
-	VMOVUPS Z3, 192(DX)
-	MOVQ    R14, R12
-	Z6OUT(0)
-	Z6OUT(32)
-	Z6OUT(64)
-	Z6OUT(96)
-	Z6OUT(128)
-	Z6OUT(160)
-	Z6OUT(192)
-	Z6OUT(224)
-
-	ADDQ rb+8(FP), R13
-	ADDQ $4, R14
-	DECQ R8
-	JNZ  q58row
-	VZEROUPPER
+	PAIRX8
 	RET
 
+// func gemmQ5_0AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
 TEXT ·gemmQ5_0AVX512x2(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), R13
-	MOVQ rows+16(FP), R8
-	MOVQ y+40(FP), R14
-	MOVQ ys+48(FP), R15
-	MOVQ scratch+56(FP), DX
-	Q5CONST
-
-q52row:
-	MOVQ   R13, SI
-	MOVQ   pk+32(FP), DI
-	MOVQ   nb+24(FP), CX
-	VPXORD Z0, Z0, Z0
-
-q52blk:
-	Q5HEAD
-	MXPAIR(32, Z0, Z16)
-	ADDQ $22, SI
-	ADDQ $96, DI
-	DECQ CX
-	JNZ  q52blk
-
-	Z4RED(Z0)
-	VMOVUPS Z0, 0(DX)
-	MOVQ    R14, R12
-	Z6OUT(0)
-	Z6OUT(32)
-
-	ADDQ rb+8(FP), R13
-	ADDQ $4, R14
-	DECQ R8
-	JNZ  q52row
-	VZEROUPPER
+	PAIRX2
 	RET
