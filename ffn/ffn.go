@@ -167,15 +167,9 @@ func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan expert.Ready, wan
 	var firstErr error
 	for got := 0; got < want; {
 		t0 := time.Now()
-		var r expert.Ready
-		if !poll(ch, t0) {
-			select {
-			case r = <-ch:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		} else {
-			r = <-ch
+		r, err := receive(ctx, ch, t0)
+		if err != nil {
+			return err
 		}
 		st.Stall += time.Since(t0)
 		// take whatever else is already there: ready experts are computed
@@ -206,7 +200,7 @@ func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan expert.Ready, wan
 		}
 		clear(group)
 		s.group = group[:0]
-		err := s.computeBounded(ctx, j, ready, st)
+		err = s.computeBounded(ctx, j, ready, st)
 		release(ready)
 		s.ready = ready[:0]
 		if err != nil && firstErr == nil {
