@@ -73,13 +73,14 @@
 // last partial tile padded with copies of its last token.
 //
 //   - AVX2 (gemm_amd64.s): Q4_K and Q6_K against 4 tokens then 2, Q8_0
-//     against 8;
+//     and Q5_0 against 8 (Q5_0's measured faster than an AVX-512 pair
+//     kernel, which was removed);
 //     F32 and F16 rows (the MoE routers, F16 fallback tensors) against 3
 //     (gemmf_amd64.s), a last pair padded to 3.
-//   - AVX-512 F/BW, used over AVX2 where present: Q4_K, Q6_K, MXFP4, Q5_0
-//     and Q8_0 against 8 tokens, two tokens per 512-bit register; the tokens
-//     left after whole tiles of 8 go to the AVX-512 2-token kernel for MXFP4,
-//     Q5_0 and Q8_0, to the AVX2 4- and 2-token kernels for Q4_K and Q6_K (they
+//   - AVX-512 F/BW, used over AVX2 where present: Q4_K, Q6_K, MXFP4 and
+//     Q8_0 against 8 tokens, two tokens per 512-bit register; the tokens
+//     left after whole tiles of 8 go to the AVX-512 2-token kernel for MXFP4
+//     and Q8_0, to the AVX2 4- and 2-token kernels for Q4_K and Q6_K (they
 //     measured faster there); Q4_K and Q6_K with VPDPWSSD where AVX-512
 //     VNNI exists.
 //   - Pure Go (ref_gemm.go; the purego build and machines without the

@@ -29,6 +29,9 @@ var (
 	// q5Bits: byte i is every bit but bit i%8, so ORing it in leaves all
 	// ones exactly where that bit was set.
 	q5Bits = [4]uint64{0x7fbfdfeff7fbfdfe, 0x7fbfdfeff7fbfdfe, 0x7fbfdfeff7fbfdfe, 0x7fbfdfeff7fbfdfe}
+	// low4x32: 32 × 0x0F (the AVX2 Q5_0 multi-token kernel reads it from
+	// memory: its registers hold the tokens' sums).
+	low4x32 = [4]uint64{0x0F0F0F0F0F0F0F0F, 0x0F0F0F0F0F0F0F0F, 0x0F0F0F0F0F0F0F0F, 0x0F0F0F0F0F0F0F0F}
 )
 
 func init() {

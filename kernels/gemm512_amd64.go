@@ -83,12 +83,6 @@ func gemmQ8_0AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, s
 func gemmQ8_0AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
 
 //go:noescape
-func gemmQ5_0AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-
-//go:noescape
-func gemmQ5_0AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-
-//go:noescape
 func gemmQ4_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
 
 // q4KPairsLayout is the packed tile of T tokens per 256-element block (see
@@ -240,6 +234,5 @@ func avx512GEMMs() map[quant.Type]*gemmKernel {
 		quant.Q6_K:  pairGEMM(210, 256, q6KPairsBytes, packQ6_KPairs, gemmQ6_KAVX512x8, gemmQ6_KAVX512x2),
 		quant.MXFP4: pairGEMM(17, 32, mxPairsBytes, packMXFP4Pairs, gemmMXFP4AVX512x8, gemmMXFP4AVX512x2),
 		quant.Q8_0:  pairGEMM(34, 32, mxPairsBytes, packMXFP4Pairs, gemmQ8_0AVX512x8, gemmQ8_0AVX512x2),
-		quant.Q5_0:  pairGEMM(22, 32, mxPairsBytes, packMXFP4Pairs, gemmQ5_0AVX512x8, gemmQ5_0AVX512x2),
 	}
 }

@@ -55,13 +55,17 @@ func gemmQ6_K2AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 //go:noescape
 func gemmQ8_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
+//go:noescape
+func gemmQ5_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
 func avx2GEMMs() map[quant.Type]*gemmKernel {
 	m := map[quant.Type]*gemmKernel{
 		quant.Q4_K: {tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ4_K, minFill: 3,
 			next: &gemmKernel{tile: 2, pack: packQ8_K, packBytes: q8KPack2Bytes, run: avx2GEMMQ4_K2}},
 		quant.Q6_K: {tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ6_K, minFill: 3,
 			next: &gemmKernel{tile: 2, pack: packQ8_K, packBytes: q8KPack2Bytes, run: avx2GEMMQ6_K2}},
-		quant.Q8_0: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMMQ8_0},
+		quant.Q8_0: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMM8(34, gemmQ8_0AVX2)},
+		quant.Q5_0: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMM8(22, gemmQ5_0AVX2)},
 	}
 	maps.Copy(m, floatGEMMs())
 	return m
@@ -151,13 +155,17 @@ func avx2GEMMQ6_K2(w []byte, rb, rows int, acts []*Activation, pk []byte, y []fl
 	gemmQ6_K2AVX2(&w[0], rb, rows, nb, &pk[0], &y[0], 4*ys)
 }
 
-func avx2GEMMQ8_0(w []byte, rb, rows int, acts []*Activation, pk []byte, y []float32, ys int) {
-	nb := acts[0].cols / 32
-	if len(acts) != gemmTileQ80 || !gemmOk(w, rb, rows, nb, 34, pk, q8_0PackBytes(acts[0].cols, gemmTileQ80), y, ys, gemmTileQ80) {
-		fillNaN(y[:min(len(y), rows)])
-		return
+// avx2GEMM8 wraps an 8-token AVX2 kernel of a 32-element format with
+// blocks of bs bytes (Q8_0, Q5_0: the packQ8_0 tile).
+func avx2GEMM8(bs int, kern func(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)) gemmRun {
+	return func(w []byte, rb, rows int, acts []*Activation, pk []byte, y []float32, ys int) {
+		nb := acts[0].cols / 32
+		if len(acts) != gemmTileQ80 || !gemmOk(w, rb, rows, nb, bs, pk, q8_0PackBytes(acts[0].cols, gemmTileQ80), y, ys, gemmTileQ80) {
+			fillNaN(y[:min(len(y), rows)])
+			return
+		}
+		kern(&w[0], rb, rows, nb, &pk[0], &y[0], 4*ys)
 	}
-	gemmQ8_0AVX2(&w[0], rb, rows, nb, &pk[0], &y[0], 4*ys)
 }
 
 // Packed Q8_K tile of T tokens, per 256-element block: T float32 scales,

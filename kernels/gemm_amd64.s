@@ -345,78 +345,126 @@ g6blk:
 	VMULPS       Y11, Y10, Y10 \
 	VADDPS       Y10, acc, acc
 
+// TOKX8 is the body of the 8-token AVX2 kernels of 32-element formats with
+// signed codes: TOKCONST loads the format's constants, TOKHEAD unpacks one
+// block of TOKBS bytes (f16 scale in X12, codes in Y8, |codes| in Y9), Q8TOK
+// accumulates each token (both defined before each TEXT).
+#define TOKX8 \
+	MOVQ w+0(FP), R13 \
+	MOVQ rows+16(FP), R8 \
+	MOVQ y+40(FP), R14 \
+	MOVQ ys+48(FP), R15 \
+	MOVL         $0x00010001, AX \
+	VMOVD        AX, X15 \
+	VPBROADCASTD X15, Y15 \
+	TOKCONST \
+row: \
+	MOVQ   R13, SI \
+	MOVQ   pk+32(FP), DI \
+	MOVQ   nb+24(FP), CX \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	VXORPS Y4, Y4, Y4 \
+	VXORPS Y5, Y5, Y5 \
+	VXORPS Y6, Y6, Y6 \
+	VXORPS Y7, Y7, Y7 \
+blk: \
+	TOKHEAD \
+	Q8TOK(0, Y0) \
+	Q8TOK(1, Y1) \
+	Q8TOK(2, Y2) \
+	Q8TOK(3, Y3) \
+	Q8TOK(4, Y4) \
+	Q8TOK(5, Y5) \
+	Q8TOK(6, Y6) \
+	Q8TOK(7, Y7) \
+	ADDQ $TOKBS, SI \
+	ADDQ $288, DI \
+	DECQ CX \
+	JNZ  blk \
+	MOVQ     R14, R12 \
+	HSUMTO(Y0, X0, X8, X9) \
+	VMOVSS   X8, (R12) \
+	ADDQ     R15, R12 \
+	HSUMTO(Y1, X1, X8, X9) \
+	VMOVSS   X8, (R12) \
+	ADDQ     R15, R12 \
+	HSUMTO(Y2, X2, X8, X9) \
+	VMOVSS   X8, (R12) \
+	ADDQ     R15, R12 \
+	HSUMTO(Y3, X3, X8, X9) \
+	VMOVSS   X8, (R12) \
+	ADDQ     R15, R12 \
+	HSUMTO(Y4, X4, X8, X9) \
+	VMOVSS   X8, (R12) \
+	ADDQ     R15, R12 \
+	HSUMTO(Y5, X5, X8, X9) \
+	VMOVSS   X8, (R12) \
+	ADDQ     R15, R12 \
+	HSUMTO(Y6, X6, X8, X9) \
+	VMOVSS   X8, (R12) \
+	ADDQ     R15, R12 \
+	HSUMTO(Y7, X7, X8, X9) \
+	VMOVSS   X8, (R12) \
+	ADDQ rb+8(FP), R13 \
+	ADDQ $4, R14 \
+	DECQ R8 \
+	JNZ  row \
+	VZEROUPPER
+
+// Q8_0: the block's 32 int8 weights are the codes.
+#define Q8AHEAD \
+	MOVWLZX   (SI), AX \
+	VMOVD     AX, X12 \
+	VCVTPH2PS X12, X12 \
+	VMOVDQU   2(SI), Y8 \
+	VPABSB    Y8, Y9
+
+#define TOKCONST
+#define TOKHEAD Q8AHEAD
+#define TOKBS 34
+
 // func gemmQ8_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 TEXT ·gemmQ8_0AVX2(SB), NOSPLIT, $0-56
-	MOVQ w+0(FP), R13
-	MOVQ rows+16(FP), R8
-	MOVQ y+40(FP), R14
-	MOVQ ys+48(FP), R15
-	MOVL         $0x00010001, AX
-	VMOVD        AX, X15
-	VPBROADCASTD X15, Y15
+	TOKX8
+	RET
 
-q8row:
-	MOVQ   R13, SI
-	MOVQ   pk+32(FP), DI
-	MOVQ   nb+24(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+// Q5_0: codes (nibble | 16·bit) - 16 as in Q50BLOCK, made signed; Y13 =
+// all ones, Y14 = 32 × 0x10, the other tables from memory.
+#define Q5AHEAD \
+	MOVWLZX        (SI), AX \
+	VMOVD          AX, X12 \
+	VCVTPH2PS      X12, X12 \
+	VPBROADCASTD   2(SI), Y10 \
+	VPSHUFB        ·q5Spread(SB), Y10, Y10 \
+	VPOR           ·q5Bits(SB), Y10, Y10 \
+	VPCMPEQB       Y13, Y10, Y10 \
+	VPAND          Y14, Y10, Y10 \
+	VBROADCASTI128 6(SI), Y8 \
+	VPSRLVD        ·mxShift(SB), Y8, Y8 \
+	VPAND          ·low4x32(SB), Y8, Y8 \
+	VPOR           Y10, Y8, Y8 \
+	VPSUBB         Y14, Y8, Y8 \
+	VPABSB         Y8, Y9
 
-q8blk:
-	MOVWLZX   (SI), AX
-	VMOVD     AX, X12
-	VCVTPH2PS X12, X12
-	VMOVDQU   2(SI), Y8
-	VPABSB    Y8, Y9
-	Q8TOK(0, Y0)
-	Q8TOK(1, Y1)
-	Q8TOK(2, Y2)
-	Q8TOK(3, Y3)
-	Q8TOK(4, Y4)
-	Q8TOK(5, Y5)
-	Q8TOK(6, Y6)
-	Q8TOK(7, Y7)
-	ADDQ $34, SI
-	ADDQ $288, DI
-	DECQ CX
-	JNZ  q8blk
+#define Q5ACONST \
+	VPCMPEQB     Y13, Y13, Y13 \
+	MOVL         $0x10101010, AX \
+	VMOVD        AX, X14 \
+	VPBROADCASTD X14, Y14
 
-	MOVQ     R14, R12
-	HSUMTO(Y0, X0, X8, X9)
-	VMOVSS   X8, (R12)
-	ADDQ     R15, R12
-	HSUMTO(Y1, X1, X8, X9)
-	VMOVSS   X8, (R12)
-	ADDQ     R15, R12
-	HSUMTO(Y2, X2, X8, X9)
-	VMOVSS   X8, (R12)
-	ADDQ     R15, R12
-	HSUMTO(Y3, X3, X8, X9)
-	VMOVSS   X8, (R12)
-	ADDQ     R15, R12
-	HSUMTO(Y4, X4, X8, X9)
-	VMOVSS   X8, (R12)
-	ADDQ     R15, R12
-	HSUMTO(Y5, X5, X8, X9)
-	VMOVSS   X8, (R12)
-	ADDQ     R15, R12
-	HSUMTO(Y6, X6, X8, X9)
-	VMOVSS   X8, (R12)
-	ADDQ     R15, R12
-	HSUMTO(Y7, X7, X8, X9)
-	VMOVSS   X8, (R12)
+#undef TOKCONST
+#undef TOKHEAD
+#undef TOKBS
+#define TOKCONST Q5ACONST
+#define TOKHEAD Q5AHEAD
+#define TOKBS 22
 
-	ADDQ rb+8(FP), R13
-	ADDQ $4, R14
-	DECQ R8
-	JNZ  q8row
-	VZEROUPPER
+// func gemmQ5_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ5_0AVX2(SB), NOSPLIT, $0-56
+	TOKX8
 	RET
 
 // AVX-512 (F, BW) Q4_K against token pairs: a 512-bit register holds one
@@ -1495,59 +1543,4 @@ g62blk:
 	DECQ   R8
 	JNZ    g62row
 	VZEROUPPER
-	RET
-
-// AVX-512 (F, BW) Q5_0 against token pairs: the MXFP4 pair kernel with the
-// block's 5-bit codes made signed (q = code - 16, formed in YMM as in the
-// AVX2 Q50BLOCK, then copied to both halves) and its f16 scale. Same packed
-// layout.
-
-// Q5CONST: MXCONST, and for the codes Y4 = q5Spread, Y5 = q5Bits, Y6 = all
-// ones, Y7 = 32 × 0x10, Y9 = mxShift (VEX registers: VPCMPEQB into a vector).
-#define Q5CONST \
-	MXCONST \
-	VMOVDQU      ·q5Spread(SB), Y4 \
-	VMOVDQU      ·q5Bits(SB), Y5 \
-	VPCMPEQB     Y6, Y6, Y6 \
-	MOVL         $0x10101010, AX \
-	VMOVD        AX, X7 \
-	VPBROADCASTD X7, Y7 \
-	VMOVDQU      ·mxShift(SB), Y9
-
-// Q5HEAD: block scale products into Y10, |q| into Z8, q < 0 into K1.
-#define Q5HEAD \
-	MOVWLZX         (SI), AX \
-	VMOVD           AX, X12 \
-	VCVTPH2PS       X12, X12 \
-	VBROADCASTSS    X12, Y12 \
-	VMULPS          (DI), Y12, Y10 \
-	VPBROADCASTD    2(SI), Y11 \
-	VPSHUFB         Y4, Y11, Y11 \
-	VPOR            Y5, Y11, Y11 \
-	VPCMPEQB        Y6, Y11, Y11 \
-	VPAND           Y7, Y11, Y11 \
-	VBROADCASTI128  6(SI), Y8 \
-	VPSRLVD         Y9, Y8, Y8 \
-	VPAND           Y14, Y8, Y8 \
-	VPOR            Y11, Y8, Y8 \
-	VPSUBB          Y7, Y8, Y8 \
-	VINSERTI64X4    $1, Y8, Z8, Z8 \
-	VPMOVB2M        Z8, K1 \
-	VPABSB          Z8, Z8
-
-#undef PAIRCONST
-#undef PAIRHEAD
-#undef PAIRBS
-#define PAIRCONST Q5CONST
-#define PAIRHEAD Q5HEAD
-#define PAIRBS 22
-
-// func gemmQ5_0AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-TEXT ·gemmQ5_0AVX512x8(SB), NOSPLIT, $0-64
-	PAIRX8
-	RET
-
-// func gemmQ5_0AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-TEXT ·gemmQ5_0AVX512x2(SB), NOSPLIT, $0-64
-	PAIRX2
 	RET
