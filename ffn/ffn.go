@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/expert"
+	"github.com/pipe-engine/pipe/internal/buf"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 )
@@ -378,7 +379,7 @@ func (s *Stage) computeMulti(l int, ws []model.ExpertWork) error {
 		return nil
 	}
 	s.each, s.eachLayer = ws, l
-	s.errs = grow(s.errs, len(ws))
+	s.errs = buf.Grow(s.errs, len(ws))
 	err := s.pool.ParallelWith(len(ws), s.eachFn)
 	s.each = nil
 	for i, e := range s.errs {
@@ -394,14 +395,6 @@ func (s *Stage) computeMulti(l int, ws []model.ExpertWork) error {
 func (s *Stage) computeOne(t, i int) {
 	w := &s.each[i]
 	s.errs[i] = s.fn.ComputeExpert(s.eachLayer, w.Expert, w.Parts, w.N, w.X, w.Out, &s.threads[t].scratch)
-}
-
-// grow returns b resized to n, reallocated only when too small.
-func grow[T any](b []T, n int) []T {
-	if cap(b) < n {
-		return make([]T, n)
-	}
-	return b[:n]
 }
 
 // Finish writes each token's output: Σ_rank w·y in rank order (ggml's

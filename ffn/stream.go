@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/expert"
+	"github.com/pipe-engine/pipe/internal/buf"
 )
 
 // streamed is the state of one streaming Consume, read by the pool threads.
@@ -37,7 +38,7 @@ func (s *Stage) consumeStream(ctx context.Context, j *Job, ch <-chan expert.Read
 	t0 := time.Now()
 	s.stream.ctx, s.stream.job, s.stream.ch = ctx, j, ch
 	s.stream.failed.Store(false)
-	s.errs = grow(s.errs, want)
+	s.errs = buf.Grow(s.errs, want)
 	for i := range s.threads {
 		s.threads[i].wait, s.threads[i].experts = 0, 0
 	}
@@ -120,7 +121,7 @@ func (s *Stage) computeWhole(j *Job, r expert.Ready, th *threadScratch) error {
 		out := s.ys[(u.t*j.K+u.r)*E : (u.t*j.K+u.r+1)*E]
 		return s.fn.ComputeExpert(j.Layer, r.Expert, r.Parts, 1, j.X[u.t][:E], out, &th.scratch)
 	}
-	th.xs, th.os = grow(th.xs, len(us)*E), grow(th.os, len(us)*E)
+	th.xs, th.os = buf.Grow(th.xs, len(us)*E), buf.Grow(th.os, len(us)*E)
 	for i, u := range us {
 		copy(th.xs[i*E:(i+1)*E], j.X[u.t])
 	}

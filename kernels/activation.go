@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/pipe-engine/pipe/internal/buf"
 	"github.com/pipe-engine/pipe/quant"
 )
 
@@ -99,13 +100,6 @@ func QuantizeActivation(t quant.Type, x []float32) (*Activation, error) {
 	return a, nil
 }
 
-func grow[T any](s []T, n int) []T {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return make([]T, n)
-}
-
 // Quantize converts x for rows of weight type t, reusing a's buffers.
 func (a *Activation) Quantize(t quant.Type, x []float32) error {
 	return a.quantizeWith(impl, t, x)
@@ -126,39 +120,39 @@ func (a *Activation) quantizeWith(m *implementation, t quant.Type, x []float32) 
 	a.weight, a.typ, a.cols = t, at, n
 	switch at {
 	case quant.Q8_0:
-		a.qs = grow(a.qs, n)
-		a.d = grow(a.d, n/32)
+		a.qs = buf.Grow(a.qs, n)
+		a.d = buf.Grow(a.d, n/32)
 		m.quantQ8_0(x, a.qs, a.d)
 		a.corr = a.corr[:0]
 		if off := unsignedOffset(t); off != 0 {
-			a.corr = grow(a.corr, n/4)
+			a.corr = buf.Grow(a.corr, n/4)
 			for i := range a.corr {
 				q := a.qs[4*i : 4*i+4]
 				a.corr[i] = off * (int32(q[0]) + int32(q[1]) + int32(q[2]) + int32(q[3]))
 			}
 		}
 	case quant.Q8_1:
-		a.qs = grow(a.qs, n)
-		a.d = grow(a.d, n/32)
-		a.s = grow(a.s, n/32)
+		a.qs = buf.Grow(a.qs, n)
+		a.d = buf.Grow(a.d, n/32)
+		a.s = buf.Grow(a.s, n/32)
 		refQuantQ8_1(x, a.qs, a.d, a.s)
 	case quant.Q8_K:
-		a.qs = grow(a.qs, n)
-		a.d = grow(a.d, n/256)
-		a.bsums = grow(a.bsums, n/16)
+		a.qs = buf.Grow(a.qs, n)
+		a.d = buf.Grow(a.d, n/256)
+		a.bsums = buf.Grow(a.bsums, n/16)
 		m.quantQ8_K(x, a.qs, a.d, a.bsums)
 	case quant.F16:
-		a.h = grow(a.h, n)
+		a.h = buf.Grow(a.h, n)
 		for i, v := range x {
 			a.h[i] = quant.FP32ToFP16(v)
 		}
 	case quant.BF16:
-		a.h = grow(a.h, n)
+		a.h = buf.Grow(a.h, n)
 		for i, v := range x {
 			a.h[i] = quant.FP32ToBF16(v)
 		}
 	case quant.F32:
-		a.f = grow(a.f, n)
+		a.f = buf.Grow(a.f, n)
 		copy(a.f, x)
 	}
 	return nil

@@ -1,6 +1,9 @@
 package kernels
 
-import "github.com/pipe-engine/pipe/quant"
+import (
+	"github.com/pipe-engine/pipe/internal/buf"
+	"github.com/pipe-engine/pipe/quant"
+)
 
 // Multi-token (GEMM-shaped) kernels. MatMul and MatMulQ over n tokens hand
 // each chunk of weight rows to a gemmKernel in tiles of `tile` tokens: the
@@ -89,7 +92,7 @@ func (g *gemmJob) prepare(m *implementation, t quant.Type, acts []*Activation, r
 				g.acts = append(g.acts, acts[n-1])
 			}
 			g.plan = append(g.plan, gemmStep{k: k, v: g.rest, valid: r, acts: g.acts})
-			g.pad = grow(g.pad, k.tile*rows)
+			g.pad = buf.Grow(g.pad, k.tile*rows)
 			g.rest = n
 		}
 	}
@@ -98,7 +101,7 @@ func (g *gemmJob) prepare(m *implementation, t quant.Type, acts []*Activation, r
 			size += st.k.packBytes(acts[0].cols)
 		}
 	}
-	g.buf = grow(g.buf, size)
+	g.buf = buf.Grow(g.buf, size)
 	off := 0
 	for i := range g.plan {
 		st := &g.plan[i]

@@ -10,6 +10,7 @@ import (
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/ffn"
+	"github.com/pipe-engine/pipe/internal/buf"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/prefetch"
 	"github.com/pipe-engine/pipe/reader"
@@ -33,14 +34,6 @@ type layerScratch struct {
 	}
 	mapped      chan expert.Ready // non-streaming hand-off
 	mappedParts [][][][]byte      // [layer][expert] slices of the file mapping
-}
-
-// grow returns s resized to n, reallocated only when too small.
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
 }
 
 // renew makes fresh hand-off channels for up to n experts per request.
@@ -359,7 +352,7 @@ func (e *Engine) speculateNext(job *ffn.Job) {
 	// which this goroutine waits for before it computes the guess two
 	// layers on.
 	g := &e.scratch.guess[next%2]
-	g.ids, g.w = grow(g.ids, spec.K), grow(g.w, spec.K)
+	g.ids, g.w = buf.Grow(g.ids, spec.K), buf.Grow(g.w, spec.K)
 	if err == nil {
 		err = router.Route(spec, e.scratch.peekLogits[:spec.NExpert], g.ids, g.w, e.scratch.probs)
 	}
@@ -388,20 +381,20 @@ func (e *Engine) speculatePrompt(next int) {
 	sc := &e.scratch
 	spec := e.model.Router(next)
 	n, width := len(sc.peekIn), len(sc.peekIn[0])
-	sc.peekX = grow(sc.peekX, n*width)
+	sc.peekX = buf.Grow(sc.peekX, n*width)
 	for t, row := range sc.peekIn {
 		copy(sc.peekX[t*width:(t+1)*width], row)
 	}
-	sc.peekLogits = grow(sc.peekLogits, n*spec.NExpert)
-	sc.probs = grow(sc.probs, max(len(sc.probs), spec.NExpert))
+	sc.peekLogits = buf.Grow(sc.peekLogits, n*spec.NExpert)
+	sc.probs = buf.Grow(sc.probs, max(len(sc.probs), spec.NExpert))
 	t0 := time.Now()
 	defer func() { e.meter.timings.Router += time.Since(t0) }()
 	if e.io.prompt.PeekRouter(next, sc.peekX, n, sc.peekLogits) != nil {
 		return // no router to apply early (a layer without experts): nothing to guess
 	}
 	g := &sc.guess[next%2]
-	g.ids, g.w = grow(g.ids, spec.K), grow(g.w, spec.K)
-	sc.votes = grow(sc.votes, spec.NExpert)
+	g.ids, g.w = buf.Grow(g.ids, spec.K), buf.Grow(g.w, spec.K)
+	sc.votes = buf.Grow(sc.votes, spec.NExpert)
 	clear(sc.votes)
 	for t := range n {
 		if router.Route(spec, sc.peekLogits[t*spec.NExpert:(t+1)*spec.NExpert], g.ids, g.w, sc.probs) != nil {
