@@ -395,19 +395,33 @@ func (g *countFile) ReadAt(p []byte, off int64) (int, error) {
 }
 func (g *countFile) Close() error { return nil }
 
-// TestLanesSpecLanes: with SpecLanes 1 of 3 lanes, speculative reads run one
-// at a time while the other lanes stay free for demand reads.
-func TestLanesSpecLanes(t *testing.T) {
+// countLanes starts lanes over a countFile (closed with the test).
+func countLanes(t *testing.T, o LaneOptions) (*countFile, *Lanes) {
+	t.Helper()
 	g := &countFile{started: make(chan struct{}, 16), release: make(chan struct{})}
 	f, err := Open([]string{"count"}, Options{Open: func(string, bool) (File, error) { return g, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	l, err := Start(context.Background(), f, LaneOptions{Lanes: 3, SpecLanes: 1})
+	t.Cleanup(func() { f.Close() })
+	l, err := Start(context.Background(), f, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g, l
+}
+
+// waitServed waits up to 5 s for n Done calls.
+func waitServed(served *atomic.Int32, n int32) {
+	for deadline := time.Now().Add(5 * time.Second); served.Load() < n && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestLanesSpecLanes: with SpecLanes 1 of 3 lanes, speculative reads run one
+// at a time while the other lanes stay free for demand reads.
+func TestLanesSpecLanes(t *testing.T) {
+	g, l := countLanes(t, LaneOptions{Lanes: 3, SpecLanes: 1})
 	buf := alloc(t, BlockSize)
 	var served atomic.Int32
 	req := Request{Buf: buf, Ranges: []Range{{Shard: 0, Off: 0, Len: 10}}, Done: func(error) { served.Add(1) }}
@@ -427,9 +441,7 @@ func TestLanesSpecLanes(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	close(g.release)
-	for deadline := time.Now().Add(5 * time.Second); served.Load() < 4 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	waitServed(&served, 4)
 	l.Close() // (Close drains what is left on every lane, unbounded)
 	if served.Load() != 4 || g.mx != 2 {
 		t.Errorf("%d served, at most %d reads at once; want 4, 2", served.Load(), g.mx)
@@ -439,16 +451,7 @@ func TestLanesSpecLanes(t *testing.T) {
 // TestLanesAnyLane: AnyLane speculative reads (the warm start's) run on
 // every lane at once, whatever SpecLanes.
 func TestLanesAnyLane(t *testing.T) {
-	g := &countFile{started: make(chan struct{}, 16), release: make(chan struct{})}
-	f, err := Open([]string{"count"}, Options{Open: func(string, bool) (File, error) { return g, nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	l, err := Start(context.Background(), f, LaneOptions{Lanes: 3, SpecLanes: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, l := countLanes(t, LaneOptions{Lanes: 3, SpecLanes: 1})
 	var served atomic.Int32
 	req := Request{Buf: alloc(t, BlockSize), Ranges: []Range{{Shard: 0, Off: 0, Len: 10}}, Done: func(error) { served.Add(1) }, AnyLane: true}
 	for range 4 {
@@ -464,9 +467,7 @@ func TestLanesAnyLane(t *testing.T) {
 		}
 	}
 	close(g.release)
-	for deadline := time.Now().Add(5 * time.Second); served.Load() < 4 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	waitServed(&served, 4)
 	l.Close()
 	if served.Load() != 4 || g.mx != 3 {
 		t.Errorf("%d served, at most %d reads at once; want 4, 3", served.Load(), g.mx)
