@@ -36,6 +36,53 @@
 	VMOVD        AX, X14         \
 	VPBROADCASTD X14, Y14
 
+// OFFSETDOT is the body of the dots of 32-element formats with unsigned
+// codes and a per-lane offset from the activation's corr (MXFP4, Q4_0,
+// Q5_0): OFFBLOCK(off, yoff, doff, coff) adds one block of OFFBS bytes to
+// Y0 (four per iteration, then the rest one by one) after OFFCONST loads the
+// format's constants (the three are defined before each TEXT); it ends with
+// the sum in X0.
+#define OFFSETDOT \
+	MOVQ w+0(FP), SI \
+	MOVQ qs+8(FP), DI \
+	MOVQ d+16(FP), DX \
+	MOVQ corr+24(FP), R9 \
+	MOVQ nb+32(FP), CX \
+	ONES16 \
+	LOW4 \
+	OFFCONST \
+	VMOVDQU ·mxShift(SB), Y12 \
+	VXORPS  Y0, Y0, Y0 \
+	SHRQ    $2, CX \
+	JZ      tail \
+loop: \
+	PREFETCHT0 PFDIST(SI) \
+	PREFETCHT0 (PFDIST+64)(SI) \
+	OFFBLOCK(0, 0, 0, 0) \
+	OFFBLOCK((OFFBS), 32, 4, 32) \
+	OFFBLOCK((2*OFFBS), 64, 8, 64) \
+	OFFBLOCK((3*OFFBS), 96, 12, 96) \
+	ADDQ $(4*OFFBS), SI \
+	ADDQ $128, DI \
+	ADDQ $16, DX \
+	ADDQ $128, R9 \
+	DECQ CX \
+	JNZ  loop \
+tail: \
+	MOVQ nb+32(FP), CX \
+	ANDQ $3, CX \
+	JZ   done \
+tailloop: \
+	OFFBLOCK(0, 0, 0, 0) \
+	ADDQ $OFFBS, SI \
+	ADDQ $32, DI \
+	ADDQ $4, DX \
+	ADDQ $32, R9 \
+	DECQ CX \
+	JNZ  tailloop \
+done: \
+	HSUM8
+
 // func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
 TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
 	MOVQ w+0(FP), SI
@@ -95,53 +142,16 @@ q80loop:
 	VMULPS         Y1, Y2, Y2         \
 	VADDPS         Y2, Y0, Y0
 
+#define OFFCONST \
+	LEAQ           ·e8m0HalfTable(SB), R8 \
+	VBROADCASTI128 ·kvaluesMXFP4u(SB), Y13
+#define OFFBLOCK MXBLOCK
+#define OFFBS 17
+
 // func dotMXFP4AVX2(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
 TEXT ·dotMXFP4AVX2(SB), NOSPLIT, $0-44
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ corr+24(FP), R9
-	MOVQ nb+32(FP), CX
-	ONES16
-	LOW4
-	LEAQ           ·e8m0HalfTable(SB), R8
-	VBROADCASTI128 ·kvaluesMXFP4u(SB), Y13
-	VMOVDQU        ·mxShift(SB), Y12
-	VXORPS         Y0, Y0, Y0
-	SHRQ           $2, CX
-	JZ             mxtail
-
-mxloop:
-	PREFETCHT0     PFDIST(SI)
-	PREFETCHT0     (PFDIST+64)(SI)
-	MXBLOCK(0, 0, 0, 0)
-	MXBLOCK(17, 32, 4, 32)
-	MXBLOCK(34, 64, 8, 64)
-	MXBLOCK(51, 96, 12, 96)
-	ADDQ           $68, SI
-	ADDQ           $128, DI
-	ADDQ           $16, DX
-	ADDQ           $128, R9
-	DECQ           CX
-	JNZ            mxloop
-
-mxtail:
-	MOVQ           nb+32(FP), CX
-	ANDQ           $3, CX
-	JZ             mxdone
-
-mxtailloop:
-	MXBLOCK(0, 0, 0, 0)
-	ADDQ           $17, SI
-	ADDQ           $32, DI
-	ADDQ           $4, DX
-	ADDQ           $32, R9
-	DECQ           CX
-	JNZ            mxtailloop
-
-mxdone:
-	HSUM8
-	VMOVSS     X0, ret+40(FP)
+	OFFSETDOT
+	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
 
@@ -551,51 +561,17 @@ f16done:
 	VMULPS         Y1, Y2, Y2         \
 	VADDPS         Y2, Y0, Y0
 
+#undef OFFCONST
+#undef OFFBLOCK
+#undef OFFBS
+#define OFFCONST
+#define OFFBLOCK Q40BLOCK
+#define OFFBS 18
+
 // func dotQ4_0AVX2(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
 TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-44
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ corr+24(FP), R9
-	MOVQ nb+32(FP), CX
-	ONES16
-	LOW4
-	VMOVDQU        ·mxShift(SB), Y12
-	VXORPS         Y0, Y0, Y0
-	SHRQ           $2, CX
-	JZ             q40tail
-
-q40loop:
-	PREFETCHT0     PFDIST(SI)
-	PREFETCHT0     (PFDIST+64)(SI)
-	Q40BLOCK(0, 0, 0, 0)
-	Q40BLOCK(18, 32, 4, 32)
-	Q40BLOCK(36, 64, 8, 64)
-	Q40BLOCK(54, 96, 12, 96)
-	ADDQ           $72, SI
-	ADDQ           $128, DI
-	ADDQ           $16, DX
-	ADDQ           $128, R9
-	DECQ           CX
-	JNZ            q40loop
-
-q40tail:
-	MOVQ           nb+32(FP), CX
-	ANDQ           $3, CX
-	JZ             q40done
-
-q40tailloop:
-	Q40BLOCK(0, 0, 0, 0)
-	ADDQ           $18, SI
-	ADDQ           $32, DI
-	ADDQ           $4, DX
-	ADDQ           $32, R9
-	DECQ           CX
-	JNZ            q40tailloop
-
-q40done:
-	HSUM8
-	VMOVSS     X0, ret+40(FP)
+	OFFSETDOT
+	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
 
@@ -629,56 +605,22 @@ q40done:
 	VMULPS         Y1, Y2, Y2         \
 	VADDPS         Y2, Y0, Y0
 
+#undef OFFCONST
+#undef OFFBLOCK
+#undef OFFBS
+#define OFFCONST \
+	MOVL         $0x10101010, AX \
+	VMOVD        AX, X9 \
+	VPBROADCASTD X9, Y9 \
+	VPCMPEQB     Y10, Y10, Y10 \
+	VMOVDQU      ·q5Bits(SB), Y11 \
+	VMOVDQU      ·q5Spread(SB), Y13
+#define OFFBLOCK Q50BLOCK
+#define OFFBS 22
+
 // func dotQ5_0AVX2(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
 TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-44
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
-	MOVQ corr+24(FP), R9
-	MOVQ nb+32(FP), CX
-	ONES16
-	LOW4
-	MOVL           $0x10101010, AX
-	VMOVD          AX, X9
-	VPBROADCASTD   X9, Y9
-	VPCMPEQB       Y10, Y10, Y10
-	VMOVDQU        ·q5Bits(SB), Y11
-	VMOVDQU        ·mxShift(SB), Y12
-	VMOVDQU        ·q5Spread(SB), Y13
-	VXORPS         Y0, Y0, Y0
-	SHRQ           $2, CX
-	JZ             q50tail
-
-q50loop:
-	PREFETCHT0     PFDIST(SI)
-	PREFETCHT0     (PFDIST+64)(SI)
-	Q50BLOCK(0, 0, 0, 0)
-	Q50BLOCK(22, 32, 4, 32)
-	Q50BLOCK(44, 64, 8, 64)
-	Q50BLOCK(66, 96, 12, 96)
-	ADDQ           $88, SI
-	ADDQ           $128, DI
-	ADDQ           $16, DX
-	ADDQ           $128, R9
-	DECQ           CX
-	JNZ            q50loop
-
-q50tail:
-	MOVQ           nb+32(FP), CX
-	ANDQ           $3, CX
-	JZ             q50done
-
-q50tailloop:
-	Q50BLOCK(0, 0, 0, 0)
-	ADDQ           $22, SI
-	ADDQ           $32, DI
-	ADDQ           $4, DX
-	ADDQ           $32, R9
-	DECQ           CX
-	JNZ            q50tailloop
-
-q50done:
-	HSUM8
-	VMOVSS     X0, ret+40(FP)
+	OFFSETDOT
+	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
