@@ -11,7 +11,7 @@
 //	logits = Woutput RMSNorm(x)·output_norm
 //
 // The routed experts are computed behind model.MoE; this package supplies
-// their math (ComputeExpert) and the gating rule (softmax over all experts,
+// their math (model.SwiGLUExperts) and the gating rule (softmax over all experts,
 // top-k, renormalise). Every shape comes from GGUF metadata. The package
 // registers itself as "qwen3moe" on import.
 package qwen3moe
@@ -20,9 +20,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
-	"github.com/pipe-engine/pipe/quant"
 )
 
 func init() { model.Register("qwen3moe", New) }
@@ -31,11 +29,10 @@ func init() { model.Register("qwen3moe", New) }
 // FFN per layer, plus the expert math.
 type Model struct {
 	*model.Decoder
-	d                 *model.Desc
-	pool              *kernels.Pool
-	nEmbd, nFF        int
-	nExpert, k        int
-	gateT, upT, downT []quant.Type // per layer
+	model.SwiGLUExperts
+	d          *model.Desc
+	nEmbd, nFF int
+	nExpert, k int
 }
 
 // New builds a Qwen3-MoE from its description and dense weights.
@@ -45,7 +42,8 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{d: d, pool: opt.Pool, nEmbd: hp.NEmbd, nFF: hp.NFFExp, nExpert: hp.NExpert, k: k}
+	m := &Model{d: d, nEmbd: hp.NEmbd, nFF: hp.NFFExp, nExpert: hp.NExpert, k: k,
+		SwiGLUExperts: model.SwiGLUExperts{Arch: "qwen3moe", Pool: opt.Pool, NEmbd: hp.NEmbd, NFF: hp.NFFExp}}
 	hd := hp.HeadDim
 	if hd == 0 && hp.NHead > 0 {
 		hd = hp.NEmbd / hp.NHead
@@ -80,9 +78,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 			Gate: ld.Matrix(p+"ffn_gate_inp.weight", m.nEmbd, m.nExpert),
 		}
 		m.Layers = append(m.Layers, model.Layer{Attn: a, FFN: ffn})
-		m.gateT = append(m.gateT, ld.ExpertType(p+"ffn_gate_exps.weight", m.nEmbd, m.nFF, m.nExpert))
-		m.upT = append(m.upT, ld.ExpertType(p+"ffn_up_exps.weight", m.nEmbd, m.nFF, m.nExpert))
-		m.downT = append(m.downT, ld.ExpertType(p+"ffn_down_exps.weight", m.nFF, m.nEmbd, m.nExpert))
+		m.AddLayer(ld, l, m.nExpert)
 	}
 	if err := ld.CheckVocab(m.Decoder, hp.NVocab); err != nil {
 		return nil, err
@@ -96,100 +92,4 @@ func (m *Model) Desc() *model.Desc { return m.d }
 // Router implements model.Model.
 func (m *Model) Router(int) model.RouterSpec {
 	return model.RouterSpec{Gating: model.SoftmaxTopK, NExpert: m.nExpert, K: m.k, Normalize: true}
-}
-
-// ComputeExpert implements model.ExpertFFN: down(silu(gate x) · up x).
-func (m *Model) ComputeExpert(l, e int, parts [][]byte, n int, x, out []float32, s *model.Scratch) error {
-	if len(parts) != 3 {
-		return fmt.Errorf("qwen3moe: layer %d expert %d: %d parts, want gate, up, down", l, e, len(parts))
-	}
-	a, b := s.Grow(n * m.nFF)
-	mm := s.On(m.pool)
-	if err := mm.MatMul(m.gateT[l], parts[0], m.nFF, m.nEmbd, x[:n*m.nEmbd], n, a); err != nil {
-		return fmt.Errorf("layer %d expert %d gate: %w", l, e, err)
-	}
-	if err := mm.MatMul(m.upT[l], parts[1], m.nFF, m.nEmbd, x[:n*m.nEmbd], n, b); err != nil {
-		return fmt.Errorf("layer %d expert %d up: %w", l, e, err)
-	}
-	model.SwiGLU(a, a, b)
-	if err := mm.MatMul(m.downT[l], parts[2], m.nEmbd, m.nFF, a, n, out[:n*m.nEmbd]); err != nil {
-		return fmt.Errorf("layer %d expert %d down: %w", l, e, err)
-	}
-	return nil
-}
-
-// ComputeExperts implements model.BatchExpertFFN: the gate and up
-// projections of every single-token expert in one pool dispatch (their
-// shared input quantized once), then all their down projections in another;
-// experts of several tokens go through ComputeExpert (the multi-token
-// kernels).
-func (m *Model) ComputeExperts(l int, work []model.ExpertWork, s *model.Scratch) error {
-	if l < 0 || l >= len(m.Layers) {
-		return fmt.Errorf("%w: qwen3moe: layer %d out of range", model.ErrBadModel, l)
-	}
-	gateT, upT, downT := m.gateT[l], m.upT[l], m.downT[l]
-	F, E := m.nFF, m.nEmbd
-	single := 0
-	for _, w := range work {
-		if len(w.Parts) != 3 {
-			return fmt.Errorf("qwen3moe: layer %d expert %d: %d parts, want gate, up, down", l, w.Expert, len(w.Parts))
-		}
-		if w.N == 1 {
-			single++
-			continue
-		}
-		if err := m.ComputeExpert(l, w.Expert, w.Parts, w.N, w.X, w.Out, s); err != nil {
-			return err
-		}
-	}
-	if single == 0 {
-		return nil
-	}
-	gate, up := s.Grow(single * F)
-	s.ResetInputs()
-	ps := s.Products[:0]
-	i := 0
-	for _, w := range work {
-		if w.N != 1 {
-			continue
-		}
-		in := s.Input(w.X[:E])
-		ag, err := in.For(gateT)
-		if err != nil {
-			return fmt.Errorf("layer %d expert %d gate: %w", l, w.Expert, err)
-		}
-		au, err := in.For(upT)
-		if err != nil {
-			return fmt.Errorf("layer %d expert %d up: %w", l, w.Expert, err)
-		}
-		ps = append(ps,
-			kernels.Product{Type: gateT, W: w.Parts[0], Rows: F, Cols: E, A: ag, Y: gate[i*F : (i+1)*F]},
-			kernels.Product{Type: upT, W: w.Parts[1], Rows: F, Cols: E, A: au, Y: up[i*F : (i+1)*F]})
-		i++
-	}
-	if err := m.pool.MatVecs(ps); err != nil {
-		return fmt.Errorf("layer %d experts gate/up: %w", l, err)
-	}
-	model.SwiGLU(gate, gate, up)
-	ps = ps[:0]
-	i = 0
-	for _, w := range work {
-		if w.N != 1 {
-			continue
-		}
-		a, err := s.Input(gate[i*F : (i+1)*F]).For(downT)
-		if err != nil {
-			return fmt.Errorf("layer %d expert %d down: %w", l, w.Expert, err)
-		}
-		ps = append(ps, kernels.Product{Type: downT, W: w.Parts[2], Rows: E, Cols: F, A: a, Y: w.Out[:E]})
-		i++
-	}
-	err := m.pool.MatVecs(ps)
-	clear(ps)
-	s.Products = ps[:0]
-	s.ResetInputs()
-	if err != nil {
-		return fmt.Errorf("layer %d experts down: %w", l, err)
-	}
-	return nil
 }
