@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pipe-engine/pipe/internal/safefile"
 )
@@ -50,6 +52,9 @@ var (
 	ErrHotSetStale = errors.New("hot set is stale")
 	// ErrHotSetCorrupt: the hot set does not parse or fails its checksum.
 	ErrHotSetCorrupt = errors.New("hot set is corrupt")
+	// ErrNotHotSet: Save's path holds a file that is not a hot set (it does
+	// not begin with the format's first line), which it never replaces.
+	ErrNotHotSet = errors.New("not a hot set")
 )
 
 // ModelID ties a hot set to a model file: the total size of its shards and
@@ -257,10 +262,45 @@ func LoadHotSet(path string, want ModelID, experts []int) (*HotSet, error) {
 	return h, nil
 }
 
+// hotSetMagic begins every hot-set file of every version.
+const hotSetMagic = "pipe hot set v"
+
+// CheckReplace reports whether Save may replace path: nothing is there, or
+// an empty file, or a regular file that begins like a hot set (of any
+// version; stale or corrupt ones included). Anything else — a CSV, notes, a
+// model, a FIFO or device — is refused (ErrNotHotSet, or
+// safefile.ErrNotRegular), so that a mistyped --hot-set never destroys a
+// file.
+func CheckReplace(path string) error {
+	var guard safefile.Guard
+	if err := guard.CheckReplace(path); err != nil {
+		return err
+	}
+	f, err := safefile.OpenInput(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, len(hotSetMagic))
+	n, err := io.ReadFull(f, head)
+	if n == 0 || string(head) == hotSetMagic {
+		return nil
+	}
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	return fmt.Errorf("%s: refusing to replace it: %w (it begins %q)", path, ErrNotHotSet, head[:n])
+}
+
 // Save writes h to path atomically (a temporary file in the same directory,
 // then a rename), creating the directory if needed. It refuses a path that
-// exists and is not a regular file (the rename would replace it) or is one
-// of the protect files (the model, an input).
+// exists and is not a regular file (the rename would replace it), is one of
+// the protect files (the model, an input) or is not a hot set (CheckReplace).
+// Temporaries of earlier saves of path that were killed before their rename
+// are removed (removeStaleTemps).
 func (h *HotSet) Save(path string, protect ...string) error {
 	var guard safefile.Guard
 	for _, p := range protect {
@@ -269,10 +309,14 @@ func (h *HotSet) Save(path string, protect ...string) error {
 	if err := guard.CheckReplace(path); err != nil {
 		return fmt.Errorf("hot set: %w", err)
 	}
+	if err := CheckReplace(path); err != nil {
+		return fmt.Errorf("hot set: %w", err)
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("hot set: %w", err)
 	}
+	removeStaleTemps(path)
 	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("hot set: %w", err)
@@ -288,4 +332,34 @@ func (h *HotSet) Save(path string, protect ...string) error {
 		return fmt.Errorf("hot set %s: %w", path, err)
 	}
 	return nil
+}
+
+// staleTempAge is how old a temporary of Save must be before another Save
+// removes it: far longer than writing a hot set takes, so a concurrent save
+// by another process is never disturbed.
+const staleTempAge = 10 * time.Minute
+
+// removeStaleTemps removes the temporaries Save leaves when it is killed
+// between creating and renaming them: files named <path>.tmp<digits>, older
+// than staleTempAge, that are empty or begin like a hot set. Errors are
+// ignored (the save goes on; the next one tries again).
+func removeStaleTemps(path string) {
+	prefix := filepath.Base(path) + ".tmp"
+	ents, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		digits, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" || !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(filepath.Dir(path), e.Name())
+		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < staleTempAge {
+			continue
+		}
+		if CheckReplace(p) == nil {
+			os.Remove(p)
+		}
+	}
 }

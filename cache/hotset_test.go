@@ -122,9 +122,11 @@ func TestHotSetStaleOrCorrupt(t *testing.T) {
 	}
 }
 
-// TestHotSetNeverReplacesOrBlocks: Save refuses a FIFO, a device and a
-// protected file (the model) and leaves them as they were; LoadHotSet refuses
-// a FIFO at once instead of blocking in open.
+// TestHotSetNeverReplacesOrBlocks: Save refuses a FIFO, a device, a
+// protected file (the model) and an ordinary file that is not a hot set, and
+// leaves them as they were; it replaces a hot set (even a stale or corrupt
+// one) and an empty file; LoadHotSet refuses a FIFO at once instead of
+// blocking in open.
 func TestHotSetNeverReplacesOrBlocks(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo.hot")
@@ -150,6 +152,31 @@ func TestHotSetNeverReplacesOrBlocks(t *testing.T) {
 	if b, _ := os.ReadFile(model); string(b) != "weights" {
 		t.Fatal("the model changed")
 	}
+	notes := filepath.Join(dir, "notes.txt")
+	csv := filepath.Join(dir, "run.csv")
+	for p, text := range map[string]string{notes: "my notes\n", csv: "step,steps,wall_ms\n1,2,3.5\n"} {
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Save(p); !errors.Is(err, ErrNotHotSet) {
+			t.Fatalf("Save(%s) over an ordinary file = %v, want ErrNotHotSet", p, err)
+		}
+		if b, _ := os.ReadFile(p); string(b) != text {
+			t.Fatalf("%s changed: %q", p, b)
+		}
+	}
+	for _, old := range []string{"", "pipe hot set v0\ngarbage", "pipe hot set v1\nmodel size=1 header_sha256=00\n"} {
+		p := filepath.Join(dir, "old.hot")
+		if err := os.WriteFile(p, []byte(old), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Save(p); err != nil {
+			t.Fatalf("Save over %q: %v", old, err)
+		}
+		if _, err := LoadHotSet(p, hotID, []int{4, 4, 3}); err != nil {
+			t.Fatalf("after replacing %q: %v", old, err)
+		}
+	}
 	done := make(chan error, 1)
 	go func() { _, err := LoadHotSet(fifo, hotID, []int{4, 4, 3}); done <- err }()
 	select {
@@ -162,5 +189,48 @@ func TestHotSetNeverReplacesOrBlocks(t *testing.T) {
 			w.Close() // unblock the reader
 		}
 		t.Fatal("LoadHotSet blocked on a FIFO")
+	}
+}
+
+// TestHotSetSaveCleansStaleTemps: a save killed before its rename leaves
+// <name>.tmpNNN behind; the next Save of that hot set removes such
+// temporaries once they are older than a save can take, and leaves young
+// ones (another process saving now) and other files alone.
+func TestHotSetSaveCleansStaleTemps(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "model.hot")
+	old := time.Now().Add(-time.Hour)
+	write := func(name, text string, mtime time.Time) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stale := []string{
+		write("model.hot.tmp123456", "pipe hot set v1\nmodel size=1", old),
+		write("model.hot.tmp987", "", old),
+	}
+	kept := []string{
+		write("model.hot.tmp555", "pipe hot set v1\n", time.Now()), // young: another save
+		write("model.hot.tmp777", "not a hot set", old),            // not ours
+		write("model.hot.tmpfoo", "pipe hot set v1\n", old),        // not a temporary's name
+		write("other.hot.tmp123", "pipe hot set v1\n", old),        // another hot set's
+	}
+	if err := sampleHotSet().Save(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range stale {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("stale temporary %s left: %v", filepath.Base(p), err)
+		}
+	}
+	for _, p := range kept {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: %v", filepath.Base(p), err)
+		}
 	}
 }

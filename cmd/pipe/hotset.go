@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/decode"
@@ -27,6 +28,39 @@ func (f *HotSetFlags) options() decode.HotSetOptions {
 		path = ""
 	}
 	return decode.HotSetOptions{Path: path, Warm: f.WarmStart}
+}
+
+// path is the hot-set file --hot-set names ("" for none and for auto, whose
+// path depends on the model; Save checks that one).
+func (f *HotSetFlags) path() string {
+	if f.HotSet == "none" || f.HotSet == decode.HotSetAuto {
+		return ""
+	}
+	return f.HotSet
+}
+
+// protect refuses a --hot-set that is not a hot set (it is read at the start
+// and replaced at the end; cache.CheckReplace) and makes the hot set an
+// input no output may be. It returns the check to make once the outputs are
+// created: a hot set that did not exist yet must not be one of them.
+func (f *HotSetFlags) protect(guard *safefile.Guard) (after func() error, err error) {
+	p := f.path()
+	if p == "" {
+		return func() error { return nil }, nil
+	}
+	if err := cache.CheckReplace(p); err != nil {
+		return nil, fmt.Errorf("%w: --hot-set: %w (use another file, or --hot-set none)", errFlag, err)
+	}
+	guard.Protect("--hot-set", p)
+	if _, err := os.Stat(p); err == nil {
+		return func() error { return nil }, nil
+	}
+	return func() error {
+		if err := guard.CheckReplace(p); err != nil {
+			return fmt.Errorf("%w: --hot-set: %w", errFlag, err)
+		}
+		return nil
+	}, nil
 }
 
 // HotSetCmd is `pipe hotset`: build a model's hot set from a route trace, so
@@ -77,6 +111,9 @@ func (c *HotSetCmd) Run(g *Globals) error {
 		if path, err = decode.DefaultHotSetPath(id); err != nil {
 			return err
 		}
+	}
+	if err := cache.CheckReplace(path); err != nil {
+		return fmt.Errorf("%w: -o: %w", errFlag, err)
 	}
 	if c.Merge {
 		old, err := cache.LoadHotSet(path, id, shape)

@@ -88,10 +88,11 @@ func TestOutputIsModelRefused(t *testing.T) {
 	if code, stderr := runCode(t, nil, "run", "-m", m, "-n", "2", "--temp", "0", "--csv", os.DevNull, "--logits-out", os.DevNull); code != 0 {
 		t.Fatalf("/dev/null twice: exit %d, stderr:\n%s", code, stderr)
 	}
-	// The hot set, saved when the run ends, is not written over the model.
-	_, stderr = runCode(t, nil, "--log-format", "json", "run", "-m", m, "-n", "2", "--temp", "0", "--moe-stream=true", "--hot-set", m)
-	if got, _ := os.ReadFile(m); !bytes.Equal(got, want) || !strings.Contains(stderr, "hot_set_not_saved") {
-		t.Fatalf("--hot-set naming the model: model intact %v; stderr:\n%s", bytes.Equal(got, want), stderr)
+	// The hot set, saved when the run ends, is not written over the model:
+	// the run is refused before it starts.
+	code, stderr = runCode(t, nil, "--log-format", "json", "run", "-m", m, "-n", "2", "--temp", "0", "--moe-stream=true", "--hot-set", m)
+	if got, _ := os.ReadFile(m); code == 0 || !bytes.Equal(got, want) || !strings.Contains(stderr, "not a hot set") {
+		t.Fatalf("--hot-set naming the model: exit %d, model intact %v; stderr:\n%s", code, bytes.Equal(got, want), stderr)
 	}
 }
 

@@ -159,12 +159,24 @@ func (c *RunCmd) Run(g *Globals) error {
 		return fmt.Errorf("-m: %w", err)
 	}
 	// Every output is created before the model is loaded: a bad path fails
-	// at once, and none can be the model or another output.
-	outs, err := c.openOutputs(modelGuard(path))
+	// at once, and none can be an input (the model, -f, the hot set) or
+	// another output.
+	guard := modelGuard(path)
+	if c.File != "" && c.File != "-" {
+		guard.Protect("the prompt file -f", c.File)
+	}
+	hotCheck, err := c.HotSetFlags.protect(guard)
+	if err != nil {
+		return err
+	}
+	outs, err := c.openOutputs(guard)
 	if err != nil {
 		return err
 	}
 	defer outs.close()
+	if err := hotCheck(); err != nil {
+		return err
+	}
 	if outs.profile != nil {
 		if err := pprof.StartCPUProfile(outs.profile); err != nil {
 			return fmt.Errorf("--cpuprofile: %w", err)

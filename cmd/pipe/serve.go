@@ -68,6 +68,9 @@ func (c *ServeCmd) Run(g *Globals) error {
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("-m: %w", err)
 	}
+	if _, err := c.HotSetFlags.protect(modelGuard(path)); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(c.Host, strconv.Itoa(c.Port)))
 	if err != nil {
 		return fmt.Errorf("--host/--port: %w", err)

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeFile writes text to name in dir and returns its path.
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// intact fails the test when the file at p no longer holds want.
+func intact(t *testing.T, what, p, want string) {
+	t.Helper()
+	if b, err := os.ReadFile(p); err != nil || string(b) != want {
+		t.Fatalf("%s: %s now holds %q (%v), want %q", what, p, b, err, want)
+	}
+}
+
+// TestOutputIsInputRefused: no output of a run may be its prompt file (-f)
+// or its hot set (--hot-set, read at the start and saved at the end), and a
+// --hot-set that names a file that is not a hot set is refused before the
+// run, which leaves every file as it was.
+func TestOutputIsInputRefused(t *testing.T) {
+	dir := t.TempDir()
+	const prompt = "The quick brown fox\n"
+	for _, flag := range []string{"--csv", "--route-trace", "--cpuprofile", "--logits-out", "--tokens-out", "--hot-set"} {
+		p := writeFile(t, dir, "p.txt", prompt)
+		code, stderr := runCode(t, nil, "run", "-m", tinyModel, "-n", "2", "--temp", "0", "-f", p, flag, p)
+		if code == 0 || !strings.Contains(stderr, flag) {
+			t.Fatalf("-f p.txt %s p.txt: exit %d, stderr:\n%s", flag, code, stderr)
+		}
+		noStack(t, stderr)
+		intact(t, "-f p.txt "+flag+" p.txt", p, prompt)
+	}
+	// A hot set that exists is an input of the run.
+	hot := filepath.Join(dir, "tiny.hot")
+	runPipe(t, "--log-level", "error", "run", "-m", tinyModel, "-n", "2", "--temp", "0", "--moe-stream=true", "--hot-set", hot)
+	saved, err := os.ReadFile(hot)
+	if err != nil {
+		t.Fatalf("no hot set saved: %v", err)
+	}
+	for _, flag := range []string{"--csv", "--route-trace", "--cpuprofile"} {
+		code, stderr := runCode(t, nil, "run", "-m", tinyModel, "-n", "2", "--temp", "0", "--hot-set", hot, flag, hot)
+		if code == 0 || !strings.Contains(stderr, "--hot-set") {
+			t.Fatalf("--hot-set h %s h: exit %d, stderr:\n%s", flag, code, stderr)
+		}
+		intact(t, flag+" over the hot set", hot, string(saved))
+	}
+	// A hot set that does not exist yet may not be an output either.
+	out := filepath.Join(dir, "out.csv")
+	code, stderr := runCode(t, nil, "run", "-m", tinyModel, "-n", "2", "--temp", "0", "--moe-stream=true", "--csv", out, "--hot-set", out)
+	if code == 0 || !strings.Contains(stderr, "--hot-set") {
+		t.Fatalf("--csv out.csv --hot-set out.csv: exit %d, stderr:\n%s", code, stderr)
+	}
+	if b, err := os.ReadFile(out); err == nil && bytes.HasPrefix(b, []byte("pipe hot set")) {
+		t.Fatalf("the CSV was replaced by a hot set")
+	}
+	// Nor an ordinary file that is not a hot set.
+	notes := writeFile(t, dir, "notes.txt", "my notes\n")
+	code, stderr = runCode(t, nil, "run", "-m", tinyModel, "-n", "2", "--temp", "0", "--moe-stream=true", "--hot-set", notes)
+	if code == 0 || !strings.Contains(stderr, "not a hot set") {
+		t.Fatalf("--hot-set notes.txt: exit %d, stderr:\n%s", code, stderr)
+	}
+	intact(t, "--hot-set notes.txt", notes, "my notes\n")
+	// pipe hotset -o (with or without --merge) never replaces one either.
+	tr := filepath.Join(dir, "run.route.csv")
+	runPipe(t, "--log-level", "error", "run", "-m", tinyModel, "-n", "2", "--temp", "0", "--route-trace", tr, "--hot-set", "none")
+	for _, merge := range []string{"--merge", "--merge=false"} {
+		code, stderr = runCode(t, nil, "hotset", "-m", tinyModel, "--route-trace", tr, "-o", notes, merge)
+		if code == 0 || !strings.Contains(stderr, "not a hot set") {
+			t.Fatalf("hotset -o notes.txt %s: exit %d, stderr:\n%s", merge, code, stderr)
+		}
+		intact(t, "hotset -o notes.txt "+merge, notes, "my notes\n")
+	}
+}
