@@ -293,27 +293,6 @@ func (m *Model) route(_, layer int, ids [][]int, ws [][]float32) {
 	m.onRte(Route{Turn: s.turn, Prefill: s.inPrefill, Pos: s.st.St.Pos, Layer: layer, IDs: ids, W: ws})
 }
 
-// expertBytesRead is the expert bytes the reader lanes have read since Open
-// (0 without streaming).
-func (m *Model) expertBytesRead() int64 {
-	if l := m.eng.Lanes(); l != nil {
-		_, b := l.Totals()
-		return b
-	}
-	return 0
-}
-
-// ioCounters are the engine's cumulative expert I/O counters.
-type ioCounters struct{ read, lookups, hits int64 }
-
-func (m *Model) ioCounters() ioCounters {
-	c := ioCounters{read: m.expertBytesRead()}
-	if ps, ok := m.eng.PlannerStats(); ok {
-		c.hits, c.lookups = ps.Hits, ps.Hits+ps.Misses+ps.Joins
-	}
-	return c
-}
-
 // Summary is the run summary so far (the sink's: every generated token of
 // every session since Open).
 func (m *Model) Summary() metrics.Summary { return m.sink.Summary() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pipe-engine/pipe/metrics"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/sample"
 	"github.com/pipe-engine/pipe/stages"
@@ -181,22 +182,17 @@ type Result struct {
 	Prefill      time.Duration // the prompt pass
 	Decode       time.Duration // from the first sample to the end
 	TTFT         time.Duration // from GenOptions.Given to the first sampled token
-	// Expert I/O of the call (zero without streaming): bytes the reader
-	// lanes read during the prompt pass and after it, and the expert-cache
-	// lookups after the prompt pass and how many were hits (as the CSV's
-	// cache_hit_pct counts them).
+	// Expert I/O of the call (zero without streaming), from the engine's
+	// counters (metrics.Counters): bytes the reader lanes read during the
+	// prompt pass and after it, and the expert-cache lookups of the decode
+	// steps (as the CSV's cache_hit_pct counts them).
 	PrefillReadBytes, DecodeReadBytes int64
-	Lookups, Hits                     int64
+	Lookups                           metrics.Lookups
 }
 
-// HitPct is the decode's expert-cache hit rate in percent; ok is false
-// without lookups.
-func (r Result) HitPct() (pct float64, ok bool) {
-	if r.Lookups == 0 {
-		return 0, false
-	}
-	return 100 * float64(r.Hits) / float64(r.Lookups), true
-}
+// HitPct is the decode's expert-cache hit rate in percent
+// (metrics.Lookups.HitPct); ok is false without lookups.
+func (r Result) HitPct() (pct float64, ok bool) { return r.Lookups.HitPct() }
 
 // Generate feeds ids after what the session holds and generates up to
 // o.MaxTokens tokens, calling onToken for each (nil: none). Every generated
@@ -237,11 +233,11 @@ func (s *Session) run(ctx context.Context, ids []int32, n int, o GenOptions, onT
 		return res, err
 	}
 	t0 := time.Now()
-	io0 := s.m.ioCounters()
+	c0 := s.m.eng.Counters()
 	defer func() {
 		res.Decode = time.Since(t0)
-		io := s.m.ioCounters()
-		res.DecodeReadBytes, res.Lookups, res.Hits = io.read-io0.read, io.lookups-io0.lookups, io.hits-io0.hits
+		d := s.m.eng.Counters().Sub(c0)
+		res.DecodeReadBytes, res.Lookups = d.ReadBytes, d.Decode
 	}()
 	tok := s.m.tok
 	stream := tok.NewStream(false)
@@ -293,7 +289,7 @@ func call(f func(Token) error, t Token) error {
 func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]float32, error) {
 	s.inPrefill = true
 	s.prefill0, s.prefillN = s.st.St.Pos, len(ids)
-	read0 := s.m.expertBytesRead()
+	c0 := s.m.eng.Counters()
 	rows, d, err := s.st.Prefill(ctx, ids, false)
 	s.inPrefill = false
 	if err == nil && s.m.o.Progress != nil {
@@ -307,7 +303,7 @@ func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]floa
 	}
 	s.hist = append(s.hist, ids...)
 	s.m.sink.Prefill(len(ids), d)
-	res.PrefillReadBytes = s.m.expertBytesRead() - read0
+	res.PrefillReadBytes = s.m.eng.Counters().Sub(c0).ReadBytes
 	s.m.sink.PrefillRead(res.PrefillReadBytes)
 	pt := s.st.PrefillTimes()
 	s.m.sink.Set("prefill_stall_ms", msRound(pt.Stall))

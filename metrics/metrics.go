@@ -29,6 +29,10 @@
 // Stream computes the same summary token by token in bounded memory (running
 // sums and a head and tail window), for a server that decodes without end.
 //
+// Counters are an engine's cumulative expert counters (lookups by outcome,
+// bytes read, stall), the one definition of a hit that the CSV's
+// cache_hit_pct, decode.Result and the server's /metrics read.
+//
 // All functions here are pure and safe for concurrent use; they never retain
 // or modify the slices passed to them.
 package metrics

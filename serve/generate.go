@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/decode"
+	"github.com/pipe-engine/pipe/metrics"
 )
 
 // outcome is what one generation did, for the response's usage, the request
@@ -20,7 +21,7 @@ type outcome struct {
 	ttft         time.Duration // request arrival → first generated token
 	prefill      time.Duration
 	decode       time.Duration
-	eng          engineCounters // engine counters' change during the generation
+	eng          metrics.Counters // the engine counters' change during the generation
 }
 
 // tokS is the decode rate; ok is false when there is none to report.
@@ -112,10 +113,10 @@ func (s *Server) generate(ctx context.Context, j *job, em emitter, start time.Ti
 	}
 	o.cachedTokens = s.sess.Reuse(ids)
 	eng := s.o.Model.Engine()
-	before := readCounters(eng)
+	before := eng.Counters()
 	defer func() {
-		now := readCounters(eng)
-		o.eng = now.sub(before)
+		now := eng.Counters()
+		o.eng = now.Sub(before)
 		s.met.setEngine(now)
 		s.met.generation(*o)
 	}()
@@ -148,7 +149,7 @@ func (s *Server) run(ctx context.Context, j *job, feed []int32, em emitter, star
 			byString = true
 			return decode.ErrStop
 		}
-		s.met.setEngine(readCounters(eng))
+		s.met.setEngine(eng.Counters())
 		return nil
 	})
 	o.genTokens, o.prefill = len(res.Tokens), res.Prefill

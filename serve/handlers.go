@@ -118,17 +118,17 @@ func logOutcome(ev *zerolog.Event, o *outcome) {
 	} else {
 		ev.Interface("tok_s", nil)
 	}
-	if v, ok := o.eng.hitPct(); ok {
+	if v, ok := o.eng.HitPct(); ok {
 		ev.Float64("cache_hit_pct", v)
 	} else {
 		ev.Interface("cache_hit_pct", nil)
 	}
-	if o.eng.streaming {
-		ev.Float64("read_MiB", float64(o.eng.readBytes)/(1<<20))
+	if o.eng.Streaming {
+		ev.Float64("read_MiB", float64(o.eng.ReadBytes)/(1<<20))
 	} else {
 		ev.Interface("read_MiB", nil)
 	}
-	ev.Float64("stall_ms", ms(o.eng.stall))
+	ev.Float64("stall_ms", ms(o.eng.Stall))
 	if o.finish != "" {
 		ev.Str("finish_reason", o.finish)
 	} else {

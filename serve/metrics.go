@@ -6,48 +6,9 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"time"
 
-	"github.com/pipe-engine/pipe/stages"
+	"github.com/pipe-engine/pipe/metrics"
 )
-
-// engineCounters are the engine's cumulative counters at one moment. They
-// are read on the decoding goroutine only (stages.Engine.Profile is not safe
-// to read while a forward pass runs).
-type engineCounters struct {
-	lookups, hits int64 // expert-cache lookups and hits (joins count as hits)
-	readBytes     int64 // expert bytes read by the reader lanes
-	stall         time.Duration
-	streaming     bool
-}
-
-func readCounters(e *stages.Engine) engineCounters {
-	c := engineCounters{stall: e.Profile().Stall}
-	if ca := e.Cache(); ca != nil {
-		st := ca.Stats()
-		c.hits = st.Hits + st.Joins
-		c.lookups = c.hits + st.Misses
-		c.streaming = true
-	}
-	if l := e.Lanes(); l != nil {
-		c.readBytes = l.Stats().Bytes
-	}
-	return c
-}
-
-// sub is the change from b to c.
-func (c engineCounters) sub(b engineCounters) engineCounters {
-	return engineCounters{lookups: c.lookups - b.lookups, hits: c.hits - b.hits,
-		readBytes: c.readBytes - b.readBytes, stall: c.stall - b.stall, streaming: c.streaming}
-}
-
-// hitPct is the hit rate in percent; ok is false without lookups.
-func (c engineCounters) hitPct() (float64, bool) {
-	if c.lookups == 0 {
-		return 0, false
-	}
-	return 100 * float64(c.hits) / float64(c.lookups), true
-}
 
 // meters are the server's counters for /metrics, safe for concurrent use.
 type meters struct {
@@ -61,7 +22,7 @@ type meters struct {
 	decodeSeconds  float64
 	lastTokS       float64
 	queued, busy   int
-	eng            engineCounters
+	eng            metrics.Counters // the engine's, at the last token
 }
 
 func newMeters() *meters { return &meters{requests: map[int]int64{}} }
@@ -86,7 +47,7 @@ func (m *meters) generation(o outcome) {
 	}
 }
 
-func (m *meters) setEngine(c engineCounters) {
+func (m *meters) setEngine(c metrics.Counters) {
 	m.mu.Lock()
 	m.eng = c
 	m.mu.Unlock()
@@ -122,13 +83,22 @@ func (m *meters) write(w io.Writer) error {
 	p.metric("pipe_prefill_seconds_total", "counter", "Time spent prefilling prompts.", m.prefillSeconds)
 	p.metric("pipe_decode_seconds_total", "counter", "Time spent generating tokens.", m.decodeSeconds)
 	p.metric("pipe_decode_tokens_per_second", "gauge", "Decode rate of the last generation.", m.lastTokS)
-	if pct, ok := m.eng.hitPct(); ok {
-		p.metric("pipe_expert_cache_hit_percent", "gauge", "Expert-cache hit rate since start, in percent.", pct)
+	if pct, ok := m.eng.HitPct(); ok {
+		p.metric("pipe_expert_cache_hit_percent", "gauge", "Expert-cache hit rate of decode steps since start, in percent: hits ÷ lookups, a join on a read in flight not a hit (the CSV's cache_hit_pct).", pct)
 	}
-	if m.eng.streaming {
-		p.metric("pipe_expert_read_bytes_total", "counter", "Expert bytes read from the model file.", float64(m.eng.readBytes))
+	if m.eng.Streaming {
+		p.header("pipe_expert_lookups_total", "counter", "Expert-cache lookups since start, by pass (decode, prompt) and outcome (hit: resident; join: a read in flight; miss: a read started).")
+		for _, l := range []struct {
+			pass string
+			n    metrics.Lookups
+		}{{"decode", m.eng.Decode}, {"prompt", m.eng.Prompt}} {
+			p.printf("pipe_expert_lookups_total{pass=%q,outcome=\"hit\"} %d\n", l.pass, l.n.Hits)
+			p.printf("pipe_expert_lookups_total{pass=%q,outcome=\"join\"} %d\n", l.pass, l.n.Joins)
+			p.printf("pipe_expert_lookups_total{pass=%q,outcome=\"miss\"} %d\n", l.pass, l.n.Misses)
+		}
+		p.metric("pipe_expert_read_bytes_total", "counter", "Expert bytes read from the model file.", float64(m.eng.ReadBytes))
 	}
-	p.metric("pipe_expert_stall_seconds_total", "counter", "Time the expert FFN waited for expert bytes.", m.eng.stall.Seconds())
+	p.metric("pipe_expert_stall_seconds_total", "counter", "Time the expert FFN waited for expert bytes.", m.eng.Stall.Seconds())
 	p.metric("pipe_requests_queued", "gauge", "Requests waiting for the decode slot.", float64(m.queued))
 	p.metric("pipe_requests_running", "gauge", "Requests decoding (0 or 1).", float64(m.busy))
 	return p.err

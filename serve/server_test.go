@@ -108,13 +108,23 @@ var greedy = sample.Params{Temp: 0, TopP: 1, RepeatPenalty: 1}
 // start loads the tiny model and serves it on a loopback port.
 func start(t *testing.T, tune func(*Options)) *harness {
 	t.Helper()
+	return startModel(t, nil, tune)
+}
+
+// startModel is start with the model's options changed by load (nil: none).
+func startModel(t *testing.T, load func(*decode.Options), tune func(*Options)) *harness {
+	t.Helper()
 	logs := &syncBuf{}
 	log := zerolog.New(logs).With().Timestamp().Logger()
-	m, err := decode.Open(context.Background(), decode.Options{
+	do := decode.Options{
 		Engine: stages.Config{Path: tinyQ8, IO: stages.IOConfig{Lanes: 2}, Cache: stages.CacheConfig{Bytes: 4 << 20, Policy: "lru"},
 			Overlap: true, Threads: 2, Log: zerolog.Nop()},
 		Stream: decode.StreamOn, KV: model.KVF32, Ctx: 256,
-	})
+	}
+	if load != nil {
+		load(&do)
+	}
+	m, err := decode.Open(context.Background(), do)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/pipe-engine/pipe/ffn"
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/kernels"
+	"github.com/pipe-engine/pipe/metrics"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/prefetch"
 	"github.com/pipe-engine/pipe/reader"
@@ -156,6 +157,7 @@ type meter struct {
 	experts time.Duration // FFN stage compute, cumulative
 	stall   time.Duration // FFN stage waits, cumulative
 	load    time.Duration
+	prompt  metrics.Lookups // the demand lookups of prompt passes (Session.Prefill)
 }
 
 // expertLayout maps (layer, expert) to file ranges.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/internal/sysmem"
+	"github.com/pipe-engine/pipe/metrics"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/sink"
 )
@@ -22,11 +23,10 @@ type Session struct {
 	tok  [1]int32 // Step's one-token batch
 
 	// cumulative counters at the last sample
-	lastIO, lastBytes, lastProcRead int64
-	lastMgmt                        time.Duration
-	lastMaj                         int64
-	lastCPU                         time.Duration
-	baseHits, baseLookups           int64 // planner counters after prefill
+	last         metrics.Counters
+	lastProcRead int64
+	lastMaj      int64
+	lastCPU      time.Duration
 
 	prefill PrefillTimes // the last Prefill's
 }
@@ -63,7 +63,7 @@ const PrefillChunk = 512
 func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]float32, time.Duration, error) {
 	defer s.E.promptProcs()()
 	s.E.SetStep(0)
-	busy0 := s.E.ioBusy()
+	c0, l0 := s.E.Counters(), s.E.lookups()
 	t0 := time.Now()
 	var out [][]float32
 	var err error
@@ -84,11 +84,9 @@ func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]fl
 	}
 	d := time.Since(t0)
 	s.prefill.Stall, s.prefill.Compute = s.E.TakeStep()
-	s.prefill.IOBusy = s.E.ioBusy() - busy0
+	s.E.meter.prompt = s.E.meter.prompt.Add(s.E.lookups().Sub(l0))
+	s.prefill.IOBusy = s.E.Counters().Sub(c0).IOBusy
 	s.sample() // prefill I/O is not charged to the first token
-	if ps, ok := s.E.PlannerStats(); ok {
-		s.baseHits, s.baseLookups = ps.Hits, ps.Hits+ps.Misses+ps.Joins
-	}
 	return out, d, err
 }
 
@@ -121,16 +119,6 @@ func (e *Engine) promptProcs() (restore func()) {
 // PrefillTimes is the breakdown of the last Prefill.
 func (s *Session) PrefillTimes() PrefillTimes { return s.prefill }
 
-// ioBusy is the reader lanes' busy time since Open, summed over the lanes (0
-// when not streaming).
-func (e *Engine) ioBusy() time.Duration {
-	if e.io == nil {
-		return 0
-	}
-	busy, _ := e.io.lanes.Totals()
-	return busy
-}
-
 // Step feeds one token and returns its logits (the session's reused
 // buffer, valid until the next Step) and the token's metrics (Step/Steps
 // filled by the caller's numbering).
@@ -158,20 +146,22 @@ func (s *Session) Step(ctx context.Context, tok int32, steps int) ([]float32, si
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
-// sample takes the deltas of the cumulative counters since the last call.
+// sample takes the deltas of the cumulative counters since the last call;
+// cache_hit_pct is the running decode hit rate since Open
+// (metrics.Counters.HitPct), 0 before any decode lookup, -1 without a cache.
 func (s *Session) sample() sink.TokenMetrics {
 	var m sink.TokenMetrics
-	e := s.E
 	maj, cpu := sysmem.Rusage()
 	m.Majflt = maj - s.lastMaj
 	m.CPUMS = ms(cpu - s.lastCPU)
 	s.lastMaj, s.lastCPU = maj, cpu
-	m.CacheHitPct = -1
-	if e.io != nil {
-		busy, bytes := e.io.lanes.Totals()
-		m.IOMS = ms(time.Duration(busy.Nanoseconds() - s.lastIO))
-		m.ReadBytes = bytes - s.lastBytes
-		s.lastIO, s.lastBytes = busy.Nanoseconds(), bytes
+	c := s.E.Counters()
+	d := c.Sub(s.last)
+	s.last = c
+	if c.Streaming {
+		m.IOMS = ms(d.IOBusy)
+		m.ReadBytes = d.ReadBytes
+		m.MgmtMS = ms(d.Mgmt)
 	} else {
 		pr := sysmem.ProcReadBytes()
 		if pr >= 0 && s.lastProcRead >= 0 {
@@ -179,21 +169,10 @@ func (s *Session) sample() sink.TokenMetrics {
 		}
 		s.lastProcRead = pr
 	}
-	if e.io != nil {
-		cs := e.io.cache.Stats()
-		m.MgmtMS = ms(cs.Mgmt - s.lastMgmt)
-		s.lastMgmt = cs.Mgmt
-		if e.cfg.Cache.Bytes > 0 {
-			ps := e.io.planner.Stats()
-			// Running hit rate over decode lookups; a join (waiting on a
-			// read already in flight) counts as a miss.
-			if tot := ps.Hits + ps.Misses + ps.Joins - s.baseLookups; tot > 0 {
-				m.CacheHitPct = 100 * float64(ps.Hits-s.baseHits) / float64(tot)
-			} else {
-				m.CacheHitPct = 0
-			}
-		}
+	m.CacheHitPct = -1
+	if c.Cached {
+		m.CacheHitPct, _ = c.HitPct()
 	}
-	m.ResidentFrac = e.ResidentFrac()
+	m.ResidentFrac = s.E.ResidentFrac()
 	return m
 }

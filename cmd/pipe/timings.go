@@ -23,7 +23,7 @@ type timings struct {
 	prefill, decode         time.Duration
 	ttft                    time.Duration // of the first call
 	prefillRead, decodeRead int64
-	lookups, hits           int64
+	lookups                 metrics.Lookups
 }
 
 // add counts a call; one that did nothing (a turn that did not fit the
@@ -42,8 +42,7 @@ func (t *timings) add(r decode.Result) {
 	t.decode += r.Decode
 	t.prefillRead += r.PrefillReadBytes
 	t.decodeRead += r.DecodeReadBytes
-	t.lookups += r.Lookups
-	t.hits += r.Hits
+	t.lookups = t.lookups.Add(r.Lookups)
 }
 
 // line formats the sums; steady is the steady-window tok/s (NaN: none).
@@ -67,8 +66,8 @@ func (t *timings) line(steady float64) string {
 	if t.calls > 0 && t.genTok > 0 {
 		fmt.Fprintf(&b, " | TTFT %s", shortDuration(t.ttft))
 	}
-	if t.lookups > 0 {
-		fmt.Fprintf(&b, " | hit %.1f%%", 100*float64(t.hits)/float64(t.lookups))
+	if pct, ok := t.lookups.HitPct(); ok {
+		fmt.Fprintf(&b, " | hit %.1f%%", pct)
 	}
 	if t.prefillRead+t.decodeRead > 0 {
 		fmt.Fprintf(&b, " | read %.0f MiB (prompt %.0f)", float64(t.prefillRead+t.decodeRead)/(1<<20), float64(t.prefillRead)/(1<<20))

@@ -9,19 +9,20 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/decode"
+	"github.com/pipe-engine/pipe/metrics"
 )
 
 func TestTimingsLine(t *testing.T) {
 	var tm timings
 	tm.add(decode.Result{PromptTokens: 128, Tokens: make([]int32, 64), Prefill: 1500 * time.Millisecond,
 		Decode: 12800 * time.Millisecond, TTFT: 1520 * time.Millisecond, PrefillReadBytes: 612 << 20,
-		DecodeReadBytes: 218 << 20, Lookups: 1000, Hits: 612})
+		DecodeReadBytes: 218 << 20, Lookups: metrics.Lookups{Hits: 612, Joins: 88, Misses: 300}})
 	want := "[prompt 128 tok 85.3 tok/s | 64 tok 5.00 tok/s (steady 5.40) | TTFT 1.52 s | hit 61.2% | read 830 MiB (prompt 612)]"
 	if got := tm.line(5.4); got != want {
 		t.Errorf("one call:\n got %s\nwant %s", got, want)
 	}
 	tm.add(decode.Result{PromptTokens: 10, Tokens: make([]int32, 6), Prefill: 100 * time.Millisecond,
-		Decode: time.Second, TTFT: 120 * time.Millisecond, Lookups: 1000, Hits: 1000})
+		Decode: time.Second, TTFT: 120 * time.Millisecond, Lookups: metrics.Lookups{Hits: 1000}})
 	want = "[2 turns | prompt 138 tok 86.2 tok/s | 70 tok 5.07 tok/s | TTFT 1.52 s | hit 80.6% | read 830 MiB (prompt 612)]"
 	if got := tm.line(math.NaN()); got != want {
 		t.Errorf("two calls:\n got %s\nwant %s", got, want)

@@ -1,0 +1,84 @@
+package metrics
+
+import "time"
+
+// Lookups are demand lookups of the expert cache — one per routed expert of
+// a forward pass — by outcome:
+//
+//   - a hit found the expert resident and ready;
+//   - a join found a read of it already in flight (a speculative or warm
+//     read, or another token's demand read) and waits for that read;
+//   - a miss started a read.
+//
+// A join is not a hit: its bytes were not there when the FFN asked for them.
+type Lookups struct {
+	Hits, Joins, Misses int64
+}
+
+// Total is the number of lookups.
+func (l Lookups) Total() int64 { return l.Hits + l.Joins + l.Misses }
+
+// HitPct is Hits ÷ Total in percent (the CSV's cache_hit_pct, /metrics'
+// pipe_expert_cache_hit_percent); ok is false without lookups.
+func (l Lookups) HitPct() (pct float64, ok bool) {
+	n := l.Total()
+	if n == 0 {
+		return 0, false
+	}
+	return 100 * float64(l.Hits) / float64(n), true
+}
+
+// Add is l + b.
+func (l Lookups) Add(b Lookups) Lookups {
+	return Lookups{Hits: l.Hits + b.Hits, Joins: l.Joins + b.Joins, Misses: l.Misses + b.Misses}
+}
+
+// Sub is l − b.
+func (l Lookups) Sub(b Lookups) Lookups {
+	return Lookups{Hits: l.Hits - b.Hits, Joins: l.Joins - b.Joins, Misses: l.Misses - b.Misses}
+}
+
+// Counters are an engine's cumulative expert counters since it opened, the
+// one definition of a hit, a join, a miss, bytes read and stall that the
+// per-token CSV, the run summary, decode.Result, `pipe bench` and
+// `pipe report` (through the CSV and its summary) and the server's /metrics
+// all read. Take deltas with Sub.
+type Counters struct {
+	// Decode are the lookups of decode steps (one token a pass), Prompt those
+	// of prompt passes. Hit rates are decode's: a prompt pass reads each
+	// routed expert once for all its tokens.
+	Decode, Prompt Lookups
+	// ReadBytes are the expert bytes the reader lanes read (demand,
+	// speculative and warm reads); IOBusy is the lanes' busy time, summed
+	// over the lanes.
+	ReadBytes int64
+	IOBusy    time.Duration
+	// Stall is the time the FFN stage waited for expert bytes; Mgmt the time
+	// spent in expert-cache bookkeeping.
+	Stall, Mgmt time.Duration
+	// Streaming: routed experts are read by the reader lanes (else they are
+	// slices of the mapped file and every field above but Stall is zero).
+	// Cached: an expert cache keeps them between tokens (a budget above 0),
+	// the condition for a hit rate.
+	Streaming, Cached bool
+}
+
+// HitPct is the decode hit rate in percent; ok is false without a cache or
+// without decode lookups.
+func (c Counters) HitPct() (pct float64, ok bool) {
+	if !c.Cached {
+		return 0, false
+	}
+	return c.Decode.HitPct()
+}
+
+// Sub is the change from b to c (the flags are c's).
+func (c Counters) Sub(b Counters) Counters {
+	d := c
+	d.Decode, d.Prompt = c.Decode.Sub(b.Decode), c.Prompt.Sub(b.Prompt)
+	d.ReadBytes -= b.ReadBytes
+	d.IOBusy -= b.IOBusy
+	d.Stall -= b.Stall
+	d.Mgmt -= b.Mgmt
+	return d
+}
