@@ -37,14 +37,20 @@ const chatCommands = "chat: Ctrl-C stops a reply, /clear starts over, Ctrl-D or 
 
 // AfterApply (a kong hook) gives -i llama-cli's defaults: replies until
 // end-of-generation unless -n is given, and -p or -f as the first turn.
+// --single-turn (llama.cpp's -st) is one chat turn: the -p or -f prompt
+// rendered with the chat template, else -i for one line of stdin.
 func (c *RunCmd) AfterApply(kctx *kong.Context) error {
-	if !c.Interactive {
+	if !c.Interactive && !c.SingleTurn {
 		return nil
 	}
 	if !flagGiven(kctx.Args, 'n', "n-predict", "predict") {
 		c.N = -1
 	}
 	c.promptTurn = flagGiven(kctx.Args, 'p', "prompt") || flagGiven(kctx.Args, 'f', "file")
+	if c.SingleTurn {
+		c.Chat = true
+		c.Interactive = !c.promptTurn
+	}
 	return nil
 }
 
@@ -106,7 +112,7 @@ func (r *runner) chat(sess *decode.Session, so decode.SessionOptions) error {
 			r.status("conversation cleared")
 			continue
 		}
-		if err := r.reply(sess, line); err != nil {
+		if err := r.reply(sess, line); err != nil || r.c.SingleTurn {
 			return err
 		}
 	}
@@ -115,6 +121,7 @@ func (r *runner) chat(sess *decode.Session, so decode.SessionOptions) error {
 // reply generates one reply; a full context is reported, not fatal.
 func (r *runner) reply(sess *decode.Session, line string) error {
 	r.think = newThinkFilter(r.c.Reasoning == "hide")
+	r.reverse.reset()
 	replyState.Store(1)
 	res, err := sess.Chat(r.g.Ctx, line, r.genOptions(), r.chatPrint)
 	stopped := replyState.Swap(0) == 2

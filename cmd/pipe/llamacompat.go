@@ -22,6 +22,8 @@ var llamaShort = map[string]string{
 	"-no-cnv": "--interactive=false",
 	"-ctk":    "--cache-type-k",
 	"-ctv":    "--cache-type-v",
+	"-st":     "--single-turn",
+	"-v":      "--log-level=debug",
 }
 
 // llamaLong maps llama.cpp long flags whose pipe form differs in more than
@@ -30,6 +32,18 @@ var llamaLong = map[string]string{
 	"--conversation":      "--interactive",
 	"--no-conversation":   "--interactive=false",
 	"--no-display-prompt": "--echo=false",
+	"--verbose":           "--log-level=debug",
+	"--log-verbose":       "--log-level=debug",
+}
+
+// llamaIgnored are llama.cpp switches that change nothing pipe does; they
+// are accepted and dropped (README: "accepted, ignored"). A value that
+// follows one of them is dropped with it when it is one of the values.
+var llamaIgnored = map[string][]string{
+	// pipe has no warm-up pass: its first token's time is the real one.
+	"--warmup": nil, "--no-warmup": nil,
+	// pipe prints the generated text plain; log colours follow the terminal.
+	"-co": {"on", "off", "auto"}, "--color": {"on", "off", "auto"},
 }
 
 const (
@@ -39,6 +53,7 @@ const (
 	mlockHint   = "pipe reads dense weights into anonymous memory (--dense-weights anon) and bounds the expert cache (--cache-mb); there is nothing to lock"
 	noMmapHint  = "use --moe-stream=true (experts read with O_DIRECT, never mmap'd) and --dense-weights anon"
 	parallelHnt = "pipe decodes one sequence at a time; pipe serve queues requests"
+	downloadHnt = "pipe does not download models (and has no network access to do it): download the GGUF file yourself and pass its path with -m"
 )
 
 // llamaUnsupported are llama.cpp flags pipe cannot honour, with what pipe
@@ -53,6 +68,10 @@ var llamaUnsupported = map[string]string{
 	"--mlock": mlockHint, "--no-mmap": noMmapHint, "--mmap": noMmapHint,
 	"-fa": "pipe's attention has one CPU implementation; there is no flash-attention switch", "--flash-attn": "pipe's attention has one CPU implementation; there is no flash-attention switch",
 	"-np": parallelHnt, "--parallel": parallelHnt, "-cb": parallelHnt, "--cont-batching": parallelHnt,
+	"-hf": downloadHnt, "-hfr": downloadHnt, "--hf-repo": downloadHnt, "-hff": downloadHnt, "--hf-file": downloadHnt,
+	"-hft": downloadHnt, "--hf-token": downloadHnt, "-mu": downloadHnt, "--model-url": downloadHnt,
+	"-dr": downloadHnt, "--docker-repo": downloadHnt, "-hfd": downloadHnt, "-hfrd": downloadHnt, "--hf-repo-draft": downloadHnt,
+	"-hfv": downloadHnt, "-hfrv": downloadHnt, "--hf-repo-v": downloadHnt, "-hffv": downloadHnt, "--hf-file-v": downloadHnt,
 }
 
 // stringSwitches are pipe flags with a value that llama.cpp's (and
@@ -62,7 +81,9 @@ var stringSwitches = map[string][]string{
 }
 
 // translateArgs rewrites llama.cpp spellings into pipe's (see above) up to a
-// "--" that ends the flags.
+// "--" that ends the flags. A negative number after a flag is that flag's
+// value, as llama.cpp reads it (-n -1, --seed -1): it is joined to the flag,
+// since kong would read it as a flag of its own.
 func translateArgs(args []string) ([]string, error) {
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
@@ -74,21 +95,46 @@ func translateArgs(args []string) ([]string, error) {
 		if hint, ok := llamaUnsupported[name]; ok {
 			return nil, fmt.Errorf("%w: %s is a llama.cpp flag pipe cannot honour: %s", errFlag, name, hint)
 		}
-		if r, ok := llamaShort[name]; ok && name == a {
-			out = append(out, r)
+		if vals, ok := llamaIgnored[name]; ok {
+			if name == a && i+1 < len(args) && slices.Contains(vals, args[i+1]) {
+				i++
+			}
 			continue
 		}
-		if r, ok := llamaLong[a]; ok {
-			out = append(out, r)
-			continue
+		switch r, short := llamaShort[name]; {
+		case short && name == a:
+			a = r
+		case llamaLong[a] != "":
+			a = llamaLong[a]
 		}
 		if vals, ok := stringSwitches[a]; ok && (i+1 == len(args) || !slices.Contains(vals, args[i+1])) {
-			out = append(out, a+"=true")
-			continue
+			a += "=true"
+		}
+		if i+1 < len(args) && isFlag(a) && !strings.Contains(a, "=") && negativeNumber(args[i+1]) {
+			i++
+			if strings.HasPrefix(a, "--") {
+				a += "=" + args[i]
+			} else {
+				a += args[i] // -n-1: kong reads a short flag's tail as its value
+			}
 		}
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// isFlag reports whether a is a flag (not a value or a negative number).
+func isFlag(a string) bool {
+	return strings.HasPrefix(a, "-") && len(a) > 1 && !negativeNumber(a)
+}
+
+// negativeNumber reports whether a is a negative decimal number (-1, -0.5).
+func negativeNumber(a string) bool {
+	if len(a) < 2 || a[0] != '-' {
+		return false
+	}
+	_, err := strconv.ParseFloat(a[1:], 64)
+	return err == nil && (a[1] >= '0' && a[1] <= '9' || a[1] == '.')
 }
 
 // processEscapes turns \n, \r, \t, \', \", \\ and \xNN into the characters
@@ -173,10 +219,19 @@ type LlamaFlags struct {
 	Escape     bool   `short:"e" help:"Turn \\n, \\r, \\t, \\', \\\", \\\\ and \\xNN in the prompt into the characters they name, as llama.cpp does." default:"true" negatable:"" group:"Prompt"`
 	CacheTypeK string `name:"cache-type-k" help:"llama.cpp's -ctk: the KV cache type (f16 or f32; it must equal --cache-type-v); overrides --kv-type." group:"Model"`
 	CacheTypeV string `name:"cache-type-v" help:"llama.cpp's -ctv: the KV cache type (f16 or f32)." group:"Model"`
+	Reverse    []string `short:"r" name:"reverse-prompt" help:"Stop the reply once the generated text contains this (repeatable; in -i the prompt comes back), as llama.cpp's -r." group:"Prompt"`
+	SingleTurn bool     `name:"single-turn" help:"llama.cpp's -st: one chat turn, then exit (-p or -f is the turn; without them one line is read from stdin)." group:"Prompt"`
 }
 
-// applyLlama resolves -f, -e and -ctk/-ctv into the prompt and --kv-type.
-func (c *RunCmd) applyLlama() error {
+// applyLlama resolves -f, -e and -ctk/-ctv into the prompt and --kv-type,
+// and -sys without --chat into --chat (llama-cli applies the chat template
+// whenever it has a system prompt to place; sysChat records that it was
+// implied, for the error when the model has no template).
+func (c *RunCmd) applyLlama(g *Globals) error {
+	if c.System != "" && !c.Chat {
+		c.Chat, c.sysChat = true, true
+		g.Log.Info().Str("event", "chat_template").Msg("-sys given: the prompt is rendered with the model's chat template, as llama-cli does (--chat)")
+	}
 	if c.File != "" {
 		p, err := readPromptFile(c.File)
 		if err != nil {
@@ -191,3 +246,43 @@ func (c *RunCmd) applyLlama() error {
 	c.KVType = kv
 	return err
 }
+
+// reversePrompts stops a reply at the first of llama.cpp's -r strings the
+// generated text contains (it may span tokens).
+type reversePrompts struct {
+	stops []string
+	tail  string // the end of the reply so far, as long as the longest stop
+	max   int
+}
+
+func newReversePrompts(stops []string) *reversePrompts {
+	r := &reversePrompts{}
+	for _, s := range stops {
+		if s != "" {
+			r.stops = append(r.stops, s)
+			r.max = max(r.max, len(s))
+		}
+	}
+	return r
+}
+
+// add takes a token's text; it reports whether the reply now holds a stop.
+func (r *reversePrompts) add(text string) bool {
+	if len(r.stops) == 0 {
+		return false
+	}
+	r.tail += text
+	for _, s := range r.stops {
+		if strings.Contains(r.tail, s) {
+			r.tail = ""
+			return true
+		}
+	}
+	if len(r.tail) > r.max {
+		r.tail = r.tail[len(r.tail)-r.max:]
+	}
+	return false
+}
+
+// reset forgets the reply (a new one starts).
+func (r *reversePrompts) reset() { r.tail = "" }

@@ -22,13 +22,21 @@ func TestTranslateArgs(t *testing.T) {
 		{[]string{"run", "--moe-stream", "false"}, []string{"run", "--moe-stream", "false"}},
 		{[]string{"run", "--moe-stream=auto"}, []string{"run", "--moe-stream=auto"}},
 		{[]string{"run", "-p", "x", "--", "-ngl"}, []string{"run", "-p", "x", "--", "-ngl"}},
+		// negative numbers after a space are the flag's value
+		{[]string{"run", "-n", "-1", "--seed", "-1", "--repeat-last-n", "-1", "-s", "-7", "--temp", "-0.5"},
+			[]string{"run", "-n-1", "--seed=-1", "--repeat-last-n=-1", "-s-7", "--temp=-0.5"}},
+		{[]string{"run", "--n-predict=-1", "-p", "-1"}, []string{"run", "--n-predict=-1", "-p-1"}},
+		{[]string{"run", "-p", "x", "-n", "-abc"}, []string{"run", "-p", "x", "-n", "-abc"}},
+		// -v, -st, and the switches pipe accepts and ignores
+		{[]string{"run", "-v", "--verbose", "-st"}, []string{"run", "--log-level=debug", "--log-level=debug", "--single-turn"}},
+		{[]string{"run", "--no-warmup", "-co", "-p", "x", "--color", "off", "--warmup"}, []string{"run", "-p", "x"}},
 	} {
 		got, err := translateArgs(c.in)
 		if err != nil || !slices.Equal(got, c.want) {
 			t.Errorf("%q → %q (%v), want %q", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{"-ngl", "--n-gpu-layers=99", "-ot", "--n-cpu-moe", "-b", "--mlock", "-fa", "--no-mmap", "-np"} {
+	for _, bad := range []string{"-ngl", "--n-gpu-layers=99", "-ot", "--n-cpu-moe", "-b", "--mlock", "-fa", "--no-mmap", "-np", "-hf", "--hf-repo", "-hff", "-mu"} {
 		_, err := translateArgs([]string{"run", bad, "1"})
 		name, _, _ := strings.Cut(bad, "=")
 		if err == nil || !strings.Contains(err.Error(), name+" is a llama.cpp flag pipe cannot honour: ") {
@@ -118,5 +126,78 @@ func TestLlamaFlagsRun(t *testing.T) {
 	if code := run(context.Background(), []string{"run", "-m", tiny, "-ngl", "99"}, &stdout, &stderr); code != 2 ||
 		strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "-ngl") {
 		t.Fatalf("-ngl: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestHFRefused: -hf is refused by name with what to do (kong read it as
+// -h -f and printed help with status 0).
+func TestHFRefused(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--log-format", "console", "run", "-hf", "Qwen/Qwen3-30B-A3B-GGUF"}, &stdout, &stderr)
+	if code != 2 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "-hf is a llama.cpp flag") ||
+		!strings.Contains(stderr.String(), "download the GGUF") || !strings.Contains(stderr.String(), "-m") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+}
+
+func TestReversePrompts(t *testing.T) {
+	r := newReversePrompts([]string{"User:", ""})
+	for i, tok := range []string{"Hi", " there.", "\nUs", "er", ":"} {
+		if got := r.add(tok); got != (i == 4) {
+			t.Fatalf("token %d %q: stop %v", i, tok, got)
+		}
+	}
+	r.reset()
+	if r.add("er:") {
+		t.Fatal("a stop split across a reset matched")
+	}
+	if newReversePrompts(nil).add("anything") {
+		t.Fatal("no -r stopped a reply")
+	}
+}
+
+// TestLlamaHabitsRun: llama.cpp users' spellings run as they meant them:
+// -n -1 and --seed -1 after a space, --repeat-last-n -1; -r stops the reply
+// at the text; -sys without --chat renders the chat template (the ids equal
+// --chat --system-prompt's); -st with -p is one chat turn; -v, --no-warmup
+// and -co are accepted.
+func TestLlamaHabitsRun(t *testing.T) {
+	dir := t.TempDir()
+	const tiny = "../../testdata/golden/models/tiny-qwen3moe-Q8_0.gguf"
+	gen := func(args ...string) (prompt, gen []string, text string) {
+		t.Helper()
+		out := filepath.Join(dir, "ids")
+		var stdout, stderr bytes.Buffer
+		base := []string{"--log-level", "error", "run", "-m", tiny, "--temp", "0", "--hot-set", "none",
+			"--moe-stream", "--cache-mb", "4M", "--tokens-out", out}
+		if code := run(context.Background(), append(base, args...), &stdout, &stderr); code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr.String())
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.SplitN(string(b), "\n", 3)
+		return strings.Split(lines[0], ","), strings.Split(lines[1], ","), stdout.String()
+	}
+	_, all, _ := gen("-p", "hello", "-n", "-1", "-c", "24", "--seed", "-1", "--repeat-last-n", "-1", "-v", "--no-warmup", "-co", "auto")
+	if len(all) < 8 {
+		t.Fatalf("-n -1 -c 24 generated %d tokens, want the context's rest", len(all))
+	}
+	_, eight, text := gen("-p", "hello", "-n", "8", "-s", "-1")
+	text = strings.TrimSuffix(text, "\n")
+	stop := text[len(text)/2:][:2]
+	_, some, out := gen("-p", "hello", "-n", "8", "-r", stop)
+	if len(some) >= len(eight) || !strings.Contains(out, stop) || !strings.HasPrefix(text, strings.TrimSuffix(out, "\n")) {
+		t.Errorf("-r %q: %d tokens %q; without -r %d tokens %q", stop, len(some), out, len(eight), text)
+	}
+	chatIDs, _, _ := gen("-p", "hello", "-n", "1", "--chat", "--system-prompt", "be brief")
+	sysIDs, _, _ := gen("-p", "hello", "-n", "1", "-sys", "be brief")
+	if !slices.Equal(chatIDs, sysIDs) {
+		t.Errorf("-sys without --chat: prompt ids %v, --chat -sys %v", sysIDs, chatIDs)
+	}
+	stIDs, _, _ := gen("-p", "hello", "-n", "1", "-st", "-sys", "be brief")
+	if !slices.Equal(chatIDs, stIDs) {
+		t.Errorf("-st -p: prompt ids %v, --chat -sys %v", stIDs, chatIDs)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/pipe-engine/pipe/replay"
 	"github.com/pipe-engine/pipe/sample"
 	"github.com/pipe-engine/pipe/sink"
+	"github.com/pipe-engine/pipe/tokenizer"
 )
 
 // RunCmd is `pipe run`: decode a prompt with the streaming pipeline.
@@ -38,6 +39,7 @@ type RunCmd struct {
 	NoThink     bool   `name:"no-think" help:"Qwen3: an empty think block after the assistant header (implies --chat)." group:"Prompt"`
 	Interactive bool   `short:"i" help:"Chat turn by turn from stdin, keeping the model and KV cache loaded (implies --chat; llama.cpp: -cnv)." group:"Prompt"`
 	promptTurn  bool   // -p or -f given with -i: the prompt is the first user turn (AfterApply)
+	sysChat     bool   // -sys without --chat turned --chat on (applyLlama)
 	IgnoreEOS   bool   `name:"ignore-eos" help:"Do not stop at end-of-generation tokens." group:"Prompt"`
 	Reasoning   string `help:"Thinking blocks (<think>…</think>) in the printed text: show or hide." enum:"show,hide" default:"show" group:"Prompt"`
 
@@ -134,7 +136,7 @@ func (c *RunCmd) Run(g *Globals) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
-	if err := c.applyLlama(); err != nil {
+	if err := c.applyLlama(g); err != nil {
 		return err
 	}
 	if c.NoThink || c.Interactive {
@@ -199,7 +201,8 @@ func (c *RunCmd) Run(g *Globals) error {
 		return err
 	}
 	defer m.Close()
-	r := &runner{c: c, g: g, m: m, logits: outs.logits, out: &stdoutWriter{w: g.Stdout}, sameTerm: sameTerminal(g.Stdout, g.Stderr)}
+	r := &runner{c: c, g: g, m: m, logits: outs.logits, out: &stdoutWriter{w: g.Stdout}, sameTerm: sameTerminal(g.Stdout, g.Stderr),
+		reverse: newReversePrompts(c.Reverse)}
 	if outs.trace != nil {
 		r.openTrace(path, outs.trace)
 	}
@@ -307,6 +310,7 @@ type runner struct {
 	think     *thinkFilter // --reasoning of the reply being printed
 	tm        timings      // every decode call so far, for the end-of-run line
 	sameTerm  bool         // stdout and stderr are one terminal: log lines wait for the end of a reply
+	reverse   *reversePrompts
 
 	promptIDs, genIDs []int32
 }
@@ -346,6 +350,9 @@ func (r *runner) print(t decode.Token) error {
 	if r.trace != nil && r.trace.Err() != nil {
 		return fmt.Errorf("token %d: %w", len(r.genIDs), r.trace.Err())
 	}
+	if r.reverse.add(t.Text) {
+		return decode.ErrStop
+	}
 	return nil
 }
 
@@ -356,6 +363,9 @@ func (r *runner) once(sess *decode.Session) error {
 	if err != nil {
 		if errors.Is(err, decode.ErrEmptyPrompt) {
 			return fmt.Errorf("%w: -p: %w", errFlag, err)
+		}
+		if c.sysChat && errors.Is(err, tokenizer.ErrUnsupportedTemplate) {
+			return fmt.Errorf("%w: -sys needs the model's chat template to place the system message, and pipe cannot render this one (%w); put the system text into -p instead", errFlag, err)
 		}
 		return err
 	}
