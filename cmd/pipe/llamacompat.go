@@ -215,10 +215,10 @@ func kvType(kv, k, v string) (string, error) {
 // LlamaFlags are llama.cpp's spellings of what `pipe run` does, for its
 // users' muscle memory.
 type LlamaFlags struct {
-	File       string `short:"f" name:"file" help:"Read the prompt from this file ('-' = stdin), as llama.cpp's -f (replaces -p)." group:"Prompt"`
-	Escape     bool   `short:"e" help:"Turn \\n, \\r, \\t, \\', \\\", \\\\ and \\xNN in the prompt into the characters they name, as llama.cpp does." default:"true" negatable:"" group:"Prompt"`
-	CacheTypeK string `name:"cache-type-k" help:"llama.cpp's -ctk: the KV cache type (f16 or f32; it must equal --cache-type-v); overrides --kv-type." group:"Model"`
-	CacheTypeV string `name:"cache-type-v" help:"llama.cpp's -ctv: the KV cache type (f16 or f32)." group:"Model"`
+	File       string   `short:"f" name:"file" help:"Read the prompt from this file ('-' = stdin), as llama.cpp's -f (replaces -p)." group:"Prompt"`
+	Escape     bool     `short:"e" help:"Turn \\n, \\r, \\t, \\', \\\", \\\\ and \\xNN in the prompt into the characters they name, as llama.cpp does." default:"true" negatable:"" group:"Prompt"`
+	CacheTypeK string   `name:"cache-type-k" help:"llama.cpp's -ctk: the KV cache type (f16 or f32; it must equal --cache-type-v); overrides --kv-type." group:"Model"`
+	CacheTypeV string   `name:"cache-type-v" help:"llama.cpp's -ctv: the KV cache type (f16 or f32)." group:"Model"`
 	Reverse    []string `short:"r" name:"reverse-prompt" help:"Stop the reply once the generated text contains this (repeatable; in -i the prompt comes back), as llama.cpp's -r." group:"Prompt"`
 	SingleTurn bool     `name:"single-turn" help:"llama.cpp's -st: one chat turn, then exit (-p or -f is the turn; without them one line is read from stdin)." group:"Prompt"`
 }
