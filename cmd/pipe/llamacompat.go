@@ -84,7 +84,11 @@ var stringSwitches = map[string][]string{
 // "--" that ends the flags. A negative number after a flag is that flag's
 // value, as llama.cpp reads it (-n -1, --seed -1): it is joined to the flag,
 // since kong would read it as a flag of its own.
+// The llama.cpp spellings are those of llama-cli and llama-server, so they
+// are read in pipe run and pipe serve only (report has a --warmup of its
+// own); the negative numbers everywhere.
 func translateArgs(args []string) ([]string, error) {
+	llama := slices.Contains([]string{"run", "serve"}, commandOf(args))
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -92,6 +96,9 @@ func translateArgs(args []string) ([]string, error) {
 			return append(out, args[i:]...), nil
 		}
 		name, _, _ := strings.Cut(a, "=")
+		if !llama {
+			name = "" // no llama.cpp spelling matches
+		}
 		if hint, ok := llamaUnsupported[name]; ok {
 			return nil, fmt.Errorf("%w: %s is a llama.cpp flag pipe cannot honour: %s", errFlag, name, hint)
 		}
@@ -104,7 +111,7 @@ func translateArgs(args []string) ([]string, error) {
 		switch r, short := llamaShort[name]; {
 		case short && name == a:
 			a = r
-		case llamaLong[a] != "":
+		case llama && llamaLong[a] != "":
 			a = llamaLong[a]
 		}
 		if vals, ok := stringSwitches[a]; ok && (i+1 == len(args) || !slices.Contains(vals, args[i+1])) {

@@ -27,6 +27,9 @@ func TestTranslateArgs(t *testing.T) {
 			[]string{"run", "-n-1", "--seed=-1", "--repeat-last-n=-1", "-s-7", "--temp=-0.5"}},
 		{[]string{"run", "--n-predict=-1", "-p", "-1"}, []string{"run", "--n-predict=-1", "-p-1"}},
 		{[]string{"run", "-p", "x", "-n", "-abc"}, []string{"run", "-p", "x", "-n", "-abc"}},
+		// llama.cpp's spellings are run's and serve's only; negative numbers everyone's
+		{[]string{"report", "--warmup", "2", "-v", "x.csv"}, []string{"report", "--warmup", "2", "-v", "x.csv"}},
+		{[]string{"report", "--warmup", "-1"}, []string{"report", "--warmup=-1"}},
 		// -v, -st, and the switches pipe accepts and ignores
 		{[]string{"run", "-v", "--verbose", "-st"}, []string{"run", "--log-level=debug", "--log-level=debug", "--single-turn"}},
 		{[]string{"run", "--no-warmup", "-co", "-p", "x", "--color", "off", "--warmup"}, []string{"run", "-p", "x"}},
