@@ -112,15 +112,17 @@ func (s *Session) Tokens() []int32 { return s.hist }
 // Reuse rewinds the KV cache to the longest prefix it shares with ids,
 // keeping at least one token of ids to feed, and returns that prefix's
 // length: Generate(ids[n:]) then continues as if ids had been fed whole.
+// A model with recurrent layers (qwen35moe) keeps the cache only when ids
+// extend everything in it, else starts over (model.State.Rewind).
 func (s *Session) Reuse(ids []int32) int {
 	n := 0
 	for n < len(s.hist) && n < len(ids)-1 && s.hist[n] == ids[n] {
 		n++
 	}
-	s.hist = s.hist[:n]
 	if s.st != nil {
-		s.st.St.Pos = n
+		n = s.st.St.Rewind(n) // a recurrent state keeps only a whole prefix
 	}
+	s.hist = s.hist[:n]
 	s.unfed = -1
 	return n
 }

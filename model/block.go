@@ -4,10 +4,11 @@ package model
 // is the embedding, a list of Layers and the output head; each Layer is an
 // Attention (weights plus per-layer geometry, with optional parts for what
 // the architectures add: biases, per-head Q/K norms, a weightless V norm, a
-// post-attention norm, sinks, a sliding window) followed by an FFN hook (the
-// feed-forward half, where the architectures differ most). Architectures
-// fill a Decoder from their tensors and implement the FFN hook; Forward,
-// NewState and PeekRouter are written once here.
+// post-attention norm, sinks, a sliding window, an output gate) or a Mixer
+// hook in its place (a recurrent layer with its own state), followed by an
+// FFN hook (the feed-forward half, where the architectures differ most).
+// Architectures fill a Decoder from their tensors and implement the hooks;
+// Forward, NewState and PeekRouter are written once here.
 
 import (
 	"context"
@@ -44,6 +45,29 @@ type Attention struct {
 	VNorm          bool      // per-head RMS norm of V without a weight (gemma4)
 	PostNorm       []float32 // RMS norm of the projected output, before the residual (gemma4)
 	Sinks          []float32 // one sink logit per head (gpt-oss)
+	// Gated: Wq's rows hold each head's query then as many gate rows, and
+	// the attention output is multiplied by sigmoid(gate) before Wo
+	// (qwen35moe).
+	Gated bool
+}
+
+// qRows is the width of Wq's output for one token: the queries, and the
+// gates of a gated layer.
+func (a *Attention) qRows() int {
+	if a.Gated {
+		return 2 * a.QDim()
+	}
+	return a.QDim()
+}
+
+// Mixer is a layer's token mixer in place of the shared Attention: a
+// recurrent layer (qwen35moe's gated delta-net). Mix transforms the
+// residual stream x (p.N × n_embd, token-major) in place, reading and
+// updating the layer's recurrent state st.Recurrent(layer), which holds
+// StateFloats floats (zero at the start of a sequence).
+type Mixer interface {
+	Mix(p *Pass, st *State, layer int, x []float32) error
+	StateFloats() int
 }
 
 // FFN is the feed-forward half of a decoder layer.
@@ -60,10 +84,11 @@ type Peeker interface {
 	Peek(p *kernels.Pool, routerIn []float32, n int, logits []float32) error
 }
 
-// Layer is one decoder block.
+// Layer is one decoder block: Attn, or Mixer when set, then FFN.
 type Layer struct {
-	Attn Attention
-	FFN  FFN
+	Attn  Attention
+	Mixer Mixer
+	FFN   FFN
 }
 
 // Decoder is a decoder-only transformer built from Layers.
@@ -80,14 +105,18 @@ type Decoder struct {
 	Timings   *Timings
 }
 
-// NewState implements Model: one KV layer per decoder layer, each as wide
-// as its own geometry.
+// NewState implements Model: one KV layer per attention layer, each as wide
+// as its own geometry, and a recurrent state per Mixer layer.
 func (d *Decoder) NewState(nCtx int, kv KVType) (*State, error) {
-	widths := make([]int, len(d.Layers))
+	widths, rec := make([]int, len(d.Layers)), make([]int, len(d.Layers))
 	for l := range d.Layers {
+		if m := d.Layers[l].Mixer; m != nil {
+			rec[l] = m.StateFloats()
+			continue
+		}
 		widths[l] = d.Layers[l].Attn.KVDim()
 	}
-	return NewKV(nCtx, widths, kv)
+	return NewHybrid(nCtx, widths, rec, kv)
 }
 
 // PeekRouter implements RouterPeeker through layer's FFN hook.
@@ -134,7 +163,12 @@ func (d *Decoder) Forward(ctx context.Context, st *State, tokens []int32, moe Mo
 		}
 		p.next = 0
 		t0 = time.Now()
-		if err := p.attention(st, l, &d.Layers[l].Attn, x); err != nil {
+		if m := d.Layers[l].Mixer; m != nil {
+			err = m.Mix(p, st, l, x)
+		} else {
+			err = p.attention(st, l, &d.Layers[l].Attn, x)
+		}
+		if err != nil {
 			return nil, err
 		}
 		tm.Attention += time.Since(t0)
@@ -216,7 +250,7 @@ func (d *Decoder) newPass(n, window int) *Pass {
 	for l := range d.Layers {
 		a := &d.Layers[l].Attn
 		// scores: a window per query head, or per slot of a prompt tile
-		qd, kvd, heads = max(qd, a.QDim()), max(kvd, a.KVDim()), max(heads, a.NHead, kernels.GroupSlots*a.NHeadKV)
+		qd, kvd, heads = max(qd, a.qRows()), max(kvd, a.KVDim()), max(heads, a.NHead, kernels.GroupSlots*a.NHeadKV)
 	}
 	E := d.NEmbd
 	p := &Pass{N: n, E: E, Pool: d.Pool, Eps: d.Eps, d: d,
@@ -303,14 +337,20 @@ func AddBias(y, bias []float32) {
 }
 
 // attention runs layer l's attention block on the residual stream x in
-// place: x += PostNorm(Wo·attend(rope(norm(Wq h)), rope(norm(Wk h)), Wv h) + bo)
-// with h = RMSNorm(x)·Norm.
+// place: x += PostNorm(Wo·(attend(rope(norm(Wq h)), rope(norm(Wk h)), Wv h)
+// [·sigmoid(gate)]) + bo) with h = RMSNorm(x)·Norm.
 func (p *Pass) attention(st *State, l int, a *Attention, x []float32) error {
 	n, qd, kvd := p.N, a.QDim(), a.KVDim()
-	h, q, k, v, att, o := p.h, p.q[:n*qd], p.k[:n*kvd], p.v[:n*kvd], p.att[:n*qd], p.o
+	h, q, k, v, att, o := p.h, p.q[:n*a.qRows()], p.k[:n*kvd], p.v[:n*kvd], p.att[:n*qd], p.o
 	p.Norm(h, x, a.Norm)
 	if err := p.qkv(a, h, q, k, v); err != nil {
 		return err
+	}
+	var gate []float32
+	if a.Gated {
+		gate = p.Buf(n * qd)
+		splitGate(q, gate, n*a.NHead, a.HeadDim)
+		q = q[:n*qd]
 	}
 	AddBias(q, a.Bq)
 	AddBias(k, a.Bk)
@@ -321,6 +361,9 @@ func (p *Pass) attention(st *State, l int, a *Attention, x []float32) error {
 	}
 	if err := p.attendPrompt(st, l, a, q, att); err != nil {
 		return err
+	}
+	for i, g := range gate {
+		att[i] *= Sigmoid(g)
 	}
 	if err := p.MatMul(&a.Wo, att, o); err != nil {
 		return err
@@ -335,30 +378,46 @@ func (p *Pass) attention(st *State, l int, a *Attention, x []float32) error {
 	return nil
 }
 
-// qkv projects the normed input h to q, k and v (v = k without Wv): one
-// pool dispatch over the matrices for a single token (h quantized once per
-// activation format), the multi-token products otherwise.
+// splitGate moves the gates out of q, whose rows rows hold a query of hd
+// floats followed by its gate of hd floats: the queries are packed to the
+// front of q (rows × hd), the gates into gate.
+func splitGate(q, gate []float32, rows, hd int) {
+	for r := 0; r < rows; r++ {
+		copy(gate[r*hd:(r+1)*hd], q[(2*r+1)*hd:(2*r+2)*hd])
+		copy(q[r*hd:(r+1)*hd], q[2*r*hd:(2*r+1)*hd])
+	}
+}
+
+// qkv projects the normed input h to q, k and v (v = k without Wv).
 func (p *Pass) qkv(a *Attention, h, q, k, v []float32) error {
 	ws, ys := []*Weight{&a.Wq, &a.Wk, &a.Wv}, [][]float32{q, k, v}
 	if a.Wv.Data == nil {
 		ws, ys = ws[:2], ys[:2]
 	}
+	if err := p.Project(h, ws, ys); err != nil {
+		return err
+	}
+	if a.Wv.Data == nil {
+		copy(v, k)
+	}
+	return nil
+}
+
+// Project multiplies the N rows of h by each of ws into the matching ys:
+// one pool dispatch over the matrices for a single token (h quantized once
+// per activation format, at most 4 matrices), the multi-token products
+// otherwise.
+func (p *Pass) Project(h []float32, ws []*Weight, ys [][]float32) error {
 	if p.N == 1 {
 		p.in.Reset(h)
 		err := MatVecs(p.Pool, &p.in, ws, ys)
 		p.in.Reset(nil)
-		if err != nil {
+		return err
+	}
+	for i, w := range ws {
+		if err := p.MatMul(w, h, ys[i]); err != nil {
 			return err
 		}
-	} else {
-		for i, w := range ws {
-			if err := p.MatMul(w, h, ys[i]); err != nil {
-				return err
-			}
-		}
-	}
-	if a.Wv.Data == nil {
-		copy(v, k)
 	}
 	return nil
 }

@@ -117,6 +117,65 @@ type HParams struct {
 	EmbdPerLayer         int     `json:"n_embd_per_layer,omitempty"`     // embedding_length_per_layer_input (gemma4)
 	HeadCountKVLayers    []int   `json:"head_count_kv_layers,omitempty"` // per-layer head_count_kv when stored as an array
 	HeadCountLayers      []int   `json:"head_count_layers,omitempty"`    // per-layer head_count when stored as an array
+	// RopeSections is rope.dimension_sections (multi-section RoPE, qwen35moe).
+	RopeSections []int   `json:"rope_sections,omitempty"`
+	SSM          SSMGeom `json:"ssm,omitzero"`
+}
+
+// SSMGeom is the recurrent (linear-attention / state-space) layers'
+// geometry: the ssm.* keys. Fields are 0 when the keys are absent.
+type SSMGeom struct {
+	ConvKernel   int `json:"conv_kernel,omitempty"`    // ssm.conv_kernel (d_conv)
+	InnerSize    int `json:"inner_size,omitempty"`     // ssm.inner_size (d_inner)
+	StateSize    int `json:"state_size,omitempty"`     // ssm.state_size (d_state: the head width)
+	TimeStepRank int `json:"time_step_rank,omitempty"` // ssm.time_step_rank (value heads of a gated delta-net)
+	GroupCount   int `json:"group_count,omitempty"`    // ssm.group_count (key heads of a gated delta-net)
+	// FullAttentionInterval is full_attention_interval: every n-th layer
+	// (il % n == n-1) is full attention, the others recurrent (0: absent).
+	FullAttentionInterval int `json:"full_attention_interval,omitempty"`
+	// Recurrent is attention.recurrent_layers when stored (true: recurrent).
+	Recurrent []bool `json:"recurrent_layers,omitempty"`
+}
+
+// IsRecurrent reports whether layer il is a recurrent layer, as llama.cpp's
+// hparams.is_recr: attention.recurrent_layers when the file has it, else
+// every layer but each full_attention_interval-th (4 when absent) for a
+// file with SSM geometry; no layer of a file without.
+func (g *SSMGeom) IsRecurrent(il int) bool {
+	if g.Recurrent != nil {
+		return il >= 0 && il < len(g.Recurrent) && g.Recurrent[il]
+	}
+	if g.StateSize == 0 {
+		return false
+	}
+	n := g.FullAttentionInterval
+	if n == 0 {
+		n = 4
+	}
+	return (il+1)%n != 0
+}
+
+// RecurrentLayers is the number of the model's layers that keep a
+// recurrent state instead of KV rows.
+func (h *HParams) RecurrentLayers() int {
+	n := 0
+	for il := 0; il < h.NLayer; il++ {
+		if h.SSM.IsRecurrent(il) {
+			n++
+		}
+	}
+	return n
+}
+
+// ConvChannels is the channels of a recurrent layer's short convolution:
+// d_inner + 2·n_group·d_state (the mixed q, k and v of a delta-net).
+func (g *SSMGeom) ConvChannels() int { return g.InnerSize + 2*g.GroupCount*g.StateSize }
+
+// StateFloats is the floats of recurrent state a recurrent layer keeps per
+// sequence, as llama.cpp's n_embd_r + n_embd_s: the convolution's last
+// d_conv-1 inputs per channel and the d_state × d_inner state.
+func (g *SSMGeom) StateFloats() int {
+	return max(g.ConvKernel-1, 0)*g.ConvChannels() + g.StateSize*g.InnerSize
 }
 
 // SWAGeom is the sliding-window layers' own geometry (gemma4). Fields are
@@ -315,6 +374,13 @@ func (d *Desc) readHParams(known bool) error {
 	h.SharedKVLayers, _ = integer("attention.shared_kv_layers", false, maxLayers)
 	h.EmbdPerLayer, _ = integer("embedding_length_per_layer_input", false, big)
 	h.RopeScalingOrigCtx, _ = integer("rope.scaling.original_context_length", false, big)
+	_, h.RopeSections = integer("rope.dimension_sections", false, big)
+	h.SSM.ConvKernel, _ = integer("ssm.conv_kernel", false, big)
+	h.SSM.InnerSize, _ = integer("ssm.inner_size", false, big)
+	h.SSM.StateSize, _ = integer("ssm.state_size", false, big)
+	h.SSM.TimeStepRank, _ = integer("ssm.time_step_rank", false, big)
+	h.SSM.GroupCount, _ = integer("ssm.group_count", false, big)
+	h.SSM.FullAttentionInterval, _ = integer("full_attention_interval", false, maxLayers)
 	h.RMSEps = float("attention.layer_norm_rms_epsilon")
 	h.RopeFreqBase = float("rope.freq_base")
 	h.SWA.RopeFreqBase = float("rope.freq_base_swa")
@@ -329,6 +395,9 @@ func (d *Desc) readHParams(known bool) error {
 	}
 	if v, ok := f.Get(pre + "attention.sliding_window_pattern"); ok && v.Type == gguf.TypeArray && v.Elem == gguf.TypeBool {
 		h.SlidingWindowPattern, _ = v.Any().([]bool)
+	}
+	if v, ok := f.Get(pre + "attention.recurrent_layers"); ok && v.Type == gguf.TypeArray && v.Elem == gguf.TypeBool {
+		h.SSM.Recurrent, _ = v.Any().([]bool)
 	}
 	if firstErr != nil {
 		return firstErr

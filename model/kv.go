@@ -7,55 +7,104 @@ import (
 	"github.com/pipe-engine/pipe/quant"
 )
 
-// State is the per-sequence decode state: the KV cache and the next position.
-// Each layer has its own row width (KV heads × head dim), so architectures
-// whose layers differ in geometry (gemma4's sliding-window and full layers)
-// share one cache type. It is owned by one decode loop; not safe for
+// State is the per-sequence decode state: the KV cache, the recurrent
+// layers' state and the next position. Each layer has its own row width (KV
+// heads × head dim), so architectures whose layers differ in geometry
+// (gemma4's sliding-window and full layers) share one cache type; a
+// recurrent layer (qwen35moe's delta-net) keeps a fixed-size float32 state
+// instead of KV rows. It is owned by one decode loop; not safe for
 // concurrent use.
 type State struct {
 	NCtx int
 	Pos  int // positions filled so far
 	Type KVType
-	// Per layer: K and V rows of width widths[l], NCtx rows each.
+	// Per layer: K and V rows of width widths[l], NCtx rows each (none
+	// for a recurrent layer).
 	k32, v32 [][]float32
 	k16, v16 [][]uint16
 	widths   []int
-	pass     *Pass // the single-token Forward's buffers, reused (block.go)
+	rec      [][]float32 // per layer: the recurrent state (nil for a KV layer)
+	pass     *Pass       // the single-token Forward's buffers, reused (block.go)
 }
 
 // NewKV allocates a KV cache of nCtx positions with one layer per entry of
 // widths, each holding K and V rows of that many floats.
 func NewKV(nCtx int, widths []int, t KVType) (*State, error) {
+	return NewHybrid(nCtx, widths, make([]int, len(widths)), t)
+}
+
+// NewHybrid allocates the state of a model whose layer l holds either K and
+// V rows of widths[l] floats for nCtx positions, or (widths[l] == 0) a
+// recurrent state of rec[l] float32s, zeroed.
+func NewHybrid(nCtx int, widths, rec []int, t KVType) (*State, error) {
 	if nCtx <= 0 {
 		return nil, fmt.Errorf("model: context length %d must be positive", nCtx)
 	}
-	s := &State{NCtx: nCtx, Type: t, widths: append([]int(nil), widths...)}
-	for _, w := range widths {
-		if w <= 0 {
-			return nil, fmt.Errorf("model: KV row width %d must be positive", w)
-		}
-		if t == KVF32 {
-			s.k32 = append(s.k32, make([]float32, nCtx*w))
-			s.v32 = append(s.v32, make([]float32, nCtx*w))
-		} else {
-			s.k16 = append(s.k16, make([]uint16, nCtx*w))
-			s.v16 = append(s.v16, make([]uint16, nCtx*w))
+	if len(rec) != len(widths) {
+		return nil, fmt.Errorf("model: %d recurrent sizes for %d layers", len(rec), len(widths))
+	}
+	s := &State{NCtx: nCtx, Type: t, widths: append([]int(nil), widths...), rec: make([][]float32, len(widths))}
+	s.k32, s.v32 = make([][]float32, len(widths)), make([][]float32, len(widths))
+	s.k16, s.v16 = make([][]uint16, len(widths)), make([][]uint16, len(widths))
+	for l, w := range widths {
+		switch {
+		case w == 0 && rec[l] > 0:
+			s.rec[l] = make([]float32, rec[l])
+		case w <= 0 || rec[l] != 0:
+			return nil, fmt.Errorf("model: layer %d: KV row width %d and recurrent state %d (want one of them positive)", l, w, rec[l])
+		case t == KVF32:
+			s.k32[l], s.v32[l] = make([]float32, nCtx*w), make([]float32, nCtx*w)
+		default:
+			s.k16[l], s.v16[l] = make([]uint16, nCtx*w), make([]uint16, nCtx*w)
 		}
 	}
 	return s, nil
 }
 
-// Bytes is the memory the cache holds.
+// Bytes is the memory the cache holds: KV rows and recurrent states.
 func (s *State) Bytes() int64 {
 	per := int64(2)
 	if s.Type == KVF32 {
 		per = 4
 	}
 	var n int64
-	for _, w := range s.widths {
-		n += 2 * int64(s.NCtx) * int64(w) * per
+	for l, w := range s.widths {
+		n += 2*int64(s.NCtx)*int64(w)*per + 4*int64(len(s.rec[l]))
 	}
 	return n
+}
+
+// Recurrent is layer l's recurrent state (nil for a KV layer).
+func (s *State) Recurrent(l int) []float32 { return s.rec[l] }
+
+// hasRecurrent reports whether any layer keeps a recurrent state.
+func (s *State) hasRecurrent() bool {
+	for _, r := range s.rec {
+		if r != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Rewind moves the next position back to pos (0 ≤ pos ≤ Pos) so that the
+// positions from pos on are fed again, and returns the position it kept. KV
+// rows past a position are simply overwritten, so a state without recurrent
+// layers keeps pos. A recurrent state folds every position in and cannot be
+// rolled back: it keeps Pos when pos == Pos, else starts over (the
+// recurrent states zeroed) and returns 0, as llama.cpp's recurrent memory
+// refuses a partial sequence removal.
+func (s *State) Rewind(pos int) int {
+	pos = min(max(pos, 0), s.Pos)
+	if pos == s.Pos || !s.hasRecurrent() {
+		s.Pos = pos
+		return pos
+	}
+	for _, r := range s.rec {
+		clear(r)
+	}
+	s.Pos = 0
+	return 0
 }
 
 // Store writes position pos's K and V rows for layer l.

@@ -41,6 +41,11 @@ func SiLU(x float32) float32 {
 	return x / (1 + float32(math.Exp(float64(-x))))
 }
 
+// Sigmoid returns 1/(1+e^-x) as ggml computes it.
+func Sigmoid(x float32) float32 {
+	return 1 / (1 + float32(math.Exp(float64(-x))))
+}
+
 // SwiGLU writes silu(gate)·up into out.
 func SwiGLU(out, gate, up []float32) {
 	for i := range out {

@@ -44,19 +44,21 @@ func (e *Engine) checkPolicies() error {
 	return nil
 }
 
-// kvBytesFor is the KV cache of positions positions: layers × K and V ×
-// positions × KV width × element size (saturating instead of overflowing).
+// kvBytesFor is the KV cache of positions positions: attention layers × K
+// and V × positions × KV width × element size (saturating instead of
+// overflowing), plus the recurrent layers' float32 states.
 func (e *Engine) kvBytesFor(positions, elemBytes int) int64 {
 	hp := e.desc.HParams
 	kvDim := hp.NHeadKV * hp.HeadDim
 	if kvDim == 0 {
 		kvDim = hp.NEmbd
 	}
-	per := int64(hp.NLayer) * 2 * int64(kvDim) * int64(max(elemBytes, 2))
+	nRec := hp.RecurrentLayers()
+	per := int64(hp.NLayer-nRec) * 2 * int64(kvDim) * int64(max(elemBytes, 2))
 	if per > 0 && int64(positions) > (1<<62)/per {
 		return 1 << 62
 	}
-	return per * int64(positions)
+	return per*int64(positions) + int64(nRec)*4*int64(hp.SSM.StateFloats())
 }
 
 // checkKV refuses, before allocating it, a KV cache larger than the memory
