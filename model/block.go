@@ -597,12 +597,14 @@ func (j *attendJob) heads(task int) {
 	}
 }
 
-// RoutedFFN is the pre-norm routed MoE feed-forward of qwen3moe and
-// gpt-oss: h = RMSNorm(x)·Norm, logits = Gate h + GateBias, x += MoE(h).
+// RoutedFFN is the pre-norm routed MoE feed-forward of qwen3moe, gpt-oss,
+// qwen2moe and olmoe: h = RMSNorm(x)·Norm, logits = Gate h + GateBias,
+// x += MoE(h) (+ Shared(h) when the layer has a shared expert).
 type RoutedFFN struct {
 	Norm     []float32
-	Gate     Weight    // ffn_gate_inp: NExpert rows
-	GateBias []float32 // optional
+	Gate     Weight        // ffn_gate_inp: NExpert rows
+	GateBias []float32     // optional
+	Shared   *SharedExpert // optional
 }
 
 // Run implements FFN.
@@ -619,6 +621,11 @@ func (f *RoutedFFN) Run(ctx context.Context, p *Pass, layer int, x []float32) er
 	out := p.Buf(p.N * p.E)
 	if err := p.RunMoE(ctx, layer, h, logits, h, out); err != nil {
 		return err
+	}
+	if f.Shared != nil {
+		if err := f.Shared.AddTo(p, h, out); err != nil {
+			return err
+		}
 	}
 	for i := range x {
 		x[i] = out[i] + x[i]

@@ -1,10 +1,13 @@
 package model
 
-// experts.go: the routed-expert math of the architectures whose experts are
-// SwiGLU feed-forwards with separate gate, up and down projections
-// (down(silu(gate x) · up x)), written once for all of them: one expert at a
-// time (ComputeExpert) and several experts of a layer together
-// (ComputeExperts).
+// experts.go: the routed-expert math every architecture shares, written
+// once: an expert is gate and up projections (separate, or fused into one
+// gate_up matrix whose first half of rows is the gate), optional per-expert
+// biases, a gated activation, the down projection, its optional bias and an
+// optional per-expert output scale. Architectures describe their experts
+// with an Experts value (the activation and, per layer, the types, biases
+// and scales) and embed it: ComputeExpert and the batched ComputeExperts
+// are the same code for every family, and give the same bits.
 
 import (
 	"fmt"
@@ -13,66 +16,156 @@ import (
 	"github.com/pipe-engine/pipe/quant"
 )
 
-// SwiGLUExperts computes SwiGLU experts whose parts are gate, up and down
-// (Desc.Experts order). Layers without experts have zero types.
-type SwiGLUExperts struct {
-	Arch              string // names the architecture in errors
-	Pool              *kernels.Pool
-	NEmbd, NFF        int
-	GateT, UpT, DownT []quant.Type // per layer
+// Activation writes act(gate, up) element-wise into out (out may alias
+// gate): SwiGLU, GEGLU, gpt-oss's SwiGLU-OAI.
+type Activation func(out, gate, up []float32)
+
+// ExpertLayer is one layer's routed-expert projections.
+type ExpertLayer struct {
+	Fused      bool       // gate and up in one gate_up matrix (2·n_ff rows: gate, then up)
+	GateUpT    quant.Type // fused gate_up
+	GateT, UpT quant.Type // separate gate and up
+	DownT      quant.Type
+	GateB, UpB []float32 // per-expert biases, n_expert × n_ff (nil: none)
+	DownB      []float32 // per-expert down bias, n_expert × n_embd (nil: none)
+	DownScale  []float32 // per-expert output scale, n_expert (nil: 1)
+	HasExperts bool      // false for a layer without routed experts
 }
 
-// AddLayer records layer's expert types from the loader (the layer's
-// tensors must be the next ones: layers are added in order).
-func (x *SwiGLUExperts) AddLayer(ld *Loader, layer, nExpert int) {
-	p := fmt.Sprintf("blk.%d.", layer)
-	x.GateT = append(x.GateT, ld.ExpertType(p+"ffn_gate_exps.weight", x.NEmbd, x.NFF, nExpert))
-	x.UpT = append(x.UpT, ld.ExpertType(p+"ffn_up_exps.weight", x.NEmbd, x.NFF, nExpert))
-	x.DownT = append(x.DownT, ld.ExpertType(p+"ffn_down_exps.weight", x.NFF, x.NEmbd, nExpert))
+// Experts is an architecture's routed-expert math: Act(gate x + bg, up x + bu)
+// through down, plus bd, times the expert's scale. It implements
+// ExpertFFN and BatchExpertFFN for the architecture that embeds it. Safe for
+// concurrent use (it only reads itself and writes the caller's buffers).
+type Experts struct {
+	Arch       string // names the architecture in errors
+	Pool       *kernels.Pool
+	NEmbd, NFF int // n_ff: one expert's feed-forward width
+	NExpert    int
+	Act        Activation
+	ByLayer    []ExpertLayer // per layer
 }
 
-// SkipLayer records a layer without experts.
-func (x *SwiGLUExperts) SkipLayer() {
-	x.GateT, x.UpT, x.DownT = append(x.GateT, 0), append(x.UpT, 0), append(x.DownT, 0)
-}
-
-// ComputeExpert implements ExpertFFN: down(silu(gate x) · up x).
-func (x *SwiGLUExperts) ComputeExpert(l, e int, parts [][]byte, n int, in, out []float32, s *Scratch) error {
-	if len(parts) != 3 {
-		return fmt.Errorf("%s: layer %d expert %d: %d parts, want gate, up, down", x.Arch, l, e, len(parts))
+// AddLayer appends layer l's expert description, reading the types
+// of blk.l.ffn_{gate,up,gate_up,down}_exps through ld (fused when the file
+// has ffn_gate_up_exps).
+func (x *Experts) AddLayer(ld *Loader, l int) *ExpertLayer {
+	p := fmt.Sprintf("blk.%d.", l)
+	E, F, N := x.NEmbd, x.NFF, x.NExpert
+	L := ExpertLayer{HasExperts: true}
+	if ld.Has(p + "ffn_gate_up_exps.weight") {
+		L.Fused = true
+		L.GateUpT = ld.ExpertType(p+"ffn_gate_up_exps.weight", E, 2*F, N)
+	} else {
+		L.GateT = ld.ExpertType(p+"ffn_gate_exps.weight", E, F, N)
+		L.UpT = ld.ExpertType(p+"ffn_up_exps.weight", E, F, N)
 	}
-	if l < 0 || l >= len(x.GateT) {
-		return fmt.Errorf("%w: %s: layer %d out of range", ErrBadModel, x.Arch, l)
+	L.DownT = ld.ExpertType(p+"ffn_down_exps.weight", F, E, N)
+	x.ByLayer = append(x.ByLayer, L)
+	return &x.ByLayer[len(x.ByLayer)-1]
+}
+
+// SkipLayer appends a layer without routed experts.
+func (x *Experts) SkipLayer() { x.ByLayer = append(x.ByLayer, ExpertLayer{}) }
+
+// layer checks l, e and the number of parts and returns the layer.
+func (x *Experts) layer(l, e int, parts [][]byte) (*ExpertLayer, error) {
+	if l < 0 || l >= len(x.ByLayer) || !x.ByLayer[l].HasExperts || e < 0 || e >= x.NExpert {
+		return nil, fmt.Errorf("%w: %s: layer %d expert %d out of range", ErrBadModel, x.Arch, l, e)
 	}
-	a, b := s.Grow(n * x.NFF)
+	L := &x.ByLayer[l]
+	if want := L.parts(); len(parts) != want {
+		names := "gate, up, down"
+		if L.Fused {
+			names = "gate_up, down"
+		}
+		return nil, fmt.Errorf("%s: layer %d expert %d: %d parts, want %s", x.Arch, l, e, len(parts), names)
+	}
+	return L, nil
+}
+
+func (L *ExpertLayer) parts() int {
+	if L.Fused {
+		return 2
+	}
+	return 3
+}
+
+// ComputeExpert implements ExpertFFN.
+func (x *Experts) ComputeExpert(l, e int, parts [][]byte, n int, in, out []float32, s *Scratch) error {
+	L, err := x.layer(l, e, parts)
+	if err != nil {
+		return err
+	}
+	F, E := x.NFF, x.NEmbd
+	a, b := s.Grow(n * 2 * F)
 	mm := s.On(x.Pool)
-	if err := mm.MatMul(x.GateT[l], parts[0], x.NFF, x.NEmbd, in[:n*x.NEmbd], n, a); err != nil {
-		return fmt.Errorf("layer %d expert %d gate: %w", l, e, err)
+	gate, up := a[:n*F], b[:n*F]
+	if L.Fused {
+		gu := a[:n*2*F]
+		if err := mm.MatMul(L.GateUpT, parts[0], 2*F, E, in[:n*E], n, gu); err != nil {
+			return fmt.Errorf("layer %d expert %d gate_up: %w", l, e, err)
+		}
+		// split each token's row: up to b, then the gates packed in a
+		// (token t's gate moves from a[2tF:] to a[tF:], never ahead of a
+		// row still to be read)
+		for t := 0; t < n; t++ {
+			copy(up[t*F:(t+1)*F], gu[t*2*F+F:(t+1)*2*F])
+			copy(gate[t*F:(t+1)*F], gu[t*2*F:t*2*F+F])
+		}
+	} else {
+		if err := mm.MatMul(L.GateT, parts[0], F, E, in[:n*E], n, gate); err != nil {
+			return fmt.Errorf("layer %d expert %d gate: %w", l, e, err)
+		}
+		if err := mm.MatMul(L.UpT, parts[1], F, E, in[:n*E], n, up); err != nil {
+			return fmt.Errorf("layer %d expert %d up: %w", l, e, err)
+		}
 	}
-	if err := mm.MatMul(x.UpT[l], parts[1], x.NFF, x.NEmbd, in[:n*x.NEmbd], n, b); err != nil {
-		return fmt.Errorf("layer %d expert %d up: %w", l, e, err)
-	}
-	SwiGLU(a, a, b)
-	if err := mm.MatMul(x.DownT[l], parts[2], x.NEmbd, x.NFF, a, n, out[:n*x.NEmbd]); err != nil {
+	x.activate(L, e, gate, up)
+	y := out[:n*E]
+	if err := mm.MatMul(L.DownT, parts[len(parts)-1], E, F, gate, n, y); err != nil {
 		return fmt.Errorf("layer %d expert %d down: %w", l, e, err)
 	}
+	x.finish(L, e, y)
 	return nil
 }
 
-// ComputeExperts implements BatchExpertFFN: the gate and up projections of
-// every single-token expert in one pool dispatch (their shared input
-// quantized once), then all their down projections in another; experts of
-// several tokens go through ComputeExpert (the multi-token kernels).
-func (x *SwiGLUExperts) ComputeExperts(l int, work []ExpertWork, s *Scratch) error {
-	if l < 0 || l >= len(x.GateT) {
-		return fmt.Errorf("%w: %s: layer %d out of range", ErrBadModel, x.Arch, l)
+// activate adds expert e's gate and up biases to rows of n_ff and writes
+// the activation into gate.
+func (x *Experts) activate(L *ExpertLayer, e int, gate, up []float32) {
+	F := x.NFF
+	if L.GateB != nil {
+		AddBias(gate, L.GateB[e*F:(e+1)*F])
 	}
-	gateT, upT, downT := x.GateT[l], x.UpT[l], x.DownT[l]
-	F, E := x.NFF, x.NEmbd
+	if L.UpB != nil {
+		AddBias(up, L.UpB[e*F:(e+1)*F])
+	}
+	x.Act(gate, gate, up)
+}
+
+// finish adds expert e's down bias and applies its output scale to y.
+func (x *Experts) finish(L *ExpertLayer, e int, y []float32) {
+	E := x.NEmbd
+	if L.DownB != nil {
+		AddBias(y, L.DownB[e*E:(e+1)*E])
+	}
+	if L.DownScale != nil {
+		sc := L.DownScale[e]
+		for i := range y {
+			y[i] *= sc
+		}
+	}
+}
+
+// ComputeExperts implements BatchExpertFFN: the gate and up (or gate_up)
+// projections of every single-token expert in one pool dispatch (their
+// shared input quantized once), then all their down projections in
+// another; experts of several tokens go through ComputeExpert (the
+// multi-token kernels).
+func (x *Experts) ComputeExperts(l int, work []ExpertWork, s *Scratch) error {
 	single := 0
 	for _, w := range work {
-		if len(w.Parts) != 3 {
-			return fmt.Errorf("%s: layer %d expert %d: %d parts, want gate, up, down", x.Arch, l, w.Expert, len(w.Parts))
+		if _, err := x.layer(l, w.Expert, w.Parts); err != nil {
+			return err
 		}
 		if w.N == 1 {
 			single++
@@ -85,7 +178,9 @@ func (x *SwiGLUExperts) ComputeExperts(l int, work []ExpertWork, s *Scratch) err
 	if single == 0 {
 		return nil
 	}
-	gate, up := s.Grow(single * F)
+	L := &x.ByLayer[l]
+	F, E := x.NFF, x.NEmbd
+	a, _ := s.Grow(single * 2 * F)
 	s.ResetInputs()
 	ps := s.Products[:0]
 	i := 0
@@ -93,35 +188,28 @@ func (x *SwiGLUExperts) ComputeExperts(l int, work []ExpertWork, s *Scratch) err
 		if w.N != 1 {
 			continue
 		}
-		in := s.Input(w.X[:E])
-		ag, err := in.For(gateT)
-		if err != nil {
-			return fmt.Errorf("layer %d expert %d gate: %w", l, w.Expert, err)
+		var err error
+		if ps, err = x.gateUpProducts(L, w, s.Input(w.X[:E]), a[i*2*F:(i+1)*2*F], ps); err != nil {
+			return fmt.Errorf("layer %d expert %d: %w", l, w.Expert, err)
 		}
-		au, err := in.For(upT)
-		if err != nil {
-			return fmt.Errorf("layer %d expert %d up: %w", l, w.Expert, err)
-		}
-		ps = append(ps,
-			kernels.Product{Type: gateT, W: w.Parts[0], Rows: F, Cols: E, A: ag, Y: gate[i*F : (i+1)*F]},
-			kernels.Product{Type: upT, W: w.Parts[1], Rows: F, Cols: E, A: au, Y: up[i*F : (i+1)*F]})
 		i++
 	}
 	if err := x.Pool.MatVecs(ps); err != nil {
 		return fmt.Errorf("layer %d experts gate/up: %w", l, err)
 	}
-	SwiGLU(gate, gate, up)
 	ps = ps[:0]
 	i = 0
 	for _, w := range work {
 		if w.N != 1 {
 			continue
 		}
-		a, err := s.Input(gate[i*F : (i+1)*F]).For(downT)
+		gu := a[i*2*F : (i+1)*2*F]
+		x.activate(L, w.Expert, gu[:F], gu[F:])
+		in, err := s.Input(gu[:F]).For(L.DownT)
 		if err != nil {
 			return fmt.Errorf("layer %d expert %d down: %w", l, w.Expert, err)
 		}
-		ps = append(ps, kernels.Product{Type: downT, W: w.Parts[2], Rows: E, Cols: F, A: a, Y: w.Out[:E]})
+		ps = append(ps, kernels.Product{Type: L.DownT, W: w.Parts[len(w.Parts)-1], Rows: E, Cols: F, A: in, Y: w.Out[:E]})
 		i++
 	}
 	err := x.Pool.MatVecs(ps)
@@ -131,5 +219,34 @@ func (x *SwiGLUExperts) ComputeExperts(l int, work []ExpertWork, s *Scratch) err
 	if err != nil {
 		return fmt.Errorf("layer %d experts down: %w", l, err)
 	}
+	for _, w := range work {
+		if w.N == 1 {
+			x.finish(L, w.Expert, w.Out[:E])
+		}
+	}
 	return nil
+}
+
+// gateUpProducts appends the single-token products of w's gate and up (or
+// gate_up) projections writing gate then up into gu (2·n_ff floats).
+func (x *Experts) gateUpProducts(L *ExpertLayer, w ExpertWork, in *Inputs, gu []float32, ps []kernels.Product) ([]kernels.Product, error) {
+	F, E := x.NFF, x.NEmbd
+	if L.Fused {
+		a, err := in.For(L.GateUpT)
+		if err != nil {
+			return ps, fmt.Errorf("gate_up: %w", err)
+		}
+		return append(ps, kernels.Product{Type: L.GateUpT, W: w.Parts[0], Rows: 2 * F, Cols: E, A: a, Y: gu}), nil
+	}
+	ag, err := in.For(L.GateT)
+	if err != nil {
+		return ps, fmt.Errorf("gate: %w", err)
+	}
+	au, err := in.For(L.UpT)
+	if err != nil {
+		return ps, fmt.Errorf("up: %w", err)
+	}
+	return append(ps,
+		kernels.Product{Type: L.GateT, W: w.Parts[0], Rows: F, Cols: E, A: ag, Y: gu[:F]},
+		kernels.Product{Type: L.UpT, W: w.Parts[1], Rows: F, Cols: E, A: au, Y: gu[F:]}), nil
 }

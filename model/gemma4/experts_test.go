@@ -55,11 +55,10 @@ func TestSeparateGateUp(t *testing.T) {
 		if err := m.ComputeExpert(1, e, [][]byte{gu, down}, 2, x, fused, &s); err != nil {
 			t.Fatal(err)
 		}
-		sep := *m
-		sep.exps = append([]experts(nil), m.exps...)
-		X := sep.exps[1]
-		X.fused, X.gateT, X.upT = false, X.gateUpT, X.gateUpT
-		sep.exps[1] = X
+		sep := *m.Experts
+		sep.ByLayer = append([]model.ExpertLayer(nil), m.ByLayer...)
+		X := &sep.ByLayer[1]
+		X.Fused, X.GateT, X.UpT = false, X.GateUpT, X.GateUpT
 		half := len(gu) / 2
 		apart := make([]float32, 2*E)
 		if err := sep.ComputeExpert(1, e, [][]byte{gu[:half], gu[half:], down}, 2, x, apart, &s); err != nil {

@@ -28,7 +28,8 @@
 // (attention.shared_kv_layers) are refused with model.ErrUnsupportedArch.
 //
 // The routed experts are computed behind model.MoE; this package supplies
-// their math (ComputeExpert) and the gating rule. The router input handed to
+// their math (model.Experts with GEGLU, fused or separate gate and up, and
+// the output scales) and the gating rule. The router input handed to
 // a model.RouterInputMoE (and read by PeekRouter) is the attention output a,
 // so next-layer prefetch applies layer ℓ+1's whole router (norm, scales,
 // matrix) to layer ℓ's attention output. The package registers itself as
@@ -36,37 +37,26 @@
 //
 // Buffers: dense weights are borrowed from the DenseSource for the model's
 // lifetime; norms, scales and rope factors are copied to float32 at load.
-// ComputeExpert only reads the model and writes the caller's buffers, so it
-// is safe for concurrent use; Forward on one State is not re-entrant.
+// The expert math only reads the model and writes the caller's buffers, so
+// it is safe for concurrent use; Forward on one State is not re-entrant.
 package gemma4
 
 import (
 	"fmt"
 
-	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
-	"github.com/pipe-engine/pipe/quant"
 )
 
 func init() { model.Register("gemma4", New) }
-
-// experts are one layer's routed-expert types and per-expert output scales.
-type experts struct {
-	fused             bool
-	gateUpT           quant.Type // fused gate+up
-	gateT, upT, downT quant.Type
-	downScale         []float32 // ffn_down_exps.scale (nil: 1)
-}
 
 // Model is a loaded Gemma-4: the shared decoder skeleton with gemma4's FFN
 // hook per layer, plus the expert math.
 type Model struct {
 	*model.Decoder
+	*model.Experts
 	d          *model.Desc
-	pool       *kernels.Pool
 	nEmbd, nFF int // nFF: expert feed-forward length
 	nExpert, k int
-	exps       []experts // per layer (zero for a layer without experts)
 }
 
 // New builds a Gemma-4 model from its description and dense weights.
@@ -83,17 +73,17 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{d: d, pool: opt.Pool, nEmbd: hp.NEmbd, nFF: hp.NFFExp, nExpert: hp.NExpert, k: k}
+	m := &Model{d: d, nEmbd: hp.NEmbd, nFF: hp.NFFExp, nExpert: hp.NExpert, k: k}
 	if m.nEmbd <= 0 || m.nExpert <= 0 || m.k <= 0 || m.nFF <= 0 || hp.RMSEps <= 0 {
 		return nil, fmt.Errorf("%w: gemma4 hyper-parameters %+v", model.ErrBadModel, hp)
 	}
 	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: hp.RMSEps, Timings: opt.Timings,
 		EmbdScale: sqrtf(float32(hp.NEmbd)), Softcap: hp.FinalLogitSoftcap}
+	m.Experts = &model.Experts{Arch: "gemma4", Pool: opt.Pool, NEmbd: m.nEmbd, NFF: m.nFF, NExpert: m.nExpert, Act: model.GEGLU}
 	ld := model.NewLoader(d, src)
 	ld.Embeddings(m.Decoder)
 	var ropeFreqs []float32
 	for l, g := range geoms {
-		p := fmt.Sprintf("blk.%d.", l)
 		if g.Window == 0 { // full attention: proportional RoPE through rope_freqs
 			if ropeFreqs == nil {
 				ropeFreqs = ld.Vector("rope_freqs.weight", g.HeadDim/2)
@@ -103,9 +93,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 			g.Rope = r
 		}
 		a := loadAttention(ld, l, m.nEmbd, g)
-		f, e := m.loadFFN(ld, p)
-		m.Layers = append(m.Layers, model.Layer{Attn: a, FFN: f})
-		m.exps = append(m.exps, e)
+		m.Layers = append(m.Layers, model.Layer{Attn: a, FFN: m.loadFFN(ld, l)})
 	}
 	if err := ld.CheckVocab(m.Decoder, hp.NVocab); err != nil {
 		return nil, err
@@ -150,53 +138,4 @@ func (m *Model) Desc() *model.Desc { return m.d }
 // renormalised (build_moe_ffn with SOFTMAX gating and norm_w).
 func (m *Model) Router(int) model.RouterSpec {
 	return model.RouterSpec{Gating: model.SoftmaxTopK, NExpert: m.nExpert, K: m.k, Normalize: true}
-}
-
-// ComputeExpert implements model.ExpertFFN:
-// s_e · down(gelu(gate x) · up x), gate and up from the fused projection
-// (its first and second n_ff rows) or from two.
-func (m *Model) ComputeExpert(l, e int, parts [][]byte, n int, x, out []float32, s *model.Scratch) error {
-	if l < 0 || l >= len(m.exps) || e < 0 || e >= m.nExpert {
-		return fmt.Errorf("%w: gemma4: layer %d expert %d out of range", model.ErrBadModel, l, e)
-	}
-	X := &m.exps[l]
-	F, E := m.nFF, m.nEmbd
-	want := 3
-	if X.fused {
-		want = 2
-	}
-	if len(parts) != want {
-		return fmt.Errorf("gemma4: layer %d expert %d: %d parts, want %d", l, e, len(parts), want)
-	}
-	a, b := s.Grow(n * 2 * F)
-	mm := s.On(m.pool)
-	act := b[:n*F]
-	if X.fused {
-		if err := mm.MatMul(X.gateUpT, parts[0], 2*F, E, x[:n*E], n, a); err != nil {
-			return fmt.Errorf("layer %d expert %d gate_up: %w", l, e, err)
-		}
-		for t := 0; t < n; t++ {
-			row := a[t*2*F : (t+1)*2*F]
-			model.GEGLU(act[t*F:(t+1)*F], row[:F], row[F:])
-		}
-	} else {
-		if err := mm.MatMul(X.gateT, parts[0], F, E, x[:n*E], n, a[:n*F]); err != nil {
-			return fmt.Errorf("layer %d expert %d gate: %w", l, e, err)
-		}
-		if err := mm.MatMul(X.upT, parts[1], F, E, x[:n*E], n, act); err != nil {
-			return fmt.Errorf("layer %d expert %d up: %w", l, e, err)
-		}
-		model.GEGLU(act, a[:n*F], act)
-	}
-	y := out[:n*E]
-	if err := mm.MatMul(X.downT, parts[len(parts)-1], E, F, act, n, y); err != nil {
-		return fmt.Errorf("layer %d expert %d down: %w", l, e, err)
-	}
-	if X.downScale != nil {
-		sc := X.downScale[e]
-		for i := range y {
-			y[i] *= sc
-		}
-	}
-	return nil
 }

@@ -94,58 +94,51 @@ func perLayer(arr []int, l, def int) int {
 // ffn is a gemma4 layer's feed-forward half: the dense GELU MLP and, on
 // MoE layers, the routed experts beside it, each with its own norms.
 type ffn struct {
-	norm1, postNorm   []float32 // ffn_norm, post_ffw_norm
-	gate, up, down    model.Weight
-	moe               bool
-	postNorm1         []float32 // post_ffw_norm_1
-	preNorm2          []float32 // pre_ffw_norm_2
-	postNorm2         []float32 // post_ffw_norm_2
-	router            model.Weight
-	routerScale       []float32 // ffn_gate_inp.scale
-	invSqrtE, eps     float32
-	outScale          float32 // layer_output_scale (1 without it)
-	hasOutScale       bool
-	nExpert, nFFDense int
-	peekTmp           []float32 // Peek's normalised inputs, kept between calls
+	norm1, postNorm []float32 // ffn_norm, post_ffw_norm
+	mlp             model.GLU
+	moe             bool
+	postNorm1       []float32 // post_ffw_norm_1
+	preNorm2        []float32 // pre_ffw_norm_2
+	postNorm2       []float32 // post_ffw_norm_2
+	router          model.Weight
+	routerScale     []float32 // ffn_gate_inp.scale
+	invSqrtE, eps   float32
+	outScale        float32 // layer_output_scale (1 without it)
+	hasOutScale     bool
+	nExpert         int
+	peekTmp         []float32 // Peek's normalised inputs, kept between calls
 }
 
-// loadFFN loads a layer's FFN hook and its expert description.
-func (m *Model) loadFFN(ld *model.Loader, p string) (*ffn, experts) {
+// loadFFN loads layer l's FFN hook and its expert description (a layer
+// without ffn_gate_inp has no experts).
+func (m *Model) loadFFN(ld *model.Loader, l int) *ffn {
 	E := m.nEmbd
+	p := fmt.Sprintf("blk.%d.", l)
 	f := &ffn{norm1: ld.Vector(p+"ffn_norm.weight", E), postNorm: ld.Vector(p+"post_ffw_norm.weight", E),
-		gate: ld.Matrix(p+"ffn_gate.weight", E, -1), invSqrtE: 1 / sqrtf(float32(E)), eps: m.Eps, nExpert: m.nExpert, outScale: 1}
-	f.nFFDense = f.gate.Rows
-	f.up = ld.Matrix(p+"ffn_up.weight", E, f.nFFDense)
-	f.down = ld.Matrix(p+"ffn_down.weight", f.nFFDense, E)
+		mlp: model.LoadGLU(ld, p+"ffn_", ".weight", E, -1, model.GEGLU), invSqrtE: 1 / sqrtf(float32(E)), eps: m.Eps, nExpert: m.nExpert, outScale: 1}
 	if s, ok := ld.OptionalVector(p+"layer_output_scale.weight", 1); ok {
 		f.outScale, f.hasOutScale = s[0], true
 	}
-	var e experts
 	f.router, f.moe = ld.OptionalMatrix(p+"ffn_gate_inp.weight", E, m.nExpert)
 	if !f.moe {
-		return f, e
+		m.SkipLayer()
+		return f
 	}
 	f.routerScale = ld.Vector(p+"ffn_gate_inp.scale", E)
 	f.preNorm2 = ld.Vector(p+"pre_ffw_norm_2.weight", E)
 	f.postNorm1 = ld.Vector(p+"post_ffw_norm_1.weight", E)
 	f.postNorm2 = ld.Vector(p+"post_ffw_norm_2.weight", E)
-	F := m.nFF
-	if ld.Has(p + "ffn_gate_up_exps.weight") {
-		e.fused = true
-		e.gateUpT = ld.ExpertType(p+"ffn_gate_up_exps.weight", E, 2*F, m.nExpert)
-	} else {
-		e.gateT = ld.ExpertType(p+"ffn_gate_exps.weight", E, F, m.nExpert)
-		e.upT = ld.ExpertType(p+"ffn_up_exps.weight", E, F, m.nExpert)
-	}
-	e.downT = ld.ExpertType(p+"ffn_down_exps.weight", F, E, m.nExpert)
-	e.downScale, _ = ld.OptionalVector(p+"ffn_down_exps.scale", m.nExpert)
-	return f, e
+	x := m.AddLayer(ld, l)
+	x.DownScale, _ = ld.OptionalVector(p+"ffn_down_exps.scale", m.nExpert)
+	return f
 }
 
 // Run implements model.FFN on the attention output x (in place).
 func (f *ffn) Run(ctx context.Context, p *model.Pass, layer int, x []float32) error {
 	n, E := p.N, p.E
-	mlp, err := f.denseMLP(p, x)
+	h := p.Buf(n * E)
+	p.Norm(h, x, f.norm1)
+	mlp, err := f.mlp.Run(p, h)
 	if err != nil {
 		return err
 	}
@@ -178,26 +171,6 @@ func (f *ffn) Run(ctx context.Context, p *model.Pass, layer int, x []float32) er
 		}
 	}
 	return nil
-}
-
-// denseMLP returns down(gelu(gate h)·up h) for h = RMSNorm(x)·ffn_norm.
-func (f *ffn) denseMLP(p *model.Pass, x []float32) ([]float32, error) {
-	n, E := p.N, p.E
-	h := p.Buf(n * E)
-	p.Norm(h, x, f.norm1)
-	g, u := p.Buf(n*f.nFFDense), p.Buf(n*f.nFFDense)
-	if err := p.MatMul(&f.gate, h, g); err != nil {
-		return nil, err
-	}
-	if err := p.MatMul(&f.up, h, u); err != nil {
-		return nil, err
-	}
-	model.GEGLU(g, g, u)
-	out := p.Buf(n * E)
-	if err := p.MatMul(&f.down, g, out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // logits writes the router logits of the n attention outputs x:

@@ -18,23 +18,22 @@
 //
 // swiglu_oai(g, u) = min(g, 7)·σ(1.702·min(g, 7)) · (clamp(u, ±7) + 1), with
 // llama.cpp's hard-coded alpha and limit. The routed experts are computed
-// behind model.MoE; this package supplies their math (ComputeExpert, biases
-// included) and the gating rule (model.TopKSoftmax). Every shape comes from
+// behind model.MoE; this package describes their math (model.Experts with
+// SwiGLU-OAI and the per-expert biases: ComputeExpert, ComputeExperts) and
+// the gating rule (model.TopKSoftmax). Every shape comes from
 // GGUF metadata. The package registers itself as "gpt-oss" on import.
 //
 // Buffers: dense weights are borrowed from the DenseSource for the model's
 // lifetime; the per-expert biases are copied into float32 slices at load.
-// ComputeExpert only reads the model and writes the caller's buffers, so it
-// is safe for concurrent use; Forward on one State is not re-entrant.
+// The expert math only reads the model and writes the caller's buffers, so
+// it is safe for concurrent use; Forward on one State is not re-entrant.
 package gptoss
 
 import (
 	"fmt"
 	"math"
 
-	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
-	"github.com/pipe-engine/pipe/quant"
 )
 
 func init() { model.Register("gpt-oss", New) }
@@ -46,10 +45,8 @@ const (
 )
 
 type layer struct {
-	sinks, gateB               []float32
-	expGateB, expUpB, expDownB []float32 // [expert][n_ff] / [expert][n_embd]
-	gateT, upT, downT          quant.Type
-	swa                        bool
+	sinks, gateB []float32
+	swa          bool
 }
 
 // Model is a loaded gpt-oss: the shared decoder skeleton (biased
@@ -57,8 +54,8 @@ type layer struct {
 // with a biased router) plus the biased SwiGLU-OAI experts.
 type Model struct {
 	*model.Decoder
+	*model.Experts
 	d                   *model.Desc
-	pool                *kernels.Pool
 	nEmbd, headDim, nFF int
 	nExpert, k, window  int
 	rope                Rope
@@ -72,7 +69,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{d: d, pool: opt.Pool, nEmbd: hp.NEmbd, headDim: hp.HeadDim, nFF: hp.NFFExp,
+	m := &Model{d: d, nEmbd: hp.NEmbd, headDim: hp.HeadDim, nFF: hp.NFFExp,
 		nExpert: hp.NExpert, k: k, window: hp.SlidingWindow}
 	if hp.NLayer <= 0 || m.nEmbd <= 0 || hp.NHead <= 0 || hp.NHeadKV <= 0 || hp.NHead%hp.NHeadKV != 0 ||
 		m.nExpert <= 0 || m.k <= 0 || m.nFF <= 0 || m.headDim <= 0 || m.headDim%2 != 0 ||
@@ -87,6 +84,8 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 		return nil, err
 	}
 	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: eps, Timings: opt.Timings}
+	m.Experts = &model.Experts{Arch: "gpt-oss", Pool: opt.Pool, NEmbd: m.nEmbd, NFF: m.nFF, NExpert: m.nExpert,
+		Act: func(out, gate, up []float32) { SwiGLUOAI(out, gate, up, swigluAlpha, swigluLimit) }}
 	ld := model.NewLoader(d, src)
 	ld.Embeddings(m.Decoder)
 	for l := 0; l < hp.NLayer; l++ {
@@ -108,16 +107,14 @@ func (m *Model) loadLayer(ld *model.Loader, l int) (layer, model.Layer) {
 	g := model.Geom{NHead: hp.NHead, NHeadKV: hp.NHeadKV, HeadDim: m.headDim, Rope: &m.rope,
 		Scale: float32(1 / math.Sqrt(float64(m.headDim)))}
 	L := layer{
-		sinks:    ld.Vector(p+"attn_sinks.weight", hp.NHead),
-		gateB:    ld.Vector(p+"ffn_gate_inp.bias", m.nExpert),
-		gateT:    ld.ExpertType(p+"ffn_gate_exps.weight", m.nEmbd, m.nFF, m.nExpert),
-		upT:      ld.ExpertType(p+"ffn_up_exps.weight", m.nEmbd, m.nFF, m.nExpert),
-		downT:    ld.ExpertType(p+"ffn_down_exps.weight", m.nFF, m.nEmbd, m.nExpert),
-		expGateB: ld.Vector(p+"ffn_gate_exps.bias", m.nFF*m.nExpert),
-		expUpB:   ld.Vector(p+"ffn_up_exps.bias", m.nFF*m.nExpert),
-		expDownB: ld.Vector(p+"ffn_down_exps.bias", m.nEmbd*m.nExpert),
-		swa:      isSWA(hp, l),
+		sinks: ld.Vector(p+"attn_sinks.weight", hp.NHead),
+		gateB: ld.Vector(p+"ffn_gate_inp.bias", m.nExpert),
+		swa:   isSWA(hp, l),
 	}
+	x := m.AddLayer(ld, l)
+	x.GateB = ld.Vector(p+"ffn_gate_exps.bias", m.nFF*m.nExpert)
+	x.UpB = ld.Vector(p+"ffn_up_exps.bias", m.nFF*m.nExpert)
+	x.DownB = ld.Vector(p+"ffn_down_exps.bias", m.nEmbd*m.nExpert)
 	if L.swa {
 		g.Window = m.window
 	}
@@ -173,33 +170,4 @@ func SwiGLUOAI(out, gate, up []float32, alpha, limit float32) {
 		glu := x / (1 + e)
 		out[i] = glu * (y + 1)
 	}
-}
-
-// ComputeExpert implements model.ExpertFFN:
-// down(swiglu_oai(gate x + bg, up x + bu)) + bd, biases of expert e.
-func (m *Model) ComputeExpert(l, e int, parts [][]byte, n int, x, out []float32, s *model.Scratch) error {
-	if len(parts) != 3 {
-		return fmt.Errorf("gpt-oss: layer %d expert %d: %d parts, want gate, up, down", l, e, len(parts))
-	}
-	if l < 0 || l >= len(m.layers) || e < 0 || e >= m.nExpert {
-		return fmt.Errorf("%w: gpt-oss: layer %d expert %d out of range", model.ErrBadModel, l, e)
-	}
-	L := &m.layers[l]
-	F, E := m.nFF, m.nEmbd
-	a, b := s.Grow(n * F)
-	mm := s.On(m.pool)
-	if err := mm.MatMul(L.gateT, parts[0], F, E, x[:n*E], n, a); err != nil {
-		return fmt.Errorf("layer %d expert %d gate: %w", l, e, err)
-	}
-	if err := mm.MatMul(L.upT, parts[1], F, E, x[:n*E], n, b); err != nil {
-		return fmt.Errorf("layer %d expert %d up: %w", l, e, err)
-	}
-	model.AddBias(a[:n*F], L.expGateB[e*F:(e+1)*F])
-	model.AddBias(b[:n*F], L.expUpB[e*F:(e+1)*F])
-	SwiGLUOAI(a, a, b, swigluAlpha, swigluLimit)
-	if err := mm.MatMul(L.downT, parts[2], E, F, a, n, out[:n*E]); err != nil {
-		return fmt.Errorf("layer %d expert %d down: %w", l, e, err)
-	}
-	model.AddBias(out[:n*E], L.expDownB[e*E:(e+1)*E])
-	return nil
 }

@@ -11,8 +11,8 @@
 //	logits = Woutput RMSNorm(x)·output_norm
 //
 // The routed experts are computed behind model.MoE; this package supplies
-// their math (model.SwiGLUExperts) and the gating rule (softmax over all experts,
-// top-k, renormalise). Every shape comes from GGUF metadata. The package
+// their math (model.Experts with SwiGLU: ComputeExpert, ComputeExperts) and
+// the gating rule (softmax over all experts, top-k, renormalise). Every shape comes from GGUF metadata. The package
 // registers itself as "qwen3moe" on import.
 package qwen3moe
 
@@ -29,7 +29,7 @@ func init() { model.Register("qwen3moe", New) }
 // FFN per layer, plus the expert math.
 type Model struct {
 	*model.Decoder
-	model.SwiGLUExperts
+	*model.Experts
 	d          *model.Desc
 	nEmbd, nFF int
 	nExpert, k int
@@ -42,8 +42,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{d: d, nEmbd: hp.NEmbd, nFF: hp.NFFExp, nExpert: hp.NExpert, k: k,
-		SwiGLUExperts: model.SwiGLUExperts{Arch: "qwen3moe", Pool: opt.Pool, NEmbd: hp.NEmbd, NFF: hp.NFFExp}}
+	m := &Model{d: d, nEmbd: hp.NEmbd, nFF: hp.NFFExp, nExpert: hp.NExpert, k: k}
 	hd := hp.HeadDim
 	if hd == 0 && hp.NHead > 0 {
 		hd = hp.NEmbd / hp.NHead
@@ -66,6 +65,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	geom := model.Geom{NHead: hp.NHead, NHeadKV: hp.NHeadKV, HeadDim: hd,
 		Rope: model.Rope{NDims: hd, Base: base, FreqScale: fs, AttnScale: 1}, Scale: float32(1 / math.Sqrt(float64(hd)))}
 	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: eps, Timings: opt.Timings}
+	m.Experts = &model.Experts{Arch: "qwen3moe", Pool: opt.Pool, NEmbd: m.nEmbd, NFF: m.nFF, NExpert: m.nExpert, Act: model.SwiGLU}
 	ld := model.NewLoader(d, src)
 	ld.Embeddings(m.Decoder)
 	for l := 0; l < hp.NLayer; l++ {
@@ -78,7 +78,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 			Gate: ld.Matrix(p+"ffn_gate_inp.weight", m.nEmbd, m.nExpert),
 		}
 		m.Layers = append(m.Layers, model.Layer{Attn: a, FFN: ffn})
-		m.AddLayer(ld, l, m.nExpert)
+		m.AddLayer(ld, l)
 	}
 	if err := ld.CheckVocab(m.Decoder, hp.NVocab); err != nil {
 		return nil, err

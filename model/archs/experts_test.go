@@ -1,4 +1,4 @@
-package qwen3moe_test
+package archs_test
 
 import (
 	"math"
@@ -10,15 +10,27 @@ import (
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
+	_ "github.com/pipe-engine/pipe/model/archs"
 )
+
+const goldenModels = "../../testdata/golden/models"
+
+// fileSource serves tensors from the whole file read into memory.
+type fileSource struct{ b []byte }
+
+func (s fileSource) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
+	return s.b[ti.Offset : ti.Offset+ti.Size], nil
+}
 
 // TestComputeExpertsEqualsComputeExpert: the batched experts (single-token
 // works sharing one input, single-token works with their own inputs, and a
-// multi-token work) give exactly ComputeExpert's bits, for every quant type
-// of the tiny model and 1..3 threads.
+// multi-token work) give exactly ComputeExpert's bits, for every family
+// (plain SwiGLU, gpt-oss's biased SwiGLU-OAI, gemma4's fused gate_up with
+// GEGLU and output scales), several quant types and 1..3 threads.
 func TestComputeExpertsEqualsComputeExpert(t *testing.T) {
-	for _, q := range []string{"F32", "Q4_K_M", "Q8_0", "Q4_0", "MXFP4_MOE"} {
-		path := filepath.Join(golden, "models/tiny-qwen3moe-"+q+".gguf")
+	for _, q := range []string{"qwen3moe-F32", "qwen3moe-Q4_K_M", "qwen3moe-Q8_0", "qwen3moe-Q4_0", "qwen3moe-MXFP4_MOE",
+		"gptoss-Q8_0", "gptoss-MXFP4_MOE", "gemma4-F32", "gemma4-Q4_K_M"} {
+		path := filepath.Join(goldenModels, "tiny-"+q+".gguf")
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -39,7 +51,7 @@ func TestComputeExpertsEqualsComputeExpert(t *testing.T) {
 			}
 			bf, ok := m.(model.BatchExpertFFN)
 			if !ok {
-				t.Fatal("qwen3moe does not implement model.BatchExpertFFN")
+				t.Fatalf("%s does not implement model.BatchExpertFFN", d.Arch)
 			}
 			E := d.HParams.NEmbd
 			rng := rand.New(rand.NewPCG(61, uint64(threads)))
@@ -83,9 +95,9 @@ func TestComputeExpertsEqualsComputeExpert(t *testing.T) {
 					}
 				}
 			}
-			bad := []model.ExpertWork{{Expert: 0, Parts: parts(0)[:2], N: 1, X: shared, Out: make([]float32, E)}}
+			bad := []model.ExpertWork{{Expert: 0, Parts: parts(0)[:len(parts(0))-1], N: 1, X: shared, Out: make([]float32, E)}}
 			if err := bf.ComputeExperts(layer, bad, &s); err == nil {
-				t.Fatalf("%s: two parts accepted", q)
+				t.Fatalf("%s: a missing part accepted", q)
 			}
 			if err := bf.ComputeExperts(99, work, &s); err == nil {
 				t.Fatalf("%s: layer 99 accepted", q)
