@@ -142,10 +142,10 @@ func (m *Model) SaveHotSet(path string) error {
 	if path == "" {
 		path = m.hot.path
 	}
-	if err := h.Save(path, gguf.ShardPaths(m.o.Engine.Path)...); err != nil {
+	if err := h.Save(path, gguf.ShardPaths(m.eng.Config().Path)...); err != nil {
 		return err
 	}
-	m.o.Engine.Log.Info().Str("event", "hot_set_saved").Str("path", path).Msg("hot set saved for the next warm start")
+	m.log().Info().Str("event", "hot_set_saved").Str("path", path).Msg("hot set saved for the next warm start")
 	return nil
 }
 
@@ -161,6 +161,6 @@ func (m *Model) closeHotSet() {
 		m.sink.Set("warm_used", ws.Used)
 	}
 	if err := m.SaveHotSet(""); err != nil {
-		m.o.Engine.Log.Warn().Str("event", "hot_set_not_saved").Err(err).Msg("the next run starts cold")
+		m.log().Warn().Str("event", "hot_set_not_saved").Err(err).Msg("the next run starts cold")
 	}
 }

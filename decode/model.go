@@ -47,11 +47,14 @@
 package decode
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/metrics"
@@ -171,7 +174,7 @@ func Open(ctx context.Context, o Options) (*Model, error) {
 	if o.KV == model.KVF32 {
 		cfg.Cache.KVElemBytes = 4
 	}
-	cfg.Cache.KVPositions = firstNonZero(o.Ctx, firstNonZero(o.Reserve, DefaultCtx))
+	cfg.Cache.KVPositions = cmp.Or(o.Ctx, o.Reserve, DefaultCtx)
 	if o.Progress != nil {
 		cfg.LoadProgress = func(done, total int64) { o.Progress(Progress{Phase: PhaseLoad, Done: done, Total: total}) }
 	}
@@ -185,14 +188,17 @@ func Open(ctx context.Context, o Options) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{eng: eng, o: o}
-	if err := m.init(cfg, hot); err != nil {
+	if err := m.init(hot); err != nil {
 		eng.Close()
 		return nil, err
 	}
 	return m, nil
 }
 
-func (m *Model) init(cfg stages.Config, hot *hotLoader) error {
+// init makes the tokenizer and the sink and logs the `load` event with the
+// configuration the engine resolved.
+func (m *Model) init(hot *hotLoader) error {
+	cfg := m.eng.Config()
 	tcfg, err := tokenizer.FromGGUF(m.eng.Desc().File)
 	if err != nil {
 		return fmt.Errorf("%s: tokenizer: %w", cfg.Path, err)
@@ -207,12 +213,12 @@ func (m *Model) init(cfg stages.Config, hot *hotLoader) error {
 	}
 	d := m.eng.Desc()
 	extra := append([]sink.Field{sink.F("model", cfg.Path), sink.F("arch", d.Arch), sink.F("moe_stream", cfg.Stream),
-		sink.F("dense_weights", string(cfg.Dense)), sink.F("overlap", cfg.Overlap), sink.F("working_set_bytes", m.eng.WorkingSet()),
+		sink.F("dense_weights", string(cfg.Dense)), sink.F("overlap", cfg.Overlap), sink.F("working_set_bytes", cfg.WorkingSet),
 		sink.F("kernels", kernels.Implementation())},
 		m.o.LoadFields...)
 	m.sink.Load(sink.LoadInfo{
 		Seconds: m.eng.LoadTime().Seconds(), DenseBytes: d.DenseBytes, ExpertBytes: d.ExpertTotalBytes,
-		BudgetBytes: m.eng.Budget(), ODirect: m.eng.ODirect(), Lanes: cfg.IO.Lanes, Threads: cfg.Threads, Extra: extra,
+		BudgetBytes: cfg.Cache.Bytes, ODirect: m.eng.ODirect(), Lanes: cfg.IO.Lanes, Threads: cfg.Threads, Extra: extra,
 	})
 	m.sink.Set("model", cfg.Path)
 	m.sink.Set("moe_stream", cfg.Stream)
@@ -317,7 +323,7 @@ func (m *Model) Close() error {
 }
 
 func (m *Model) logProfile() {
-	log := m.o.Engine.Log
+	log := m.eng.Config().Log
 	pr := m.eng.Profile()
 	n := float64(max(m.forwards, 1))
 	per := func(d time.Duration) float64 { return float64(d) / 1e6 / n }
@@ -342,4 +348,10 @@ func ResolveSeed(seed int64) uint64 {
 		seed = time.Now().UnixNano() & math.MaxInt64
 	}
 	return uint64(seed)
+}
+
+// log is the engine's logger (its resolved configuration's).
+func (m *Model) log() *zerolog.Logger {
+	l := m.eng.Config().Log
+	return &l
 }

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,7 +58,7 @@ func (m *Model) NewSession(o SessionOptions) (*Session, error) {
 	if o.System != "" {
 		s.past = append(s.past, tokenizer.Message{Role: "system", Content: o.System})
 	}
-	if n := firstNonZero(o.Ctx, m.o.Ctx); n > 0 {
+	if n := cmp.Or(o.Ctx, m.o.Ctx); n > 0 {
 		if err := s.size(n); err != nil {
 			return nil, err
 		}
@@ -65,17 +66,9 @@ func (m *Model) NewSession(o SessionOptions) (*Session, error) {
 	return s, nil
 }
 
-// firstNonZero returns the first non-zero argument.
-func firstNonZero(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
-}
-
 func (s *Session) size(nCtx int) error {
 	if train := s.m.eng.Desc().HParams.NCtxTrain; train > 0 && nCtx > train {
-		s.m.o.Engine.Log.Warn().Str("event", "ctx_beyond_train").Int("ctx", nCtx).Int("n_ctx_train", train).
+		s.m.log().Warn().Str("event", "ctx_beyond_train").Int("ctx", nCtx).Int("n_ctx_train", train).
 			Msgf("the context of %d positions (-c, or prompt + -n) is beyond the %d the model was trained on: output past position %d may degrade", nCtx, train, train)
 	}
 	st, err := s.m.eng.NewSession(nCtx, s.m.o.KV)

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/sourcegraph/conc"
 
 	"github.com/pipe-engine/pipe/cache"
@@ -23,65 +22,9 @@ import (
 	"github.com/pipe-engine/pipe/reader"
 )
 
-// Config is everything the engine needs; cmd/pipe fills it from flags.
-type Config struct {
-	Path        string
-	Stream      bool // --moe-stream: routed experts through O_DIRECT and the cache
-	Overlap     bool // --overlap
-	Threads     int  // -t
-	ExpertsUsed int  // --n-expert-used (0: the model's k)
-	HugePages   bool // --huge-pages: THP behind the cache slots and anonymous dense weights
-	IO          IOConfig
-	Cache       CacheConfig
-	Prefetch    PrefetchConfig
-	Dense       dense.Mode // --dense-weights ("" is anon)
-	Log         zerolog.Logger
-	// LoadProgress, if set, sees the dense weights' load on Open's goroutine
-	// (bytes done and total, dense.Options.Progress).
-	LoadProgress func(done, total int64)
-	// WarmKeys, when set, is asked once (in every mode) when the model is
-	// described, for the experts to warm-start, hottest first; when
-	// streaming, their reads start before the dense weights load, so the
-	// lanes read the hottest experts while the dense weights are read and
-	// the model is built (Engine.WarmStarted). nil or an empty answer: no
-	// warm start.
-	WarmKeys func(d *model.Desc) []cache.Key
-}
-
-// IOConfig configures the reader lanes.
-type IOConfig struct {
-	Lanes     int  // --io-threads
-	NoODirect bool // --no-odirect
-	// Open, when set, opens the model's files for the reader (tests use it
-	// to inject short reads, EIO and EINVAL); nil is the operating system.
-	Open reader.OpenFunc
-}
-
-// CacheConfig configures the expert cache.
-type CacheConfig struct {
-	Bytes  int64  // --cache-mb in bytes; 0 = no cache (ignored with Auto)
-	Auto   bool   // --cache-mb auto: size from the cgroup limit / MemAvailable
-	Ceil   int64  // --cache-ceil-mb in bytes (0 = none)
-	Floor  int64  // --cache-floor-mb in bytes: RAM left free by Auto
-	Policy string // replacement policy (cache.NewPolicy)
-	// KVPositions and KVElemBytes size the KV cache Auto leaves room for.
-	KVPositions, KVElemBytes int
-}
-
-// PrefetchConfig configures speculative reads.
-type PrefetchConfig struct {
-	N      int    // --prefetch: speculative experts per layer (0: off)
-	Policy string // --prefetch-policy
-	Lanes  int    // --prefetch-lanes: lanes serving speculative reads at once (0: all)
-	// Prompt (--prefetch-prompt): in a prompt pass, read the experts the next
-	// layer's router picks for this layer's router inputs while this layer
-	// computes (independent of N and Policy).
-	Prompt bool
-}
-
 // Engine is a loaded model with its pipeline.
 type Engine struct {
-	cfg     Config
+	cfg     Resolved
 	desc    *model.Desc
 	model   model.Model
 	pool    *kernels.Pool
@@ -162,9 +105,8 @@ type meter struct {
 
 // expertLayout maps (layer, expert) to file ranges.
 type expertLayout struct {
-	ranges     [][][]reader.Range
-	slotBytes  int64 // cache slot: the largest expert span, aligned
-	workingSet int64 // one token's experts in slots (Σ layers k × slot)
+	ranges    [][][]reader.Range
+	slotBytes int64 // cache slot: the largest expert span, aligned
 }
 
 func (l expertLayout) ExpertRanges(layer, e int) []reader.Range { return l.ranges[layer][e] }
@@ -206,31 +148,10 @@ func newLayout(d *model.Desc) expertLayout {
 	return l
 }
 
-// ErrConfig marks an invalid engine configuration.
-var ErrConfig = errors.New("invalid configuration")
-
-func (cfg *Config) check() error {
-	switch {
-	case cfg.Threads <= 0:
-		return fmt.Errorf("%w: -t %d must be positive", ErrConfig, cfg.Threads)
-	case cfg.Stream && cfg.IO.Lanes <= 0:
-		return fmt.Errorf("%w: --io-threads %d must be positive", ErrConfig, cfg.IO.Lanes)
-	case cfg.Cache.Bytes < 0:
-		return fmt.Errorf("%w: cache budget %d is negative", ErrConfig, cfg.Cache.Bytes)
-	}
-	if err := cfg.Dense.Check(); err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	if cfg.Dense == "" {
-		cfg.Dense = dense.Anon
-	}
-	return nil
-}
-
 // Open loads the model at cfg.Path and starts the pipeline.
 func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	t0 := time.Now()
-	if err := cfg.check(); err != nil {
+	if err := cfg.EnsureDefaults().Validate(); err != nil {
 		return nil, err
 	}
 	f, err := gguf.Open(cfg.Path)
@@ -244,10 +165,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if !model.Runnable(d.Arch) {
 		return nil, fmt.Errorf("%s: %w: %q (pipe runs: %v)", cfg.Path, model.ErrUnsupportedArch, d.Arch, model.Architectures())
 	}
-	e := &Engine{cfg: cfg, desc: d, layout: newLayout(d)}
-	if err := e.checkLimits(); err != nil {
+	layout := newLayout(d)
+	rc, err := resolve(cfg, d, layout)
+	if err != nil {
 		return nil, err
 	}
+	e := &Engine{cfg: rc, desc: d, layout: layout}
 	e.life.parent = ctx
 	e.life.ctx, e.life.cancel = context.WithCancelCause(ctx)
 	e.life.wg = conc.NewWaitGroup()
@@ -278,9 +201,6 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 func (e *Engine) load(f *gguf.File) error {
 	cfg := e.cfg
 	if cfg.Stream {
-		if err := e.resolveBudget(); err != nil {
-			return err
-		}
 		var paths []string
 		for _, sh := range f.Shards {
 			paths = append(paths, sh.Path)
@@ -316,6 +236,9 @@ func (e *Engine) load(f *gguf.File) error {
 	return nil
 }
 
+// Config is the configuration the engine runs with (resolved at Open).
+func (e *Engine) Config() Resolved { return e.cfg }
+
 // Desc is the model description.
 func (e *Engine) Desc() *model.Desc { return e.desc }
 
@@ -346,7 +269,7 @@ func (e *Engine) ODirect() bool { return e.io != nil && e.io.files.ODirect() }
 
 // NewState allocates a KV cache.
 func (e *Engine) NewState(nCtx int, kv model.KVType) (*model.State, error) {
-	if err := e.checkKV(nCtx, kvElemBytes(kv)); err != nil {
+	if err := checkKV(e.desc.HParams, nCtx, kvElemBytes(kv)); err != nil {
 		return nil, err
 	}
 	return e.model.NewState(nCtx, kv)

@@ -68,7 +68,7 @@ func (e *Engine) startIO() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	e.io.cache, err = cache.New(cache.Config{BudgetBytes: cfg.Cache.Bytes, SlotBytes: slot, Policy: pol, TransientSlots: max(e.k(), cache.DefaultTransientSlots), HugePages: cfg.HugePages})
+	e.io.cache, err = cache.New(cache.Config{BudgetBytes: cfg.Cache.Bytes, SlotBytes: slot, Policy: pol, TransientSlots: max(e.cfg.K, cache.DefaultTransientSlots), HugePages: cfg.HugePages})
 	if err != nil {
 		return err
 	}
@@ -78,11 +78,7 @@ func (e *Engine) startIO() error {
 	}
 	var pp prefetch.Policy
 	if cfg.Prefetch.N > 0 && cfg.Cache.Bytes > 0 {
-		name := cfg.Prefetch.Policy
-		if name == "" {
-			name = "temporal"
-		}
-		if pp, err = prefetch.NewPolicy(name, e.desc.HParams.NLayer); err != nil {
+		if pp, err = prefetch.NewPolicy(cfg.Prefetch.Policy, e.desc.HParams.NLayer); err != nil {
 			return fmt.Errorf("%w: --prefetch-policy: %w", ErrConfig, err)
 		}
 	}

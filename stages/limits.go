@@ -10,33 +10,16 @@ import (
 	"github.com/pipe-engine/pipe/prefetch"
 )
 
-// checkLimits runs the checks Open makes before it allocates anything.
-func (e *Engine) checkLimits() error {
-	if err := e.checkPolicies(); err != nil {
-		return err
-	}
-	cc := e.cfg.Cache
-	if cc.KVPositions > 0 {
-		if err := e.checkKV(cc.KVPositions, cc.KVElemBytes); err != nil {
-			return err
-		}
-	}
-	if e.cfg.Stream {
-		return e.checkBudget()
-	}
-	return nil
-}
-
 // checkPolicies validates the policy names even when nothing streams: a typo
 // must not be accepted silently because the flag has no effect in this mode.
-func (e *Engine) checkPolicies() error {
-	layers := max(e.desc.HParams.NLayer, 1)
-	if name := e.cfg.Cache.Policy; name != "" {
+func checkPolicies(cfg Config, layers int) error {
+	layers = max(layers, 1)
+	if name := cfg.Cache.Policy; name != "" {
 		if _, err := cache.NewPolicy(name, cache.PolicyOptions{Layers: layers, Seed: 1}); err != nil {
 			return fmt.Errorf("%w: --cache-policy: %w", ErrConfig, err)
 		}
 	}
-	if name := e.cfg.Prefetch.Policy; name != "" {
+	if name := cfg.Prefetch.Policy; name != "" {
 		if _, err := prefetch.NewPolicy(name, layers); err != nil {
 			return fmt.Errorf("%w: --prefetch-policy: %w", ErrConfig, err)
 		}
@@ -44,11 +27,10 @@ func (e *Engine) checkPolicies() error {
 	return nil
 }
 
-// kvBytesFor is the KV cache of positions positions: attention layers × K
-// and V × positions × KV width × element size (saturating instead of
+// kvBytes is the KV cache of positions positions: attention layers × K and
+// V × positions × KV width × element size (saturating instead of
 // overflowing), plus the recurrent layers' float32 states.
-func (e *Engine) kvBytesFor(positions, elemBytes int) int64 {
-	hp := e.desc.HParams
+func kvBytes(hp model.HParams, positions, elemBytes int) int64 {
 	kvDim := hp.NHeadKV * hp.HeadDim
 	if kvDim == 0 {
 		kvDim = hp.NEmbd
@@ -63,8 +45,8 @@ func (e *Engine) kvBytesFor(positions, elemBytes int) int64 {
 
 // checkKV refuses, before allocating it, a KV cache larger than the memory
 // available to the process. Without memory information it allows the cache.
-func (e *Engine) checkKV(positions, elemBytes int) error {
-	need := e.kvBytesFor(positions, elemBytes)
+func checkKV(hp model.HParams, positions, elemBytes int) error {
+	need := kvBytes(hp, positions, elemBytes)
 	avail, source, _, err := cache.Available("", "")
 	if err != nil || need <= avail {
 		return nil
@@ -73,26 +55,25 @@ func (e *Engine) checkKV(positions, elemBytes int) error {
 		ErrConfig, positions, mib(need), mib(avail), source)
 }
 
-// checkBudget clamps an explicit --cache-mb to what every expert of the model
-// needs (a larger cache holds nothing more) and refuses one that, with the
-// KV cache, exceeds the memory available to the process.
-func (e *Engine) checkBudget() error {
-	cc := &e.cfg.Cache
-	if cc.Auto || cc.Bytes == 0 {
-		return nil
+// checkBudget is an explicit --cache-mb clamped to all, what every expert of
+// the model needs (a larger cache holds nothing more); it refuses one that,
+// with the KV cache, exceeds the memory available to the process.
+func (r *Resolved) checkBudget(all int64) (int64, error) {
+	b := r.Cache.Bytes
+	if b == 0 {
+		return 0, nil
 	}
-	if all := e.layout.count() * e.layout.slotBytes; all > 0 && cc.Bytes > all {
-		e.cfg.Log.Info().Str("event", "cache_budget").Int64("budget_bytes", all).Int64("asked_bytes", cc.Bytes).
-			Msgf("--cache-mb %d is more than every expert of the model needs: cache budget %s", cc.Bytes>>20, mib(all))
-		cc.Bytes = all
+	if all > 0 && b > all {
+		r.Log.Info().Str("event", "cache_budget").Int64("budget_bytes", all).Int64("asked_bytes", b).
+			Msgf("--cache-mb %d is more than every expert of the model needs: cache budget %s", b>>20, mib(all))
+		b = all
 	}
-	kv := e.kvBytesFor(cc.KVPositions, cc.KVElemBytes)
 	avail, source, _, err := cache.Available("", "")
-	if err != nil || cc.Bytes+kv <= avail {
-		return nil
+	if err != nil || b+r.KVBytes <= avail {
+		return b, nil
 	}
-	return fmt.Errorf("%w: --cache-mb %d: the expert cache (%s) and the KV cache (%s) exceed the %s available (%s): lower --cache-mb or use --cache-mb auto",
-		ErrConfig, cc.Bytes>>20, mib(cc.Bytes), mib(kv), mib(avail), source)
+	return 0, fmt.Errorf("%w: --cache-mb %d: the expert cache (%s) and the KV cache (%s) exceed the %s available (%s): lower --cache-mb or use --cache-mb auto",
+		ErrConfig, b>>20, mib(b), mib(r.KVBytes), mib(avail), source)
 }
 
 // kvElemBytes is the size of one KV element of type kv.

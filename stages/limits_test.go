@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/model"
 )
 
@@ -36,8 +35,8 @@ func TestLimitsBeforeAllocation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a budget above every expert: %v", err)
 	}
-	if all := e.layout.count() * e.layout.slotBytes; e.Budget() != all {
-		t.Fatalf("budget %d, want it clamped to every expert (%d)", e.Budget(), all)
+	if all := e.layout.count() * e.layout.slotBytes; e.Config().Cache.Bytes != all {
+		t.Fatalf("budget %d, want it clamped to every expert (%d)", e.Config().Cache.Bytes, all)
 	}
 	e.Close()
 
@@ -56,17 +55,9 @@ func TestLimitsBeforeAllocation(t *testing.T) {
 // TestBudgetAboveAvailable: an explicit budget the model could fill but the
 // machine cannot hold is refused naming --cache-mb.
 func TestBudgetAboveAvailable(t *testing.T) {
-	c := baseCfg()
-	e := &Engine{cfg: c} // no layout: nothing to clamp to
-	e.cfg.Cache.Bytes = 1 << 60
-	f, err := gguf.Open(goldenF32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e.desc, err = model.Describe(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.checkBudget(); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--cache-mb") {
+	r := Resolved{Config: baseCfg()}
+	r.Cache.Bytes = 1 << 60
+	if _, err := r.checkBudget(0); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--cache-mb") { // 0: nothing to clamp to
 		t.Fatalf("err = %v, want ErrConfig naming --cache-mb", err)
 	}
 }

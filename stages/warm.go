@@ -62,7 +62,7 @@ func (e *Engine) warmStart(keys []cache.Key) {
 		return
 	}
 	slots := int(e.cfg.Cache.Bytes / e.layout.slotBytes)
-	inflight := min(2*e.io.lanes.N()+2, (slots-e.k())/2)
+	inflight := min(2*e.io.lanes.N()+2, (slots-e.cfg.K)/2)
 	if inflight < 1 {
 		return
 	}
