@@ -61,9 +61,7 @@ const PrefillChunk = 512
 // the logits of every position when all is set, else of the last one (valid
 // until the next Prefill or Step).
 func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]float32, time.Duration, error) {
-	defer s.E.promptProcs()()
-	s.E.SetStep(0)
-	c0, l0 := s.E.Counters(), s.E.lookups()
+	defer s.beginPrompt()()
 	t0 := time.Now()
 	var out [][]float32
 	var err error
@@ -82,12 +80,24 @@ func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]fl
 			out = rows
 		}
 	}
-	d := time.Since(t0)
-	s.prefill.Stall, s.prefill.Compute = s.E.TakeStep()
-	s.E.meter.prompt = s.E.meter.prompt.Add(s.E.lookups().Sub(l0))
-	s.prefill.IOBusy = s.E.Counters().Sub(c0).IOBusy
-	s.sample() // prefill I/O is not charged to the first token
-	return out, d, err
+	return out, time.Since(t0), err
+}
+
+// beginPrompt starts a prompt pass (Prefill, Score) and returns the
+// function that ends it: its times and lookups are accounted, and the
+// counters sampled so that its I/O is not charged to the next generated
+// token.
+func (s *Session) beginPrompt() (end func()) {
+	restore := s.E.promptProcs()
+	s.E.SetStep(0)
+	c0, l0 := s.E.Counters(), s.E.lookups()
+	return func() {
+		s.prefill.Stall, s.prefill.Compute = s.E.TakeStep()
+		s.E.meter.prompt = s.E.meter.prompt.Add(s.E.lookups().Sub(l0))
+		s.prefill.IOBusy = s.E.Counters().Sub(c0).IOBusy
+		s.sample()
+		restore()
+	}
 }
 
 // PromptProcs is how many more Ps (GOMAXPROCS) than compute threads a

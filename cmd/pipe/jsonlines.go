@@ -50,7 +50,7 @@ func jsonLogArgs(args []string, stderr io.Writer) bool {
 func jsonErrors(command string) bool {
 	name, _, _ := strings.Cut(command, " ")
 	switch name {
-	case "run", "serve", "gen", "bench":
+	case "run", "serve", "gen", "bench", "perplexity":
 		return true
 	}
 	return false

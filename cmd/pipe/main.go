@@ -33,14 +33,15 @@ type CLI struct {
 
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
-	Run     RunCmd     `cmd:"" help:"Decode a prompt, streaming routed experts from flash (the main job)."`
-	Serve   ServeCmd   `cmd:"" help:"Serve the model over an OpenAI-compatible HTTP API (chat and text completions, streaming)."`
-	Gen     GenCmd     `cmd:"" help:"Write a synthetic model with the shapes, names, metadata and quantization mix of a real one."`
-	Bench   BenchCmd   `cmd:"" help:"Run a matrix of pipe run configurations side by side (interleaved), optionally under a memory cap, and tabulate them."`
-	Inspect InspectCmd `cmd:"" help:"Show a GGUF model's architecture, hyper-parameters, tensors and expert/dense split."`
-	Replay  ReplayCmd  `cmd:"" help:"Replay expert-routing traces through cache policies: hit % and MiB read per token per budget."`
-	HotSet  HotSetCmd  `cmd:"" name:"hotset" help:"Build a model's hot set (for --warm-start) from a route trace."`
-	Report  ReportCmd  `cmd:"" help:"Analyse per-token CSVs: mean and steady-window tok/s, warm-up, hit rate, regime verdict; compare runs; plot."`
+	Run        RunCmd        `cmd:"" help:"Decode a prompt, streaming routed experts from flash (the main job)."`
+	Serve      ServeCmd      `cmd:"" help:"Serve the model over an OpenAI-compatible HTTP API (chat and text completions, streaming)."`
+	Gen        GenCmd        `cmd:"" help:"Write a synthetic model with the shapes, names, metadata and quantization mix of a real one."`
+	Bench      BenchCmd      `cmd:"" help:"Run a matrix of pipe run configurations side by side (interleaved), optionally under a memory cap, and tabulate them."`
+	Perplexity PerplexityCmd `cmd:"" help:"Perplexity of a model over a text, or its KL divergence from saved logits, as llama-perplexity computes them (streaming and capped like run)."`
+	Inspect    InspectCmd    `cmd:"" help:"Show a GGUF model's architecture, hyper-parameters, tensors and expert/dense split."`
+	Replay     ReplayCmd     `cmd:"" help:"Replay expert-routing traces through cache policies: hit % and MiB read per token per budget."`
+	HotSet     HotSetCmd     `cmd:"" name:"hotset" help:"Build a model's hot set (for --warm-start) from a route trace."`
+	Report     ReportCmd     `cmd:"" help:"Analyse per-token CSVs: mean and steady-window tok/s, warm-up, hit rate, regime verdict; compare runs; plot."`
 }
 
 // Globals are what every subcommand receives from main.

@@ -1,0 +1,52 @@
+package stages
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pipe-engine/pipe/model"
+)
+
+// Score feeds tokens as a new sequence — the KV cache is rewound to
+// position 0 — in passes of up to PrefillChunk tokens, and hands fn the
+// logits of every position from `from` on, in order (a row is valid only
+// during the call). A pass wholly before `from` computes no logit rows
+// beyond its last. Like Prefill it is a prompt pass: its expert I/O is not
+// charged to the next generated token. Perplexity and KL divergence (package
+// quality) are computed from it.
+func (s *Session) Score(ctx context.Context, tokens []int32, from int, fn func(pos int, logits []float32) error) (time.Duration, error) {
+	if len(tokens) > s.St.NCtx {
+		return 0, fmt.Errorf("%w: %d tokens to score, the context holds %d", model.ErrContextFull, len(tokens), s.St.NCtx)
+	}
+	defer s.beginPrompt()()
+	s.St.Pos = 0
+	t0 := time.Now()
+	err := s.score(ctx, tokens, from, fn)
+	return time.Since(t0), err
+}
+
+func (s *Session) score(ctx context.Context, tokens []int32, from int, fn func(pos int, logits []float32) error) error {
+	for i := 0; i < len(tokens); i += PrefillChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		chunk := tokens[i:min(i+PrefillChunk, len(tokens))]
+		all := i+len(chunk) > from
+		rows, err := s.E.Forward(ctx, s.St, chunk, all)
+		if err != nil {
+			return err
+		}
+		if !all {
+			continue
+		}
+		for j, r := range rows {
+			if p := i + j; p >= from {
+				if err := fn(p, r); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
