@@ -20,7 +20,7 @@ func (s *Session) Score(ctx context.Context, tokens []int32, from int, fn func(p
 		return 0, fmt.Errorf("%w: %d tokens to score, the context holds %d", model.ErrContextFull, len(tokens), s.St.NCtx)
 	}
 	defer s.beginPrompt()()
-	s.St.Pos = 0
+	s.St.Rewind(0)
 	t0 := time.Now()
 	err := s.score(ctx, tokens, from, fn)
 	return time.Since(t0), err
