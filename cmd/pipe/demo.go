@@ -14,10 +14,21 @@ const demoCacheMB = 256
 // once under the user cache directory.
 func ensureDemo(g *Globals) (string, error) {
 	dir := gen.DefaultCacheDir()
-	g.Log.Info().Str("event", "demo_model").Str("dir", dir).Msg("no -m given: using the demo model (generated on first use)")
+	g.Log.Info().Str("event", "demo_model").Str("dir", dir).Msg("no -m given: using the demo model (generated on first use); its weights are random, so its text is noise")
 	p, err := gen.EnsureDemo(g.Ctx, dir, g.Status)
 	if err != nil {
 		return "", fmt.Errorf("demo model: %w", err)
 	}
 	return p, nil
+}
+
+// demoNext is what the demo says when it is done: its weights are random,
+// and what to run with a real model.
+const demoNext = "that was the demo model: its weights are random, so the text above is noise; with a real model try " +
+	`pipe run -m Qwen3-30B-A3B-Q4_K_M.gguf -p "Why is the sky blue?" -n 128 --chat --csv run.csv` +
+	" (any Qwen3-MoE, gpt-oss or Gemma-4 GGUF), or pipe serve -m MODEL for the chat page and API"
+
+// sayDemoNext logs demoNext.
+func sayDemoNext(g *Globals) {
+	g.Log.Info().Str("event", "demo_next").Msg(demoNext)
 }

@@ -45,13 +45,27 @@ func jsonLogArgs(args []string, stderr io.Writer) bool {
 
 // jsonErrors reports whether command (kong's name for it, e.g. "run" or
 // "bench <extra>") reports its error as a JSON event when the log is JSON:
-// the decoding commands, whose stderr is a log stream. inspect, report and
-// replay keep a plain "pipe: …" line.
-func jsonErrors(command string) bool {
+// every command under an explicit --log-format json; under auto the
+// decoding commands, whose stderr is a log stream, while inspect, report
+// and replay keep a plain "pipe: …" line for the person who ran them.
+func jsonErrors(command string, explicit bool) bool {
+	if explicit {
+		return true
+	}
 	name, _, _ := strings.Cut(command, " ")
 	switch name {
 	case "run", "serve", "gen", "bench", "perplexity":
 		return true
+	}
+	return false
+}
+
+// explicitJSON reports whether args ask for --log-format json.
+func explicitJSON(args []string) bool {
+	for i, a := range args {
+		if a == "--log-format=json" || a == "--log-format" && i+1 < len(args) && args[i+1] == "json" {
+			return true
+		}
 	}
 	return false
 }

@@ -63,13 +63,14 @@ const logLines = 1024
 
 // newLogger logs to out, as JSON lines when json (jsonLog's rule) says so,
 // else in console format.
-func newLogger(out io.Writer, json bool, level string) (zerolog.Logger, error) {
+// The console format is coloured only when color (stderr is a terminal).
+func newLogger(out io.Writer, json, color bool, level string) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil {
 		return zerolog.Logger{}, fmt.Errorf("--log-level: %w", err)
 	}
 	if !json {
-		out = zerolog.ConsoleWriter{Out: out, TimeFormat: "15:04:05.000"}
+		out = zerolog.ConsoleWriter{Out: out, TimeFormat: "15:04:05.000", NoColor: !color}
 	}
 	return zerolog.New(out).Level(lvl).With().Timestamp().Logger(), nil
 }
@@ -95,7 +96,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// errw is where error lines go: stderr, or JSON events when the log is
 	// JSON (see jsonlines.go).
 	errw := stderr
-	if jsonLogArgs(args, stderr) && jsonErrors(commandOf(args)) {
+	if len(args) == 0 {
+		// A bare `pipe`: what it can do, as --help says it.
+		args = []string{"--help"}
+	}
+	if jsonLogArgs(args, stderr) && jsonErrors(commandOf(args), explicitJSON(args)) {
 		errw = newEventLines(zerolog.New(stderr).With().Timestamp().Logger(), zerolog.ErrorLevel, "error")
 	}
 	k, err := parser(&cli, stdout, errw, func(c int) { code = c; panic(exitSignal{}) })
@@ -130,7 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	jl := jsonLog(cli.LogFormat, stderr)
 	line := newStatusLine(stderr, jl)
 	logs := sink.NewAsyncWriter(line.Writer(stderr), logLines)
-	log, err := newLogger(logs, jl, cli.LogLevel)
+	log, err := newLogger(logs, jl, isTerminal(stderr), cli.LogLevel)
 	if err != nil {
 		logs.Close()
 		fmt.Fprintf(errw, "pipe: %v\n", err)
@@ -142,7 +147,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logs.Close() // every log line before the exit message
 	line.Clear()
 	errw = stderr
-	if g.JSONLog && jsonErrors(kctx.Command()) {
+	if g.JSONLog && jsonErrors(kctx.Command(), cli.LogFormat == "json") {
 		errw = newEventLines(zerolog.New(stderr).With().Timestamp().Logger(), zerolog.ErrorLevel, "error")
 	}
 	if err != nil {

@@ -222,6 +222,9 @@ func (c *RunCmd) Run(g *Globals) error {
 	if !g.JSONLog && r.tm.calls > 0 {
 		g.Log.Info().Msg(r.tm.line(steadyOf(m.Summary())))
 	}
+	if demo && err == nil {
+		sayDemoNext(g)
+	}
 	return err
 }
 

@@ -3,22 +3,26 @@ package main
 import (
 	"runtime/debug"
 	"strings"
+	"time"
 )
 
-// versionString is what --version prints: the version stamped with
-// -ldflags "-X main.version=…" or else the module version `go install`
-// recorded, then the VCS revision (+dirty when the tree was modified), its
-// commit time and the Go version, from debug.ReadBuildInfo.
+// versionString is what --version prints (see versionOf).
 func versionString() string {
-	v := version
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "pipe " + v
+	bi, _ := debug.ReadBuildInfo()
+	return versionOf(version, bi)
+}
+
+// versionOf is the version stamped with -ldflags "-X main.version=…", else
+// the module version Go recorded: the release tag for `go install …@vX`,
+// a pseudo-version v0.0.0-TIME-REV (+dirty) for `go build` in a git clone.
+// A build that recorded a revision but no version (an older Go) gets the
+// pseudo-version made from it; one with neither (-buildvcs=false, or a
+// source tree without its git directory) says so. The VCS revision, its
+// commit time and the Go version follow in parentheses.
+func versionOf(stamped string, bi *debug.BuildInfo) string {
+	if bi == nil {
+		return "pipe " + stamped
 	}
-	if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		v = bi.Main.Version
-	}
-	var extra []string
 	var rev, when string
 	dirty := false
 	for _, s := range bi.Settings {
@@ -31,10 +35,25 @@ func versionString() string {
 			dirty = s.Value == "true"
 		}
 	}
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	v := stamped
+	switch {
+	case v != "dev":
+	case bi.Main.Version != "" && bi.Main.Version != "(devel)":
+		v = bi.Main.Version
+	case rev != "":
+		t, _ := time.Parse(time.RFC3339, when)
+		v = "v0.0.0-" + t.UTC().Format("20060102150405") + "-" + rev
+		if dirty {
+			v += "+dirty"
 		}
+	default:
+		v = "v0.0.0-unknown (no version recorded: build with go install …@VERSION, or go build -buildvcs=true in a git clone)"
+	}
+	var extra []string
+	if rev != "" {
 		if dirty {
 			rev += "+dirty"
 		}
