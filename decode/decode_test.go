@@ -71,8 +71,8 @@ func TestGenerateGolden(t *testing.T) {
 			t.Run(name+"/"+string(mode), func(t *testing.T) {
 				g := loadGolden(t, name)
 				m := open(t, mode, 0)
-				if m.Streaming() != (mode != StreamOff) || (m.Engine().Cache() != nil) != m.Streaming() {
-					t.Fatalf("mode %s: streaming %v, cache %v", mode, m.Streaming(), m.Engine().Cache() != nil)
+				if m.Streaming() != (mode != StreamOff) || m.Engine().Metrics().Counters.Streaming != m.Streaming() {
+					t.Fatalf("mode %s: streaming %v, cache %v", mode, m.Streaming(), m.Engine().Metrics().Counters.Streaming)
 				}
 				ids, _, err := m.Encode(Prompt{Text: g.UserText, Chat: g.Chat})
 				if err != nil {

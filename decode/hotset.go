@@ -102,7 +102,7 @@ func (m *Model) initHotSet(h *hotLoader) {
 	if h.st.loaded == nil || !h.o.Warm {
 		return
 	}
-	m.hot.warm = m.eng.WarmStarted()
+	m.hot.warm = m.eng.Metrics().WarmStarted
 	h.log.Info().Str("event", "warm_start").Str("path", m.hot.path).Bool("started", m.hot.warm).
 		Msg("reading the hottest experts of the last runs into the cache in the background")
 }
@@ -156,7 +156,7 @@ func (m *Model) closeHotSet() {
 		return
 	}
 	m.sink.Set("warm_start", m.hot.warm)
-	if ws, ok := m.eng.WarmStats(); ok && m.hot.warm {
+	if ws := m.eng.Metrics().Warm; m.hot.warm {
 		m.sink.Set("warm_reads", ws.Completed)
 		m.sink.Set("warm_used", ws.Used)
 	}

@@ -211,20 +211,20 @@ func (m *Model) init(hot *hotLoader) error {
 	if m.sink, err = sink.New(so); err != nil {
 		return err
 	}
-	d := m.eng.Desc()
+	d, met := m.eng.Desc(), m.eng.Metrics()
 	extra := append([]sink.Field{sink.F("model", cfg.Path), sink.F("arch", d.Arch), sink.F("moe_stream", cfg.Stream),
 		sink.F("dense_weights", string(cfg.Dense)), sink.F("overlap", cfg.Overlap), sink.F("working_set_bytes", cfg.WorkingSet),
 		sink.F("kernels", kernels.Implementation())},
 		m.o.LoadFields...)
 	m.sink.Load(sink.LoadInfo{
-		Seconds: m.eng.LoadTime().Seconds(), DenseBytes: d.DenseBytes, ExpertBytes: d.ExpertTotalBytes,
-		BudgetBytes: cfg.Cache.Bytes, ODirect: m.eng.ODirect(), Lanes: cfg.IO.Lanes, Threads: cfg.Threads, Extra: extra,
+		Seconds: met.Load.Seconds(), DenseBytes: d.DenseBytes, ExpertBytes: d.ExpertTotalBytes,
+		BudgetBytes: cfg.Cache.Bytes, ODirect: met.ODirect, Lanes: cfg.IO.Lanes, Threads: cfg.Threads, Extra: extra,
 	})
 	m.sink.Set("model", cfg.Path)
 	m.sink.Set("moe_stream", cfg.Stream)
 	m.sink.Set("dense", string(cfg.Dense))
 	m.sink.Set("overlap", cfg.Overlap)
-	m.eng.OnRoute = m.route
+	m.eng.Observe(m.route)
 	m.initHotSet(hot)
 	return nil
 }
@@ -296,7 +296,7 @@ func (m *Model) route(_, layer int, ids [][]int, ws [][]float32) {
 	if m.onRte == nil || s == nil {
 		return
 	}
-	m.onRte(Route{Turn: s.turn, Prefill: s.inPrefill, Pos: s.st.St.Pos, Layer: layer, IDs: ids, W: ws})
+	m.onRte(Route{Turn: s.turn, Prefill: s.inPrefill, Pos: s.st.State.Pos, Layer: layer, IDs: ids, W: ws})
 }
 
 // Summary is the run summary so far (the sink's: every generated token of
@@ -324,15 +324,16 @@ func (m *Model) Close() error {
 
 func (m *Model) logProfile() {
 	log := m.eng.Config().Log
-	pr := m.eng.Profile()
+	met := m.eng.Metrics()
+	pr := met.Profile
 	n := float64(max(m.forwards, 1))
 	per := func(d time.Duration) float64 { return float64(d) / 1e6 / n }
 	log.Info().Str("event", "profile").Int("forwards", max(m.forwards, 1)).
 		Float64("attention_ms", per(pr.Attention)).Float64("router_ms", per(pr.Router)).
-		Float64("experts_ms", per(pr.Experts)).Float64("stall_ms", per(pr.Stall)).
+		Float64("experts_ms", per(pr.Experts)).Float64("stall_ms", per(met.Counters.Stall)).
 		Float64("lm_head_ms", per(pr.LMHead)).Float64("embed_ms", per(pr.Embed)).
 		Msg("time per forward pass (prefill counted as one)")
-	if ps, ok := m.eng.PlannerStats(); ok && ps.Speculative > 0 {
+	if ps := met.Speculation; ps.Speculative > 0 {
 		log.Info().Str("event", "prefetch").Int64("reads", ps.Speculative).Int64("used", ps.SpeculativeUsed).
 			Float64("precision", float64(ps.SpeculativeUsed)/float64(ps.Speculative)).
 			Int64("withdrawn", ps.SpeculativeWithdrawn).Int64("promoted", ps.SpeculativePromoted).

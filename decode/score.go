@@ -23,8 +23,8 @@ func (s *Session) Score(ctx context.Context, ids []int32, from int, fn func(pos 
 			return 0, err
 		}
 	}
-	if len(ids) > s.st.St.NCtx {
-		return 0, fmt.Errorf("%w: %d tokens to score, -c is %d", model.ErrContextFull, len(ids), s.st.St.NCtx)
+	if len(ids) > s.st.State.NCtx {
+		return 0, fmt.Errorf("%w: %d tokens to score, -c is %d", model.ErrContextFull, len(ids), s.st.State.NCtx)
 	}
 	s.hist, s.unfed = s.hist[:0], -1
 	s.m.active = s

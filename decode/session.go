@@ -95,7 +95,7 @@ func (s *Session) Ctx() int {
 	if s.st == nil {
 		return 0
 	}
-	return s.st.St.NCtx
+	return s.st.State.NCtx
 }
 
 // Tokens are the tokens in the KV cache, in order (the caller must not
@@ -113,7 +113,7 @@ func (s *Session) Reuse(ids []int32) int {
 		n++
 	}
 	if s.st != nil {
-		n = s.st.St.Rewind(n) // a recurrent state keeps only a whole prefix
+		n = s.st.State.Rewind(n) // a recurrent state keeps only a whole prefix
 	}
 	s.hist = s.hist[:n]
 	s.unfed = -1
@@ -205,7 +205,7 @@ func (s *Session) Generate(ctx context.Context, ids []int32, o GenOptions, onTok
 			return Result{}, err
 		}
 	}
-	pos, nCtx := s.st.St.Pos, s.st.St.NCtx
+	pos, nCtx := s.st.State.Pos, s.st.State.NCtx
 	n := o.MaxTokens
 	if n < 0 {
 		n = nCtx - pos - len(ids)
@@ -228,10 +228,10 @@ func (s *Session) run(ctx context.Context, ids []int32, n int, o GenOptions, onT
 		return res, err
 	}
 	t0 := time.Now()
-	c0 := s.m.eng.Counters()
+	c0 := s.m.eng.Metrics().Counters
 	defer func() {
 		res.Decode = time.Since(t0)
-		d := s.m.eng.Counters().Sub(c0)
+		d := s.m.eng.Metrics().Counters.Sub(c0)
 		res.DecodeReadBytes, res.Lookups = d.ReadBytes, d.Decode
 	}()
 	tok := s.m.tok
@@ -283,8 +283,8 @@ func call(f func(Token) error, t Token) error {
 // prefill feeds the prompt as one pass and returns the last position's logits.
 func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]float32, error) {
 	s.inPrefill = true
-	s.prefill0, s.prefillN = s.st.St.Pos, len(ids)
-	c0 := s.m.eng.Counters()
+	s.prefill0, s.prefillN = s.st.State.Pos, len(ids)
+	c0 := s.m.eng.Metrics().Counters
 	rows, d, err := s.st.Prefill(ctx, ids, false)
 	s.inPrefill = false
 	if err == nil && s.m.o.Progress != nil {
@@ -298,12 +298,12 @@ func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]floa
 	}
 	s.hist = append(s.hist, ids...)
 	s.m.sink.Prefill(len(ids), d)
-	res.PrefillReadBytes = s.m.eng.Counters().Sub(c0).ReadBytes
+	res.PrefillReadBytes = s.m.eng.Metrics().Counters.Sub(c0).ReadBytes
 	s.m.sink.PrefillRead(res.PrefillReadBytes)
 	pt := s.st.PrefillTimes()
 	s.m.sink.Set("prefill_stall_ms", msRound(pt.Stall))
 	s.m.sink.Set("prefill_compute_ms", msRound(pt.Compute))
-	if s.m.eng.Lanes() != nil {
+	if s.m.eng.Config().Stream {
 		s.m.sink.Set("prefill_io_busy_ms", msRound(pt.IOBusy))
 	}
 	s.smp.AcceptAll(ids)
@@ -314,7 +314,7 @@ func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]floa
 // pass of n tokens (the pass starts at the state's position).
 func (s *Session) prefillProgress(layer, n int) {
 	nl := int64(s.m.eng.Desc().HParams.NLayer)
-	done := min(int64(s.st.St.Pos-s.prefill0)*nl+int64(layer+1)*int64(n), int64(s.prefillN)*nl)
+	done := min(int64(s.st.State.Pos-s.prefill0)*nl+int64(layer+1)*int64(n), int64(s.prefillN)*nl)
 	s.m.o.Progress(Progress{Phase: PhasePrefill, Done: done, Total: int64(s.prefillN) * nl, Tokens: s.prefillN})
 }
 

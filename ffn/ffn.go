@@ -217,6 +217,14 @@ func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan expert.Ready, wan
 	return err
 }
 
+// Compute computes the experts rs, all ready (a mapped file's slices), and
+// releases them: the same as Consume with overlap given them at once.
+func (s *Stage) Compute(ctx context.Context, j *Job, rs []expert.Ready, st *Stats) error {
+	err := s.computeBounded(ctx, j, rs, st)
+	release(rs)
+	return err
+}
+
 // pollWait is how long Consume keeps its goroutine running, yielding to
 // others, before it blocks on the hand-off channel. Hits arrive from the
 // planner goroutine within tens of microseconds; blocking instead parks

@@ -113,9 +113,9 @@ func (s *Server) generate(ctx context.Context, j *job, em emitter, start time.Ti
 	}
 	o.cachedTokens = s.sess.Reuse(ids)
 	eng := s.o.Model.Engine()
-	before := eng.Counters()
+	before := eng.Metrics().Counters
 	defer func() {
-		now := eng.Counters()
+		now := eng.Metrics().Counters
 		o.eng = now.Sub(before)
 		s.met.setEngine(now)
 		s.met.generation(*o)
@@ -149,7 +149,7 @@ func (s *Server) run(ctx context.Context, j *job, feed []int32, em emitter, star
 			byString = true
 			return decode.ErrStop
 		}
-		s.met.setEngine(eng.Counters())
+		s.met.setEngine(eng.Metrics().Counters)
 		return nil
 	})
 	o.genTokens, o.prefill = len(res.Tokens), res.Prefill

@@ -105,7 +105,7 @@ func moeCase(tb testing.TB, cfg Config) (*Engine, func(layer int) error) {
 	}
 	xs, ls, os := [][]float32{x}, [][]float32{logits}, [][]float32{out}
 	ctx := context.Background()
-	return e, func(layer int) error { return e.RunMoE(ctx, layer, xs, ls, os) }
+	return e, func(layer int) error { return e.pipe.RunMoE(ctx, layer, xs, ls, os) }
 }
 
 // BenchmarkRunMoE is one layer of the MoE hand-off — routing, the FFN job,

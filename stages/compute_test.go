@@ -62,7 +62,7 @@ func stepRows(t *testing.T, n int, readDelay time.Duration, observer func()) []s
 	}
 	delay = readDelay // the lanes are idle between steps: no read is in flight
 	if observer != nil {
-		e.OnRoute = func(int, int, [][]int, [][]float32) { observer() }
+		e.Observe(func(int, int, [][]int, [][]float32) { observer() })
 	}
 	var rows []sink.TokenMetrics
 	for i := 0; i < n; i++ {

@@ -1,25 +1,57 @@
-// Package stages wires one decode step of the engine as DESIGN.md §1 draws
-// it: per layer, router → prefetch planner → reader lanes → expert cache →
-// FFN compute; per token, metrics to the sink.
+// Package stages wires one decode step of the engine: per layer, router →
+// prefetch planner → reader lanes → expert cache → FFN compute; per token,
+// metrics to the sink.
+//
+// # Types
+//
+// Engine opens the model, resolves the configuration once (Config →
+// EnsureDefaults, Validate → resolve → Resolved, which Engine.Config
+// returns and nothing edits), picks the expert source, builds the
+// architecture and runs forward passes; Session is a decode sequence on it.
+// The per-layer flow is the pipeline type (pipeline.go), which the model's
+// Forward calls as its model.MoE: route, plan the ffn.Job, have the expert
+// source deliver the experts, finish the rank-order sum.
+//
+// Where experts come from is one seam, the expertSource interface
+// (source.go): run(job) hands the FFN stage every routed expert and returns
+// once each is computed; resident(key) says whether an expert's bytes are in
+// memory now; report() gives its counters; stop/close end it. Two
+// implementations: mappedSource (--moe-stream=false) hands the FFN slices of
+// the mapped file in one call, with no channel and no goroutine;
+// streamSource (stream.go) owns the cache, the reader lanes, the planner
+// (whose goroutine is prefetch.Planner.Run) and the speculator
+// (speculate.go: the warm start, the history policies' next-layer reads, the
+// next-layer policy's guess and a prompt pass's guessed set). A mode that
+// changes which experts are computed (dropping or substituting the ones not
+// resident) belongs at this seam: it can ask resident before run, and it
+// must count what it did in the counters.
+//
+// Counters: Engine.Metrics is one snapshot (metrics.Counters — lookups by
+// outcome, bytes, stall — plus the profile, speculation and warm-start
+// stats); the per-token CSV row, decode.Result and the server's /metrics all
+// read it, so a hit (an expert resident and ready; a join on a read in
+// flight is not one) has one definition.
 //
 // # Stages
 //
-// One decode step, as the code runs it. Boxes are goroutines; arrows are
-// bounded channels with their capacities; "call" marks a stage that runs on
-// the goroutine of the box it sits in.
+// One decode step with the streamed source, as the code runs it. Boxes are
+// goroutines; arrows are bounded channels with their capacities; "call"
+// marks a stage that runs on the goroutine of the box it sits in. With the
+// mapped source the decode goroutine's box is all there is: the source's
+// run hands the FFN stage every expert in one call.
 //
-//	decode goroutine (Session.Step → Engine.Forward), for each layer ℓ:
+//	decode goroutine (Session.Step → Engine.Forward → pipeline), for each layer ℓ:
 //	┌──────────────────────────────────────────────────────────────────────┐
 //	│ attention (call; kernels.Pool threads) → router top-k (call)         │
 //	│   → ffn.Job planned (call, reused) ─────┐                            │
-//	│                                         │ plans, cap 2: layer ℓ's    │
+//	│   → streamSource.run (call)             │ plans, cap 2: layer ℓ's    │
 //	│ FFN stage (call): computes experts as   │ experts in rank order, then│
 //	│ they arrive, hits first; releases each  │ a next-layer guess (sent   │
 //	│ pin; Σ rank-order weighted sum          │ only if there is room)     │
 //	└──────────▲──────────────────▲───────────┼────────────────────────────┘
 //	           │ out, cap = the   │ done,     ▼
 //	           │ layer's experts  │ cap 1  ┌───────────────────────────────┐
-//	           │ (expert.Ready    └────────│ planner goroutine (prefetch): │
+//	           │ (expert.Ready    └────────│ planner goroutine (Run):      │
 //	           │  values: bytes +          │ Settle the layer's guesses;   │
 //	           │  cache pin)               │ cache.Acquire per expert:     │
 //	           ├───────── hit ─────────────│  hit → Ready now              │
@@ -62,7 +94,8 @@
 //
 // Backpressure is by channel capacity and cache slots, never by dropping
 // (only speculation is dropped when its queue or the plans channel is full).
-// Steady decode passes work as values: a layer hands off one planReq, one
+// Steady decode passes work as values: a layer hands off one
+// prefetch.Request, one
 // Ready per routed expert and one done, and allocates nothing (tests
 // TestSteadyLayerAllocatesNothing, BenchmarkRunMoE). A whole decode step —
 // the model's pass (its buffers kept in the State), planner records, cache
@@ -73,12 +106,13 @@
 //
 // # Goroutines
 //
-// Engine.Open starts the lanes (package reader, conc goroutines) and, with a
-// warm start (Config.WarmKeys), the warm reader before it reads the dense
-// weights, so warm reads overlap the rest of the load; then, with the model
-// built, the planner goroutine. All are owned by the engine and bound to its
-// context; a goroutine's error
-// cancels that context with the error as its cause. Every send selects on a context (or cannot
+// With streaming, Engine.Open starts the lanes (package reader, conc
+// goroutines) and, with a warm start (Config.WarmKeys), the warm reader
+// before it reads the dense weights, so warm reads overlap the rest of the
+// load; then, with the model built, the planner goroutine
+// (prefetch.Planner.Run). All are owned by the engine and bound to its
+// context (lifetime); a goroutine's error cancels that context with the
+// error as its cause. Every send selects on a context (or cannot
 // block: out has room for a layer's experts, done for one answer), so an
 // error in any stage (a failed read, a cancelled context) ends the run with
 // that error, and Close waits for every goroutine: none outlives the Engine.
@@ -104,8 +138,11 @@
 //
 // # Files
 //
-// engine.go: Config, Open, Close and accessors; budget.go: the expert-cache
-// budget; layer.go: the per-layer driver (RunMoE, the planner goroutine,
-// speculation); session.go: a decode sequence and its per-token metrics;
-// warm.go: the warm start and the model id of its hot set.
+// engine.go: Engine, Open, load, Close; config.go: Config, EnsureDefaults,
+// Validate, Resolved and resolve; limits.go and budget.go: the memory checks
+// and the expert-cache budget resolve applies; pipeline.go: the per-layer
+// flow and the per-token meter; source.go: the expert-source seam and the
+// mapped source; stream.go: the streamed source; speculate.go: speculation
+// and the warm start; metrics.go: Engine.Metrics; session.go: a decode
+// sequence and its per-token metrics; warm.go: the model id of its hot set.
 package stages

@@ -12,49 +12,27 @@ import (
 
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/dense"
-	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/ffn"
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/kernels"
-	"github.com/pipe-engine/pipe/metrics"
 	"github.com/pipe-engine/pipe/model"
-	"github.com/pipe-engine/pipe/prefetch"
 	"github.com/pipe-engine/pipe/reader"
 )
 
-// Engine is a loaded model with its pipeline.
+// Engine is a loaded model with its pipeline: it opens the model, resolves
+// the configuration, chooses the expert source, builds the architecture and
+// the pipeline over them, runs forward passes and closes it all.
 type Engine struct {
 	cfg     Resolved
 	desc    *model.Desc
 	model   model.Model
 	pool    *kernels.Pool
 	weights *dense.Weights
-	io      *streamIO // nil without streaming
 	layout  expertLayout
-	ffn     *ffn.Stage
+	src     expertSource
+	pipe    pipeline
 	life    lifetime
-	scratch layerScratch // decode goroutine only
-	meter   meter        // decode goroutine only
-
-	// OnRoute, when set, observes every layer's routing (for --route-trace).
-	// Called on the decode goroutine; the slices are valid only during the call.
-	OnRoute func(step, layer int, ids [][]int, weights [][]float32)
-}
-
-// streamIO is the streaming half of the pipeline.
-type streamIO struct {
-	files   *reader.Files
-	lanes   *reader.Lanes
-	cache   *cache.Cache
-	planner *prefetch.Planner
-	plans   chan planReq      // decode goroutine → planner goroutine (capacity 2)
-	out     chan expert.Ready // planner and lanes → FFN stage (capacity: experts per layer)
-	done    chan error        // planner → decode goroutine: a request's lookups are issued (capacity 1)
-	policy  prefetch.Policy
-	guesser prefetch.Guesser   // policy, when the pipeline computes its guesses
-	peeker  model.RouterPeeker // the guesser's early router
-	prompt  model.RouterPeeker // the early router of prompt passes (PrefetchConfig.Prompt)
-	warm    bool               // a warm start was started
+	meter   meter // decode goroutine only
 }
 
 // lifetime is the context the stage goroutines run under and their owner:
@@ -84,23 +62,28 @@ func (l *lifetime) Go(f func() error) {
 	})
 }
 
+// stageErr is why the lifetime's context ended: the caller's cancellation
+// (context.Canceled or DeadlineExceeded, wrapping its cause, so callers can
+// test for it) or a stage's error.
+func (l *lifetime) stageErr() error {
+	if err := l.parent.Err(); err != nil {
+		if cause := context.Cause(l.parent); cause != nil && cause != err {
+			return fmt.Errorf("%w: %w", err, cause)
+		}
+		return err
+	}
+	if err := context.Cause(l.ctx); err != nil {
+		return err
+	}
+	return context.Canceled
+}
+
 // wait waits for every stage goroutine and returns the first error.
 func (l *lifetime) wait() error {
 	l.wg.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
-}
-
-// meter accumulates where the decode goroutine's time went.
-type meter struct {
-	step    int // decode step of the current Forward (SetStep)
-	acc     stepAcc
-	timings model.Timings // filled by the model
-	experts time.Duration // FFN stage compute, cumulative
-	stall   time.Duration // FFN stage waits, cumulative
-	load    time.Duration
-	prompt  metrics.Lookups // the demand lookups of prompt passes (Session.Prefill)
 }
 
 // expertLayout maps (layer, expert) to file ranges.
@@ -184,22 +167,19 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := e.load(f); err != nil {
 		return nil, err
 	}
-	if cfg.Stream {
-		if err := e.startPlanLoop(); err != nil {
-			return nil, err
-		}
-	}
 	e.meter.load = time.Since(t0)
 	ok = true
 	return e, nil
 }
 
-// load sizes the cache budget, opens the reader files and starts the
-// streaming I/O (cache, lanes, planner and the warm start, whose reads then
-// overlap the rest of the load), makes the dense weights resident and builds
-// the architecture over them.
+// load opens the expert source — when streaming, the reader files, the
+// cache, lanes and planner and the warm start, whose reads then overlap the
+// rest of the load — makes the dense weights resident, builds the
+// architecture over them and the pipeline over both.
 func (e *Engine) load(f *gguf.File) error {
-	cfg := e.cfg
+	cfg := &e.cfg
+	var stream *streamSource
+	do := dense.Options{Mode: cfg.Dense, Stream: cfg.Stream, HugePages: cfg.HugePages, Ctx: e.life.ctx, Progress: cfg.LoadProgress}
 	if cfg.Stream {
 		var paths []string
 		for _, sh := range f.Shards {
@@ -211,17 +191,18 @@ func (e *Engine) load(f *gguf.File) error {
 		if err != nil {
 			return err
 		}
-		e.io = &streamIO{files: files}
-		if err := e.startIO(); err != nil {
+		stream, err = openStream(cfg, e.desc, e.layout, files, &e.life, &e.meter)
+		e.src, do.Files = stream, files
+		if err != nil {
 			return err
 		}
 	}
+	var keys []cache.Key
 	if cfg.WarmKeys != nil {
-		e.warmStart(cfg.WarmKeys(e.desc)) // nothing to do without streaming
+		keys = cfg.WarmKeys(e.desc) // asked in every mode; only a stream reads them
 	}
-	do := dense.Options{Mode: cfg.Dense, Stream: cfg.Stream, HugePages: cfg.HugePages, Ctx: e.life.ctx, Progress: cfg.LoadProgress}
-	if e.io != nil {
-		do.Files = e.io.files
+	if stream != nil {
+		stream.warmStart(keys)
 	}
 	var err error
 	if e.weights, err = dense.Load(f, e.desc, do); err != nil {
@@ -232,7 +213,15 @@ func (e *Engine) load(f *gguf.File) error {
 		return fmt.Errorf("%s: %w", cfg.Path, err)
 	}
 	e.model = m
-	e.ffn = ffn.New(m, e.desc.HParams.NEmbd, e.pool)
+	fs := ffn.New(m, e.desc.HParams.NEmbd, e.pool)
+	if stream != nil {
+		if err := stream.begin(m, fs, e.desc.Arch); err != nil {
+			return err
+		}
+	} else {
+		e.src = newMappedSource(e.weights, e.layout, fs)
+	}
+	e.pipe = pipeline{model: m, ffn: fs, src: e.src, meter: &e.meter}
 	return nil
 }
 
@@ -245,27 +234,19 @@ func (e *Engine) Desc() *model.Desc { return e.desc }
 // Model is the architecture instance.
 func (e *Engine) Model() model.Model { return e.model }
 
-// LoadTime is how long Open took.
-func (e *Engine) LoadTime() time.Duration { return e.meter.load }
-
-// Cache is the expert cache (nil when not streaming).
-func (e *Engine) Cache() *cache.Cache {
-	if e.io == nil {
-		return nil
-	}
-	return e.io.cache
+// Resident reports whether the bytes of (layer, expert) are in memory now,
+// so a lookup would hit (always false when nothing streams: the page cache
+// is not asked).
+func (e *Engine) Resident(layer, expert int) bool {
+	return e.src.resident(cache.Key{Layer: layer, Expert: expert})
 }
 
-// Lanes are the reader lanes (nil when not streaming).
-func (e *Engine) Lanes() *reader.Lanes {
-	if e.io == nil {
-		return nil
-	}
-	return e.io.lanes
+// Observe sets an observer of every layer's routing (nil: none; for
+// --route-trace and the hot set). It runs on the decode goroutine; the
+// slices are valid only during the call.
+func (e *Engine) Observe(f func(step, layer int, ids [][]int, weights [][]float32)) {
+	e.pipe.onRoute = f
 }
-
-// ODirect reports whether expert/dense reads use O_DIRECT.
-func (e *Engine) ODirect() bool { return e.io != nil && e.io.files.ODirect() }
 
 // NewState allocates a KV cache.
 func (e *Engine) NewState(nCtx int, kv model.KVType) (*model.State, error) {
@@ -285,12 +266,12 @@ func (e *Engine) Forward(ctx context.Context, st *model.State, tokens []int32, a
 			err = e.faultError(r)
 		}
 	}()
-	return e.model.Forward(ctx, st, tokens, e, all)
+	return e.model.Forward(ctx, st, tokens, &e.pipe, all)
 }
 
-// SetStep names the decode step subsequent Forward calls belong to (for the
+// setStep names the decode step subsequent Forward calls belong to (for the
 // cache's batch bookkeeping and the route trace).
-func (e *Engine) SetStep(step int) { e.meter.step = step }
+func (e *Engine) setStep(step int) { e.meter.step = step }
 
 // ResidentFrac samples the resident fraction of the dense weights.
 func (e *Engine) ResidentFrac() float64 {
@@ -306,8 +287,8 @@ func (e *Engine) Close() error {
 		e.life.cancel(nil)
 	}
 	var errs []error
-	if e.io != nil && e.io.lanes != nil {
-		e.io.lanes.Close()
+	if e.src != nil {
+		e.src.stop()
 	}
 	if e.life.wg != nil {
 		if err := e.life.wait(); err != nil && !errors.Is(err, context.Canceled) {
@@ -315,9 +296,9 @@ func (e *Engine) Close() error {
 		}
 		e.life.wg = nil
 	}
-	if e.io != nil {
-		errs = append(errs, e.io.close())
-		e.io = nil
+	if e.src != nil {
+		errs = append(errs, e.src.close())
+		e.src = nil
 	}
 	if e.pool != nil {
 		e.pool.Close()
@@ -327,17 +308,5 @@ func (e *Engine) Close() error {
 		errs = append(errs, e.weights.Close())
 		e.weights = nil
 	}
-	return errors.Join(errs...)
-}
-
-func (s *streamIO) close() error {
-	if s.planner != nil {
-		s.planner.Close()
-	}
-	var errs []error
-	if s.cache != nil {
-		errs = append(errs, s.cache.Close())
-	}
-	errs = append(errs, s.files.Close())
 	return errors.Join(errs...)
 }

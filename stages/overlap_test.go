@@ -53,7 +53,7 @@ func overlapRun(t *testing.T, overlap bool, patience time.Duration) (released, w
 		if err != nil {
 			return nil, err
 		}
-		return latchFile{File: f, armed: &armed, pinned: func() int { return e.Cache().Stats().Pinned },
+		return latchFile{File: f, armed: &armed, pinned: func() int { return cacheOf(e).Stats().Pinned },
 			patience: patience, released: &rel, waited: &wait}, nil
 	}
 	// Size the budget to one slot once the slot size is known.
@@ -65,12 +65,12 @@ func overlapRun(t *testing.T, overlap bool, patience time.Duration) (released, w
 	if err := run(0); err != nil {
 		t.Fatal(err)
 	}
-	before := e.Cache().Stats()
+	before := cacheOf(e).Stats()
 	armed.Store(true)
 	if err := run(0); err != nil {
 		t.Fatal(err)
 	}
-	after := e.Cache().Stats()
+	after := cacheOf(e).Stats()
 	if after.Hits-before.Hits != 1 || after.Misses-before.Misses != 1 {
 		t.Fatalf("second pass: %d hits, %d misses; want 1 and 1", after.Hits-before.Hits, after.Misses-before.Misses)
 	}

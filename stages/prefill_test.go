@@ -39,7 +39,7 @@ func TestPrefillPassOverBudget(t *testing.T) {
 		}
 		routed := map[cache.Key]bool{}
 		maxLayer := 0
-		e.OnRoute = func(step, layer int, ids [][]int, _ [][]float32) {
+		e.Observe(func(step, layer int, ids [][]int, _ [][]float32) {
 			n := 0
 			for _, tok := range ids {
 				for _, x := range tok {
@@ -51,7 +51,7 @@ func TestPrefillPassOverBudget(t *testing.T) {
 				}
 			}
 			maxLayer = max(maxLayer, n)
-		}
+		})
 		s, err := e.NewSession(len(prompt), model.KVF32)
 		if err != nil {
 			t.Fatal(err)
@@ -65,12 +65,12 @@ func TestPrefillPassOverBudget(t *testing.T) {
 		if pt := s.PrefillTimes(); pt.Compute <= 0 || pt.IOBusy <= 0 || pt.Stall+pt.Compute > wall {
 			t.Errorf("budget %d slots: prefill times %+v for a %v prefill", slots, pt, wall)
 		}
-		_, read := e.Lanes().Totals()
+		_, read := lanesOf(e).Totals()
 		var distinct int64
 		for k := range routed {
 			distinct += reader.SpanBytes(e.layout.ranges[k.Layer][k.Expert])
 		}
-		cs := e.Cache().Stats()
+		cs := cacheOf(e).Stats()
 		e.Close()
 		t.Logf("budget %d slots: %d routed experts, up to %d in a layer, %d bytes read", slots, len(routed), maxLayer, read)
 		if int64(len(routed))*slot <= 2*cfg.Cache.Bytes || int64(maxLayer) <= slots {
@@ -150,7 +150,7 @@ func TestPromptPrefetch(t *testing.T) {
 		cfg.Prefetch.Prompt = on
 		var procs []int // GOMAXPROCS seen at each routed layer
 		got, err := decodeWith(ctx, t, cfg, 2, func(e *Engine) {
-			ps, _ := e.PlannerStats()
+			ps := e.Metrics().Speculation
 			t.Logf("prompt prefetch %v: %+v", on, ps)
 			switch {
 			case !on && ps.Speculative != 0:
@@ -159,7 +159,7 @@ func TestPromptPrefetch(t *testing.T) {
 				t.Errorf("prompt prefetch on: %d guesses read, %d routed to, %d hits and %d joins", ps.Speculative, ps.SpeculativeUsed, ps.Hits, ps.Joins)
 			}
 		}, func(e *Engine) {
-			e.OnRoute = func(int, int, [][]int, [][]float32) { procs = append(procs, runtime.GOMAXPROCS(0)) }
+			e.Observe(func(int, int, [][]int, [][]float32) { procs = append(procs, runtime.GOMAXPROCS(0)) })
 		})
 		if err != nil {
 			t.Fatal(err)

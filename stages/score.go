@@ -16,11 +16,11 @@ import (
 // charged to the next generated token. Perplexity and KL divergence (package
 // quality) are computed from it.
 func (s *Session) Score(ctx context.Context, tokens []int32, from int, fn func(pos int, logits []float32) error) (time.Duration, error) {
-	if len(tokens) > s.St.NCtx {
-		return 0, fmt.Errorf("%w: %d tokens to score, the context holds %d", model.ErrContextFull, len(tokens), s.St.NCtx)
+	if len(tokens) > s.State.NCtx {
+		return 0, fmt.Errorf("%w: %d tokens to score, the context holds %d", model.ErrContextFull, len(tokens), s.State.NCtx)
 	}
 	defer s.beginPrompt()()
-	s.St.Rewind(0)
+	s.State.Rewind(0)
 	t0 := time.Now()
 	err := s.score(ctx, tokens, from, fn)
 	return time.Since(t0), err
@@ -33,7 +33,7 @@ func (s *Session) score(ctx context.Context, tokens []int32, from int, fn func(p
 		}
 		chunk := tokens[i:min(i+PrefillChunk, len(tokens))]
 		all := i+len(chunk) > from
-		rows, err := s.E.Forward(ctx, s.St, chunk, all)
+		rows, err := s.eng.Forward(ctx, s.State, chunk, all)
 		if err != nil {
 			return err
 		}

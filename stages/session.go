@@ -16,8 +16,8 @@ import (
 // Session is one decode sequence on an Engine: its KV cache and its metrics.
 // It is driven by one goroutine.
 type Session struct {
-	E  *Engine
-	St *model.State
+	eng   *Engine
+	State *model.State // the KV cache and position
 
 	step int      // generated tokens so far (1-based step of the next one - 1)
 	tok  [1]int32 // Step's one-token batch
@@ -34,7 +34,7 @@ type Session struct {
 // PrefillTimes is where a Prefill's wall time went.
 type PrefillTimes struct {
 	Stall   time.Duration // the FFN stage waiting for expert bytes
-	Compute time.Duration // measured compute (Engine.TakeStep)
+	Compute time.Duration // measured compute (meter.take)
 	// IOBusy is the reader lanes' busy time during the prefill, summed over
 	// the lanes (warm-start reads included): ÷ (wall × lanes) is how busy
 	// the lanes were.
@@ -47,7 +47,7 @@ func (e *Engine) NewSession(nCtx int, kv model.KVType) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{E: e, St: st}, nil
+	return &Session{eng: e, State: st}, nil
 }
 
 // PrefillChunk is the most prompt tokens one forward pass takes: a longer
@@ -72,7 +72,7 @@ func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]fl
 		chunk := tokens[i:min(i+PrefillChunk, len(tokens))]
 		last := i+len(chunk) == len(tokens)
 		var rows [][]float32
-		rows, err = s.E.Forward(ctx, s.St, chunk, all)
+		rows, err = s.eng.Forward(ctx, s.State, chunk, all)
 		switch {
 		case all:
 			out = append(out, rows...)
@@ -88,13 +88,13 @@ func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]fl
 // counters sampled so that its I/O is not charged to the next generated
 // token.
 func (s *Session) beginPrompt() (end func()) {
-	restore := s.E.promptProcs()
-	s.E.SetStep(0)
-	c0, l0 := s.E.Counters(), s.E.lookups()
+	restore := s.eng.promptProcs()
+	s.eng.setStep(0)
+	busy0, l0 := s.eng.Metrics().Counters.IOBusy, s.eng.lookups()
 	return func() {
-		s.prefill.Stall, s.prefill.Compute = s.E.TakeStep()
-		s.E.meter.prompt = s.E.meter.prompt.Add(s.E.lookups().Sub(l0))
-		s.prefill.IOBusy = s.E.Counters().Sub(c0).IOBusy
+		s.prefill.Stall, s.prefill.Compute = s.eng.meter.take()
+		s.eng.meter.prompt = s.eng.meter.prompt.Add(s.eng.lookups().Sub(l0))
+		s.prefill.IOBusy = s.eng.Metrics().Counters.IOBusy - busy0
 		s.sample()
 		restore()
 	}
@@ -119,7 +119,7 @@ const PromptProcs = 2
 func (e *Engine) promptProcs() (restore func()) {
 	want := e.cfg.Threads + PromptProcs
 	prev := runtime.GOMAXPROCS(0)
-	if e.io == nil || prev >= want || os.Getenv("GOMAXPROCS") != "" {
+	if !e.cfg.Stream || prev >= want || os.Getenv("GOMAXPROCS") != "" {
 		return func() {}
 	}
 	runtime.GOMAXPROCS(want)
@@ -134,12 +134,12 @@ func (s *Session) PrefillTimes() PrefillTimes { return s.prefill }
 // filled by the caller's numbering).
 func (s *Session) Step(ctx context.Context, tok int32, steps int) ([]float32, sink.TokenMetrics, error) {
 	s.step++
-	s.E.SetStep(s.step)
+	s.eng.setStep(s.step)
 	t0 := time.Now()
 	s.tok[0] = tok
-	out, err := s.E.Forward(ctx, s.St, s.tok[:], false)
+	out, err := s.eng.Forward(ctx, s.State, s.tok[:], false)
 	wall := time.Since(t0)
-	stall, compute := s.E.TakeStep()
+	stall, compute := s.eng.meter.take()
 	m := s.sample()
 	m.Step, m.Steps = s.step, steps
 	m.WallMS = ms(wall)
@@ -165,7 +165,7 @@ func (s *Session) sample() sink.TokenMetrics {
 	m.Majflt = maj - s.lastMaj
 	m.CPUMS = ms(cpu - s.lastCPU)
 	s.lastMaj, s.lastCPU = maj, cpu
-	c := s.E.Counters()
+	c := s.eng.Metrics().Counters
 	d := c.Sub(s.last)
 	s.last = c
 	if c.Streaming {
@@ -183,6 +183,6 @@ func (s *Session) sample() sink.TokenMetrics {
 	if c.Cached {
 		m.CacheHitPct, _ = c.HitPct()
 	}
-	m.ResidentFrac = s.E.ResidentFrac()
+	m.ResidentFrac = s.eng.ResidentFrac()
 	return m
 }

@@ -190,7 +190,7 @@ func TestEINVALFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.ODirect() {
+	if e.Metrics().ODirect {
 		t.Error("O_DIRECT still reported after EINVAL")
 	}
 	e.Close()
@@ -224,11 +224,11 @@ func TestCancelMidToken(t *testing.T) {
 	if _, _, err := s.Prefill(ctx, prompt, false); err != nil {
 		t.Fatal(err)
 	}
-	e.OnRoute = func(step, layer int, _ [][]int, _ [][]float32) {
+	e.Observe(func(step, layer int, _ [][]int, _ [][]float32) {
 		if step == 2 && layer == 1 {
 			cancel()
 		}
-	}
+	})
 	t0 := time.Now()
 	var stepErr error
 	for i := 0; i < 5 && stepErr == nil; i++ {
@@ -377,7 +377,7 @@ func TestCancelCause(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel(cause)
-	if err := e.stageErr(); !errors.Is(err, context.Canceled) || !errors.Is(err, cause) {
+	if err := e.life.stageErr(); !errors.Is(err, context.Canceled) || !errors.Is(err, cause) {
 		t.Fatalf("stageErr = %v, want context.Canceled wrapping the cause", err)
 	}
 	if _, _, err := s.Step(ctx, 100, 1); !errors.Is(err, context.Canceled) {

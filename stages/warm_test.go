@@ -56,7 +56,7 @@ func TestWarmStartDuringDenseLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, _ := e.WarmStats()
+	ws := e.Metrics().Warm
 	e.Close()
 	if asked != 1 || ws.Completed == 0 {
 		t.Fatalf("WarmKeys asked %d times, %d warm reads done when Open returned (%+v): want once, and reads done during the dense load", asked, ws.Completed, ws)
@@ -69,10 +69,10 @@ func TestWarmStartDuringDenseLoad(t *testing.T) {
 		return keys
 	}
 	got, err := decodeWith(ctx, t, cfg, 4, func(e *Engine) {
-		ws, _ := e.WarmStats()
-		cs := e.Cache().Stats()
-		if !e.WarmStarted() || ws.Completed == 0 {
-			t.Errorf("warm start %v, stats %+v: want started and reads done", e.WarmStarted(), ws)
+		ws := e.Metrics().Warm
+		cs := cacheOf(e).Stats()
+		if !e.Metrics().WarmStarted || ws.Completed == 0 {
+			t.Errorf("warm start %v, stats %+v: want started and reads done", e.Metrics().WarmStarted, ws)
 		}
 		if cs.PeakResidentBytes > cs.BudgetBytes {
 			t.Errorf("peak resident %d > budget %d", cs.PeakResidentBytes, cs.BudgetBytes)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/decode"
 	"github.com/pipe-engine/pipe/replay"
 )
@@ -16,11 +15,7 @@ func (r *runner) openTrace(modelPath string, out *output) {
 	eng := r.m.Engine()
 	d := eng.Desc()
 	hp := d.HParams
-	k := hp.NExpertUsed
-	if r.c.NExpertUsed > 0 {
-		k = r.c.NExpertUsed
-	}
-	hdr := replay.Header{Model: modelPath, Arch: d.Arch, NLayer: hp.NLayer, NExpert: hp.NExpert, NExpertUsed: k}
+	hdr := replay.Header{Model: modelPath, Arch: d.Arch, NLayer: hp.NLayer, NExpert: hp.NExpert, NExpertUsed: eng.Config().K}
 	perLayerDense := d.DenseBytes / int64(max(hp.NLayer, 1))
 	for l := 0; l < hp.NLayer; l++ {
 		var eb int64
@@ -37,7 +32,6 @@ func (r *runner) openTrace(modelPath string, out *output) {
 		if out.Err() != nil {
 			return
 		}
-		c := eng.Cache()
 		phase := replay.PhaseDecode
 		if rt.Prefill {
 			phase = replay.PhasePrefill
@@ -46,7 +40,7 @@ func (r *runner) openTrace(modelPath string, out *output) {
 			experts = append(experts[:0], rt.IDs[t]...)
 			resident = resident[:0]
 			for _, e := range experts {
-				resident = append(resident, c != nil && c.Contains(cache.Key{Layer: rt.Layer, Expert: e}))
+				resident = append(resident, eng.Resident(rt.Layer, e))
 			}
 			if err := tw.Route(rt.Turn, phase, rt.Pos+t, rt.Layer, experts, rt.W[t], resident); err != nil {
 				out.fail(fmt.Errorf("position %d layer %d: %w", rt.Pos+t, rt.Layer, err))
