@@ -12,7 +12,6 @@ import (
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/model"
-	"github.com/pipe-engine/pipe/stages"
 )
 
 // HotSetAuto as Options.HotSet.Path puts the hot set in the user cache
@@ -62,7 +61,7 @@ type hotLoader struct {
 }
 
 func (h *hotLoader) keys(d *model.Desc) []cache.Key {
-	id, err := stages.ModelIDOf(d.File)
+	id, err := d.HotSetID()
 	if err != nil {
 		h.log.Warn().Str("event", "hot_set_ignored").Err(err).Msg("no warm start")
 		return nil
@@ -74,7 +73,7 @@ func (h *hotLoader) keys(d *model.Desc) []cache.Key {
 			return nil
 		}
 	}
-	shape := stages.ExpertShapeOf(d)
+	shape := d.ExpertShape()
 	h.st = &hotState{path: path, counts: cache.NewHotSet(id, shape)}
 	old, err := cache.LoadHotSet(path, id, shape)
 	switch {

@@ -144,5 +144,5 @@
 // flow and the per-token meter; source.go: the expert-source seam and the
 // mapped source; stream.go: the streamed source; speculate.go: speculation
 // and the warm start; metrics.go: Engine.Metrics; session.go: a decode
-// sequence and its per-token metrics; warm.go: the model id of its hot set.
+// sequence and its per-token metrics; score.go: scoring a sequence.
 package stages

@@ -12,7 +12,6 @@ import (
 	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/replay"
-	"github.com/pipe-engine/pipe/stages"
 )
 
 // HotSetFlags are the warm-start flags of the commands that decode.
@@ -82,11 +81,8 @@ func (c *HotSetCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	shape := make([]int, len(d.Experts))
-	for i, exps := range d.Experts {
-		shape[i] = len(exps)
-	}
-	id, err := stages.ModelIDOf(f)
+	shape := d.ExpertShape()
+	id, err := d.HotSetID()
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package stages
+package model
 
 import (
 	"crypto/sha256"
@@ -8,17 +8,13 @@ import (
 	"os"
 
 	"github.com/pipe-engine/pipe/cache"
-	"github.com/pipe-engine/pipe/gguf"
-	"github.com/pipe-engine/pipe/model"
 )
 
-// ModelID identifies the model file for its hot set (see ModelIDOf).
-func (e *Engine) ModelID() (cache.ModelID, error) { return ModelIDOf(e.desc.File) }
-
-// ModelIDOf identifies a model file for its hot set: the total size of its
-// shards and the SHA-256 of the first shard's header (metadata and tensor
-// infos, the bytes before the data section).
-func ModelIDOf(f *gguf.File) (cache.ModelID, error) {
+// HotSetID identifies the model's file for its hot set (cache.HotSet): the
+// total size of its shards and the SHA-256 of the first shard's header
+// (metadata and tensor infos, the bytes before the data section).
+func (d *Desc) HotSetID() (cache.ModelID, error) {
+	f := d.File
 	var id cache.ModelID
 	for _, sh := range f.Shards {
 		id.Size += int64(sh.Size)
@@ -36,9 +32,9 @@ func ModelIDOf(f *gguf.File) (cache.ModelID, error) {
 	return id, nil
 }
 
-// ExpertShapeOf is the number of experts of every layer of d (0 for a layer
+// ExpertShape is the number of experts of every layer (0 for a layer
 // without routed experts), the shape of the model's hot set.
-func ExpertShapeOf(d *model.Desc) []int {
+func (d *Desc) ExpertShape() []int {
 	s := make([]int, len(d.Experts))
 	for i, exps := range d.Experts {
 		s[i] = len(exps)
