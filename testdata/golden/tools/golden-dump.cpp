@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -315,16 +316,17 @@ struct Dump {
     std::vector<uint8_t> buf;
 };
 
+// is_view reports whether t is a pure view, permute or reshape (not dumped).
 bool is_view(const ggml_tensor * t) {
     switch (t->op) {
+        case GGML_OP_NONE:
         case GGML_OP_VIEW:
         case GGML_OP_PERMUTE:
         case GGML_OP_TRANSPOSE:
-            return true;
         case GGML_OP_RESHAPE:
-            return t->src[0] && t->src[0]->view_src;
+            return true;
         default:
-            return t->op == GGML_OP_NONE || (t->view_src && t->op != GGML_OP_RESHAPE);
+            return false;
     }
 }
 
@@ -436,6 +438,9 @@ int main(int argc, char ** argv) {
     }
     // 3. intermediate tensors of a single-batch prompt pass
     if (!a.tensors.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(a.tensors, ec);
+        if (ec) die("cannot create " + a.tensors + ": " + ec.message());
         Dump d;
         d.dir = a.tensors;
         d.keep = std::regex(a.keep);
