@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -184,21 +182,6 @@ func processEscapes(s string) string {
 	return b.String()
 }
 
-// readPromptFile reads -f: a file, or stdin for "-".
-func readPromptFile(path string) (string, error) {
-	var b []byte
-	var err error
-	if path == "-" {
-		b, err = io.ReadAll(stdin)
-	} else {
-		b, err = os.ReadFile(path)
-	}
-	if err != nil {
-		return "", fmt.Errorf("%w: -f: %w", errFlag, err)
-	}
-	return string(b), nil
-}
-
 // kvType resolves --kv-type and llama.cpp's -ctk/-ctv (pipe keeps K and V in
 // one type, f16 or f32).
 func kvType(kv, k, v string) (string, error) {
@@ -240,7 +223,7 @@ func (c *RunCmd) applyLlama(g *Globals) error {
 		g.Log.Info().Str("event", "chat_template").Msg("-sys given: the prompt is rendered with the model's chat template, as llama-cli does (--chat)")
 	}
 	if c.File != "" {
-		p, err := readPromptFile(c.File)
+		p, err := readPrompt(g.Ctx, c.File)
 		if err != nil {
 			return err
 		}

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // writeFile writes text to name in dir and returns its path.
@@ -81,5 +85,81 @@ func TestOutputIsInputRefused(t *testing.T) {
 			t.Fatalf("hotset -o notes.txt %s: exit %d, stderr:\n%s", merge, code, stderr)
 		}
 		intact(t, "hotset -o notes.txt "+merge, notes, "my notes\n")
+	}
+}
+
+// zeros is an endless reader, like /dev/zero on stdin.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// blocked is a reader that never returns, like a terminal nobody types on.
+type blocked struct{}
+
+func (blocked) Read([]byte) (int, error) { select {} }
+
+// withStdin runs f with stdin replaced by r.
+func withStdin(r io.Reader, f func()) {
+	old := stdin
+	stdin = r
+	defer func() { stdin = old }()
+	f()
+}
+
+// TestPromptReadBounded: an endless prompt (-f /dev/zero, /dev/urandom,
+// -f - on an endless stdin) is refused with a clear limit error instead of
+// growing without bound.
+func TestPromptReadBounded(t *testing.T) {
+	for _, src := range []string{"/dev/zero", "/dev/urandom", "-"} {
+		var code int
+		var stderr string
+		t0 := time.Now()
+		withStdin(zeros{}, func() {
+			code, stderr = runCode(t, nil, "run", "-m", tinyModel, "-n", "1", "-f", src)
+		})
+		if code == 0 || !strings.Contains(stderr, "-f") || !strings.Contains(stderr, "MiB") {
+			t.Fatalf("-f %s: exit %d, stderr:\n%s", src, code, stderr)
+		}
+		noStack(t, stderr)
+		if d := time.Since(t0); d > 20*time.Second {
+			t.Fatalf("-f %s: refused after %v", src, d)
+		}
+	}
+}
+
+// TestPromptReadCancels: a prompt read that waits (a FIFO with no writer, a
+// stdin nobody writes to) ends within a second of the run's cancellation.
+func TestPromptReadCancels(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+	defer func() {
+		// Unblock a reader left in open (the process would have exited).
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	}()
+	for _, src := range []string{fifo, "-"} {
+		withStdin(blocked{}, func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan int, 1)
+			go func() {
+				done <- run(ctx, []string{"run", "-m", tinyModel, "-n", "1", "-f", src}, io.Discard, io.Discard)
+			}()
+			time.Sleep(300 * time.Millisecond)
+			cancel()
+			select {
+			case code := <-done:
+				if code != 130 {
+					t.Fatalf("-f %s: exit %d after the cancel, want 130", src, code)
+				}
+			case <-time.After(time.Second):
+				t.Fatalf("-f %s: still waiting a second after the cancel", src)
+			}
+		})
 	}
 }
