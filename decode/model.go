@@ -270,6 +270,31 @@ func (m *Model) Encode(p Prompt) ([]int32, string, error) {
 	return ids, text, nil
 }
 
+// ErrTooLong: a text cannot fit a context, known from its length alone
+// (FitText).
+var ErrTooLong = errors.New("cannot fit the context")
+
+// MinTokens is a lower bound on the tokens of a text of n bytes (see
+// tokenizer.Tokenizer.MaxTokenBytes).
+func (m *Model) MinTokens(n int) int {
+	per := max(m.tok.MaxTokenBytes(), 1)
+	return (n + per - 1) / per
+}
+
+// FitText returns an ErrTooLong error when a text of n bytes cannot fit a
+// context of nCtx positions (nCtx <= 0: no bound) because even MinTokens(n)
+// are more: tokenizing megabytes of text takes seconds and gigabytes, and
+// this costs nothing.
+func (m *Model) FitText(n, nCtx int) error {
+	if nCtx <= 0 {
+		return nil
+	}
+	if least := m.MinTokens(n); least > nCtx {
+		return fmt.Errorf("%w: %d bytes of text are at least %d tokens, the context holds %d", ErrTooLong, n, least, nCtx)
+	}
+	return nil
+}
+
 // ErrEmptyPrompt: the prompt has no tokens.
 var ErrEmptyPrompt = errors.New("the prompt is empty after tokenization")
 

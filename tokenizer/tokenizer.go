@@ -106,6 +106,8 @@ type Tokenizer struct {
 
 	chatTemplate string
 	chatFormat   chatFormat
+
+	maxText int // the longest token text in bytes (MaxTokenBytes)
 }
 
 // New builds a tokenizer from cfg, applying llama.cpp's load-time fix-ups of
@@ -148,6 +150,7 @@ func New(cfg Config) (*Tokenizer, error) {
 			return nil, fmt.Errorf("duplicate token %q at ids %d and %d: %w", w, prev, i, ErrInvalid)
 		}
 		t.text[i] = w
+		t.maxText = max(t.maxText, len(w))
 		a := attrNormal
 		if cfg.Types != nil {
 			switch TokenType(cfg.Types[i]) {
@@ -199,6 +202,13 @@ func New(cfg Config) (*Tokenizer, error) {
 	t.chatFormat = detectChatFormat(cfg.ChatTemplate)
 	return t, nil
 }
+
+// MaxTokenBytes is the length in bytes of the longest token text. No token
+// covers more bytes of the text it encodes (byte-level and U+2581 spellings
+// are at least as long as the bytes they stand for), so a text of n bytes
+// has at least n / MaxTokenBytes tokens: enough to refuse a text that cannot
+// fit a context before tokenizing it.
+func (t *Tokenizer) MaxTokenBytes() int { return t.maxText }
 
 // buildMerges indexes the merge lines by their text: the BPE loop looks up
 // "left right" directly, so loading costs one map insert per merge.

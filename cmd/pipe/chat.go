@@ -89,14 +89,24 @@ func (r *runner) chat(sess *decode.Session, so decode.SessionOptions) error {
 			line, first = first, ""
 		} else {
 			r.prompt()
-			var ok bool
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case line, ok = <-lines:
+			case l, ok := <-lines:
 				if !ok {
 					return nil
 				}
+				if errors.Is(l.err, errPromptLimit) && r.c.SingleTurn {
+					return fmt.Errorf("%w: stdin: a line %w", errFlag, l.err)
+				}
+				if errors.Is(l.err, errPromptLimit) {
+					r.status(fmt.Sprintf("turn skipped: a line %v", l.err))
+					continue
+				}
+				if l.err != nil {
+					return fmt.Errorf("stdin: %w", l.err)
+				}
+				line = l.text
 			}
 		}
 		line = strings.TrimSpace(line)
@@ -112,10 +122,30 @@ func (r *runner) chat(sess *decode.Session, so decode.SessionOptions) error {
 			r.status("conversation cleared")
 			continue
 		}
+		if err := r.fitTurn(sess, len(line)); err != nil {
+			if r.c.SingleTurn {
+				return fmt.Errorf("%w: %w", errFlag, err)
+			}
+			r.status(err.Error())
+			continue
+		}
 		if err := r.reply(sess, line); err != nil || r.c.SingleTurn {
 			return err
 		}
 	}
+}
+
+// fitTurn refuses, before it is tokenized, a turn of n bytes that cannot
+// fit the session's context even after /clear.
+func (r *runner) fitTurn(sess *decode.Session, n int) error {
+	nCtx := sess.Ctx()
+	if nCtx == 0 {
+		nCtx = decode.DefaultCtx // Chat's size for an unsized session
+	}
+	if err := r.m.FitText(n, nCtx); err != nil {
+		return fmt.Errorf("turn skipped: %w (-c %d)", err, nCtx)
+	}
+	return nil
 }
 
 // reply generates one reply; a full context is reported, not fatal.
@@ -181,25 +211,64 @@ func (r *runner) say(line string) {
 	fmt.Fprintln(r.g.Status.Writer(r.g.Stderr), line)
 }
 
+// chatLine is one line of stdin, or why there is none.
+type chatLine struct {
+	text string
+	err  error // errPromptLimit: the line was skipped; else a read error (the last)
+}
+
 // readLines reads stdin line by line on its own goroutine, so the loop can
-// wait for a line or for the run's end at once. The goroutine ends at EOF or
-// a read error (it may outlive the loop while blocked on a terminal, which
-// the process's exit ends).
-func readLines(ctx context.Context, in io.Reader) <-chan string {
-	ch := make(chan string)
+// wait for a line or for the run's end at once. A line longer than
+// maxPromptBytes is read past and reported as errPromptLimit; a read error
+// is sent and ends the goroutine, as EOF does (it may outlive the loop while
+// blocked on a terminal, which the process's exit ends).
+func readLines(ctx context.Context, in io.Reader) <-chan chatLine {
+	ch := make(chan chatLine)
 	go func() {
 		defer close(ch)
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
+		br := bufio.NewReaderSize(in, 64<<10)
+		for {
+			text, err := readLine(br, maxPromptBytes)
+			if errors.Is(err, io.EOF) && text == "" {
+				return
+			}
+			if errors.Is(err, io.EOF) {
+				err = nil // a last line without a newline
+			}
 			select {
-			case ch <- sc.Text():
+			case ch <- chatLine{text, err}:
 			case <-ctx.Done():
+				return
+			}
+			if err != nil && !errors.Is(err, errPromptLimit) {
 				return
 			}
 		}
 	}()
 	return ch
+}
+
+// readLine reads up to and without the next newline; past limit bytes it
+// reads on to the newline and returns errPromptLimit.
+func readLine(br *bufio.Reader, limit int) (string, error) {
+	var line []byte
+	over := false
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !over && len(line)+len(frag) > limit+1 {
+			over, line = true, nil
+		}
+		if !over {
+			line = append(line, frag...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if over && (err == nil || errors.Is(err, io.EOF)) {
+			return "", errPromptLimit
+		}
+		return strings.TrimSuffix(string(line), "\n"), err
+	}
 }
 
 // thinkFilter drops <think>…</think> blocks (and the whitespace after one)

@@ -362,6 +362,9 @@ func (r *runner) print(t decode.Token) error {
 func (r *runner) once(sess *decode.Session) error {
 	c := r.c
 	given := time.Now() // the prompt is given: the start of the time to first token
+	if err := r.fitPrompt(sess, len(c.Prompt)+len(c.System)); err != nil {
+		return err
+	}
 	ids, text, err := r.m.Encode(decode.Prompt{Text: c.Prompt, Chat: c.Chat, System: c.System, NoThink: c.NoThink})
 	if err != nil {
 		if errors.Is(err, decode.ErrEmptyPrompt) {
@@ -389,6 +392,20 @@ func (r *runner) once(sess *decode.Session) error {
 	err = r.out.write("\n", "the final newline")
 	r.g.Status.Release()
 	return err
+}
+
+// fitPrompt refuses, before it is tokenized, a prompt of n bytes that
+// cannot fit the session's context (-c; none yet with -c 0, which sizes the
+// context to the prompt).
+func (r *runner) fitPrompt(sess *decode.Session, n int) error {
+	nCtx := sess.Ctx()
+	if err := r.m.FitText(n, nCtx); err != nil {
+		if r.c.Ctx > 0 {
+			return fmt.Errorf("%w: the prompt: %w (-c %d)", errFlag, err, nCtx)
+		}
+		return fmt.Errorf("%w: the prompt: %w (%d with -n %d; set -c)", errFlag, err, nCtx, r.c.N)
+	}
+	return nil
 }
 
 func (r *runner) writeLogits(l []float32) error {

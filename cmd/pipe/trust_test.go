@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -161,5 +163,62 @@ func TestPromptReadCancels(t *testing.T) {
 				t.Fatalf("-f %s: still waiting a second after the cancel", src)
 			}
 		})
+	}
+}
+
+// TestTooLongRefusedEarly: a prompt that cannot fit -c is refused before it
+// is tokenized (seconds and gigabytes for megabytes of text), in run and in
+// -i, where a line of several MiB is refused and the session goes on.
+func TestTooLongRefusedEarly(t *testing.T) {
+	big := strings.Repeat("the quick brown fox jumps over the lazy dog ", 48<<10) // 2.1 MB
+	p := writeFile(t, t.TempDir(), "big.txt", big)
+	t0 := time.Now()
+	code, stderr := runCode(t, nil, "run", "-m", tinyModel, "-n", "1", "-c", "64", "-f", p)
+	if code == 0 || !strings.Contains(stderr, "-c 64") || !strings.Contains(stderr, "cannot fit") {
+		t.Fatalf("2 MB prompt, -c 64: exit %d, stderr:\n%s", code, stderr)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("refused after %v", d)
+	}
+	var out, errb syncBuffer
+	withStdin(strings.NewReader(big+"\nhi\n"), func() {
+		code = run(t.Context(), []string{"--log-format", "console", "run", "-m", chatModel, "-i", "--temp", "0", "-n", "4", "-c", "96",
+			"--moe-stream=true", "--cache-mb", "4"}, &out, &errb)
+	})
+	if code != 0 || !strings.Contains(errb.String(), "cannot fit") {
+		t.Fatalf("-i with a 2 MB line: exit %d, stderr:\n%s", code, errb.String())
+	}
+	if replies := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); len(replies) != 1 || replies[0] == "" {
+		t.Fatalf("-i: the turn after the long line got no reply: %q\n%s", out.String(), errb.String())
+	}
+}
+
+// TestReadLine: a line over the limit is skipped with errPromptLimit and the
+// lines after it are read; a last line without a newline counts.
+func TestReadLine(t *testing.T) {
+	long := strings.Repeat("x", 200<<10) // longer than the reader's buffer too
+	br := bufio.NewReaderSize(strings.NewReader("a\n"+long+"\nb\n"+long[:100]+"\nc"), 16)
+	var got []string
+	for {
+		s, err := readLine(br, 1000)
+		switch {
+		case errors.Is(err, errPromptLimit):
+			got = append(got, "LIMIT")
+			continue
+		case errors.Is(err, io.EOF):
+			if s != "" {
+				got = append(got, s)
+			}
+		case err != nil:
+			t.Fatal(err)
+		default:
+			got = append(got, s)
+			continue
+		}
+		break
+	}
+	want := []string{"a", "LIMIT", "b", long[:100], "c"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("lines %q, want %q", got, want)
 	}
 }
