@@ -27,8 +27,12 @@ grep -q '"finish_reason":"length"' "$tmp/stream" || { echo "serve-check: no fini
 curl -sSf "http://$addr/v1/completions" -H 'Content-Type: application/json' \
   -d '{"prompt":"Once upon a time","max_tokens":4}' | grep -q '"completion_tokens":4' \
   || { echo "serve-check: completion without usage" >&2; exit 1; }
-code=$(curl -s -o /dev/null -w '%{http_code}' "http://$addr/v1/chat/completions" -d '{bad json')
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://$addr/v1/chat/completions" -H 'Content-Type: application/json' -d '{bad json')
 [ "$code" = 400 ] || { echo "serve-check: bad JSON answered $code, want 400" >&2; exit 1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://$addr/v1/chat/completions" -d '{"messages":[{"role":"user","content":"hi"}]}')
+[ "$code" = 415 ] || { echo "serve-check: a form-encoded body answered $code, want 415" >&2; exit 1; }
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://$addr/v1/models" -H 'Host: rebound.example')
+[ "$code" = 403 ] || { echo "serve-check: an unknown Host answered $code, want 403" >&2; exit 1; }
 kill -TERM "$pid"
 status=0
 wait "$pid" || status=$?

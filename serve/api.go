@@ -38,6 +38,9 @@ type commonFields struct {
 	Stop                stopField `json:"stop"`
 	Stream              bool      `json:"stream"`
 	N                   *int      `json:"n"`
+	// PromptCacheKey (OpenAI's prompt_cache_key) names the client whose
+	// earlier prompts' KV this request may reuse (see tenant).
+	PromptCacheKey string `json:"prompt_cache_key"`
 	samplingFields
 }
 
@@ -133,6 +136,22 @@ type job struct {
 	stream    bool
 	params    sample.Params
 	seed      *int64 // as requested (nil: the server's default)
+	cacheKey  string // prompt_cache_key
+	who       tenant // set by the handler
+	ids       []int32
+}
+
+// textBytes is the length of the job's text: its tokens are at least
+// decode.Model.MinTokens of it.
+func (j *job) textBytes() int {
+	if !j.chat {
+		return len(j.prompt)
+	}
+	n := 0
+	for _, m := range j.messages {
+		n += len(m.Content)
+	}
+	return n
 }
 
 func (c *commonFields) toJob(def sample.Params, j *job) error {
@@ -164,7 +183,7 @@ func (c *commonFields) toJob(def sample.Params, j *job) error {
 	if p.Temp > 2 || p.Temp < 0 {
 		return badRequest("temperature %v must be in [0, 2]", p.Temp)
 	}
-	j.params, j.seed = p, c.Seed
+	j.params, j.seed, j.cacheKey = p, c.Seed, c.PromptCacheKey
 	return nil
 }
 

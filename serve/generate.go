@@ -81,24 +81,37 @@ func (s *Server) encode(j *job) ([]int32, error) {
 	return ids, nil
 }
 
-// generate runs one job in the decode slot, sending its text to em. o is
-// filled as far as the generation got, also when it fails.
+// prepare sizes and tokenizes a job's prompt on the request's own
+// goroutine, before it queues for the decode slot: a prompt whose length
+// alone cannot fit the context is refused untokenized, and one whose tokens
+// and max_tokens do not fit is refused without waiting for the slot.
+func (s *Server) prepare(j *job) error {
+	if err := s.o.Model.FitText(j.textBytes(), s.nCtx); err != nil {
+		return fmt.Errorf("%w: the prompt: %w", errContext, err)
+	}
+	ids, err := s.encode(j)
+	if err != nil {
+		return err
+	}
+	if want := max(j.maxTokens, 1); want > s.nCtx-len(ids) {
+		return fmt.Errorf("%w: the prompt (%d tokens) + max_tokens (%d) exceeds the context of %d tokens",
+			errContext, len(ids), want, s.nCtx)
+	}
+	j.ids = ids
+	return nil
+}
+
+// generate runs one prepared job in the decode slot, sending its text to
+// em. o is filled as far as the generation got, also when it fails.
 func (s *Server) generate(ctx context.Context, j *job, em emitter, start time.Time, o *outcome) error {
+	o.promptTokens = len(j.ids)
 	release, err := s.acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer release()
 	o.queue = time.Since(start)
-	ids, err := s.encode(j)
-	if err != nil {
-		return err
-	}
-	o.promptTokens = len(ids)
-	if need, nCtx := len(ids)+max(j.maxTokens, 1), s.sess.Ctx(); need > nCtx {
-		return fmt.Errorf("%w: the prompt (%d tokens) + max_tokens (%d) exceeds the context of %d tokens",
-			errContext, len(ids), max(j.maxTokens, 1), nCtx)
-	}
+	ids := j.ids
 	p := j.params
 	seed := s.o.Seed
 	if j.seed != nil {
@@ -111,7 +124,7 @@ func (s *Server) generate(ctx context.Context, j *job, em emitter, start time.Ti
 	if err := em.begin(); err != nil {
 		return err
 	}
-	o.cachedTokens = s.sess.Reuse(ids)
+	o.cachedTokens = s.reuse(j.who, ids)
 	eng := s.o.Model.Engine()
 	before := eng.Metrics().Counters
 	defer func() {

@@ -48,19 +48,22 @@ func (r *recorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach Flush and SetWriteDeadline.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// route wraps h with the method check, authentication, panic recovery and
-// the request log event.
+// route wraps h with the Host and Origin checks (guard.go), the method
+// check, authentication, the JSON body check, panic recovery and the
+// request log event.
 func (s *Server) route(method string, auth bool, h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		x := &exchange{id: s.newID(), start: time.Now(), w: &recorder{ResponseWriter: w}, r: r}
 		defer s.finish(x)
 		switch {
+		case !s.admit(x):
 		case auth && !s.authorized(r):
 			x.w.Header().Set("WWW-Authenticate", "Bearer")
 			s.fail(x, http.StatusUnauthorized, "authentication_error", errors.New("invalid or missing API key (Authorization: Bearer KEY)"))
 		case method != "" && r.Method != method:
 			x.w.Header().Set("Allow", method)
 			s.fail(x, http.StatusMethodNotAllowed, "invalid_request_error", fmt.Errorf("%s %s: use %s", r.Method, r.URL.Path, method))
+		case !s.jsonBody(x):
 		default:
 			h(x)
 		}
@@ -191,10 +194,14 @@ func (s *Server) complete(x *exchange, chat bool) {
 		parse, prefix = parseChat, "chatcmpl-"
 	}
 	j, err := parse(body, s.o.Sampling)
+	if err == nil {
+		err = s.prepare(&j)
+	}
 	if err != nil {
-		s.fail(x, http.StatusBadRequest, "invalid_request_error", err)
+		s.failGen(x, nil, err)
 		return
 	}
+	j.who = tenantOf(x.r, j.cacheKey)
 	sh := shape{chat: chat, id: prefix + x.id, model: s.o.ModelID, created: time.Now().Unix()}
 	var em emitter = &collector{sh: sh, w: x.w}
 	var st *sse

@@ -14,17 +14,23 @@
 //     The same routes answer without the /v1 prefix, as llama-server's do.
 //
 // Anything else is 404; a wrong method 405; bad JSON, bad fields and a
-// request that does not fit the context 400; an oversized body 413; a
-// missing or wrong API key 401 (every route but /health).
+// request that does not fit the context 400; an oversized body 413 (the
+// limit follows the context, bodyLimit); a body that is not
+// application/json 415; a missing or wrong API key 401 (every route but
+// /health); a Host or browser Origin the server does not answer 403
+// (guard.go).
 //
 // # Invariants
 //
 // One model is loaded for the server's lifetime and one decode.Session holds
 // its KV cache, so the expert cache stays warm across requests. Requests
-// queue for a single decode slot and are decoded one at a time. A request's
-// prompt reuses the KV of the longest prefix it shares with what the session
-// holds (decode.Session.Reuse), so a chat that grows by one turn prefills
-// only the new turn.
+// queue for a single decode slot and are decoded one at a time; a request
+// is parsed, sized and tokenized before it queues. A request's prompt reuses
+// the KV of the longest prefix it shares with what the session holds
+// (decode.Session.Reuse) when the previous request was its tenant's and it
+// extends that request's whole prompt or names the same prompt_cache_key
+// (tenant.go), so a chat that grows by one turn prefills only the new turn
+// and no client learns another's prompt from cached_tokens.
 //
 // # Concurrency and cancellation
 //
@@ -48,7 +54,6 @@ package serve
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log"
@@ -81,8 +86,19 @@ type Options struct {
 	// APIKey, if set, is required as `Authorization: Bearer KEY` on every
 	// route but /health.
 	APIKey string
-	Log    zerolog.Logger
-	// MaxBodyBytes bounds a request body (0: DefaultMaxBody).
+	// AllowedHosts are host names, besides IP literals, localhost and the
+	// listening host, that requests may name in their Host header ("*":
+	// any). A DNS name the server does not know is how DNS rebinding
+	// reaches a loopback server from a web page, so it is refused (403).
+	AllowedHosts []string
+	// AllowedOrigins are the web origins (scheme://host[:port]; "*": any)
+	// whose pages may call the API from a browser, besides the server's own
+	// origin. Requests with another Origin are refused (403); CORS
+	// preflights of allowed ones are answered.
+	AllowedOrigins []string
+	Log            zerolog.Logger
+	// MaxBodyBytes bounds a request body (0: what the context can use,
+	// bodyLimit).
 	MaxBodyBytes int64
 	// Timeouts (0: the defaults below).
 	ReadTimeout, WriteTimeout, IdleTimeout, ShutdownGrace time.Duration
@@ -90,7 +106,6 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultMaxBody       = 4 << 20
 	DefaultReadTimeout   = 30 * time.Second  // request headers and body
 	DefaultWriteTimeout  = 60 * time.Second  // each write of a response
 	DefaultIdleTimeout   = 120 * time.Second // keep-alive between requests
@@ -107,6 +122,14 @@ type Server struct {
 	idBase  string
 	created int64
 	keyHash [sha256.Size]byte
+
+	// The KV cache's owner (slot-guarded): who made the request that filled
+	// it, and how many of its tokens were that request's prompt.
+	owner     tenant
+	ownerSeen bool
+	ownerLen  int
+
+	nCtx int // the session's context
 }
 
 // New makes the server's session (its KV cache is allocated here).
@@ -127,7 +150,7 @@ func New(o Options) (*Server, error) {
 	def(&o.IdleTimeout, DefaultIdleTimeout)
 	def(&o.ShutdownGrace, DefaultShutdownGrace)
 	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = DefaultMaxBody
+		o.MaxBodyBytes = bodyLimit(o.Ctx, o.Model.Tokenizer().MaxTokenBytes())
 	}
 	if err := o.Sampling.Validate(); err != nil {
 		return nil, err
@@ -137,12 +160,19 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	now := time.Now()
-	s := &Server{o: o, sess: sess, slot: make(chan struct{}, 1), met: newMeters(),
+	s := &Server{o: o, sess: sess, nCtx: sess.Ctx(), slot: make(chan struct{}, 1), met: newMeters(),
 		idBase: fmt.Sprintf("%x", now.UnixNano()), created: now.Unix()}
 	if o.APIKey != "" {
 		s.keyHash = sha256.Sum256([]byte(o.APIKey))
 	}
 	return s, nil
+}
+
+// bodyLimit is the largest body a context of nCtx positions can use: every
+// token at the vocabulary's longest (maxToken bytes), every byte escaped in
+// JSON (at most 6 bytes, \u0001), and 64 KiB for the rest of the request.
+func bodyLimit(nCtx, maxToken int) int64 {
+	return 64<<10 + 6*int64(nCtx)*int64(max(maxToken, 1))
 }
 
 // Handler is the server's routes.
@@ -208,15 +238,4 @@ type httpErrors struct{ log zerolog.Logger }
 func (h httpErrors) Write(p []byte) (int, error) {
 	h.log.Warn().Str("event", "http_error").Msg(strings.TrimSpace(string(p)))
 	return len(p), nil
-}
-
-// authorized compares the bearer token with the key in constant time (both
-// hashed first, so neither length leaks).
-func (s *Server) authorized(r *http.Request) bool {
-	if s.o.APIKey == "" {
-		return true
-	}
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	return subtle.ConstantTimeCompare(got[:], s.keyHash[:]) == 1 && ok
 }

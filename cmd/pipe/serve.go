@@ -24,9 +24,12 @@ type ServeCmd struct {
 	Port   int    `help:"Port to listen on (0 = any free port; the 'listening' event names it)." default:"8080" group:"Server"`
 	Alias  string `short:"a" help:"Model name in /v1/models and in responses (default: the file name)." group:"Server"`
 	APIKey string `name:"api-key" env:"PIPE_API_KEY" help:"Require 'Authorization: Bearer KEY' on every route but /health." group:"Server"`
-	Thr    int    `short:"t" name:"threads" help:"Compute threads (0 = number of CPUs)." default:"0" group:"Model"`
-	Ctx    int    `short:"c" name:"ctx-size" help:"Context of the served session in tokens: prompt + max_tokens of a request must fit." default:"4096" group:"Model"`
-	KVType string `name:"kv-type" help:"KV cache element type: f16 or f32." enum:"f16,f32" default:"f16" group:"Model"`
+
+	AllowedHosts   []string `name:"allowed-hosts" help:"Host names requests may use besides IP addresses, localhost and --host ('*': any); others are refused, as DNS rebinding uses them." placeholder:"NAME,…" group:"Server"`
+	AllowedOrigins []string `name:"allowed-origins" help:"Web origins (http://host:port; '*': any) whose pages may call the API from a browser, besides the server's own; CORS preflights of these are answered." placeholder:"ORIGIN,…" group:"Server"`
+	Thr            int      `short:"t" name:"threads" help:"Compute threads (0 = number of CPUs)." default:"0" group:"Model"`
+	Ctx            int      `short:"c" name:"ctx-size" help:"Context of the served session in tokens: prompt + max_tokens of a request must fit." default:"4096" group:"Model"`
+	KVType         string   `name:"kv-type" help:"KV cache element type: f16 or f32." enum:"f16,f32" default:"f16" group:"Model"`
 
 	NoThink bool `name:"no-think" help:"Qwen3: render chats with an empty think block." group:"Model"`
 
@@ -87,7 +90,7 @@ func (c *ServeCmd) Run(g *Globals) error {
 		return err
 	}
 	srv, err := serve.New(serve.Options{Model: m, ModelID: c.modelID(path), Ctx: c.Ctx, Sampling: params, Seed: c.Seed,
-		NoThink: c.NoThink, APIKey: c.APIKey, Log: g.Log})
+		NoThink: c.NoThink, APIKey: c.APIKey, AllowedHosts: append(c.AllowedHosts, c.Host), AllowedOrigins: c.AllowedOrigins, Log: g.Log})
 	if err != nil {
 		m.Close()
 		return err

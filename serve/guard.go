@@ -1,0 +1,136 @@
+package serve
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// Who may talk to the server, beyond the API key:
+//
+//   - Host: a web page can point a DNS name it controls at 127.0.0.1 (DNS
+//     rebinding) and then call a loopback server as its own origin, so a
+//     request must name the server by an IP literal, "localhost", the
+//     listening host or one of Options.AllowedHosts; any other Host is 403.
+//   - Origin: a browser names the page that makes a request; only the
+//     server's own origin and Options.AllowedOrigins are answered (others
+//     403), and CORS preflights of allowed origins get their answer before
+//     authentication, which a preflight never carries.
+//   - Bodies are JSON (Content-Type: application/json; else 415), which a
+//     cross-site form or a "simple" fetch cannot send without a preflight.
+
+// corsMethods and corsHeaders are what a preflight may ask for.
+const (
+	corsMethods = "GET, POST, OPTIONS"
+	corsHeaders = "Authorization, Content-Type"
+	corsMaxAge  = "600"
+)
+
+// hostAllowed reports whether a Host header names this server in a way DNS
+// rebinding cannot produce.
+func (s *Server) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if host == "" {
+		return false
+	}
+	if net.ParseIP(host) != nil || host == "localhost" {
+		return true
+	}
+	for _, a := range s.o.AllowedHosts {
+		if a == "*" || strings.EqualFold(strings.TrimSuffix(a, "."), host) {
+			return true
+		}
+	}
+	return false
+}
+
+// originAllowed reports whether a browser page of origin may call the API:
+// the server's own origin (as the request's Host names it) or an allowed one.
+func (s *Server) originAllowed(origin, host string) bool {
+	if origin == "http://"+host || origin == "https://"+host {
+		return true
+	}
+	return slices.ContainsFunc(s.o.AllowedOrigins, func(a string) bool {
+		return a == "*" || strings.EqualFold(strings.TrimSuffix(a, "/"), origin)
+	})
+}
+
+// errForbidden: a request from a host or origin the server does not answer.
+var errForbidden = errors.New("forbidden")
+
+// admit applies the Host, Origin and preflight rules; it reports whether
+// the request goes on (else it has been answered).
+func (s *Server) admit(x *exchange) bool {
+	r := x.r
+	if !s.hostAllowed(r.Host) {
+		s.fail(x, http.StatusForbidden, "invalid_request_error",
+			fmt.Errorf("%w: Host %q is not a name of this server (an IP address, localhost, --host or --allowed-hosts)", errForbidden, r.Host))
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	if !s.originAllowed(origin, r.Host) {
+		s.fail(x, http.StatusForbidden, "invalid_request_error",
+			fmt.Errorf("%w: Origin %q may not call this server (--allowed-origins)", errForbidden, origin))
+		return false
+	}
+	h := x.w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		h.Set("Access-Control-Allow-Methods", corsMethods)
+		h.Set("Access-Control-Allow-Headers", corsHeaders)
+		h.Set("Access-Control-Max-Age", corsMaxAge)
+		x.w.WriteHeader(http.StatusNoContent)
+		return false
+	}
+	return true
+}
+
+// jsonBody reports whether a POST's body is declared JSON, answering 415
+// when it is not.
+func (s *Server) jsonBody(x *exchange) bool {
+	if x.r.Method != http.MethodPost {
+		return true
+	}
+	ct := x.r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
+		return true
+	}
+	s.fail(x, http.StatusUnsupportedMediaType, "invalid_request_error",
+		fmt.Errorf("Content-Type %q: the body must be JSON (Content-Type: application/json)", ct))
+	return false
+}
+
+// bearer returns the token of an `Authorization: Bearer TOKEN` header (the
+// scheme is case-insensitive, RFC 9110 §11.1) and whether there was one.
+func bearer(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
+}
+
+// authorized compares the bearer token with the key in constant time (both
+// hashed first, so neither length leaks).
+func (s *Server) authorized(r *http.Request) bool {
+	if s.o.APIKey == "" {
+		return true
+	}
+	tok, ok := bearer(r)
+	got := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(got[:], s.keyHash[:]) == 1 && ok
+}

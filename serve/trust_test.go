@@ -1,0 +1,220 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// send makes a request with the given Host (empty: the URL's) and headers
+// and returns its status, headers and body.
+func (h *harness) send(method, path, host, body string, hdr ...string) (int, http.Header, string) {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.url+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+const jsonCT = "application/json"
+
+// TestHostOriginAndBodies: a server answers only Host names that cannot be
+// rebound to it (IP literals, localhost, --host, --allowed-hosts), refuses
+// cross-site browser requests (an Origin that is neither the server itself
+// nor allowed), takes only JSON bodies, and answers CORS preflights (before
+// authentication, which a preflight never carries) for allowed origins.
+func TestHostOriginAndBodies(t *testing.T) {
+	h := start(t, func(o *Options) {
+		o.APIKey = "sekrit"
+		o.AllowedHosts = []string{"pipe.lan"}
+		o.AllowedOrigins = []string{"http://app.example:3000"}
+	})
+	port := h.url[strings.LastIndex(h.url, ":"):]
+	auth := []string{"Authorization", "Bearer sekrit"}
+	body := `{"prompt":"hi","max_tokens":1}`
+	for _, c := range []struct {
+		host string
+		want int
+	}{
+		{"", 200}, {"localhost" + port, 200}, {"127.0.0.1" + port, 200}, {"[::1]" + port, 200}, {"pipe.lan" + port, 200},
+		{"evil.example" + port, 403}, {"evil.example", 403}, {"localhost.evil.example" + port, 403},
+	} {
+		if got, _, b := h.send(http.MethodPost, "/v1/completions", c.host, body, append(auth, "Content-Type", jsonCT)...); got != c.want {
+			t.Errorf("Host %q: status %d, want %d: %s", c.host, got, c.want, b)
+		}
+	}
+	for _, c := range []struct {
+		origin string
+		want   int
+	}{
+		{h.url, 200}, {"http://app.example:3000", 200}, {"http://evil.example", 403}, {"null", 403}, {"http://app.example:3001", 403},
+	} {
+		got, hdr, b := h.send(http.MethodPost, "/v1/completions", "", body, append(auth, "Content-Type", jsonCT, "Origin", c.origin)...)
+		if got != c.want {
+			t.Errorf("Origin %q: status %d, want %d: %s", c.origin, got, c.want, b)
+		}
+		if c.origin == "http://app.example:3000" && hdr.Get("Access-Control-Allow-Origin") != c.origin {
+			t.Errorf("allowed origin: Access-Control-Allow-Origin %q", hdr.Get("Access-Control-Allow-Origin"))
+		}
+	}
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""} {
+		if got, _, b := h.send(http.MethodPost, "/v1/completions", "", body, append(auth, "Content-Type", ct)...); got != http.StatusUnsupportedMediaType {
+			t.Errorf("Content-Type %q: status %d, want 415: %s", ct, got, b)
+		}
+	}
+	if got, _, b := h.send(http.MethodPost, "/v1/completions", "", body, append(auth, "Content-Type", "application/json; charset=utf-8")...); got != 200 {
+		t.Errorf("application/json; charset=utf-8: status %d: %s", got, b)
+	}
+	pre := func(origin string) (int, http.Header) {
+		got, hdr, _ := h.send(http.MethodOptions, "/v1/chat/completions", "", "", "Origin", origin,
+			"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization, content-type")
+		return got, hdr
+	}
+	got, hdr := pre("http://app.example:3000")
+	if got != http.StatusNoContent || hdr.Get("Access-Control-Allow-Origin") != "http://app.example:3000" ||
+		!strings.Contains(hdr.Get("Access-Control-Allow-Methods"), "POST") ||
+		!strings.Contains(strings.ToLower(hdr.Get("Access-Control-Allow-Headers")), "authorization") ||
+		!strings.Contains(strings.ToLower(hdr.Get("Access-Control-Allow-Headers")), "content-type") {
+		t.Errorf("preflight of an allowed origin: %d %v", got, hdr)
+	}
+	if got, hdr := pre("http://evil.example"); got != http.StatusForbidden || hdr.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("preflight of another origin: %d %v", got, hdr)
+	}
+}
+
+// TestHostDefaults: without a configured list, a server still refuses a DNS
+// name it does not know (a rebinding attack's), keyless or not.
+func TestHostDefaults(t *testing.T) {
+	h := start(t, nil)
+	if got, _, b := h.send(http.MethodGet, "/v1/models", "attacker.example", ""); got != 403 {
+		t.Fatalf("Host attacker.example: %d %s", got, b)
+	}
+	if got, _, b := h.send(http.MethodGet, "/v1/models", "localhost", ""); got != 200 {
+		t.Fatalf("Host localhost: %d %s", got, b)
+	}
+}
+
+// TestBearerCaseInsensitive: the Authorization scheme is case-insensitive
+// (RFC 9110 §11.1).
+func TestBearerCaseInsensitive(t *testing.T) {
+	h := start(t, func(o *Options) { o.APIKey = "sekrit" })
+	for _, v := range []string{"Bearer sekrit", "bearer sekrit", "BEARER sekrit", "Bearer  sekrit"} {
+		if got, _, b := h.send(http.MethodGet, "/v1/models", "", "", "Authorization", v); got != 200 {
+			t.Errorf("Authorization %q: %d %s", v, got, b)
+		}
+	}
+	for _, v := range []string{"Basic sekrit", "sekrit", "Bearersekrit", "bearer sekri"} {
+		if got, _, _ := h.send(http.MethodGet, "/v1/models", "", "", "Authorization", v); got != 401 {
+			t.Errorf("Authorization %q: %d, want 401", v, got)
+		}
+	}
+}
+
+// cachedOf posts a completion and returns its cached_tokens.
+func (h *harness) cachedOf(prompt string, hdr ...string) int {
+	h.t.Helper()
+	got, _, b := h.send(http.MethodPost, "/v1/completions", "", fmt.Sprintf(`{"prompt":%s,"max_tokens":1%s}`, js(prompt), cacheKeyField(hdr)),
+		"Content-Type", jsonCT)
+	if got != 200 {
+		h.t.Fatalf("%q: %d %s", prompt, got, b)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(b), &m); err != nil {
+		h.t.Fatal(err)
+	}
+	_, _, cached := usageOf(h.t, m)
+	return cached
+}
+
+// cacheKeyField is the prompt_cache_key field of a request, if hdr names one.
+func cacheKeyField(hdr []string) string {
+	if len(hdr) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(`,"prompt_cache_key":%s`, js(hdr[0]))
+}
+
+// TestPrefixCacheIsolation: another client's prompt is never reused, nor
+// its cached tokens reported, unless the request shares the whole of it (a
+// conversation that goes on) or the same prompt_cache_key.
+func TestPrefixCacheIsolation(t *testing.T) {
+	h := start(t, nil)
+	secret := "The launch code is 7419 and the door opens at noon."
+	h.cachedOf(secret)
+	for _, probe := range []string{"The launch code is 7", "The launch code is 74", "The launch code is 7419 and the door"} {
+		if c := h.cachedOf(probe); c != 0 {
+			t.Fatalf("probe %q read %d cached tokens of another prompt", probe, c)
+		}
+		h.cachedOf(secret)
+	}
+	if c := h.cachedOf(secret + " More."); c == 0 {
+		t.Fatal("a prompt that extends the previous one reused nothing")
+	}
+	// With a cache key, any shared prefix of that key's prompts is reused,
+	// and none of another key's.
+	h.cachedOf(secret, "alice")
+	if c := h.cachedOf("The launch code is 7", "bob"); c != 0 {
+		t.Fatalf("bob read %d of alice's cached tokens", c)
+	}
+	h.cachedOf(secret, "alice")
+	if c := h.cachedOf("The launch code is 9", "alice"); c == 0 {
+		t.Fatal("alice's own prefix was not reused")
+	}
+}
+
+// TestRejectBeforeQueue: a request whose prompt cannot fit the context is
+// refused while another request holds the decode slot (it is read, sized
+// and tokenized outside the slot), and the body limit follows the context.
+func TestRejectBeforeQueue(t *testing.T) {
+	h := start(t, nil)
+	slow(h, 20*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := h.post(ctx, "/v1/completions", `{"prompt":"a long one","max_tokens":200,"stream":true}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := resp.Body.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		body string
+		want int
+	}{
+		{`{"prompt":"` + strings.Repeat("word ", 300) + `"}`, 400},   // over 256 tokens
+		{`{"prompt":"` + strings.Repeat("word ", 200e3) + `"}`, 413}, // 1 MB: over any body a 256-token context needs
+		{`{"messages":[{"role":"user","content":"` + strings.Repeat("word ", 300) + `"}]}`, 400},
+		{`{"prompt":"hi","max_tokens":9223372036854775807}`, 400},
+	} {
+		t0 := time.Now()
+		got, _, b := h.send(http.MethodPost, "/v1/completions", "", c.body, "Content-Type", jsonCT)
+		if strings.Contains(c.body, "messages") {
+			got, _, b = h.send(http.MethodPost, "/v1/chat/completions", "", c.body, "Content-Type", jsonCT)
+		}
+		if got != c.want {
+			t.Errorf("%.40s…: status %d, want %d: %.200s", c.body, got, c.want, b)
+		}
+		if d := time.Since(t0); d > 2*time.Second {
+			t.Errorf("%.40s…: answered after %v: it waited for the slot", c.body, d)
+		}
+	}
+}
