@@ -93,13 +93,17 @@
 // Q8_0 0.15 / 0.23 / 0.27 (docs/measurements.md, issue 11).
 //
 // An AVX-512 (F/BW/DQ/VL) MXFP4 single-vector kernel measured no faster
-// than the AVX2 one and was removed. The single-vector (decode) kernels use neither AVX-512 nor VNNI, nor an
-// interleaved multi-row layout: with software prefetch they already stream
-// the K-quants and Q8_0 within about 20% of one thread's memory rate (see
-// Performance), so a faster inner loop has little left to win at decode
-// (a Q4_K loop with VNNI's VPDPWSSD folding the scale multiply and add
-// measured 7% faster from L1 and was left out); MXFP4/Q4_0 spend their time
-// unpacking, not multiplying.
+// than the AVX2 one and was removed. The Q4_K and Q6_K single-vector
+// (decode) kernels exist twice on amd64: AVX2 (set "avx2") and AVX-512 with
+// VNNI (dot512_amd64.s, set "avx512vnni": two sub-blocks per 512-bit
+// register, VPDPWSSD folding the scale multiply and add). Which set runs is
+// chosen at init from a table per microarchitecture (uarch_amd64.go: vendor,
+// CPUID family and model), never from the features or the vendor alone:
+// on AMD Zen 4 and Zen 5 the 512-bit dots measured faster (Q6_K by about
+// half from L1), on the Intel development VM a 512-bit Q4_K loop measured
+// within 7% of AVX2, so Intel keeps the AVX2 dots. Neither uses an
+// interleaved multi-row layout; MXFP4/Q4_0 spend their time unpacking, not
+// multiplying.
 //
 // Every AVX2 row loop prefetches the weights PFDIST bytes ahead
 // (PREFETCHT0): without it the hardware prefetcher fell behind on streamed

@@ -30,22 +30,41 @@ func avx2Impl() *implementation {
 	return m
 }
 
+// vnni512Impl is the AVX2 set with the AVX-512 VNNI Q4_K and Q6_K dots.
+func vnni512Impl() *implementation {
+	m := avx2Impl()
+	m.name = "avx512vnni"
+	installVNNI512(m)
+	return m
+}
+
 var native = sync.OnceValue(func() []*implementation {
 	if !hasAVX2 {
 		return nil
 	}
-	return []*implementation{avx2Impl()}
+	n := []*implementation{avx2Impl()}
+	if hasVNNI {
+		n = append(n, vnni512Impl())
+	}
+	return n
 })
 
-// nativeImpls lists the accelerated implementations usable here (the AVX2
-// set; its GEMM kernels use AVX-512 where the CPU has it). An AVX-512 MXFP4
+// nativeImpls lists the accelerated implementations usable here: the AVX2
+// set (its GEMM kernels use AVX-512 where the CPU has it), then, where
+// AVX-512 VNNI exists, the same set with the AVX-512 VNNI Q4_K and Q6_K
+// dots. An AVX-512 MXFP4
 // dot kernel measured no faster than AVX2's (BenchmarkDotHot/MXFP4: about
 // 9 GB/s per CPU-second either way) and was removed.
 func nativeImpls() []*implementation { return native() }
 
+// bestImpl picks the set for this CPU from the table of preferVNNI512Dots.
 func bestImpl() *implementation {
-	if n := nativeImpls(); len(n) > 0 {
-		return n[0]
+	n := nativeImpls()
+	if len(n) == 0 {
+		return refImpl
 	}
-	return refImpl
+	if len(n) > 1 && preferVNNI512Dots(cpuUarch()) {
+		return n[1]
+	}
+	return n[0]
 }

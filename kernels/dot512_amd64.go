@@ -1,0 +1,91 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import "github.com/pipe-engine/pipe/quant"
+
+// Tables read by dot512_amd64.s.
+var (
+	// q4kShiftW: VPSRLVW counts leaving the low 256 bits and shifting the
+	// high 256 bits down 4 (Q4_K low and high nibbles side by side).
+	q4kShiftW [32]uint16
+	// k4Shuf512d[j]: VPSHUFB control giving the low 256 bits int16 lane 2j
+	// and the high 256 bits lane 2j+1 of each 128-bit lane (the scales of
+	// Q4_K sub-blocks 2j and 2j+1).
+	k4Shuf512d [4][64]byte
+	// q6kShiftL, q6kShiftR: VPSLLVW/VPSRLVW counts putting Q6_K's high
+	// bits of two parts at bits 4-5 (left 4 and 2; right 0 and 2).
+	q6kShiftL, q6kShiftR [32]uint16
+	// q6kPerm[k]: VPERMW indices giving word w the int16 scale 4k + w/8
+	// (the four 16-element scales of two Q6_K parts).
+	q6kPerm [4][32]uint16
+)
+
+func init() {
+	for i := 0; i < 16; i++ {
+		q4kShiftW[16+i] = 4
+		q6kShiftL[i], q6kShiftL[16+i] = 4, 2
+		q6kShiftR[16+i] = 2
+	}
+	for j := range k4Shuf512d {
+		for i := 0; i < 16; i++ {
+			k4Shuf512d[j][2*i], k4Shuf512d[j][2*i+1] = byte(4*j), byte(4*j+1)
+			k4Shuf512d[j][32+2*i], k4Shuf512d[j][32+2*i+1] = byte(4*j+2), byte(4*j+3)
+		}
+	}
+	for k := range q6kPerm {
+		for w := range q6kPerm[k] {
+			q6kPerm[k][w] = uint16(4*k + w/8)
+		}
+	}
+}
+
+//go:noescape
+func dotQ4_KVNNI512(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+
+//go:noescape
+func dotQ6_KVNNI512(w *byte, qs *int8, d *float32, nb int) float32
+
+func vnni512DotQ4_K(w []byte, a *Activation) float32 {
+	nb, ok := q8Ok(w, a, 144, 256)
+	if !ok || len(a.bsums) < nb*16 {
+		return nan
+	}
+	return dotQ4_KVNNI512(&w[0], &a.qs[0], &a.d[0], &a.bsums[0], nb)
+}
+
+func vnni512DotQ6_K(w []byte, a *Activation) float32 {
+	nb, ok := q8Ok(w, a, 210, 256)
+	if !ok {
+		return nan
+	}
+	return dotQ6_KVNNI512(&w[0], &a.qs[0], &a.d[0], nb)
+}
+
+func vnni512RowsQ4_K(w []byte, rb int, a *Activation, y []float32) {
+	nb, ok := q8Ok(w[:min(rb, len(w))], a, 144, 256)
+	if !ok || !rowsOk(w, rb, y) || len(a.bsums) < nb*16 {
+		fillNaN(y)
+		return
+	}
+	for i := range y {
+		y[i] = dotQ4_KVNNI512(&w[i*rb], &a.qs[0], &a.d[0], &a.bsums[0], nb)
+	}
+}
+
+func vnni512RowsQ6_K(w []byte, rb int, a *Activation, y []float32) {
+	nb, ok := q8Ok(w[:min(rb, len(w))], a, 210, 256)
+	if !ok || !rowsOk(w, rb, y) {
+		fillNaN(y)
+		return
+	}
+	for i := range y {
+		y[i] = dotQ6_KVNNI512(&w[i*rb], &a.qs[0], &a.d[0], nb)
+	}
+}
+
+// installVNNI512 swaps the AVX-512 VNNI K-quant dots into m (an AVX2 set).
+func installVNNI512(m *implementation) {
+	m.dots[quant.Q4_K], m.rows[quant.Q4_K] = vnni512DotQ4_K, vnni512RowsQ4_K
+	m.dots[quant.Q6_K], m.rows[quant.Q6_K] = vnni512DotQ6_K, vnni512RowsQ6_K
+}

@@ -1,0 +1,209 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// AVX-512 (F/BW/VL) + VNNI single-vector dots for Q4_K and Q6_K: one 512-bit
+// register carries two 32-element sub-blocks (or Q6_K parts) side by side,
+// VPDPWSSD folds the sub-block scale multiply and the add, and the two
+// 256-bit halves are added at the end of each block. The per-block integer
+// lanes are the AVX2 kernels' (exact integer sums, so the order of the
+// additions does not matter) and the float32 steps are theirs, so results
+// are bit-identical to the reference.
+
+#define PFDIST512 1024
+
+// K4SCALES512 unpacks the 12 scale bytes at 4(SI) of a Q4_K block like
+// dot_amd64.s's K4SCALES: X3 = 8 scales as int16 (broadcast to every
+// 128-bit lane of Z3), X4 = 8 mins as int16. Clobbers AX, BX, R9, R10, R11.
+#define K4SCALES512 \
+	MOVL         4(SI), AX \
+	MOVL         8(SI), BX \
+	MOVL         12(SI), R9 \
+	MOVL         R9, R10              \
+	SHRL         $4, R10              \
+	ANDL         $0x0f0f0f0f, R10     \
+	MOVL         BX, R11              \
+	SHRL         $6, R11              \
+	ANDL         $0x03030303, R11     \
+	SHLL         $4, R11              \
+	ORL          R11, R10             \
+	ANDL         $0x3f3f3f3f, BX      \
+	ANDL         $0x0f0f0f0f, R9      \
+	MOVL         AX, R11              \
+	SHRL         $6, R11              \
+	ANDL         $0x03030303, R11     \
+	SHLL         $4, R11              \
+	ORL          R11, R9              \
+	ANDL         $0x3f3f3f3f, AX      \
+	SHLQ         $32, R9              \
+	ORQ          R9, AX               \
+	VMOVQ        AX, X3               \
+	VPMOVZXBW    X3, X3               \
+	VSHUFI32X4   $0, Z3, Z3, Z3       \
+	SHLQ         $32, R10             \
+	ORQ          R10, BX              \
+	VMOVQ        BX, X4               \
+	VPMOVZXBW    X4, X4
+
+// K4MINS512: X12 += dmin * float(madd(mins, pairsums(bsums))) (K4MINS).
+#define K4MINS512 \
+	VMOVDQU   (R12), X5      \
+	VMOVDQU   16(R12), X6    \
+	VPHADDW   X6, X5, X5     \
+	VPMADDWD  X5, X4, X4     \
+	VCVTDQ2PS X4, X4         \
+	VMULPS    X2, X4, X4     \
+	VADDPS    X4, X12, X12
+
+// DSCALE512: reg = broadcast(f16(off(SI)) * (DX)) (DSCALE).
+#define DSCALE512(off, reg, xreg) \
+	MOVWLZX      off(SI), AX  \
+	VMOVD        AX, xreg     \
+	VCVTPH2PS    xreg, xreg   \
+	VMULSS       (DX), xreg, xreg \
+	VBROADCASTSS xreg, reg
+
+// Q4KPAIR512 j: the 32 bytes of nibbles at 16+32j(SI) in both halves of Z5,
+// the high half shifted down 4 (Z13 counts): sub-block 2j (low nibbles)
+// against the quants at 64j(DI), sub-block 2j+1 (high) against 64j+32;
+// each half times its scale (Z3 shuffled by k4Shuf512d[j]) into Z10.
+#define Q4KPAIR512(j) \
+	VBROADCASTI64X4 (16+32*j)(SI), Z5 \
+	VPSRLVW    Z13, Z5, Z5 \
+	VPANDQ     Z14, Z5, Z5 \
+	VPMADDUBSW (64*j)(DI), Z5, Z6 \
+	VPSHUFB    ·k4Shuf512d+(64*j)(SB), Z3, Z8 \
+	VPDPWSSD   Z8, Z6, Z10
+
+// func dotQ4_KVNNI512(w *byte, qs *int8, d *float32, bsums *int16, nb int) float32
+TEXT ·dotQ4_KVNNI512(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ bsums+24(FP), R12
+	MOVQ nb+32(FP), CX
+	MOVL         $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+	VMOVDQU64    ·q4kShiftW(SB), Z13
+	VXORPS Y0, Y0, Y0
+	VXORPS X12, X12, X12
+
+q4k512loop:
+	PREFETCHT0 PFDIST512(SI)
+	PREFETCHT0 (PFDIST512+64)(SI)
+	PREFETCHT0 (PFDIST512+128)(SI)
+	DSCALE512(0, Y1, X1)
+	DSCALE512(2, Y2, X2)
+	K4SCALES512
+	K4MINS512
+	VPXORQ     Z10, Z10, Z10
+	Q4KPAIR512(0)
+	Q4KPAIR512(1)
+	Q4KPAIR512(2)
+	Q4KPAIR512(3)
+	VEXTRACTI64X4 $1, Z10, Y11
+	VPADDD    Y11, Y10, Y10
+	VCVTDQ2PS Y10, Y10
+	VMULPS    Y1, Y10, Y10
+	VADDPS    Y10, Y0, Y0
+	ADDQ      $144, SI
+	ADDQ      $256, DI
+	ADDQ      $4, DX
+	ADDQ      $32, R12
+	DECQ      CX
+	JNZ       q4k512loop
+
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVHLPS  X12, X12, X13
+	VADDPS    X13, X12, X12
+	VMOVSHDUP X12, X13
+	VADDSS    X13, X12, X12
+	VSUBSS    X12, X0, X0
+	VMOVSS    X0, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// Q6KPAIR512(q, yoff, idx): q (Z register, values 0..63: two parts) against
+// the 64 quants at yoff(DI); the 4 scales of the two parts are words of Z11
+// picked by the VPERMW index idx; adds to Z10. Z12 = 64 × 32.
+#define Q6KPAIR512(q, yoff, idx) \
+	VMOVDQU64  yoff(DI), Z8 \
+	VPMADDUBSW Z8, q, q \
+	VPMADDUBSW Z8, Z12, Z8 \
+	VPSUBW     Z8, q, q \
+	VPERMW     Z11, idx, Z9 \
+	VPDPWSSD   Z9, q, Z10
+
+// Q6KHALF512 n: elements 128n..128n+127. Z1 = parts 4n, 4n+1 (low nibbles
+// of the 64 bytes at 64n with the high bits of 128+32n shifted up 4 and
+// 2), Z2 = parts 4n+2, 4n+3 (high nibbles, high bits shifted 0 and down 2).
+#define Q6KHALF512(n, idxa, idxb) \
+	VMOVDQU64       (64*n)(SI), Z4 \
+	VBROADCASTI64X4 (128+32*n)(SI), Z6 \
+	VPANDQ  Z14, Z4, Z1 \
+	VPSLLVW Z15, Z6, Z7 \
+	VPANDQ  Z13, Z7, Z7 \
+	VPORQ   Z7, Z1, Z1 \
+	VPSRLW  $4, Z4, Z2 \
+	VPANDQ  Z14, Z2, Z2 \
+	VPSRLVW Z16, Z6, Z7 \
+	VPANDQ  Z13, Z7, Z7 \
+	VPORQ   Z7, Z2, Z2 \
+	Q6KPAIR512(Z1, (128*n), idxa) \
+	Q6KPAIR512(Z2, (128*n+64), idxb)
+
+// func dotQ6_KVNNI512(w *byte, qs *int8, d *float32, nb int) float32
+TEXT ·dotQ6_KVNNI512(SB), NOSPLIT, $0-36
+	MOVQ w+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ nb+24(FP), CX
+	MOVL         $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+	MOVL         $0x30303030, AX
+	VPBROADCASTD AX, Z13
+	MOVL         $0x20202020, AX
+	VPBROADCASTD AX, Z12
+	VMOVDQU64    ·q6kShiftL(SB), Z15
+	VMOVDQU64    ·q6kShiftR(SB), Z16
+	VMOVDQU64    ·q6kPerm+0(SB), Z17
+	VMOVDQU64    ·q6kPerm+64(SB), Z18
+	VMOVDQU64    ·q6kPerm+128(SB), Z19
+	VMOVDQU64    ·q6kPerm+192(SB), Z20
+	VXORPS       Y0, Y0, Y0
+
+q6k512loop:
+	PREFETCHT0 PFDIST512(SI)
+	PREFETCHT0 (PFDIST512+64)(SI)
+	PREFETCHT0 (PFDIST512+128)(SI)
+	PREFETCHT0 (PFDIST512+192)(SI)
+	VPMOVSXBW  192(SI), Y11
+	VPXORQ     Z10, Z10, Z10
+	Q6KHALF512(0, Z17, Z18)
+	Q6KHALF512(1, Z19, Z20)
+	DSCALE512(208, Y1, X1)
+	VEXTRACTI64X4 $1, Z10, Y11
+	VPADDD    Y11, Y10, Y10
+	VCVTDQ2PS Y10, Y10
+	VMULPS    Y1, Y10, Y10
+	VADDPS    Y10, Y0, Y0
+	ADDQ      $210, SI
+	ADDQ      $256, DI
+	ADDQ      $4, DX
+	DECQ      CX
+	JNZ       q6k512loop
+
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, ret+32(FP)
+	VZEROUPPER
+	RET
