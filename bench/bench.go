@@ -6,7 +6,10 @@
 // cache. It reads each run's per-token CSV `# summary` trailer and the child's
 // rusage, and reports mean and steady-window tok/s, the ratio to the first
 // configuration, hit rate, MiB read per token, peak RSS and major faults per
-// token.
+// token. With a Roofline (roofline.go) it also puts each run against the
+// tok/s this machine allows it: the weight bytes of a token at the memory
+// read rate measured just before the run, or under a cap the bytes the run
+// read per token at the O_DIRECT rate measured then, whichever is slower.
 //
 // Role in the pipeline: bench is a driver beside the engine; it never imports
 // the engine's packages and only talks to the child through flags, the CSV
@@ -121,6 +124,10 @@ type Options struct {
 	Timeout time.Duration
 	Env     []string // extra environment for the children
 
+	// Roofline, if set (MeasureRoofline), puts each run's steady tok/s
+	// against the bound it allows (RunResult.BoundTokS, BoundFrac).
+	Roofline *Roofline
+
 	// Log, if set, receives one line per run as it finishes, and the child's
 	// stderr is appended to OutDir/<run>.log.
 	Log io.Writer
@@ -154,6 +161,12 @@ type RunResult struct {
 	PeakRSSMiB   float64 `json:"peak_rss_MiB"`
 	CgroupPeak   float64 `json:"cgroup_peak_MiB,omitempty"`
 	MajFlt       int64   `json:"majflt"`
+	// BoundTokS is the roofline's tok/s for this run (its threads; under a
+	// cap its MiB read per token at the disk's rate) and BoundFrac the
+	// steady tok/s as a fraction of it; NaN without a roofline.
+	BoundTokS float64   `json:"bound_tok_s"`
+	BoundFrac float64   `json:"bound_frac"`
+	Roofline  *Roofline `json:"roofline,omitempty"` // measured just before this run (memory; capped: disk too)
 }
 
 // OK reports whether the run completed and produced a summary.
@@ -191,7 +204,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	cfgs := Matrix(o.Axes)
 	rep := &Report{Configs: make([]ConfigStats, len(cfgs)), MemCapBytes: o.MemCap, Cold: o.Cold, Repeat: o.Repeat,
-		Model: o.Model, Prompt: o.Prompt, N: o.N, Extra: o.Extra, OutDir: o.OutDir, Started: time.Now()}
+		Model: o.Model, Prompt: o.Prompt, N: o.N, Extra: o.Extra, OutDir: o.OutDir, Started: time.Now(), Roofline: o.Roofline}
 	for i, c := range cfgs {
 		rep.Configs[i] = ConfigStats{Label: c.Label, Flags: c.Flags}
 	}
@@ -200,10 +213,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			if err := ctx.Err(); err != nil {
 				return rep, err
 			}
+			var rf *Roofline
+			if o.Roofline != nil {
+				var err error
+				if rf, err = o.Roofline.Remeasure(ctx, o.MemCap > 0); err != nil {
+					return rep, fmt.Errorf("bench: --roofline: %w", err)
+				}
+			}
 			res, err := runOne(ctx, &o, ci, c, r)
 			if err != nil { // a bench failure (cgroup, drop caches, exec), not a run failure
 				return rep, err
 			}
+			res.Roofline = rf
 			rep.Runs = append(rep.Runs, *res)
 			if o.Log != nil {
 				status := "ok"

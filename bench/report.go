@@ -39,6 +39,10 @@ type ConfigStats struct {
 	MiBPerTok   float64  `json:"MiB_per_token"`
 	PeakRSSMiB  float64  `json:"peak_rss_MiB"` // max over runs
 	MajFltPerTk float64  `json:"majflt_per_token"`
+	BoundTokS   float64  `json:"bound_tok_s"` // mean roofline bound of the completed runs (NaN without --roofline)
+	BoundFrac   float64  `json:"bound_frac"`  // mean of the runs' steady tok/s ÷ bound
+	BoundMin    float64  `json:"bound_frac_min"`
+	BoundMax    float64  `json:"bound_frac_max"`
 }
 
 // Report is a whole bench.
@@ -54,12 +58,34 @@ type Report struct {
 	Started     time.Time     `json:"started"`
 	Configs     []ConfigStats `json:"configs"`
 	Runs        []RunResult   `json:"runs"`
+	Roofline    *Roofline     `json:"roofline,omitempty"`
+}
+
+// bound sets a run's roofline bound and fraction from the roofline
+// measured just before it: the run's compute threads (summary "threads"),
+// and under a memory cap its read bytes per token (summary MiB_per_token)
+// at the disk's rate.
+func (r *Report) bound(run *RunResult) {
+	run.BoundTokS, run.BoundFrac = math.NaN(), math.NaN()
+	if run.Roofline == nil || !run.OK() {
+		return
+	}
+	miss := 0.0
+	if r.MemCapBytes > 0 {
+		miss = run.MiBPerTok * (1 << 20)
+	}
+	run.BoundTokS = run.Roofline.Bound(int(num(run.Summary, "threads")), miss)
+	run.BoundFrac = run.SteadyTokS / run.BoundTokS
 }
 
 func (r *Report) aggregate() {
+	for i := range r.Runs {
+		r.bound(&r.Runs[i])
+	}
 	for i := range r.Configs {
 		c := &r.Configs[i]
-		*c = ConfigStats{Label: c.Label, Flags: c.Flags, SteadyMin: math.NaN(), SteadyMax: math.NaN()}
+		*c = ConfigStats{Label: c.Label, Flags: c.Flags, SteadyMin: math.NaN(), SteadyMax: math.NaN(),
+			BoundMin: math.NaN(), BoundMax: math.NaN()}
 		var n float64
 		var majflt, tokens, ttftN float64
 		for _, run := range r.Runs {
@@ -96,12 +122,19 @@ func (r *Report) aggregate() {
 			if math.IsNaN(c.SteadyMax) || run.SteadyTokS > c.SteadyMax {
 				c.SteadyMax = run.SteadyTokS
 			}
+			c.BoundTokS += run.BoundTokS
+			c.BoundFrac += run.BoundFrac
+			c.BoundMin = nanMin(c.BoundMin, run.BoundFrac)
+			c.BoundMax = -nanMin(-c.BoundMax, -run.BoundFrac)
 		}
 		if n == 0 {
 			c.TokS, c.SteadyTokS, c.HitPct, c.MiBPerTok, c.MajFltPerTk = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 			c.TTFTms, c.WarmupTok, c.First5Ms = math.NaN(), math.NaN(), math.NaN()
+			c.BoundTokS, c.BoundFrac = math.NaN(), math.NaN()
 			continue
 		}
+		c.BoundTokS /= n // NaN without a roofline
+		c.BoundFrac /= n
 		c.TTFTms /= ttftN // NaN without a TTFT
 		c.WarmupTok /= n
 		c.First5Ms /= n
@@ -117,6 +150,14 @@ func (r *Report) aggregate() {
 	for i := range r.Configs {
 		r.Configs[i].Ratio = r.Configs[i].SteadyTokS / r.Configs[0].SteadyTokS
 	}
+}
+
+// nanMin is the smaller of a and b, the other where one is NaN.
+func nanMin(a, b float64) float64 {
+	if math.IsNaN(a) || b < a {
+		return b
+	}
+	return a
 }
 
 func f(v float64, prec int) string {
@@ -139,12 +180,30 @@ func (c *ConfigStats) status() string {
 
 var header = []string{"config", "tok/s", "steady tok/s", "ratio", "TTFT ms", "warm-up", "first-5 ms", "hit %", "MiB/token", "peak RSS MiB", "majflt/token", "runs"}
 
-func (c *ConfigStats) row() []string {
+// boundHeader: the columns a roofline adds.
+var boundHeader = []string{"bound tok/s", "% of bound"}
+
+func (c *ConfigStats) row(roofline bool) []string {
 	steady := f(c.SteadyTokS, 3)
 	if c.OK > 1 {
 		steady += fmt.Sprintf(" (%s–%s)", f(c.SteadyMin, 3), f(c.SteadyMax, 3))
 	}
-	return []string{c.Label, f(c.TokS, 3), steady, f(c.Ratio, 2), f(c.TTFTms, 0), f(c.WarmupTok, 1), f(c.First5Ms, 0), f(c.HitPct, 1), f(c.MiBPerTok, 1), f(c.PeakRSSMiB, 0), f(c.MajFltPerTk, 1), c.status()}
+	row := []string{c.Label, f(c.TokS, 3), steady, f(c.Ratio, 2), f(c.TTFTms, 0), f(c.WarmupTok, 1), f(c.First5Ms, 0), f(c.HitPct, 1), f(c.MiBPerTok, 1), f(c.PeakRSSMiB, 0), f(c.MajFltPerTk, 1), c.status()}
+	if roofline {
+		pct := f(100*c.BoundFrac, 1)
+		if c.OK > 1 {
+			pct += fmt.Sprintf(" (%s–%s)", f(100*c.BoundMin, 1), f(100*c.BoundMax, 1))
+		}
+		row = append(row, f(c.BoundTokS, 2), pct)
+	}
+	return row
+}
+
+func (r *Report) header() []string {
+	if r.Roofline == nil {
+		return header
+	}
+	return append(append([]string(nil), header...), boundHeader...)
 }
 
 // Write prints the report as text (aligned table), markdown or json.
@@ -156,17 +215,18 @@ func (r *Report) Write(w io.Writer, format string) error {
 		return enc.Encode(jsonSafe(r))
 	case "markdown", "md":
 		fmt.Fprintf(w, "%s\n\n", r.caption())
-		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
+		h := r.header()
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(h, " | "), strings.Repeat("---|", len(h)))
 		for i := range r.Configs {
-			fmt.Fprintf(w, "| %s |\n", strings.Join(r.Configs[i].row(), " | "))
+			fmt.Fprintf(w, "| %s |\n", strings.Join(r.Configs[i].row(r.Roofline != nil), " | "))
 		}
 		return nil
 	case "text", "":
 		fmt.Fprintf(w, "%s\n", r.caption())
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(header, "\t"))
+		fmt.Fprintln(tw, strings.Join(r.header(), "\t"))
 		for i := range r.Configs {
-			fmt.Fprintln(tw, strings.Join(r.Configs[i].row(), "\t"))
+			fmt.Fprintln(tw, strings.Join(r.Configs[i].row(r.Roofline != nil), "\t"))
 		}
 		return tw.Flush()
 	}
@@ -189,7 +249,27 @@ func (r *Report) caption() string {
 	if len(r.Extra) > 0 {
 		s += ", extra: " + strings.Join(r.Extra, " ")
 	}
-	return s + "; ratio = steady tok/s / first row's"
+	s += "; ratio = steady tok/s / first row's"
+	if rf := r.Roofline; rf != nil {
+		s += "\n" + rf.String(r.MemCapBytes > 0) + " (measured again before every run: " + r.runRates() + ")"
+	}
+	return s
+}
+
+// runRates lists each run's memory rate at 2 threads and, where measured,
+// disk rate.
+func (r *Report) runRates() string {
+	var parts []string
+	for _, run := range r.Runs {
+		if rf := run.Roofline; rf != nil {
+			p := fmt.Sprintf("%s #%d %.1f GB/s", run.Label, run.Rep+1, rf.MemGBs[1])
+			if r.MemCapBytes > 0 && !math.IsNaN(rf.DiskGBs) {
+				p += fmt.Sprintf(" disk %.2f GB/s", rf.DiskGBs)
+			}
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // jsonReport is a Report as JSON: a number that does not apply (NaN: no

@@ -19,17 +19,20 @@ import (
 // BenchCmd is `pipe bench`: run a matrix of `pipe run` configurations side by
 // side (interleaved), optionally under a memory cap, and tabulate them.
 type BenchCmd struct {
-	Model   string        `short:"m" type:"path" help:"GGUF model file for every run (default: pipe run's demo model)."`
-	Prompt  string        `short:"p" default:"Write a short story about a lighthouse keeper who finds a message in a bottle." help:"Prompt of every run."`
-	N       int           `short:"n" default:"64" help:"Tokens to generate per run."`
-	Vary    []string      `sep:"none" help:"A run flag and its values, e.g. io-threads=1,2,4,8 (repeatable; the matrix is their product); exe=PATH1,PATH2 varies the pipe binary (A/B of two builds)." placeholder:"FLAG=V1,V2"`
-	Repeat  int           `default:"2" help:"Rounds of the matrix; runs are interleaved A B A B."`
-	MemCap  string        `name:"mem-cap" help:"Run each child in a memory cgroup of this size (e.g. 8G; root only; cgroup v1 or v2, made and removed by bench)."`
-	Cold    bool          `help:"Drop the page cache before every run (root only)."`
-	OutDir  string        `name:"out-dir" type:"path" help:"Folder for each run's CSV and log, bench.json and bench.md (default: bench-<time>)."`
-	Format  string        `enum:"auto,text,markdown,json" default:"auto" help:"Table format on stdout: text, markdown, json (one line) or auto (text on a terminal, else json)."`
-	Timeout time.Duration `default:"0s" help:"Kill a run after this long (0 = never)."`
-	Extra   []string      `arg:"" optional:"" passthrough:"" help:"Arguments after -- go to every run (e.g. -- --temp 0.8 --seed 1)."`
+	Model         string        `short:"m" type:"path" help:"GGUF model file for every run (default: pipe run's demo model)."`
+	Prompt        string        `short:"p" default:"Write a short story about a lighthouse keeper who finds a message in a bottle." help:"Prompt of every run."`
+	N             int           `short:"n" default:"64" help:"Tokens to generate per run."`
+	Vary          []string      `sep:"none" help:"A run flag and its values, e.g. io-threads=1,2,4,8 (repeatable; the matrix is their product); exe=PATH1,PATH2 varies the pipe binary (A/B of two builds)." placeholder:"FLAG=V1,V2"`
+	Repeat        int           `default:"2" help:"Rounds of the matrix; runs are interleaved A B A B."`
+	MemCap        string        `name:"mem-cap" help:"Run each child in a memory cgroup of this size (e.g. 8G; root only; cgroup v1 or v2, made and removed by bench)."`
+	Cold          bool          `help:"Drop the page cache before every run (root only)."`
+	OutDir        string        `name:"out-dir" type:"path" help:"Folder for each run's CSV and log, bench.json and bench.md (default: bench-<time>)."`
+	Format        string        `enum:"auto,text,markdown,json" default:"auto" help:"Table format on stdout: text, markdown, json (one line) or auto (text on a terminal, else json)."`
+	Timeout       time.Duration `default:"0s" help:"Kill a run after this long (0 = never)."`
+	Roofline      bool          `help:"Measure the roofline of -m on this machine (bytes per token; memory read rate at 1 and 2 threads before every run; O_DIRECT expert reads, before every run under --mem-cap) and report each run's steady tok/s as a fraction of its bound."`
+	RooflineDisk  time.Duration `name:"roofline-disk" default:"10s" help:"How long --roofline reads experts with O_DIRECT (0 = skip the disk)."`
+	RooflineLanes int           `name:"roofline-lanes" default:"4" help:"Concurrent O_DIRECT readers of --roofline (pipe run's --io-threads)."`
+	Extra         []string      `arg:"" optional:"" passthrough:"" help:"Arguments after -- go to every run (e.g. -- --temp 0.8 --seed 1)."`
 }
 
 // Run executes the bench.
@@ -64,6 +67,20 @@ func (c *BenchCmd) Run(g *Globals) error {
 	}
 	if o.OutDir == "" {
 		o.OutDir = "bench-" + time.Now().Format("20060102-150405")
+	}
+	if c.Roofline {
+		if c.Model == "" {
+			return fmt.Errorf("bench: --roofline needs -m (the model whose bytes per token it bounds)")
+		}
+		if c.RooflineLanes < 1 {
+			return fmt.Errorf("bench: --roofline-lanes %d: want at least 1", c.RooflineLanes)
+		}
+		if o.Roofline, err = bench.MeasureRoofline(g.Ctx, c.Model, c.RooflineLanes, c.RooflineDisk); err != nil {
+			return fmt.Errorf("bench: --roofline: %w", err)
+		}
+		g.Log.Info().Str("event", "roofline").Int64("token_bytes", o.Roofline.TokenBytes).
+			Float64("mem_GB_s_t1", o.Roofline.MemGBs[0]).Float64("mem_GB_s_t2", o.Roofline.MemGBs[1]).
+			Float64("disk_GB_s", o.Roofline.DiskGBs).Msg(o.Roofline.String(o.MemCap > 0))
 	}
 	rep, err := bench.Run(g.Ctx, o)
 	if rep != nil && len(rep.Runs) > 0 {
