@@ -16,6 +16,16 @@ var (
 	// q6kShiftL, q6kShiftR: VPSLLVW/VPSRLVW counts putting Q6_K's high
 	// bits of two parts at bits 4-5 (left 4 and 2; right 0 and 2).
 	q6kShiftL, q6kShiftR [32]uint16
+	// Q4_K scale unpacking in vector registers (K4SCALES512): VPSHUFB
+	// controls gathering the bytes of scales 0-7 then mins 0-7 (k4ScaleLo:
+	// low bits; k4ScaleHi: the bytes whose top two bits become bits 4-5,
+	// zero where none), the masks of the low bits as gathered and as
+	// shifted down 4, and 0xC0.
+	k4ScaleLo = [16]byte{0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11}
+	k4ScaleHi = [16]byte{0x80, 0x80, 0x80, 0x80, 0, 1, 2, 3, 0x80, 0x80, 0x80, 0x80, 4, 5, 6, 7}
+	k4MaskA   = [16]byte{63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0}
+	k4MaskB   = [16]byte{12: 15, 13: 15, 14: 15, 15: 15}
+	k4MaskC0  = [16]byte{0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xc0}
 	// q6kPerm[k]: VPERMW indices giving word w the int16 scale 4k + w/8
 	// (the four 16-element scales of two Q6_K parts).
 	q6kPerm [4][32]uint16

@@ -12,38 +12,36 @@
 
 #define PFDIST512 1024
 
-// K4SCALES512 unpacks the 12 scale bytes at 4(SI) of a Q4_K block like
-// dot_amd64.s's K4SCALES: X3 = 8 scales as int16 (broadcast to every
-// 128-bit lane of Z3), X4 = 8 mins as int16. Clobbers AX, BX, R9, R10, R11.
+// K4SCALES512 unpacks the 12 scale bytes at 4(SI) of a Q4_K block in
+// vector registers (the scalar K4SCALES of dot_amd64.s, byte for byte):
+// scale i<4 = b[i]&63, i>=4 = (b[i+4]&15) | (b[i-4]>>6)<<4; min i<4 =
+// b[i+4]&63, i>=4 = (b[i+4]>>4) | (b[i]>>6)<<4. X3 = the 8 scales as
+// int16, broadcast to every 128-bit lane of Z3; X4 = the 8 mins as int16.
 #define K4SCALES512 \
-	MOVL         4(SI), AX \
-	MOVL         8(SI), BX \
-	MOVL         12(SI), R9 \
-	MOVL         R9, R10              \
-	SHRL         $4, R10              \
-	ANDL         $0x0f0f0f0f, R10     \
-	MOVL         BX, R11              \
-	SHRL         $6, R11              \
-	ANDL         $0x03030303, R11     \
-	SHLL         $4, R11              \
-	ORL          R11, R10             \
-	ANDL         $0x3f3f3f3f, BX      \
-	ANDL         $0x0f0f0f0f, R9      \
-	MOVL         AX, R11              \
-	SHRL         $6, R11              \
-	ANDL         $0x03030303, R11     \
-	SHLL         $4, R11              \
-	ORL          R11, R9              \
-	ANDL         $0x3f3f3f3f, AX      \
-	SHLQ         $32, R9              \
-	ORQ          R9, AX               \
-	VMOVQ        AX, X3               \
-	VPMOVZXBW    X3, X3               \
-	VSHUFI32X4   $0, Z3, Z3, Z3       \
-	SHLQ         $32, R10             \
-	ORQ          R10, BX              \
-	VMOVQ        BX, X4               \
-	VPMOVZXBW    X4, X4
+	VMOVDQU      4(SI), X5 \
+	VPSHUFB      ·k4ScaleLo(SB), X5, X6 \
+	VPSRLW       $4, X6, X7 \
+	VPAND        ·k4MaskA(SB), X6, X6 \
+	VPAND        ·k4MaskB(SB), X7, X7 \
+	VPOR         X7, X6, X6 \
+	VPSHUFB      ·k4ScaleHi(SB), X5, X7 \
+	VPAND        ·k4MaskC0(SB), X7, X7 \
+	VPSRLW       $2, X7, X7 \
+	VPOR         X7, X6, X6 \
+	VPMOVZXBW    X6, Y6 \
+	VEXTRACTI128 $1, Y6, X4 \
+	VSHUFI32X4   $0, Z6, Z6, Z3
+
+// DM512: Y1 = broadcast(f16 d at 0(SI) * (DX)), X2 = broadcast(f16 dmin
+// at 2(SI) * (DX)): DSCALE twice, one conversion and multiply for both.
+#define DM512 \
+	VMOVD        (SI), X1 \
+	VCVTPH2PS    X1, X1 \
+	VBROADCASTSS (DX), X2 \
+	VMULPS       X2, X1, X1 \
+	VMOVSHDUP    X1, X2 \
+	VBROADCASTSS X2, X2 \
+	VBROADCASTSS X1, Y1
 
 // K4MINS512: X12 += dmin * float(madd(mins, pairsums(bsums))) (K4MINS).
 #define K4MINS512 \
@@ -92,8 +90,7 @@ q4k512loop:
 	PREFETCHT0 PFDIST512(SI)
 	PREFETCHT0 (PFDIST512+64)(SI)
 	PREFETCHT0 (PFDIST512+128)(SI)
-	DSCALE512(0, Y1, X1)
-	DSCALE512(2, Y2, X2)
+	DM512
 	K4SCALES512
 	K4MINS512
 	VPXORQ     Z10, Z10, Z10
