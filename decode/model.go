@@ -52,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -208,6 +209,9 @@ func (m *Model) init(hot *hotLoader) error {
 	}
 	so := m.o.Sink
 	so.Log, so.Threads = cfg.Log, cfg.Threads
+	if cfg.Lossy.On() {
+		so.ExtraColumns = append(slices.Clone(so.ExtraColumns), metrics.SkipColumns...)
+	}
 	if m.sink, err = sink.New(so); err != nil {
 		return err
 	}
@@ -224,6 +228,7 @@ func (m *Model) init(hot *hotLoader) error {
 	m.sink.Set("moe_stream", cfg.Stream)
 	m.sink.Set("dense", string(cfg.Dense))
 	m.sink.Set("overlap", cfg.Overlap)
+	m.setLossy()
 	m.eng.Observe(m.route)
 	m.initHotSet(hot)
 	return nil
@@ -342,6 +347,7 @@ func (m *Model) Close() error {
 	m.closed = true
 	m.logProfile()
 	m.closeHotSet()
+	m.setSkips()
 	serr := m.sink.Close()
 	eerr := m.eng.Close()
 	return errors.Join(serr, eerr)

@@ -3,6 +3,7 @@ package decode
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -11,9 +12,13 @@ import (
 
 // scoreRows scores ids on s from `from` and returns copies of the rows.
 func scoreRows(t *testing.T, s *Session, ids []int32, from int) [][]float32 {
+	return scoreBatch(t, s, ids, from, 0)
+}
+
+func scoreBatch(t *testing.T, s *Session, ids []int32, from, batch int) [][]float32 {
 	t.Helper()
 	var rows [][]float32
-	_, err := s.Score(context.Background(), ids, from, func(pos int, l []float32) error {
+	_, err := s.Score(context.Background(), ids, from, batch, func(pos int, l []float32) error {
 		if pos != from+len(rows) {
 			t.Fatalf("position %d after %d rows from %d", pos, len(rows), from)
 		}
@@ -63,14 +68,40 @@ func TestScoreRewindsAndSpansPasses(t *testing.T) {
 	if slices.Equal(other[5], all[5]) {
 		t.Fatal("different sequences scored the same logits")
 	}
-	if _, err := s.Score(context.Background(), seq[:10], 0, func(int, []float32) error { return nil }); err != nil {
+	if _, err := s.Score(context.Background(), seq[:10], 0, 0, func(int, []float32) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Tokens(); !slices.Equal(got, seq[:10]) {
 		t.Fatalf("session holds %v after Score", got)
 	}
 	long := append(slices.Clone(seq), seq[:5]...)
-	if _, err := s.Score(context.Background(), long, 0, func(int, []float32) error { return nil }); !errors.Is(err, model.ErrContextFull) {
+	if _, err := s.Score(context.Background(), long, 0, 0, func(int, []float32) error { return nil }); !errors.Is(err, model.ErrContextFull) {
 		t.Fatalf("535 tokens in a 530 context: err %v", err)
+	}
+}
+
+// TestScoreTokenByToken: one token a forward pass (as decode runs) scores
+// the same logits as one prompt pass, bit for bit.
+func TestScoreTokenByToken(t *testing.T) {
+	m := open(t, StreamAuto, 0)
+	g := loadGolden(t, "p1_village")
+	seq := append(slices.Clone(g.PromptTokens), g.GeneratedTokens...)
+	s, err := m.NewSession(SessionOptions{Ctx: len(seq), Sampling: greedy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := scoreBatch(t, s, seq, 3, 0)
+	each := scoreBatch(t, s, seq, 3, 1)
+	if len(each) != len(seq)-3 {
+		t.Fatalf("%d rows", len(each))
+	}
+	worst := 0.0
+	for i := range each {
+		for j := range each[i] {
+			worst = max(worst, math.Abs(float64(each[i][j]-pass[i][j])))
+		}
+	}
+	if worst != 0 {
+		t.Fatalf("token-by-token logits differ from the prompt pass's by %g", worst)
 	}
 }

@@ -48,7 +48,7 @@ type Job struct {
 	Layer int
 	K     int         // experts per token
 	X     [][]float32 // normalised input per token (n_embd)
-	IDs   [][]int     // [token][rank] expert ids
+	IDs   [][]int     // [token][rank] expert ids; −1: a slot a lossy mode skipped (never every slot of a token)
 	W     [][]float32 // [token][rank] weights
 	Out   [][]float32 // [token] output (n_embd), overwritten
 	Order []int       // distinct experts, first-appearance order (token-major, rank order)
@@ -57,8 +57,8 @@ type Job struct {
 
 type use struct{ t, r int }
 
-// Plan fills j.Order and the expert→token index from j.IDs (expert ids are
-// >= 0), reusing the buffers of the job's previous plan.
+// Plan fills j.Order and the expert→token index from j.IDs (skipped slots,
+// id −1, are nobody's), reusing the buffers of the job's previous plan.
 func (j *Job) Plan() {
 	for _, e := range j.Order {
 		if e < len(j.users) {
@@ -68,6 +68,9 @@ func (j *Job) Plan() {
 	j.Order = j.Order[:0]
 	for t, ids := range j.IDs {
 		for r, e := range ids[:j.K] {
+			if e < 0 {
+				continue
+			}
 			if e >= len(j.users) {
 				j.users = append(j.users, make([][]use, e+1-len(j.users))...)
 			}
@@ -406,17 +409,25 @@ func (s *Stage) computeOne(t, i int) {
 }
 
 // Finish writes each token's output: Σ_rank w·y in rank order (ggml's
-// weighted MUL then chained ADDs).
+// weighted MUL then chained ADDs), skipped slots left out.
 func (s *Stage) Finish(j *Job, st *Stats) {
 	t0 := time.Now()
 	E := s.nEmbd
 	for t, out := range j.Out {
-		y0 := s.ys[(t*j.K)*E:]
-		w0 := j.W[t][0]
+		ids := j.IDs[t]
+		r0 := 0
+		for r0 < j.K-1 && ids[r0] < 0 {
+			r0++
+		}
+		y0 := s.ys[(t*j.K+r0)*E:]
+		w0 := j.W[t][r0]
 		for i := 0; i < E; i++ {
 			out[i] = y0[i] * w0
 		}
-		for r := 1; r < j.K; r++ {
+		for r := r0 + 1; r < j.K; r++ {
+			if ids[r] < 0 {
+				continue
+			}
 			y := s.ys[(t*j.K+r)*E:]
 			w := j.W[t][r]
 			for i := 0; i < E; i++ {

@@ -61,6 +61,9 @@ type Counters struct {
 	// Cached: an expert cache keeps them between tokens (a budget above 0),
 	// the condition for a hit rate.
 	Streaming, Cached bool
+	// Skipped is what the lossy routing modes changed (zero with every mode
+	// off).
+	Skipped Skips
 }
 
 // HitPct is the decode hit rate in percent; ok is false without a cache or
@@ -80,5 +83,24 @@ func (c Counters) Sub(b Counters) Counters {
 	d.IOBusy -= b.IOBusy
 	d.Stall -= b.Stall
 	d.Mgmt -= b.Mgmt
+	d.Skipped = c.Skipped.Sub(b.Skipped)
 	return d
 }
+
+// Skips count what the lossy routing modes (router.Lossy) changed, in
+// routed (token, slot) pairs of the forward passes they applied to.
+type Skips struct {
+	Routed      int64 // slots the modes looked at
+	Dropped     int64 // missed experts not read (--moe-drop)
+	Substituted int64 // experts replaced by a cached one (--moe-substitute)
+	Trimmed     int64 // slots beyond the dynamic k (--moe-dynamic-k)
+}
+
+// Sub is s − b.
+func (s Skips) Sub(b Skips) Skips {
+	return Skips{s.Routed - b.Routed, s.Dropped - b.Dropped, s.Substituted - b.Substituted, s.Trimmed - b.Trimmed}
+}
+
+// SkipColumns are the per-token CSV columns of a run with a lossy mode on:
+// the slots each mode skipped in that token's forward pass.
+var SkipColumns = []string{"moe_dropped", "moe_substituted", "moe_trimmed"}

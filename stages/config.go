@@ -11,6 +11,7 @@ import (
 	"github.com/pipe-engine/pipe/dense"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/reader"
+	"github.com/pipe-engine/pipe/router"
 )
 
 // Config is everything the engine needs; cmd/pipe fills it from flags.
@@ -25,7 +26,11 @@ type Config struct {
 	Cache       CacheConfig
 	Prefetch    PrefetchConfig
 	Dense       dense.Mode // --dense-weights ("" is anon)
-	Log         zerolog.Logger
+	// Lossy are the cache-aware lossy routing modes (--moe-drop,
+	// --moe-substitute, --moe-dynamic-k; the zero value is lossless). They
+	// apply to forward passes of one token (decode steps).
+	Lossy router.Lossy
+	Log   zerolog.Logger
 	// LoadProgress, if set, sees the dense weights' load on Open's goroutine
 	// (bytes done and total, dense.Options.Progress).
 	LoadProgress func(done, total int64)
@@ -98,6 +103,9 @@ func (cfg *Config) Validate() error {
 	if err := cfg.Dense.Check(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	if err := cfg.Lossy.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	return nil
 }
 
@@ -137,7 +145,7 @@ func resolve(cfg Config, d *model.Desc, l expertLayout) (Resolved, error) {
 	}
 	if !cfg.Stream {
 		r.Cache.Bytes = 0 // no expert cache
-		return r, nil
+		return r, r.checkLossy()
 	}
 	var err error
 	if all := l.count() * l.slotBytes; cfg.Cache.Auto {
@@ -152,5 +160,15 @@ func resolve(cfg Config, d *model.Desc, l expertLayout) (Resolved, error) {
 		r.Log.Warn().Str("event", "cache_cliff").Int64("budget_bytes", b).
 			Int64("working_set_bytes", r.WorkingSet).Msg(cache.CliffWarning(b, r.WorkingSet))
 	}
-	return r, nil
+	return r, r.checkLossy()
+}
+
+// checkLossy refuses a cache-aware lossy mode without an expert cache:
+// every expert would count as missed, and drop and substitute would stop
+// being cache-aware (BigMoeOnEdge refuses the same).
+func (r *Resolved) checkLossy() error {
+	if r.Lossy.NeedsCache() && r.Cache.Bytes == 0 {
+		return fmt.Errorf("%w: --moe-drop and --moe-substitute need the expert cache (--moe-stream on and --cache-mb above 0)", ErrConfig)
+	}
+	return nil
 }

@@ -222,6 +222,9 @@ func (e *Engine) load(f *gguf.File) error {
 		e.src = newMappedSource(e.weights, e.layout, fs)
 	}
 	e.pipe = pipeline{model: m, ffn: fs, src: e.src, meter: &e.meter}
+	if cfg.Lossy.On() {
+		e.pipe.lossy = newLossyStage(cfg.Lossy, e.src)
+	}
 	return nil
 }
 

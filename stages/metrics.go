@@ -42,6 +42,7 @@ func (e *Engine) Metrics() Metrics {
 	c := &m.Counters
 	c.Decode = c.Decode.Sub(e.meter.prompt)
 	c.Prompt, c.Stall = e.meter.prompt, e.meter.stall
+	c.Skipped = e.pipe.skips()
 	m.Profile = Profile{Timings: e.meter.timings, Experts: e.meter.experts}
 	m.Load = e.meter.load
 	return m

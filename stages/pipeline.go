@@ -24,6 +24,7 @@ type pipeline struct {
 	src     expertSource
 	meter   *meter
 	onRoute func(step, layer int, ids [][]int, weights [][]float32)
+	lossy   *lossyStage // nil with every lossy mode off
 
 	ids   [][]int
 	w     [][]float32
@@ -45,12 +46,20 @@ func (p *pipeline) RunMoERouted(ctx context.Context, layer int, x, logits, route
 	if err != nil {
 		return err
 	}
+	d := time.Since(t0)
+	if p.onRoute != nil {
+		p.onRoute(p.meter.step, layer, job.IDs, job.W) // the router's choice, before any lossy mode
+	}
+	t0 = time.Now()
+	if p.lossy != nil && len(x) == 1 {
+		if err := p.lossy.apply(p.model.Router(layer), layer, logits[0], job.IDs[0], job.W[0], p.probs); err != nil {
+			return fmt.Errorf("layer %d: %w", layer, err)
+		}
+	}
+	job.Plan()
 	p.ffn.Begin(job)
 	st := &p.st // not a local: handed to an interface method, it would escape
-	*st = ffn.Stats{Compute: time.Since(t0)}
-	if p.onRoute != nil {
-		p.onRoute(p.meter.step, layer, job.IDs, job.W)
-	}
+	*st = ffn.Stats{Compute: d + time.Since(t0)}
 	if err := p.src.run(ctx, job, routerIn, st); err != nil {
 		return err
 	}
@@ -59,7 +68,8 @@ func (p *pipeline) RunMoERouted(ctx context.Context, layer int, x, logits, route
 	return nil
 }
 
-// route routes every token of the layer and plans the job.
+// route routes every token of the layer into the job (planned by the
+// caller, after any lossy mode).
 func (p *pipeline) route(layer int, x, logits, out [][]float32) (*ffn.Job, error) {
 	spec := p.model.Router(layer)
 	n := len(x)
@@ -83,7 +93,6 @@ func (p *pipeline) route(layer int, x, logits, out [][]float32) (*ffn.Job, error
 	}
 	job := &p.job
 	job.Layer, job.K, job.X, job.IDs, job.W, job.Out = layer, spec.K, x, ids, ws, out
-	job.Plan()
 	return job, nil
 }
 

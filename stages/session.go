@@ -27,6 +27,7 @@ type Session struct {
 	lastProcRead int64
 	lastMaj      int64
 	lastCPU      time.Duration
+	extra        [3]float64 // the skip columns (metrics.SkipColumns) of a lossy run
 
 	prefill PrefillTimes // the last Prefill's
 }
@@ -184,5 +185,10 @@ func (s *Session) sample() sink.TokenMetrics {
 		m.CacheHitPct, _ = c.HitPct()
 	}
 	m.ResidentFrac = s.eng.ResidentFrac()
+	if s.eng.pipe.lossy != nil {
+		k := d.Skipped
+		s.extra = [3]float64{float64(k.Dropped), float64(k.Substituted), float64(k.Trimmed)}
+		m.Extra = s.extra[:]
+	}
 	return m
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipe-engine/pipe/bench"
 	"github.com/pipe-engine/pipe/dense"
+	"github.com/pipe-engine/pipe/router"
 	"github.com/pipe-engine/pipe/stages"
 )
 
@@ -17,20 +18,23 @@ import (
 type EngineFlags struct {
 	NExpertUsed int `name:"n-expert-used" help:"Override the experts used per token (k); lossy, deterministic. 0 = the model's." default:"0"`
 
-	MoeStream     string `name:"moe-stream" help:"Stream routed experts with O_DIRECT into a bounded cache: true (also bare --moe-stream), false (whole-file mmap, like llama.cpp) or auto (stream; with --cache-mb auto a model that fits in memory gets a cache holding every expert, faster than the mmap)." enum:"auto,true,false" default:"auto"`
-	IOThreads     int    `name:"io-threads" help:"Reader lanes for expert reads." default:"4"`
-	NoODirect     bool   `name:"no-odirect" help:"Use buffered pread instead of O_DIRECT."`
-	CacheMB       string `name:"cache-mb" help:"Expert cache budget: MiB, a size with a unit (6G, 512M), 'auto' (from the cgroup limit or MemAvailable, minus dense weights, KV and --cache-floor-mb; at most every expert) or 0 (no cache)." default:"auto"`
-	CacheCeilMB   int64  `name:"cache-ceil-mb" help:"Upper bound for --cache-mb auto, in MiB (0 = none)." default:"0"`
-	CacheFloor    int64  `name:"cache-floor-mb" help:"RAM in MiB that --cache-mb auto leaves free." default:"512"`
-	CachePolicy   string `name:"cache-policy" help:"Expert cache replacement policy: layer (no LRU cliff below one token's working set; best in replay of real traces), layer+admit (layer that leaves a miss colder than its victim uncached; +0.1–0.8 hit points in replay below one token's working set, none above), lru, lfu or random." default:"layer"`
-	Overlap       bool   `help:"Compute resident experts while the lanes read the rest (--overlap=false waits for the whole layer, for A/B)." default:"true" negatable:""`
-	Prefetch      int    `help:"Speculative expert reads per layer for the next layer (0 = off)." default:"0"`
-	PrefetchLanes int    `name:"prefetch-lanes" help:"Reader lanes that may serve speculative reads at once (0 = all): reads in flight share the disk, so fewer leaves demand reads more of it." default:"1"`
-	HugePages     bool   `name:"huge-pages" help:"Ask for transparent huge pages behind the expert cache and anonymous dense weights: O_DIRECT reads into them need far fewer device segments (false for A/B)." default:"true" negatable:""`
-	PrefetchProm  bool   `name:"prefetch-prompt" help:"In a prompt pass, read the experts the next layer's router picks for this layer's inputs while this layer computes (wrong guesses are withdrawn or stay cached; false for A/B)." default:"true" negatable:""`
-	PrefetchPol   string `name:"prefetch-policy" help:"Speculative prefetch policy: next-layer (the next layer's router applied early), temporal (last token's experts) or popular." default:"next-layer"`
-	Dense         string `name:"dense-weights" help:"Dense (non-expert) weights: anon (O_DIRECT into anonymous memory), warm (mmap, swept once at load) or mmap (lazy)." enum:"anon,warm,mmap" default:"anon"`
+	MoeStream     string  `name:"moe-stream" help:"Stream routed experts with O_DIRECT into a bounded cache: true (also bare --moe-stream), false (whole-file mmap, like llama.cpp) or auto (stream; with --cache-mb auto a model that fits in memory gets a cache holding every expert, faster than the mmap)." enum:"auto,true,false" default:"auto"`
+	IOThreads     int     `name:"io-threads" help:"Reader lanes for expert reads." default:"4"`
+	NoODirect     bool    `name:"no-odirect" help:"Use buffered pread instead of O_DIRECT."`
+	CacheMB       string  `name:"cache-mb" help:"Expert cache budget: MiB, a size with a unit (6G, 512M), 'auto' (from the cgroup limit or MemAvailable, minus dense weights, KV and --cache-floor-mb; at most every expert) or 0 (no cache)." default:"auto"`
+	CacheCeilMB   int64   `name:"cache-ceil-mb" help:"Upper bound for --cache-mb auto, in MiB (0 = none)." default:"0"`
+	CacheFloor    int64   `name:"cache-floor-mb" help:"RAM in MiB that --cache-mb auto leaves free." default:"512"`
+	CachePolicy   string  `name:"cache-policy" help:"Expert cache replacement policy: layer (no LRU cliff below one token's working set; best in replay of real traces), layer+admit (layer that leaves a miss colder than its victim uncached; +0.1–0.8 hit points in replay below one token's working set, none above), lru, lfu or random." default:"layer"`
+	Overlap       bool    `help:"Compute resident experts while the lanes read the rest (--overlap=false waits for the whole layer, for A/B)." default:"true" negatable:""`
+	Prefetch      int     `help:"Speculative expert reads per layer for the next layer (0 = off)." default:"0"`
+	PrefetchLanes int     `name:"prefetch-lanes" help:"Reader lanes that may serve speculative reads at once (0 = all): reads in flight share the disk, so fewer leaves demand reads more of it." default:"1"`
+	HugePages     bool    `name:"huge-pages" help:"Ask for transparent huge pages behind the expert cache and anonymous dense weights: O_DIRECT reads into them need far fewer device segments (false for A/B)." default:"true" negatable:""`
+	PrefetchProm  bool    `name:"prefetch-prompt" help:"In a prompt pass, read the experts the next layer's router picks for this layer's inputs while this layer computes (wrong guesses are withdrawn or stay cached; false for A/B)." default:"true" negatable:""`
+	PrefetchPol   string  `name:"prefetch-policy" help:"Speculative prefetch policy: next-layer (the next layer's router applied early), temporal (last token's experts) or popular." default:"next-layer"`
+	MoeDrop       float32 `name:"moe-drop" help:"Lossy (off at 0): a decode step does not read a routed expert that is not cached and whose router weight is below F × the uniform share 1/k; the top expert is never dropped and the kept weights are scaled to the routing's total (BigMoeOnEdge's --drop-cold-experts). 0..1; needs the expert cache." default:"0" placeholder:"F"`
+	MoeSubst      float32 `name:"moe-substitute" help:"Lossy (off at 0): a decode step raises every cached expert's router logit by λ × the token's logit range and takes the top k again, so a cached expert scored within that margin replaces a missed one; weights are the router's own (BigMoeOnEdge's --expert-substitute). Needs the expert cache." default:"0" placeholder:"λ"`
+	MoeDynK       float32 `name:"moe-dynamic-k" help:"Lossy (off at 0): per decode step and layer, only the fewest experts whose router weights reach P of the routing's total (at least one, at most k), the kept weights scaled to the total. 0..1." default:"0" placeholder:"P"`
+	Dense         string  `name:"dense-weights" help:"Dense (non-expert) weights: anon (O_DIRECT into anonymous memory), warm (mmap, swept once at load) or mmap (lazy)." enum:"anon,warm,mmap" default:"anon"`
 }
 
 func (f *EngineFlags) validate() error {
@@ -46,6 +50,9 @@ func (f *EngineFlags) validate() error {
 	case f.NExpertUsed < 0:
 		return fmt.Errorf("%w: --n-expert-used %d must be >= 0", errFlag, f.NExpertUsed)
 	}
+	if err := f.lossy().Validate(); err != nil {
+		return fmt.Errorf("%w: %w", errFlag, err)
+	}
 	return nil
 }
 
@@ -57,6 +64,7 @@ func (f *EngineFlags) config(path string, threads int, log zerolog.Logger) (stag
 		Cache:    stages.CacheConfig{Ceil: f.CacheCeilMB << 20, Floor: f.CacheFloor << 20, Policy: f.CachePolicy},
 		Prefetch: stages.PrefetchConfig{N: f.Prefetch, Policy: f.PrefetchPol, Lanes: f.PrefetchLanes, Prompt: f.PrefetchProm},
 		Dense:    dense.Mode(f.Dense), Log: log,
+		Lossy: router.Lossy{Drop: f.MoeDrop, Substitute: f.MoeSubst, DynamicK: f.MoeDynK},
 	}
 	if f.CacheMB == "auto" {
 		cfg.Cache.Auto = true
@@ -84,4 +92,9 @@ func parseCacheSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%w: --cache-mb: %w (or a number of MiB, or auto)", errFlag, err)
 	}
 	return b, nil
+}
+
+// lossy are the lossy routing modes of the flags.
+func (f *EngineFlags) lossy() router.Lossy {
+	return router.Lossy{Drop: f.MoeDrop, Substitute: f.MoeSubst, DynamicK: f.MoeDynK}
 }

@@ -29,6 +29,7 @@ type PerplexityCmd struct {
 	KVType string `name:"kv-type" help:"KV cache element type: f16 (llama.cpp's default) or f32." enum:"f16,f32" default:"f16" group:"Model"`
 
 	KLBase string `name:"kl-divergence-base" aliases:"save-all-logits" help:"Without --kl-divergence: save every scored position's log-probabilities here (llama-perplexity's format, readable by either program). With it: the base to compare against." type:"path"`
+	Batch  int    `name:"score-batch" help:"Tokens per forward pass: 0 = a chunk in one prompt pass; 1 = one token a pass, as decode runs (the passes the lossy modes --moe-* apply to, so any of them makes it 1)." default:"0"`
 	KL     bool   `name:"kl-divergence" help:"Compare this run's logits with the --kl-divergence-base file: KL divergence, same top-1 token, ln(PPL/PPL_base), as llama-perplexity --kl-divergence prints them."`
 
 	EngineFlags `embed:"" group:"Streaming"`
@@ -42,6 +43,8 @@ func (c *PerplexityCmd) validate() error {
 		return fmt.Errorf("%w: --chunks %d must be -1 (all) or >= 1", errFlag, c.Chunks)
 	case c.Thr < 0:
 		return fmt.Errorf("%w: -t %d must be >= 0", errFlag, c.Thr)
+	case c.Batch < 0:
+		return fmt.Errorf("%w: --score-batch %d must be >= 0", errFlag, c.Batch)
 	case c.KL && c.KLBase == "":
 		return fmt.Errorf("%w: --kl-divergence needs --kl-divergence-base FILE (the base's log-probabilities)", errFlag)
 	case !c.KL && c.File == "":
@@ -142,7 +145,10 @@ func (c *PerplexityCmd) evaluate(g *Globals, m *decode.Model, text string, base 
 	if err != nil {
 		return err
 	}
-	ev := &evaluator{s: sess}
+	ev := &evaluator{s: sess, batch: c.Batch}
+	if c.lossy().On() {
+		ev.batch = 1
+	}
 	o := quality.Options{NCtx: c.Ctx, Chunks: c.Chunks, AddBOS: tok.AddBOS(), BOS: tok.BOS(), NVocab: tok.NVocab(),
 		Out: g.Stdout}
 	o.OnChunk = func(ci quality.ChunkInfo) {
@@ -211,10 +217,14 @@ func evalSummary(m *decode.Model, tokens int, s float64) {
 	}
 }
 
-// evaluator is a decode session as a quality.Evaluator.
-type evaluator struct{ s *decode.Session }
+// evaluator is a decode session as a quality.Evaluator, batch tokens a
+// forward pass.
+type evaluator struct {
+	s     *decode.Session
+	batch int
+}
 
 func (e *evaluator) Eval(ctx context.Context, tokens []int32, from int, fn func(int, []float32) error) error {
-	_, err := e.s.Score(ctx, tokens, from, fn)
+	_, err := e.s.Score(ctx, tokens, from, e.batch, fn)
 	return err
 }
