@@ -72,18 +72,33 @@ type MoE interface {
 type Gating int
 
 const (
-	// SoftmaxTopKNorm: softmax over all experts, top-k, optionally renormalise (Qwen).
+	// SoftmaxTopK: softmax over all experts, top-k, optionally renormalise (Qwen).
 	SoftmaxTopK Gating = iota
 	// TopKSoftmax: top-k over the raw logits, softmax over the k selected (gpt-oss).
 	TopKSoftmax
+	// SigmoidTopK: a sigmoid of each logit, top-k, optionally renormalise
+	// (llama.cpp's sigmoid gating: DeepSeek-V3, GLM-4.7-Flash).
+	SigmoidTopK
 )
 
-// RouterSpec is the gating rule of a layer.
+// RouterSpec is the gating rule of a layer. The fields after Normalize are
+// llama.cpp's build_moe_ffn options; their zero values leave the rule as
+// the Gating alone defines it.
 type RouterSpec struct {
 	Gating    Gating
 	NExpert   int
 	K         int  // experts used per token
-	Normalize bool // renormalise the selected weights to sum 1 (SoftmaxTopK only)
+	Normalize bool // renormalise the selected weights to sum 1 (SoftmaxTopK, SigmoidTopK)
+	// Scale multiplies the weights after renormalisation (expert_weights_scale);
+	// 0 and 1 leave them.
+	Scale float32
+	// Bias is added to the gate probabilities to choose the experts, not to
+	// weight them (exp_probs_b); nil: none.
+	Bias []float32
+	// Groups > 1 limits the choice to experts of GroupsUsed of Groups equal
+	// groups (expert_group_count, expert_group_used_count): the groups whose
+	// two best (biased) probabilities sum highest.
+	Groups, GroupsUsed int
 }
 
 // ExpertFFN is an architecture's per-expert math. parts are the expert's byte

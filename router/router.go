@@ -1,7 +1,8 @@
 // Package router turns a layer's router logits into the top-k experts and
 // their weights — the first stage of every MoE layer in the decode pipeline.
 //
-// The gating rule (softmax before or after top-k, renormalisation, k) comes
+// The gating rule (softmax or sigmoid before top-k, softmax after it,
+// renormalisation, scale, a selection bias, expert groups, k) comes
 // from the architecture as a model.RouterSpec; this package knows no
 // architecture by name. Selection is a pure function of the logits: ties are
 // broken by the lower expert id, so routing — and therefore every stage after
@@ -16,21 +17,39 @@ import (
 	"github.com/pipe-engine/pipe/model"
 )
 
+// ScratchLen is the length of the probs scratch Route needs for spec: one
+// float per expert, two when the choice is biased or group-limited.
+func ScratchLen(spec model.RouterSpec) int {
+	if spec.Bias != nil || spec.Groups > 1 {
+		return 2 * spec.NExpert
+	}
+	return spec.NExpert
+}
+
 // Route selects spec.K experts from logits. ids and weights receive K entries
-// in rank order (highest first). probs is scratch of len(logits) floats.
+// in rank order (highest first). probs is scratch of ScratchLen(spec) floats
+// (for len(logits) experts).
 func Route(spec model.RouterSpec, logits []float32, ids []int, weights []float32, probs []float32) error {
 	n, k := len(logits), spec.K
-	if k <= 0 || k > n || len(ids) < k || len(weights) < k || len(probs) < n {
+	spec.NExpert = n
+	if k <= 0 || k > n || len(ids) < k || len(weights) < k || len(probs) < ScratchLen(spec) {
 		return fmt.Errorf("router: k=%d of %d experts (ids %d, weights %d, scratch %d)", k, n, len(ids), len(weights), len(probs))
 	}
 	switch spec.Gating {
-	case model.SoftmaxTopK:
-		copy(probs, logits[:n])
-		model.Softmax(probs[:n])
-		topK(probs[:n], ids[:k])
+	case model.SoftmaxTopK, model.SigmoidTopK:
+		p := probs[:n]
+		copy(p, logits[:n])
+		if spec.Gating == model.SoftmaxTopK {
+			model.Softmax(p)
+		} else {
+			sigmoid(p)
+		}
+		if err := choose(spec, p, probs[n:], ids[:k]); err != nil {
+			return err
+		}
 		var sum float64
 		for r := 0; r < k; r++ {
-			weights[r] = probs[ids[r]]
+			weights[r] = p[ids[r]]
 			sum += float64(weights[r])
 		}
 		if spec.Normalize {
@@ -51,6 +70,72 @@ func Route(spec model.RouterSpec, logits []float32, ids []int, weights []float32
 	default:
 		return fmt.Errorf("router: unknown gating %d", spec.Gating)
 	}
+	if spec.Scale != 0 && spec.Scale != 1 {
+		for r := 0; r < k; r++ {
+			weights[r] *= spec.Scale
+		}
+	}
+	return nil
+}
+
+// sigmoid replaces each x with 1/(1+e^-x) as ggml's op_sigmoid computes it.
+func sigmoid(x []float32) {
+	for i, v := range x {
+		x[i] = 1 / (1 + float32(math.Exp(float64(-v))))
+	}
+}
+
+// maxGroups bounds Groups (the group scores live on the stack).
+const maxGroups = 256
+
+// choose writes the top-k experts by p into ids: by p itself, or — with a
+// selection bias or expert groups — by p plus the bias over the experts of
+// the best groups, as llama.cpp's build_moe_ffn selects (sel is scratch of
+// len(p) floats).
+func choose(spec model.RouterSpec, p, sel []float32, ids []int) error {
+	if spec.Bias == nil && spec.Groups <= 1 {
+		topK(p, ids)
+		return nil
+	}
+	n := len(p)
+	sel = sel[:n]
+	copy(sel, p)
+	if spec.Bias != nil {
+		if len(spec.Bias) != n {
+			return fmt.Errorf("router: selection bias of %d for %d experts", len(spec.Bias), n)
+		}
+		for i, b := range spec.Bias {
+			sel[i] += b
+		}
+	}
+	if spec.Groups > 1 {
+		g, used := spec.Groups, spec.GroupsUsed
+		if g > maxGroups || n%g != 0 || n/g < 2 || used <= 0 || used > g {
+			return fmt.Errorf("router: %d experts in %d groups, %d used", n, g, used)
+		}
+		per := n / g
+		var scores [maxGroups]float32
+		var top2 [2]int
+		for gi := 0; gi < g; gi++ {
+			grp := sel[gi*per : (gi+1)*per]
+			topK(grp, top2[:])
+			scores[gi] = grp[top2[0]] + grp[top2[1]]
+		}
+		var best [maxGroups]int
+		topK(scores[:g], best[:used])
+		var keep [maxGroups]bool
+		for _, gi := range best[:used] {
+			keep[gi] = true
+		}
+		for gi := 0; gi < g; gi++ {
+			if !keep[gi] {
+				for i := gi * per; i < (gi+1)*per; i++ {
+					sel[i] = float32(math.Inf(-1))
+				}
+			}
+		}
+	}
+	topK(sel, ids)
 	return nil
 }
 

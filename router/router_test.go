@@ -64,3 +64,69 @@ func TestRouteBadK(t *testing.T) {
 		t.Fatal("k > n accepted")
 	}
 }
+
+// TestRouteSigmoidBiasScale: sigmoid gating chooses by probability plus
+// bias, weights by the unbiased probability, renormalised then scaled.
+func TestRouteSigmoidBiasScale(t *testing.T) {
+	logits := []float32{2, 0, 1, -1}
+	bias := []float32{0, 0, 0, 5} // expert 3 wins the choice, weighted by its own sigmoid
+	spec := model.RouterSpec{Gating: model.SigmoidTopK, NExpert: 4, K: 2, Normalize: true, Scale: 2.5, Bias: bias}
+	ids, w := make([]int, 2), make([]float32, 2)
+	if err := Route(spec, logits, ids, w, make([]float32, ScratchLen(spec))); err != nil {
+		t.Fatal(err)
+	}
+	sig := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+	if ids[0] != 3 || ids[1] != 0 {
+		t.Fatalf("ids %v, want [3 0]", ids)
+	}
+	s := sig(-1) + sig(2)
+	for r, x := range []float64{sig(-1), sig(2)} {
+		if want := 2.5 * x / s; math.Abs(float64(w[r])-want) > 1e-6 {
+			t.Fatalf("weight %d = %v, want %v", r, w[r], want)
+		}
+	}
+	if err := Route(spec, logits, ids, w, make([]float32, 4)); err == nil {
+		t.Fatal("a biased choice with one float of scratch per expert accepted")
+	}
+}
+
+// TestRouteGroups: with 4 groups of 2 experts and 2 groups used, the
+// experts of the groups with the best top-2 sums are the only candidates,
+// though a lone expert elsewhere has the largest probability.
+func TestRouteGroups(t *testing.T) {
+	//                  g0        g1        g2        g3
+	logits := []float32{3, -3 /**/, 1, 1 /**/, 0.5, 0.5 /**/, -2, -2}
+	spec := model.RouterSpec{Gating: model.SigmoidTopK, NExpert: 8, K: 3, Groups: 4, GroupsUsed: 2}
+	ids, w := make([]int, 3), make([]float32, 3)
+	if err := Route(spec, logits, ids, w, make([]float32, ScratchLen(spec))); err != nil {
+		t.Fatal(err)
+	}
+	// sums: g0 σ(3)+σ(-3) = 1, g1 2σ(1) ≈ 1.46, g2 2σ(.5) ≈ 1.25, g3 ≈ 0.24
+	if want := []int{2, 3, 4}; ids[0] != want[0] || ids[1] != want[1] || ids[2] != want[2] {
+		t.Fatalf("ids %v, want %v", ids, want)
+	}
+	spec.GroupsUsed = 5
+	if err := Route(spec, logits, ids, w, make([]float32, ScratchLen(spec))); err == nil {
+		t.Fatal("5 of 4 groups accepted")
+	}
+}
+
+// TestRouteDefaultsUnchanged: the zero values of the new fields leave
+// softmax gating as it was, bit for bit.
+func TestRouteDefaultsUnchanged(t *testing.T) {
+	logits := []float32{0.3, -1.2, 2.2, 0.9, 0.1, 1.7}
+	p := make([]float32, 6)
+	ids, w := make([]int, 3), make([]float32, 3)
+	if err := Route(model.RouterSpec{Gating: model.SoftmaxTopK, K: 3, Normalize: true, Scale: 1}, logits, ids, w, p); err != nil {
+		t.Fatal(err)
+	}
+	copy(p, logits)
+	model.Softmax(p)
+	want := []int{2, 5, 3}
+	s := float32(float64(p[2]) + float64(p[5]) + float64(p[3]))
+	for r := range want {
+		if ids[r] != want[r] || w[r] != p[want[r]]/s {
+			t.Fatalf("rank %d: %d %v, want %d %v", r, ids[r], w[r], want[r], p[want[r]]/s)
+		}
+	}
+}

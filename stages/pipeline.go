@@ -78,8 +78,8 @@ func (p *pipeline) route(layer int, x, logits, out [][]float32) (*ffn.Job, error
 		p.w = make([][]float32, n)
 	}
 	ids, ws := p.ids[:n], p.w[:n]
-	if len(p.probs) < spec.NExpert {
-		p.probs = make([]float32, spec.NExpert)
+	if len(p.probs) < router.ScratchLen(spec) {
+		p.probs = make([]float32, router.ScratchLen(spec))
 	}
 	for t := 0; t < n; t++ {
 		if cap(ids[t]) < spec.K {

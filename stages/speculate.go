@@ -82,8 +82,8 @@ func (s *speculator) guess(step, layer int, routerIn [][]float32) (r prefetch.Re
 	spec := s.model.Router(next)
 	if len(s.logits) < spec.NExpert {
 		s.logits = make([]float32, spec.NExpert)
-		s.probs = make([]float32, spec.NExpert)
 	}
+	s.probs = buf.Grow(s.probs, max(len(s.probs), router.ScratchLen(spec)))
 	t0 := time.Now()
 	err := s.peeker.PeekRouter(next, routerIn[0], 1, s.logits)
 	spec.K = min(s.n, spec.NExpert)
@@ -121,7 +121,7 @@ func (s *speculator) guessSet(step, next int, routerIn [][]float32) (r prefetch.
 		copy(s.x[t*width:(t+1)*width], row)
 	}
 	s.logits = buf.Grow(s.logits, n*spec.NExpert)
-	s.probs = buf.Grow(s.probs, max(len(s.probs), spec.NExpert))
+	s.probs = buf.Grow(s.probs, max(len(s.probs), router.ScratchLen(spec)))
 	t0 := time.Now()
 	defer func() { s.timings.Router += time.Since(t0) }()
 	if s.prompt.PeekRouter(next, s.x, n, s.logits) != nil {
