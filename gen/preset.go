@@ -16,9 +16,10 @@ var ErrBadOptions = errors.New("bad generator options")
 
 // Architecture names as GGUF's general.architecture spells them.
 const (
-	ArchQwen3MoE = "qwen3moe"
-	ArchGPTOSS   = "gpt-oss"
-	ArchGemma4   = "gemma4"
+	ArchQwen3MoE  = "qwen3moe"
+	ArchGPTOSS    = "gpt-oss"
+	ArchGemma4    = "gemma4"
+	ArchDeepSeek2 = "deepseek2"
 )
 
 // Preset is the hyper-parameter set of one model shape. Field names follow
@@ -61,6 +62,23 @@ type Preset struct {
 	RopeBaseSWA     float32
 	FinalSoftcap    float32
 	KEqV            bool
+
+	// deepseek2: latent attention (a KVLoraRank latent plus NRot rotated
+	// dims cached per position; query heads of NoPE + NRot, value heads of
+	// ValueLen; a QLoraRank query bottleneck when > 0), LeadingDense dense
+	// layers of NFF, NShared shared experts, and the gating: GatingFunc (1
+	// softmax, 2 sigmoid), WeightsNorm, WeightsScale, an exp_probs_b
+	// selection bias (ProbsBias), ExpertGroups of which ExpertGroupsUsed
+	// compete; YarnLogMul is rope.scaling.yarn_log_multiplier. NHeadKV is 1
+	// and HeadDim KVLoraRank + NRot (the cached row).
+	KVLoraRank, QLoraRank, NoPE, NRot, ValueLen int
+	LeadingDense, NShared                       int
+	GatingFunc                                  int
+	WeightsNorm                                 bool
+	WeightsScale                                float32
+	ProbsBias                                   bool
+	ExpertGroups, ExpertGroupsUsed              int
+	YarnLogMul                                  float32
 }
 
 var presets = []Preset{
@@ -130,6 +148,30 @@ var presets = []Preset{
 		SlidingWindow: 16, SWAPeriod: 3, NHeadKVFull: 1, HeadDimFull: 128,
 		RopeBaseSWA: 10000, FinalSoftcap: 30, KEqV: true,
 	},
+	{
+		Name: "deepseek-v2-lite", Arch: ArchDeepSeek2, ModelName: "DeepSeek-V2-Lite (synthetic)",
+		Description: "deepseek-ai/DeepSeek-V2-Lite config.json; llama.cpp src/models/deepseek2.cpp",
+		NLayer:      27, NEmbd: 2048, NHead: 16, NHeadKV: 1, HeadDim: 512 + 64,
+		NExpert: 64, NExpertUsed: 6, NFFExp: 1408, NFF: 10944, NCtxTrain: 163840,
+		RopeBase: 10000, RMSEps: 1e-6, Vocab: 102400, DefaultQuant: "Q4_K_M",
+		YarnFactor: 40, YarnOrigCtx: 4096, YarnLogMul: 0.0707,
+		KVLoraRank: 512, NoPE: 128, NRot: 64, ValueLen: 128,
+		LeadingDense: 1, NShared: 2, GatingFunc: 1, WeightsScale: 1,
+	},
+	{
+		// GLM-4.7-Flash's gating (a query bottleneck, sigmoid, selection
+		// bias, renormalised and scaled weights) with DeepSeek-V3's expert
+		// groups and V2-Lite's YaRN, scaled down
+		Name: "deepseek2-tiny", Arch: ArchDeepSeek2, ModelName: "tiny-random-deepseek2",
+		Description: "deepseek-v2-lite and GLM-4.7-Flash scaled down",
+		NLayer:      4, NEmbd: 256, NHead: 4, NHeadKV: 1, HeadDim: 64 + 32,
+		NExpert: 16, NExpertUsed: 3, NFFExp: 128, NFF: 512, NCtxTrain: 1024,
+		RopeBase: 10000, RMSEps: 1e-6, Vocab: 512, DefaultQuant: "Q4_K_M",
+		YarnFactor: 4, YarnOrigCtx: 256, YarnLogMul: 0.0707,
+		KVLoraRank: 64, QLoraRank: 128, NoPE: 32, NRot: 32, ValueLen: 32,
+		LeadingDense: 1, NShared: 1, GatingFunc: 2, WeightsNorm: true, WeightsScale: 2.5,
+		ProbsBias: true, ExpertGroups: 4, ExpertGroupsUsed: 2,
+	},
 }
 
 // Presets returns every preset, sorted by name.
@@ -173,6 +215,10 @@ func (p *Preset) validate() error {
 	if p.NLayer <= 0 || p.NEmbd <= 0 || p.NHead <= 0 || p.NHeadKV <= 0 || p.HeadDim <= 0 ||
 		p.NExpert <= 0 || p.NExpertUsed <= 0 || p.NExpertUsed > p.NExpert || p.NFFExp <= 0 || p.Vocab <= 0 {
 		return fmt.Errorf("%w: preset %q has a zero or inconsistent dimension", ErrBadOptions, p.Name)
+	}
+	if p.Arch == ArchDeepSeek2 && (p.KVLoraRank <= 0 || p.NoPE <= 0 || p.NRot <= 0 || p.ValueLen <= 0 || p.NHeadKV != 1 ||
+		p.HeadDim != p.KVLoraRank+p.NRot || p.LeadingDense > p.NLayer) {
+		return fmt.Errorf("%w: deepseek2 preset %q needs KVLoraRank, NoPE, NRot, ValueLen, NHeadKV 1 and HeadDim KVLoraRank+NRot", ErrBadOptions, p.Name)
 	}
 	if p.Arch == ArchGemma4 && (p.SWAPeriod <= 0 || p.HeadDimFull <= 0 || p.NHeadKVFull <= 0) {
 		return fmt.Errorf("%w: gemma4 preset %q needs SWAPeriod, HeadDimFull, NHeadKVFull", ErrBadOptions, p.Name)

@@ -35,6 +35,10 @@ const GroupSlots = 8
 // queries live on the stack); wider heads run head by head.
 const maxGroupDim = 512
 
+// maxHeadDim bounds the head width AttendF16 rounds on the stack (wider
+// heads take a heap copy): latent attention's 576.
+const maxHeadDim = 1024
+
 // Head is one query head's softmax parameters: the score scale and an
 // optional sink logit (gpt-oss), which joins the softmax denominator but has
 // no value row.
@@ -45,12 +49,14 @@ type Head struct {
 }
 
 // AttendF16 computes one query head's attention over the n rows of an F16
-// cache at k and v (row j at j*stride, len(q) wide) into out (len(q)
-// floats). scores is scratch of at least n floats; it ends holding the
+// cache at k and v (row j at j*stride, len(q) wide) into out: len(q)
+// floats, or the first len(out) columns of the V rows when out is shorter
+// (latent attention, whose values are the leading part of its keys).
+// scores is scratch of at least n floats; it ends holding the
 // probabilities.
 func AttendF16(q []float32, k, v []uint16, stride, n int, h Head, scores, out []float32) {
 	dim := len(q)
-	var qh [maxGroupDim]float32
+	var qh [maxHeadDim]float32
 	qq := qh[:0]
 	if dim > len(qh) {
 		qq = make([]float32, 0, dim)
@@ -61,7 +67,7 @@ func AttendF16(q []float32, k, v []uint16, stride, n int, h Head, scores, out []
 	DotsF16(qq, k, stride, sc)
 	softmaxScaled(sc, h)
 	roundF16s(sc) // the weights are rounded to F16 like the cache
-	o := out[:dim]
+	o := out[:min(dim, len(out))]
 	clear(o)
 	AxpysF16(o, sc, v, stride)
 }
@@ -71,7 +77,7 @@ func AttendF32(q []float32, k, v []float32, stride, n int, h Head, scores, out [
 	sc := scores[:n]
 	DotsF32(q, k, stride, sc)
 	softmaxScaled(sc, h)
-	o := out[:len(q)]
+	o := out[:min(len(q), len(out))]
 	clear(o)
 	AxpysF32(o, sc, v, stride)
 }

@@ -251,3 +251,36 @@ func checkTile(t *testing.T, rng *rand.Rand, dim, n int, rows *[GroupSlots]int, 
 		checkGuards(t, sbuf, GroupSlots*n)
 	}
 }
+
+// TestAttendShortOut: an out shorter than q receives the first columns of
+// the full output bit for bit (latent attention: 576-wide keys whose first
+// 512 columns are the values), for both cache types.
+func TestAttendShortOut(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 76))
+	const dim, vdim, n = 576, 512, 9
+	q := make([]float32, dim)
+	k32 := make([]float32, n*dim)
+	for i := range q {
+		q[i] = float32(rng.NormFloat64())
+	}
+	for i := range k32 {
+		k32[i] = float32(rng.NormFloat64())
+	}
+	k16 := make([]uint16, len(k32))
+	for i, x := range k32 {
+		k16[i] = quant.FP32ToFP16(x)
+	}
+	h := Head{Scale: 0.07}
+	full, short := make([]float32, dim), make([]float32, vdim)
+	sc := make([]float32, n)
+	AttendF32(q, k32, k32, dim, n, h, sc, full)
+	AttendF32(q, k32, k32, dim, n, h, sc, short)
+	if !slices.Equal(full[:vdim], short) {
+		t.Fatal("F32: the short output differs from the full one's first columns")
+	}
+	AttendF16(q, k16, k16, dim, n, h, sc, full)
+	AttendF16(q, k16, k16, dim, n, h, sc, short)
+	if !slices.Equal(full[:vdim], short) {
+		t.Fatal("F16: the short output differs from the full one's first columns")
+	}
+}

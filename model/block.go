@@ -49,6 +49,9 @@ type Attention struct {
 	// the attention output is multiplied by sigmoid(gate) before Wo
 	// (qwen35moe).
 	Gated bool
+	// Latent, when set, replaces the projections above (only Norm and Wo
+	// are used): latent attention over a K-only cache (latent.go).
+	Latent *Latent
 }
 
 // qRows is the width of Wq's output for one token: the queries, and the
@@ -106,17 +109,20 @@ type Decoder struct {
 }
 
 // NewState implements Model: one KV layer per attention layer, each as wide
-// as its own geometry, and a recurrent state per Mixer layer.
+// as its own geometry (K only for latent attention), and a recurrent state
+// per Mixer layer.
 func (d *Decoder) NewState(nCtx int, kv KVType) (*State, error) {
 	widths, rec := make([]int, len(d.Layers)), make([]int, len(d.Layers))
+	kOnly := make([]bool, len(d.Layers))
 	for l := range d.Layers {
 		if m := d.Layers[l].Mixer; m != nil {
 			rec[l] = m.StateFloats()
 			continue
 		}
 		widths[l] = d.Layers[l].Attn.KVDim()
+		kOnly[l] = d.Layers[l].Attn.Latent != nil
 	}
-	return NewHybrid(nCtx, widths, rec, kv)
+	return newState(nCtx, widths, rec, kOnly, kv)
 }
 
 // PeekRouter implements RouterPeeker through layer's FFN hook.
@@ -340,6 +346,9 @@ func AddBias(y, bias []float32) {
 // place: x += PostNorm(Wo·(attend(rope(norm(Wq h)), rope(norm(Wk h)), Wv h)
 // [·sigmoid(gate)]) + bo) with h = RMSNorm(x)·Norm.
 func (p *Pass) attention(st *State, l int, a *Attention, x []float32) error {
+	if a.Latent != nil {
+		return p.latentAttention(st, l, a, x)
+	}
 	n, qd, kvd := p.N, a.QDim(), a.KVDim()
 	h, q, k, v, att, o := p.h, p.q[:n*a.qRows()], p.k[:n*kvd], p.v[:n*kvd], p.att[:n*qd], p.o
 	p.Norm(h, x, a.Norm)
@@ -597,9 +606,30 @@ func (j *attendJob) heads(task int) {
 	}
 }
 
+// DenseFFN is a pre-norm dense feed-forward (deepseek2's leading layers):
+// x += GLU(RMSNorm(x)·Norm).
+type DenseFFN struct {
+	Norm []float32
+	GLU  GLU
+}
+
+// Run implements FFN.
+func (f *DenseFFN) Run(_ context.Context, p *Pass, _ int, x []float32) error {
+	h := p.Buf(p.N * p.E)
+	p.Norm(h, x, f.Norm)
+	out, err := f.GLU.Run(p, h)
+	if err != nil {
+		return err
+	}
+	for i := range x {
+		x[i] = out[i] + x[i]
+	}
+	return nil
+}
+
 // RoutedFFN is the pre-norm routed MoE feed-forward of qwen3moe, gpt-oss,
-// qwen2moe and olmoe: h = RMSNorm(x)·Norm, logits = Gate h + GateBias,
-// x += MoE(h) (+ Shared(h) when the layer has a shared expert).
+// qwen2moe, olmoe and deepseek2: h = RMSNorm(x)·Norm, logits = Gate h +
+// GateBias, x += MoE(h) (+ Shared(h) when the layer has a shared expert).
 type RoutedFFN struct {
 	Norm     []float32
 	Gate     Weight        // ffn_gate_inp: NExpert rows

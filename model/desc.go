@@ -104,10 +104,11 @@ type HParams struct {
 	// RopeScaleLinear is llama.cpp's "ropescale": rope.scaling.factor, else
 	// the old rope.scale_linear; 0 when absent. freq_scale = 1/RopeScaleLinear.
 	RopeScaleLinear    float32 `json:"rope_scale"`
-	RopeScalingType    string  `json:"rope_scaling_type"`        // rope.scaling.type ("none", "linear", "yarn" …)
-	RopeScalingOrigCtx int     `json:"rope_scaling_orig_ctx"`    // rope.scaling.original_context_length
-	RopeScalingAttn    float32 `json:"rope_scaling_attn_factor"` // rope.scaling.attn_factor
-	SlidingWindow      int     `json:"sliding_window"`           // attention.sliding_window
+	RopeScalingType    string  `json:"rope_scaling_type"`           // rope.scaling.type ("none", "linear", "yarn" …)
+	RopeScalingOrigCtx int     `json:"rope_scaling_orig_ctx"`       // rope.scaling.original_context_length
+	RopeScalingAttn    float32 `json:"rope_scaling_attn_factor"`    // rope.scaling.attn_factor
+	RopeYarnLogMul     float32 `json:"rope_yarn_log_mul,omitempty"` // rope.scaling.yarn_log_multiplier, as stored
+	SlidingWindow      int     `json:"sliding_window"`              // attention.sliding_window
 	// SlidingWindowPattern is attention.sliding_window_pattern when stored as
 	// a per-layer array (gemma4): true = the layer uses the sliding window.
 	SlidingWindowPattern []bool  `json:"sliding_window_pattern,omitempty"`
@@ -120,6 +121,44 @@ type HParams struct {
 	// RopeSections is rope.dimension_sections (multi-section RoPE, qwen35moe).
 	RopeSections []int   `json:"rope_sections,omitempty"`
 	SSM          SSMGeom `json:"ssm,omitzero"`
+	MoE          MoEGeom `json:"moe,omitzero"`
+	MLA          MLAGeom `json:"mla,omitzero"`
+}
+
+// MoEGeom are the MoE keys beyond expert_count and expert_used_count
+// (deepseek2 and its kin). Fields are 0 when the key is absent.
+type MoEGeom struct {
+	LeadingDense int     `json:"leading_dense,omitempty"` // leading_dense_block_count: layers before the first MoE one
+	NShared      int     `json:"n_shared,omitempty"`      // expert_shared_count
+	WeightsScale float32 `json:"weights_scale,omitempty"` // expert_weights_scale
+	WeightsNorm  bool    `json:"weights_norm,omitempty"`  // expert_weights_norm
+	GatingFunc   int     `json:"gating_func,omitempty"`   // expert_gating_func: 1 softmax, 2 sigmoid (llama.cpp's enum)
+	Groups       int     `json:"groups,omitempty"`        // expert_group_count
+	GroupsUsed   int     `json:"groups_used,omitempty"`   // expert_group_used_count
+}
+
+// MLAGeom is multi-head latent attention's geometry (deepseek2). Fields are
+// 0 when the key is absent.
+type MLAGeom struct {
+	QLoraRank  int `json:"q_lora_rank,omitempty"`  // attention.q_lora_rank (0: a plain Q projection)
+	KVLoraRank int `json:"kv_lora_rank,omitempty"` // attention.kv_lora_rank: the cached latent's width
+	KeyLength  int `json:"key_length,omitempty"`   // attention.key_length_mla: a query head's width
+	ValLength  int `json:"value_length,omitempty"` // attention.value_length_mla: a value head's width
+}
+
+// KVRow is the floats one position holds in one attention layer's KV
+// cache: the latent and its rotated key part with latent attention (K
+// only: the value is the latent's leading part), else K and V rows of the
+// KV heads (of n_embd when the width is unknown).
+func (h *HParams) KVRow() int {
+	if h.MLA.KVLoraRank > 0 {
+		return h.MLA.KVLoraRank + h.NRot
+	}
+	kv := h.NHeadKV * h.HeadDim
+	if kv == 0 {
+		kv = h.NEmbd
+	}
+	return 2 * kv
 }
 
 // SSMGeom is the recurrent (linear-attention / state-space) layers'
@@ -381,6 +420,24 @@ func (d *Desc) readHParams(known bool) error {
 	h.SSM.TimeStepRank, _ = integer("ssm.time_step_rank", false, big)
 	h.SSM.GroupCount, _ = integer("ssm.group_count", false, big)
 	h.SSM.FullAttentionInterval, _ = integer("full_attention_interval", false, maxLayers)
+	h.MoE.LeadingDense, _ = integer("leading_dense_block_count", false, maxLayers)
+	h.MoE.NShared, _ = integer("expert_shared_count", false, maxExperts)
+	h.MoE.GatingFunc, _ = integer("expert_gating_func", false, 16)
+	h.MoE.Groups, _ = integer("expert_group_count", false, maxExperts)
+	h.MoE.GroupsUsed, _ = integer("expert_group_used_count", false, maxExperts)
+	h.MoE.WeightsScale = float("expert_weights_scale")
+	h.RopeYarnLogMul = float("rope.scaling.yarn_log_multiplier")
+	if v, ok := f.Get(pre + "expert_weights_norm"); ok {
+		b, isBool := v.Bool()
+		if !isBool {
+			note(d.bad("%sexpert_weights_norm = %v is not a bool", pre, v))
+		}
+		h.MoE.WeightsNorm = b
+	}
+	h.MLA.QLoraRank, _ = integer("attention.q_lora_rank", false, big)
+	h.MLA.KVLoraRank, _ = integer("attention.kv_lora_rank", false, big)
+	h.MLA.KeyLength, _ = integer("attention.key_length_mla", false, big)
+	h.MLA.ValLength, _ = integer("attention.value_length_mla", false, big)
 	h.RMSEps = float("attention.layer_norm_rms_epsilon")
 	h.RopeFreqBase = float("rope.freq_base")
 	h.SWA.RopeFreqBase = float("rope.freq_base_swa")

@@ -12,7 +12,9 @@ import (
 // heads × head dim), so architectures whose layers differ in geometry
 // (gemma4's sliding-window and full layers) share one cache type; a
 // recurrent layer (qwen35moe's delta-net) keeps a fixed-size float32 state
-// instead of KV rows. It is owned by one decode loop; not safe for
+// instead of KV rows. A K-only layer (latent attention) stores one row per
+// position and reads its values from the same rows. It is owned by one
+// decode loop; not safe for
 // concurrent use.
 type State struct {
 	NCtx int
@@ -24,6 +26,7 @@ type State struct {
 	k16, v16 [][]uint16
 	widths   []int
 	rec      [][]float32 // per layer: the recurrent state (nil for a KV layer)
+	kOnly    []bool      // per layer: V is read from the K rows (no V rows of its own)
 	pass     *Pass       // the single-token Forward's buffers, reused (block.go)
 }
 
@@ -37,13 +40,24 @@ func NewKV(nCtx int, widths []int, t KVType) (*State, error) {
 // V rows of widths[l] floats for nCtx positions, or (widths[l] == 0) a
 // recurrent state of rec[l] float32s, zeroed.
 func NewHybrid(nCtx int, widths, rec []int, t KVType) (*State, error) {
+	return newState(nCtx, widths, rec, nil, t)
+}
+
+// newState is NewHybrid where layer l holds K rows only when kOnly[l] (nil:
+// none): its values are read from its K rows (latent attention's cache,
+// whose values are the leading part of its keys).
+func newState(nCtx int, widths, rec []int, kOnly []bool, t KVType) (*State, error) {
+	if kOnly == nil {
+		kOnly = make([]bool, len(widths))
+	}
 	if nCtx <= 0 {
 		return nil, fmt.Errorf("model: context length %d must be positive", nCtx)
 	}
-	if len(rec) != len(widths) {
-		return nil, fmt.Errorf("model: %d recurrent sizes for %d layers", len(rec), len(widths))
+	if len(rec) != len(widths) || len(kOnly) != len(widths) {
+		return nil, fmt.Errorf("model: %d recurrent sizes and %d K-only flags for %d layers", len(rec), len(kOnly), len(widths))
 	}
-	s := &State{NCtx: nCtx, Type: t, widths: append([]int(nil), widths...), rec: make([][]float32, len(widths))}
+	s := &State{NCtx: nCtx, Type: t, widths: append([]int(nil), widths...), rec: make([][]float32, len(widths)),
+		kOnly: append([]bool(nil), kOnly...)}
 	s.k32, s.v32 = make([][]float32, len(widths)), make([][]float32, len(widths))
 	s.k16, s.v16 = make([][]uint16, len(widths)), make([][]uint16, len(widths))
 	for l, w := range widths {
@@ -53,9 +67,17 @@ func NewHybrid(nCtx int, widths, rec []int, t KVType) (*State, error) {
 		case w <= 0 || rec[l] != 0:
 			return nil, fmt.Errorf("model: layer %d: KV row width %d and recurrent state %d (want one of them positive)", l, w, rec[l])
 		case t == KVF32:
-			s.k32[l], s.v32[l] = make([]float32, nCtx*w), make([]float32, nCtx*w)
+			s.k32[l] = make([]float32, nCtx*w)
+			s.v32[l] = s.k32[l]
+			if !kOnly[l] {
+				s.v32[l] = make([]float32, nCtx*w)
+			}
 		default:
-			s.k16[l], s.v16[l] = make([]uint16, nCtx*w), make([]uint16, nCtx*w)
+			s.k16[l] = make([]uint16, nCtx*w)
+			s.v16[l] = s.k16[l]
+			if !kOnly[l] {
+				s.v16[l] = make([]uint16, nCtx*w)
+			}
 		}
 	}
 	return s, nil
@@ -69,7 +91,11 @@ func (s *State) Bytes() int64 {
 	}
 	var n int64
 	for l, w := range s.widths {
-		n += 2*int64(s.NCtx)*int64(w)*per + 4*int64(len(s.rec[l]))
+		rows := int64(2)
+		if s.kOnly[l] {
+			rows = 1
+		}
+		n += rows*int64(s.NCtx)*int64(w)*per + 4*int64(len(s.rec[l]))
 	}
 	return n
 }
@@ -113,12 +139,20 @@ func (s *State) Store(l, pos int, k, v []float32) {
 	o := pos * w
 	if s.Type == KVF32 {
 		copy(s.k32[l][o:o+w], k[:w])
-		copy(s.v32[l][o:o+w], v[:w])
+		if !s.kOnly[l] {
+			copy(s.v32[l][o:o+w], v[:w])
+		}
 		return
 	}
-	kd, vd := s.k16[l][o:o+w], s.v16[l][o:o+w]
+	kd := s.k16[l][o : o+w]
 	for i := range kd {
 		kd[i] = quant.FP32ToFP16(k[i])
+	}
+	if s.kOnly[l] {
+		return
+	}
+	vd := s.v16[l][o : o+w]
+	for i := range vd {
 		vd[i] = quant.FP32ToFP16(v[i])
 	}
 }
@@ -131,6 +165,7 @@ func (s *State) Store(l, pos int, k, v []float32) {
 type AttnArgs struct {
 	Layer    int
 	Off, Dim int
+	VDim     int // output width (the first VDim columns of V): 0 means Dim
 	Lo, Hi   int
 	Scale    float32
 	Sink     float32
@@ -146,6 +181,9 @@ func (s *State) Attend(a *AttnArgs, q, scores, out []float32) {
 	kvDim := s.widths[a.Layer]
 	at, n := a.Lo*kvDim+a.Off, a.Hi-a.Lo+1
 	h := kernels.Head{Scale: a.Scale, Sink: a.Sink, HasSink: a.HasSink}
+	if a.VDim > 0 {
+		out = out[:a.VDim]
+	}
 	if s.Type == KVF32 {
 		kernels.AttendF32(q[:a.Dim], s.k32[a.Layer][at:], s.v32[a.Layer][at:], kvDim, n, h, scores, out)
 		return

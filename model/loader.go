@@ -120,6 +120,37 @@ func (l *Loader) OptionalVector(name string, n int) ([]float32, bool) {
 	return out, true
 }
 
+// Heads loads a 3-D weight of one [cols × rows] matrix per head (ggml's
+// mul_mat of a 3-D weight: latent attention's attn_k_b and attn_v_b), as
+// nHead Weights viewing the tensor's bytes. A missing tensor is an error.
+func (l *Loader) Heads(name string, cols, rows, nHead int) []Weight {
+	ti := l.info(name)
+	if ti == nil {
+		l.fail("tensor %s is missing", name)
+		return nil
+	}
+	ne := ti.Ne()
+	if int(ne[0]) != cols || int(ne[1]) != rows || int(ne[2]) != nHead || ne[3] != 1 {
+		l.fail("tensor %s has shape %v, want [%d %d %d]", name, ti.Dims, cols, rows, nHead)
+		return nil
+	}
+	data, err := l.src.TensorBytes(ti)
+	if err != nil {
+		l.err = fmt.Errorf("tensor %s: %w", name, err)
+		return nil
+	}
+	per := int64(ti.Strides[2])
+	if int64(len(data)) < per*int64(nHead) {
+		l.fail("tensor %s: %d bytes for %d heads of %d", name, len(data), nHead, per)
+		return nil
+	}
+	ws := make([]Weight, nHead)
+	for h := range ws {
+		ws[h] = Weight{Name: fmt.Sprintf("%s[%d]", name, h), Type: ti.Type, Rows: rows, Cols: cols, Data: data[int64(h)*per : int64(h+1)*per]}
+	}
+	return ws
+}
+
 // ExpertType checks a 3-D expert tensor's shape and returns its type.
 func (l *Loader) ExpertType(name string, cols, rows, nExpert int) quant.Type {
 	ti := l.info(name)

@@ -99,6 +99,12 @@ type Rotation interface {
 	ApplyNeoX(x []float32, pos int)
 }
 
+// NormRotation rotates in ggml's "normal" rope mode: adjacent pairs
+// (2i, 2i+1) (latent attention's rotated part).
+type NormRotation interface {
+	ApplyNorm(x []float32, pos int)
+}
+
 // Rope is NeoX rotary embedding without YaRN extrapolation, as ggml_rope_ext
 // computes it: pairs (i, i+NDims/2) of the first NDims dimensions rotate by
 // pos·Base^(-2i/NDims)·FreqScale / FreqFactors[i]; dimensions past NDims
@@ -114,7 +120,15 @@ type Rope struct {
 }
 
 // ApplyNeoX rotates one head vector x (len ≥ NDims) for position pos.
-func (r Rope) ApplyNeoX(x []float32, pos int) {
+func (r Rope) ApplyNeoX(x []float32, pos int) { r.apply(x, pos, r.NDims/2) }
+
+// ApplyNorm rotates x as ggml's "normal" rope mode: pairs (2i, 2i+1) of the
+// first NDims dimensions at the angles ApplyNeoX gives pair i.
+func (r Rope) ApplyNorm(x []float32, pos int) { r.apply(x, pos, 1) }
+
+// apply rotates pair i — dimensions (i, i+off) when off > 1 (NeoX), else
+// (2i, 2i+1) — for every i < NDims/2.
+func (r Rope) apply(x []float32, pos, off int) {
 	half := r.NDims / 2
 	thetaScale := float32(math.Pow(float64(r.Base), -2.0/float64(r.NDims)))
 	theta := float32(pos)
@@ -125,11 +139,15 @@ func (r Rope) ApplyNeoX(x []float32, pos int) {
 		}
 		c := float32(math.Cos(float64(t))) * r.AttnScale
 		s := float32(math.Sin(float64(t))) * r.AttnScale
-		x0 := x[i]
-		x1 := x[i+half]
+		a := i
+		if off == 1 {
+			a = 2 * i
+		}
+		x0 := x[a]
+		x1 := x[a+off]
 		// explicit roundings: never fused into FMA (Go fuses on arm64)
-		x[i] = float32(x0*c) - float32(x1*s)
-		x[i+half] = float32(x0*s) + float32(x1*c)
+		x[a] = float32(x0*c) - float32(x1*s)
+		x[a+off] = float32(x0*s) + float32(x1*c)
 		theta *= thetaScale
 	}
 }

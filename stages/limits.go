@@ -27,16 +27,13 @@ func checkPolicies(cfg Config, layers int) error {
 	return nil
 }
 
-// kvBytes is the KV cache of positions positions: attention layers × K and
-// V × positions × KV width × element size (saturating instead of
+// kvBytes is the KV cache of positions positions: attention layers ×
+// positions × a position's row (K and V, or the latent of latent
+// attention: HParams.KVRow) × element size (saturating instead of
 // overflowing), plus the recurrent layers' float32 states.
 func kvBytes(hp model.HParams, positions, elemBytes int) int64 {
-	kvDim := hp.NHeadKV * hp.HeadDim
-	if kvDim == 0 {
-		kvDim = hp.NEmbd
-	}
 	nRec := hp.RecurrentLayers()
-	per := int64(hp.NLayer-nRec) * 2 * int64(kvDim) * int64(max(elemBytes, 2))
+	per := int64(hp.NLayer-nRec) * int64(hp.KVRow()) * int64(max(elemBytes, 2))
 	if per > 0 && int64(positions) > (1<<62)/per {
 		return 1 << 62
 	}

@@ -58,7 +58,7 @@ type Model struct {
 	d                   *model.Desc
 	nEmbd, headDim, nFF int
 	nExpert, k, window  int
-	rope                Rope
+	rope                model.YaRN
 	layers              []layer
 }
 
@@ -80,7 +80,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	if eps == 0 {
 		eps = 1e-5
 	}
-	if m.rope, err = newRope(d, m.headDim); err != nil {
+	if m.rope, err = model.NewYaRN(d, m.headDim, 0, false); err != nil {
 		return nil, err
 	}
 	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: eps, Timings: opt.Timings}

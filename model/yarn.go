@@ -1,18 +1,16 @@
-package gptoss
+package model
 
 import (
 	"fmt"
 	"math"
-
-	"github.com/pipe-engine/pipe/model"
 )
 
-// Rope is NeoX rotary embedding with YaRN scaling, computed as ggml's CPU
-// rope (ggml_rope_cache_init / rope_yarn / ggml_rope_yarn_corr_dims) with the
-// parameters llama.cpp's context derives for a "yarn" file. Every step is
-// float32, in ggml's order, so the rotated vectors match llama.cpp's to the
-// ulp of the transcendental functions.
-type Rope struct {
+// YaRN is rotary embedding with optional YaRN scaling, computed as ggml's
+// CPU rope (ggml_rope_cache_init / rope_yarn / ggml_rope_yarn_corr_dims)
+// with the parameters llama.cpp's context derives for the file (no scaling,
+// linear or "yarn"). Every step is float32, in ggml's order, so the rotated
+// vectors match llama.cpp's to the ulp of the transcendental functions.
+type YaRN struct {
 	NDims      int
 	Base       float32 // freq_base
 	FreqScale  float32 // 1 / rope.scaling.factor (1 without scaling)
@@ -28,13 +26,13 @@ const (
 	defaultBetaSlow = float32(1)
 )
 
-func logf(x float32) float32 { return float32(math.Log(float64(x))) }
+func logf32(x float32) float32 { return float32(math.Log(float64(x))) }
 
 // yarnCorrDim is ggml_rope_yarn_corr_dim: the dimension at which nRot
 // rotations fit into the original context.
 func yarnCorrDim(nDims, nCtxOrig int, nRot, base float32) float32 {
 	arg := float32(nCtxOrig) / float32(float32(nRot*2)*float32(math.Pi))
-	return float32(float32(nDims)*logf(arg)) / float32(2*logf(base))
+	return float32(float32(nDims)*logf32(arg)) / float32(2*logf32(base))
 }
 
 // YarnCorrDims is ggml_rope_yarn_corr_dims: the [start, end] dimensions of
@@ -46,23 +44,26 @@ func YarnCorrDims(nDims, nCtxOrig int, base, betaFast, betaSlow float32) [2]floa
 }
 
 // fileFloat reads an optional float key of the architecture.
-func fileFloat(d *model.Desc, key string, def float32) (float32, error) {
+func fileFloat(d *Desc, key string, def float32) (float32, error) {
 	v, ok := d.File.Get(d.Arch + "." + key)
 	if !ok {
 		return def, nil
 	}
 	f, ok := v.Float()
 	if !ok || math.IsNaN(f) {
-		return 0, fmt.Errorf("%w: %s.%s = %v is not a number", model.ErrBadModel, d.Arch, key, v)
+		return 0, fmt.Errorf("%w: %s.%s = %v is not a number", ErrBadModel, d.Arch, key, v)
 	}
 	return float32(f), nil
 }
 
-// newRope derives the rotation from the file's metadata as llama.cpp's
-// llama_context does with default context parameters.
-func newRope(d *model.Desc, nDims int) (Rope, error) {
+// NewYaRN derives the rotation of nDims dimensions from the file's
+// metadata as llama.cpp's llama_context does with default context
+// parameters. logMul is the architecture's YaRN log multiplier
+// (hparams.rope_yarn_log_mul, 0 when it has none); mscaleIsLogMul is
+// llama_context's deepseek2 case, where it is also the mscale.
+func NewYaRN(d *Desc, nDims int, logMul float32, mscaleIsLogMul bool) (YaRN, error) {
 	hp := d.HParams
-	r := Rope{NDims: nDims, Base: hp.RopeFreqBase, FreqScale: 1, AttnFactor: 1}
+	r := YaRN{NDims: nDims, Base: hp.RopeFreqBase, FreqScale: 1, AttnFactor: 1}
 	if r.Base == 0 {
 		r.Base = 10000
 	}
@@ -71,21 +72,21 @@ func newRope(d *model.Desc, nDims int) (Rope, error) {
 	}
 	ropeAttn, err := fileFloat(d, "rope.scaling.attn_factor", 1)
 	if err != nil {
-		return Rope{}, err
+		return YaRN{}, err
 	}
 	switch hp.RopeScalingType {
 	case "yarn":
 		r.ExtFactor = 1
 		betaFast, err := fileFloat(d, "rope.scaling.yarn_beta_fast", defaultBetaFast)
 		if err != nil {
-			return Rope{}, err
+			return YaRN{}, err
 		}
 		betaSlow, err := fileFloat(d, "rope.scaling.yarn_beta_slow", defaultBetaSlow)
 		if err != nil {
-			return Rope{}, err
+			return YaRN{}, err
 		}
 		if ext, err := fileFloat(d, "rope.scaling.yarn_ext_factor", -1); err != nil {
-			return Rope{}, err
+			return YaRN{}, err
 		} else if ext >= 0 {
 			r.ExtFactor = ext
 		}
@@ -94,27 +95,41 @@ func newRope(d *model.Desc, nDims int) (Rope, error) {
 			nCtxOrig = hp.NCtxTrain
 		}
 		if nCtxOrig <= 0 {
-			return Rope{}, fmt.Errorf("%w: yarn scaling without rope.scaling.original_context_length", model.ErrBadModel)
+			return YaRN{}, fmt.Errorf("%w: yarn scaling without rope.scaling.original_context_length", ErrBadModel)
 		}
 		r.Corr = YarnCorrDims(nDims, nCtxOrig, r.Base, betaFast, betaSlow)
 		if r.ExtFactor != 0 {
-			// llama_context: attn_factor = get_mscale(factor, 1), then the
-			// factor ggml's rope_yarn re-applies is cancelled.
+			// llama_context: attn_factor = get_mscale(factor, 1), or with a
+			// log multiplier get_mscale(factor, mscale) / get_mscale(factor,
+			// logMul); then the factor ggml's rope_yarn re-applies is
+			// cancelled.
 			factor := 1 / r.FreqScale
-			ms := float32(1)
-			if factor > 1 {
-				ms = float32(float32(0.1)*logf(factor)) + 1
+			if logMul != 0 {
+				ms := float32(1)
+				if mscaleIsLogMul && logMul != 1 {
+					ms = logMul
+				}
+				r.AttnFactor = getMscale(factor, ms) / getMscale(factor, logMul)
+			} else {
+				r.AttnFactor = getMscale(factor, 1)
 			}
-			r.AttnFactor = ms
-			r.AttnFactor *= 1 / (1 + float32(float32(0.1)*logf(factor)))
+			r.AttnFactor *= 1 / (1 + float32(float32(0.1)*logf32(factor)))
 		}
 	case "", "none", "linear":
 	default:
-		return Rope{}, fmt.Errorf("%w: gpt-oss: rope scaling %q is not supported", model.ErrUnsupportedArch, hp.RopeScalingType)
+		return YaRN{}, fmt.Errorf("%w: rope scaling %q is not supported", ErrUnsupportedArch, hp.RopeScalingType)
 	}
 	r.AttnFactor *= ropeAttn
 	r.thetaScale = float32(math.Pow(float64(r.Base), float64(float32(-2.0)/float32(nDims))))
 	return r, nil
+}
+
+// getMscale is llama_context's get_mscale.
+func getMscale(scale, mscale float32) float32 {
+	if scale <= 1 {
+		return 1
+	}
+	return float32(float32(float32(0.1)*mscale)*logf32(scale)) + 1
 }
 
 // rampYarn is ggml's rope_yarn_ramp for the pair starting at dimension i0.
@@ -124,14 +139,14 @@ func rampYarn(low, high float32, i0 int) float32 {
 }
 
 // cosSin is ggml's rope_yarn for one pair.
-func (r *Rope) cosSin(thetaExtrap float32, i0 int) (float32, float32) {
+func (r *YaRN) cosSin(thetaExtrap float32, i0 int) (float32, float32) {
 	thetaInterp := float32(r.FreqScale * thetaExtrap)
 	theta := thetaInterp
 	mscale := r.AttnFactor
 	if r.ExtFactor != 0 {
 		rampMix := float32(rampYarn(r.Corr[0], r.Corr[1], i0) * r.ExtFactor)
 		theta = float32(thetaInterp*(1-rampMix)) + float32(thetaExtrap*rampMix)
-		mscale *= 1 + float32(float32(0.1)*logf(1/r.FreqScale))
+		mscale *= 1 + float32(float32(0.1)*logf32(1/r.FreqScale))
 	}
 	c := float32(math.Cos(float64(theta))) * mscale
 	s := float32(math.Sin(float64(theta))) * mscale
@@ -140,7 +155,7 @@ func (r *Rope) cosSin(thetaExtrap float32, i0 int) (float32, float32) {
 
 // ApplyNeoX rotates one head vector x (len ≥ NDims) for position pos: pairs
 // are (i, i+NDims/2).
-func (r *Rope) ApplyNeoX(x []float32, pos int) {
+func (r *YaRN) ApplyNeoX(x []float32, pos int) {
 	half := r.NDims / 2
 	theta := float32(pos)
 	for i := 0; i < half; i++ {
@@ -148,6 +163,19 @@ func (r *Rope) ApplyNeoX(x []float32, pos int) {
 		x0, x1 := x[i], x[i+half]
 		x[i] = float32(x0*c) - float32(x1*s)
 		x[i+half] = float32(x0*s) + float32(x1*c)
+		theta *= r.thetaScale
+	}
+}
+
+// ApplyNorm rotates x in ggml's "normal" mode: pairs (2i, 2i+1), at the
+// angles ApplyNeoX gives pair i.
+func (r *YaRN) ApplyNorm(x []float32, pos int) {
+	theta := float32(pos)
+	for i := 0; i+1 < r.NDims; i += 2 {
+		c, s := r.cosSin(theta, i)
+		x0, x1 := x[i], x[i+1]
+		x[i] = float32(x0*c) - float32(x1*s)
+		x[i+1] = float32(x0*s) + float32(x1*c)
 		theta *= r.thetaScale
 	}
 }
