@@ -2,7 +2,8 @@
 # Starts `pipe serve` on the tiny test model and checks its wire format with
 # curl, a client that shares no code with it: a streamed chat completion must
 # be server-sent events ending in `data: [DONE]`, a plain one must carry
-# usage, and SIGTERM must end the server with status 0.
+# usage, llama-server's /completion and /tokenize answer,
+# and SIGTERM must end the server with status 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v curl >/dev/null || { echo "serve-check: curl is required" >&2; exit 1; }
@@ -33,6 +34,12 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://$addr/v1/chat/completions"
 [ "$code" = 415 ] || { echo "serve-check: a form-encoded body answered $code, want 415" >&2; exit 1; }
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://$addr/v1/models" -H 'Host: rebound.example')
 [ "$code" = 403 ] || { echo "serve-check: an unknown Host answered $code, want 403" >&2; exit 1; }
+# llama-server's native API: /completion with n_predict, /tokenize
+curl -sSf "http://$addr/completion" -H 'Content-Type: application/json' \
+  -d '{"prompt":"Once upon a time","n_predict":3}' | grep -q '"tokens_predicted":3' \
+  || { echo "serve-check: /completion did not honour n_predict" >&2; exit 1; }
+curl -sSf "http://$addr/tokenize" -H 'Content-Type: application/json' -d '{"content":"Hello"}' | grep -q '"tokens":\[[0-9]' \
+  || { echo "serve-check: /tokenize gave no tokens" >&2; exit 1; }
 kill -TERM "$pid"
 status=0
 wait "$pid" || status=$?

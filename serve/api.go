@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"reflect"
 	"strings"
 
 	"github.com/pipe-engine/pipe/sample"
@@ -35,6 +37,7 @@ type commonFields struct {
 	Model               string    `json:"model"`
 	MaxTokens           *int      `json:"max_tokens"`
 	MaxCompletionTokens *int      `json:"max_completion_tokens"`
+	NPredict            *int      `json:"n_predict"` // llama-server's; wins over max_tokens, -1 = no limit
 	Stop                stopField `json:"stop"`
 	Stream              bool      `json:"stream"`
 	N                   *int      `json:"n"`
@@ -129,8 +132,11 @@ const maxStops = 16
 // job is a validated request, ready for the decode slot.
 type job struct {
 	chat      bool
+	model     string              // as requested ("" = the served one)
 	messages  []tokenizer.Message // chat
 	prompt    string              // completion
+	given     []int32             // /completion's prompt given as token ids
+	noCache   bool                // /completion's cache_prompt: false (prefill the whole prompt)
 	maxTokens int                 // < 0: until end-of-generation or the context is full
 	stops     []string
 	stream    bool
@@ -158,7 +164,7 @@ func (c *commonFields) toJob(def sample.Params, j *job) error {
 	if c.N != nil && *c.N != 1 {
 		return badRequest("n=%d: only n=1 is supported", *c.N)
 	}
-	j.maxTokens = -1
+	j.maxTokens, j.model = -1, c.Model
 	for _, v := range []*int{c.MaxTokens, c.MaxCompletionTokens} {
 		if v != nil {
 			if *v < 1 {
@@ -166,6 +172,12 @@ func (c *commonFields) toJob(def sample.Params, j *job) error {
 			}
 			j.maxTokens = *v
 		}
+	}
+	if v := c.NPredict; v != nil {
+		if *v < -1 {
+			return badRequest("n_predict %d must be >= 0, or -1 (no limit)", *v)
+		}
+		j.maxTokens = *v
 	}
 	if len(c.Stop) > maxStops {
 		return badRequest("stop: %d sequences, at most %d", len(c.Stop), maxStops)
@@ -211,7 +223,7 @@ func (f *samplingFields) apply(def sample.Params) sample.Params {
 func parseChat(body []byte, def sample.Params) (job, error) {
 	var r chatRequest
 	if err := json.Unmarshal(body, &r); err != nil {
-		return job{}, badRequest("invalid JSON: %v", err)
+		return job{}, jsonError(err)
 	}
 	j := job{chat: true}
 	if len(r.Messages) == 0 {
@@ -233,7 +245,7 @@ func parseChat(body []byte, def sample.Params) (job, error) {
 func parseCompletion(body []byte, def sample.Params) (job, error) {
 	var r completionRequest
 	if err := json.Unmarshal(body, &r); err != nil {
-		return job{}, badRequest("invalid JSON: %v", err)
+		return job{}, jsonError(err)
 	}
 	j := job{prompt: string(r.Prompt)}
 	if j.prompt == "" {
@@ -283,14 +295,78 @@ type response struct {
 	Model   string   `json:"model"`
 	Choices []choice `json:"choices"`
 	Usage   *usage   `json:"usage,omitempty"`
+	// Pipe is the engine's telemetry of a streamed chunk (an extension
+	// field; see telemetry).
+	Pipe *telemetry `json:"pipe,omitempty"`
 }
 
 type apiError struct {
 	Error apiErrorBody `json:"error"`
 }
 
+// apiErrorBody.Code is the HTTP status, or OpenAI's string code where it
+// has one (model_not_found); Param names the field at fault, if any.
 type apiErrorBody struct {
-	Message string `json:"message"`
-	Type    string `json:"type"`
-	Code    *int   `json:"code"`
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param,omitempty"`
+	Code    any     `json:"code"`
+}
+
+// jsonError turns a request body's decoding error into plain words: the
+// field and the JSON type it needs, never Go's type names.
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "the body"
+		}
+		return badRequest("%s: want %s, got %s", field, jsonKind(te.Type), jsonValueWord(te.Value))
+	case errors.As(err, &se):
+		return badRequest("invalid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("invalid JSON: the body ends too early")
+	}
+	// the custom fields' own messages ("stop: want a string or …")
+	return badRequest("%s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// jsonKind names what a Go type holds in JSON's words.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "an object"
+}
+
+// jsonValueWord is an UnmarshalTypeError's Value ("number 1.5", "string")
+// with an article.
+func jsonValueWord(v string) string {
+	switch {
+	case strings.HasPrefix(v, "number"):
+		return "a " + v
+	case v == "array" || v == "object":
+		return "an " + v
+	case v == "bool":
+		return "true or false"
+	}
+	return "a " + v
 }

@@ -40,8 +40,8 @@ type collector struct {
 
 func (c *collector) begin() error { return nil }
 
-func (c *collector) text(s string) error {
-	c.buf.WriteString(s)
+func (c *collector) text(p piece) error {
+	c.buf.WriteString(p.text)
 	return nil
 }
 
@@ -84,14 +84,16 @@ func (e *sse) begin() error {
 	return e.event(e.sh.response(true, choice{Delta: &chatDelta{Role: "assistant", Content: &empty}}))
 }
 
-func (e *sse) text(s string) error {
+func (e *sse) text(p piece) error {
 	c := choice{}
 	if e.sh.chat {
-		c.Delta = &chatDelta{Content: &s}
+		c.Delta = &chatDelta{Content: &p.text}
 	} else {
-		c.Text = &s
+		c.Text = &p.text
 	}
-	return e.event(e.sh.response(true, c))
+	r := e.sh.response(true, c)
+	r.Pipe = p.tel
+	return e.event(r)
 }
 
 func (e *sse) end(o *outcome) error {

@@ -17,6 +17,9 @@ type outcome struct {
 	cachedTokens int // of them, reused from the previous request's KV
 	genTokens    int
 	finish       string // "stop" or "length"
+	stopType     string // llama-server's stop_type: "eos", "word", "limit" or "none"
+	stopWord     string // the stop sequence that ended it (stop_type "word")
+	maxTokens    int    // the limit it ran with (-1: none)
 	queue        time.Duration
 	ttft         time.Duration // request arrival → first generated token
 	prefill      time.Duration
@@ -42,8 +45,16 @@ type emitter interface {
 	// begin is called once the request is known to fit, before the prompt
 	// pass (a stream sends its headers).
 	begin() error
-	text(s string) error
+	text(p piece) error
 	end(o *outcome) error
+}
+
+// piece is text that is safe to send, the tokens it completes, and the
+// engine's work for the last of them.
+type piece struct {
+	text string
+	ids  []int32
+	tel  *telemetry
 }
 
 // acquire waits for the decode slot (requests are decoded one at a time, in
@@ -62,6 +73,15 @@ func (s *Server) acquire(ctx context.Context) (release func(), err error) {
 
 // encode renders and tokenizes a job's prompt.
 func (s *Server) encode(j *job) ([]int32, error) {
+	if j.given != nil {
+		n := int32(s.o.Model.Tokenizer().NVocab())
+		for i, id := range j.given {
+			if id < 0 || id >= n {
+				return nil, badRequest("prompt[%d]: token %d is not in the vocabulary (0..%d)", i, id, n-1)
+			}
+		}
+		return j.given, nil
+	}
 	if !j.chat {
 		ids, _, err := s.o.Model.Encode(decode.Prompt{Text: j.prompt})
 		if errors.Is(err, decode.ErrEmptyPrompt) {
@@ -84,7 +104,8 @@ func (s *Server) encode(j *job) ([]int32, error) {
 // prepare sizes and tokenizes a job's prompt on the request's own
 // goroutine, before it queues for the decode slot: a prompt whose length
 // alone cannot fit the context is refused untokenized, and one whose tokens
-// and max_tokens do not fit is refused without waiting for the slot.
+// leave no room to generate is refused without waiting for the slot (a
+// max_tokens past the context is clamped, limit).
 func (s *Server) prepare(j *job) error {
 	if err := s.o.Model.FitText(j.textBytes(), s.nCtx); err != nil {
 		return fmt.Errorf("%w: the prompt: %w", errContext, err)
@@ -93,9 +114,9 @@ func (s *Server) prepare(j *job) error {
 	if err != nil {
 		return err
 	}
-	if want := max(j.maxTokens, 1); want > s.nCtx-len(ids) {
-		return fmt.Errorf("%w: the prompt (%d tokens) + max_tokens (%d) exceeds the context of %d tokens",
-			errContext, len(ids), want, s.nCtx)
+	if len(ids) >= s.nCtx {
+		return fmt.Errorf("%w: the prompt (%d tokens) leaves no room to generate in the context of %d tokens",
+			errContext, len(ids), s.nCtx)
 	}
 	j.ids = ids
 	return nil
@@ -112,6 +133,7 @@ func (s *Server) generate(ctx context.Context, j *job, em emitter, start time.Ti
 	defer release()
 	o.queue = time.Since(start)
 	ids := j.ids
+	o.maxTokens = s.limit(j.maxTokens, s.nCtx-len(ids))
 	p := j.params
 	seed := s.o.Seed
 	if j.seed != nil {
@@ -123,6 +145,9 @@ func (s *Server) generate(ctx context.Context, j *job, em emitter, start time.Ti
 	}
 	if err := em.begin(); err != nil {
 		return err
+	}
+	if j.noCache {
+		s.sess.Reuse(ids[:1]) // cache_prompt: false: prefill it all
 	}
 	o.cachedTokens = s.reuse(j.who, ids)
 	eng := s.o.Model.Engine()
@@ -136,6 +161,19 @@ func (s *Server) generate(ctx context.Context, j *job, em emitter, start time.Ti
 	return s.run(ctx, j, ids[o.cachedTokens:], em, start, o)
 }
 
+// limit is the tokens a request may generate: what it asked for (negative:
+// no limit), at most the server's -n (when set) and what is left of the
+// context, as llama-server clamps it (finish_reason "length").
+func (s *Server) limit(asked, room int) int {
+	if c := s.o.MaxTokens; c > 0 && (asked < 0 || asked > c) {
+		asked = c
+	}
+	if asked < 0 || asked > room {
+		asked = room
+	}
+	return asked
+}
+
 // errContext: the request does not fit the server's context (HTTP 400).
 var errContext = fmt.Errorf("%w: context length exceeded", ErrRequest)
 
@@ -143,8 +181,10 @@ func (s *Server) run(ctx context.Context, j *job, feed []int32, em emitter, star
 	st := stopper{stops: j.stops}
 	byString := false
 	eng := s.o.Model.Engine()
+	tel := s.newTelemetry(start)
+	var ids []int32     // tokens whose text is not sent yet
 	var first time.Time // the first token's callback: the prompt pass is over
-	res, err := s.sess.Generate(ctx, feed, decode.GenOptions{MaxTokens: j.maxTokens}, func(t decode.Token) error {
+	res, err := s.sess.Generate(ctx, feed, decode.GenOptions{MaxTokens: o.maxTokens}, func(t decode.Token) error {
 		if first.IsZero() {
 			first = time.Now()
 			o.ttft = first.Sub(start)
@@ -152,17 +192,20 @@ func (s *Server) run(ctx context.Context, j *job, feed []int32, em emitter, star
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		out, stop := st.add(t.Text)
-		if out != "" {
-			if err := em.text(out); err != nil {
+		now := eng.Metrics().Counters
+		s.met.setEngine(now)
+		ids = append(ids, t.ID)
+		p := piece{}
+		p.text, byString = st.add(t.Text)
+		if p.text != "" || byString {
+			p.ids, ids, p.tel = ids, nil, tel.take(now, len(ids))
+			if err := em.text(p); err != nil {
 				return err
 			}
 		}
-		if stop {
-			byString = true
+		if byString {
 			return decode.ErrStop
 		}
-		s.met.setEngine(eng.Metrics().Counters)
 		return nil
 	})
 	o.genTokens, o.prefill = len(res.Tokens), res.Prefill
@@ -173,15 +216,18 @@ func (s *Server) run(ctx context.Context, j *job, feed []int32, em emitter, star
 		return err
 	}
 	if !byString {
-		if tail := st.flush(); tail != "" {
-			if err := em.text(tail); err != nil {
+		if tail := st.flush(); tail != "" || len(ids) > 0 {
+			if err := em.text(piece{text: tail, ids: ids}); err != nil {
 				return err
 			}
 		}
 	}
-	o.finish = "stop"
-	if res.Stop == decode.StopLength {
-		o.finish = "length"
+	o.finish, o.stopType = "stop", "eos"
+	switch {
+	case byString:
+		o.stopType, o.stopWord = "word", st.word
+	case res.Stop == decode.StopLength:
+		o.finish, o.stopType = "length", "limit"
 	}
 	return em.end(o)
 }

@@ -201,6 +201,9 @@ func (s *Server) complete(x *exchange, chat bool) {
 		s.failGen(x, nil, err)
 		return
 	}
+	if !s.knownModel(x, j.model) {
+		return
+	}
 	j.who = tenantOf(x.r, j.cacheKey)
 	sh := shape{chat: chat, id: prefix + x.id, model: s.o.ModelID, created: time.Now().Unix()}
 	var em emitter = &collector{sh: sh, w: x.w}
@@ -213,6 +216,19 @@ func (s *Server) complete(x *exchange, chat bool) {
 	if err := s.generate(x.r.Context(), &j, em, x.start, x.gen); err != nil {
 		s.failGen(x, st, err)
 	}
+}
+
+// knownModel reports whether a request's "model" is the served one (or
+// absent); else it answers 404 as OpenAI does.
+func (s *Server) knownModel(x *exchange, name string) bool {
+	if name == "" || name == s.o.ModelID || name == s.o.ModelID+".gguf" {
+		return true
+	}
+	x.err = fmt.Errorf("the model %q does not exist: this server serves %q", name, s.o.ModelID)
+	param := "model"
+	_ = writeJSON(x.w, http.StatusNotFound, apiError{Error: apiErrorBody{Message: x.err.Error(),
+		Type: "invalid_request_error", Param: &param, Code: "model_not_found"}})
+	return false
 }
 
 func (s *Server) models(x *exchange) {

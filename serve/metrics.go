@@ -59,6 +59,13 @@ func (m *meters) queue(delta int) {
 	m.mu.Unlock()
 }
 
+// running reports whether a generation holds the decode slot.
+func (m *meters) running() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.busy == 1
+}
+
 func (m *meters) setBusy(b bool) {
 	m.mu.Lock()
 	m.busy = 0

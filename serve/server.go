@@ -10,15 +10,25 @@
 //     events, a last chunk with finish_reason and usage, then
 //     `data: [DONE]`. usage.prompt_tokens_details.cached_tokens counts the
 //     prompt tokens whose KV was reused.
+//     n_predict (llama-server's name) wins over max_tokens; the server's
+//     MaxTokens (-n) caps both; a limit past the context is clamped to what
+//     fits (finish_reason "length"); a model other than the served one is
+//     a 404 with OpenAI's model_not_found. Streamed chunks carry the
+//     engine's telemetry in an extension field "pipe" (telemetry.go).
 //   - GET /v1/models, GET /health, GET /metrics (Prometheus text format).
 //     The same routes answer without the /v1 prefix, as llama-server's do.
+//   - llama-server's native API (native.go): POST /completion (prompt as
+//     text or token ids, n_predict, stream, cache_prompt, return_tokens;
+//     content, tokens, stop_type, timings), POST /tokenize and
+//     /detokenize, GET /props and /slots.
 //
 // Anything else is 404; a wrong method 405; bad JSON, bad fields and a
 // request that does not fit the context 400; an oversized body 413 (the
 // limit follows the context, bodyLimit); a body that is not
 // application/json 415; a missing or wrong API key 401 (every route but
 // /health); a Host or browser Origin the server does not answer 403
-// (guard.go).
+// (guard.go). A request's JSON
+// type errors name the field and the type it needs in JSON's words.
 //
 // # Invariants
 //
@@ -75,12 +85,19 @@ type Options struct {
 	Model *decode.Model
 	// ModelID is the model's name in /v1/models and in responses.
 	ModelID string
+	// ModelPath is the model file, for /props.
+	ModelPath string
+	// Version is the server's build, for /props' build_info.
+	Version string
 	// Ctx is the KV positions of the served session (0: decode.DefaultCtx).
 	Ctx int
 	// Sampling are the defaults of fields a request leaves out; Seed is the
 	// seed of a request without one (negative: a random seed per request).
 	Sampling sample.Params
 	Seed     int64
+	// MaxTokens caps every request's generated tokens and is the limit of a
+	// request that sets none (llama-server's -n; 0 or negative: none).
+	MaxTokens int
 	// NoThink renders chats with an empty think block (Qwen3).
 	NoThink bool
 	// APIKey, if set, is required as `Authorization: Bearer KEY` on every
@@ -130,6 +147,7 @@ type Server struct {
 	ownerLen  int
 
 	nCtx int // the session's context
+	strip   atomic.Pointer[[][2]int] // the running generation's per-layer hits and misses (telemetry.go)
 }
 
 // New makes the server's session (its KV cache is allocated here).
@@ -165,6 +183,7 @@ func New(o Options) (*Server, error) {
 	if o.APIKey != "" {
 		s.keyHash = sha256.Sum256([]byte(o.APIKey))
 	}
+	o.Model.OnRoute(s.observeRoute)
 	return s, nil
 }
 
@@ -183,6 +202,11 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(p+"/completions", s.route(http.MethodPost, true, s.completion))
 		mux.Handle(p+"/models", s.route(http.MethodGet, true, s.models))
 	}
+	mux.Handle("/completion", s.route(http.MethodPost, true, s.nativeCompletion))
+	mux.Handle("/tokenize", s.route(http.MethodPost, true, s.tokenize))
+	mux.Handle("/detokenize", s.route(http.MethodPost, true, s.detokenize))
+	mux.Handle("/props", s.route(http.MethodGet, true, s.props))
+	mux.Handle("/slots", s.route(http.MethodGet, true, s.slots))
 	mux.Handle("/health", s.route(http.MethodGet, false, s.health))
 	mux.Handle("/metrics", s.route(http.MethodGet, true, s.metrics))
 	mux.Handle("/", s.route("", true, s.notFound))

@@ -8,6 +8,7 @@ import "strings"
 type stopper struct {
 	stops   []string
 	pending string
+	word    string // the stop sequence that ended the text
 }
 
 // add takes the next piece of generated text and returns the text that is
@@ -22,7 +23,7 @@ func (s *stopper) add(text string) (out string, stopped bool) {
 	first := -1
 	for _, st := range s.stops {
 		if i := strings.Index(s.pending, st); i >= 0 && (first < 0 || i < first) {
-			first = i
+			first, s.word = i, st
 		}
 	}
 	if first >= 0 {

@@ -203,7 +203,7 @@ func TestRejectBeforeQueue(t *testing.T) {
 		{`{"prompt":"` + strings.Repeat("word ", 300) + `"}`, 400},   // over 256 tokens
 		{`{"prompt":"` + strings.Repeat("word ", 200e3) + `"}`, 413}, // 1 MB: over any body a 256-token context needs
 		{`{"messages":[{"role":"user","content":"` + strings.Repeat("word ", 300) + `"}]}`, 400},
-		{`{"prompt":"hi","max_tokens":9223372036854775807}`, 400},
+		{`{"prompt":"hi","max_tokens":9223372036854775808}`, 400}, // past int64 (max_tokens up to it is clamped to the context: TestLimits)
 	} {
 		t0 := time.Now()
 		got, _, b := h.send(http.MethodPost, "/v1/completions", "", c.body, "Content-Type", jsonCT)

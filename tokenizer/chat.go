@@ -205,3 +205,6 @@ func (t *Tokenizer) ChatDelta(past []Message, next Message, addGenerationPrompt,
 	}
 	return delta, nil
 }
+
+// ChatTemplate is the model's tokenizer.chat_template ("" without one).
+func (t *Tokenizer) ChatTemplate() string { return t.chatTemplate }

@@ -1,0 +1,332 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pipe-engine/pipe/sample"
+)
+
+// llama-server's native API, beside the OpenAI one: POST /completion,
+// /tokenize and /detokenize, GET /props and /slots, in the shapes
+// llama-server (tools/server) gives them.
+
+// nativeRequest is POST /completion.
+type nativeRequest struct {
+	Prompt       nativePrompt `json:"prompt"`
+	CachePrompt  *bool        `json:"cache_prompt"` // default true
+	ReturnTokens bool         `json:"return_tokens"`
+	commonFields
+}
+
+// nativePrompt is /completion's prompt: a string, an array of token ids, or
+// an array of one string or one array of ids.
+type nativePrompt struct {
+	text string
+	ids  []int32
+}
+
+func (p *nativePrompt) UnmarshalJSON(b []byte) error {
+	if json.Unmarshal(b, &p.text) == nil {
+		return nil
+	}
+	if json.Unmarshal(b, &p.ids) == nil && len(p.ids) > 0 {
+		return nil
+	}
+	var one []json.RawMessage
+	if json.Unmarshal(b, &one) == nil && len(one) == 1 {
+		var q nativePrompt
+		if err := q.UnmarshalJSON(one[0]); err == nil && (q.text != "" || q.ids != nil) {
+			*p = q
+			return nil
+		}
+	}
+	return errors.New("prompt: want a string, an array of token ids, or an array of one of them")
+}
+
+func parseNative(body []byte, def sample.Params) (job, bool, error) {
+	var r nativeRequest
+	if err := json.Unmarshal(body, &r); err != nil {
+		return job{}, false, jsonError(err)
+	}
+	j := job{prompt: r.Prompt.text, given: r.Prompt.ids, noCache: r.CachePrompt != nil && !*r.CachePrompt}
+	if j.prompt == "" && j.given == nil {
+		return j, false, badRequest("prompt: a non-empty prompt is required")
+	}
+	return j, r.ReturnTokens, r.toJob(def, &j)
+}
+
+func (s *Server) nativeCompletion(x *exchange) {
+	body, ok := s.readBody(x)
+	if !ok {
+		return
+	}
+	j, returnTokens, err := parseNative(body, s.o.Sampling)
+	if err == nil {
+		err = s.prepare(&j)
+	}
+	if err != nil {
+		s.failGen(x, nil, err)
+		return
+	}
+	if !s.knownModel(x, j.model) {
+		return
+	}
+	j.who = tenantOf(x.r, j.cacheKey)
+	x.gen = &outcome{}
+	n := &native{s: s, j: &j, o: x.gen, w: x.w, returnTokens: returnTokens}
+	var em emitter = n
+	var st *sse
+	if j.stream {
+		st = &sse{w: x.w, rc: http.NewResponseController(x.w), timeout: s.o.WriteTimeout}
+		n.stream = st
+	}
+	if err := s.generate(x.r.Context(), &j, em, x.start, x.gen); err != nil {
+		s.failGen(x, st, err)
+	}
+}
+
+// native is /completion's emitter: one JSON object at the end, or (stream)
+// an event per piece of text and a last one with stop: true; no [DONE].
+type native struct {
+	s            *Server
+	j            *job
+	o            *outcome // the generation's, filled as it goes
+	w            http.ResponseWriter
+	stream       *sse // nil: not streaming
+	returnTokens bool
+	buf          strings.Builder
+	ids          []int32
+	predicted    int
+}
+
+// nativeChunk is one streamed piece.
+type nativeChunk struct {
+	Index           int        `json:"index"`
+	Content         string     `json:"content"`
+	Tokens          []int32    `json:"tokens"`
+	Stop            bool       `json:"stop"`
+	IDSlot          int        `json:"id_slot"`
+	TokensPredicted int        `json:"tokens_predicted"`
+	TokensEvaluated int        `json:"tokens_evaluated"`
+	Pipe            *telemetry `json:"pipe,omitempty"`
+}
+
+// nativeFinal is the whole answer, or the stream's last event.
+type nativeFinal struct {
+	Index              int            `json:"index"`
+	Content            string         `json:"content"`
+	Tokens             []int32        `json:"tokens"`
+	IDSlot             int            `json:"id_slot"`
+	Stop               bool           `json:"stop"`
+	Model              string         `json:"model"`
+	TokensPredicted    int            `json:"tokens_predicted"`
+	TokensEvaluated    int            `json:"tokens_evaluated"`
+	GenerationSettings map[string]any `json:"generation_settings"`
+	Prompt             string         `json:"prompt"`
+	HasNewLine         bool           `json:"has_new_line"`
+	Truncated          bool           `json:"truncated"`
+	StopType           string         `json:"stop_type"`
+	StoppingWord       string         `json:"stopping_word"`
+	TokensCached       int            `json:"tokens_cached"`
+	Timings            timings        `json:"timings"`
+}
+
+// timings are llama-server's per-request timings.
+type timings struct {
+	CacheN              int     `json:"cache_n"`
+	PromptN             int     `json:"prompt_n"`
+	PromptMs            float64 `json:"prompt_ms"`
+	PromptPerTokenMs    float64 `json:"prompt_per_token_ms"`
+	PromptPerSecond     float64 `json:"prompt_per_second"`
+	PredictedN          int     `json:"predicted_n"`
+	PredictedMs         float64 `json:"predicted_ms"`
+	PredictedPerTokenMs float64 `json:"predicted_per_token_ms"`
+	PredictedPerSecond  float64 `json:"predicted_per_second"`
+}
+
+func timingsOf(o *outcome) timings {
+	per := func(n int, d time.Duration) (float64, float64) {
+		if n == 0 || d <= 0 {
+			return 0, 0
+		}
+		return ms(d) / float64(n), float64(n) / d.Seconds()
+	}
+	t := timings{CacheN: o.cachedTokens, PromptN: o.promptTokens - o.cachedTokens, PromptMs: ms(o.prefill),
+		PredictedN: o.genTokens, PredictedMs: ms(o.decode)}
+	t.PromptPerTokenMs, t.PromptPerSecond = per(t.PromptN, o.prefill)
+	t.PredictedPerTokenMs, t.PredictedPerSecond = per(o.genTokens, o.decode)
+	return t
+}
+
+func (n *native) begin() error {
+	if n.stream != nil {
+		return n.stream.begin()
+	}
+	return nil
+}
+
+func (n *native) text(p piece) error {
+	n.predicted += len(p.ids)
+	if n.stream != nil {
+		return n.stream.event(nativeChunk{Content: p.text, Tokens: nonNil(p.ids), TokensPredicted: n.predicted,
+			TokensEvaluated: n.o.promptTokens, Pipe: p.tel})
+	}
+	n.buf.WriteString(p.text)
+	if n.returnTokens {
+		n.ids = append(n.ids, p.ids...)
+	}
+	return nil
+}
+
+func (n *native) end(o *outcome) error {
+	content := n.buf.String()
+	f := nativeFinal{Content: content, Tokens: nonNil(n.ids), Stop: true, Model: n.s.o.ModelID,
+		TokensPredicted: o.genTokens, TokensEvaluated: o.promptTokens, GenerationSettings: n.s.settings(n.j, o.maxTokens),
+		Prompt: n.j.prompt, HasNewLine: strings.Contains(content, "\n"), StopType: o.stopType, StoppingWord: o.stopWord,
+		TokensCached: o.cachedTokens + o.genTokens, Timings: timingsOf(o)}
+	if n.j.given != nil {
+		f.Prompt = n.s.o.Model.Tokenizer().Decode(n.j.given, true)
+	}
+	if n.stream != nil {
+		f.Content = ""
+		return n.stream.event(f)
+	}
+	return writeJSON(n.w, http.StatusOK, f)
+}
+
+func nonNil(ids []int32) []int32 {
+	if ids == nil {
+		return []int32{}
+	}
+	return ids
+}
+
+// settings are a request's generation settings as llama-server names them
+// (generation_settings, /props' default_generation_settings.params).
+func (s *Server) settings(j *job, maxTokens int) map[string]any {
+	p := s.o.Sampling
+	var stops []string
+	stream, cachePrompt := false, true
+	if j != nil {
+		p, stops, stream, cachePrompt = j.params, j.stops, j.stream, !j.noCache
+	}
+	seed := s.o.Seed
+	if j != nil && j.seed != nil {
+		seed = *j.seed
+	}
+	return map[string]any{
+		"n_predict": maxTokens, "seed": seed, "temperature": p.Temp, "top_k": p.TopK, "top_p": p.TopP,
+		"min_p": p.MinP, "repeat_penalty": p.RepeatPenalty, "repeat_last_n": p.RepeatLastN,
+		"frequency_penalty": p.FreqPenalty, "presence_penalty": p.PresencePenalty,
+		"stop": nonNilStrings(stops), "stream": stream, "cache_prompt": cachePrompt,
+	}
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// tokenize is POST /tokenize: {"content", "add_special" (false),
+// "parse_special" (true), "with_pieces" (false)} → {"tokens"}.
+func (s *Server) tokenize(x *exchange) {
+	body, ok := s.readBody(x)
+	if !ok {
+		return
+	}
+	var r struct {
+		Content      *string `json:"content"`
+		AddSpecial   bool    `json:"add_special"`
+		ParseSpecial *bool   `json:"parse_special"`
+		WithPieces   bool    `json:"with_pieces"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		s.fail(x, http.StatusBadRequest, "invalid_request_error", jsonError(err))
+		return
+	}
+	type withPiece struct {
+		ID    int32 `json:"id"`
+		Piece any   `json:"piece"` // the text, or its bytes when not UTF-8
+	}
+	out := []any{}
+	if r.Content != nil {
+		tok := s.o.Model.Tokenizer()
+		for _, id := range tok.Encode(*r.Content, r.AddSpecial, r.ParseSpecial == nil || *r.ParseSpecial) {
+			if !r.WithPieces {
+				out = append(out, id)
+				continue
+			}
+			b := tok.Piece(nil, id, true)
+			var piece any = string(b)
+			if !utf8.Valid(b) {
+				bs := make([]int, len(b))
+				for i, c := range b {
+					bs[i] = int(c)
+				}
+				piece = bs
+			}
+			out = append(out, withPiece{ID: id, Piece: piece})
+		}
+	}
+	_ = writeJSON(x.w, http.StatusOK, map[string]any{"tokens": out})
+}
+
+// detokenize is POST /detokenize: {"tokens"} → {"content"}.
+func (s *Server) detokenize(x *exchange) {
+	body, ok := s.readBody(x)
+	if !ok {
+		return
+	}
+	var r struct {
+		Tokens []int32 `json:"tokens"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		s.fail(x, http.StatusBadRequest, "invalid_request_error", jsonError(err))
+		return
+	}
+	tok := s.o.Model.Tokenizer()
+	n := int32(tok.NVocab())
+	for i, id := range r.Tokens {
+		if id < 0 || id >= n {
+			s.fail(x, http.StatusBadRequest, "invalid_request_error", badRequest("tokens[%d]: token %d is not in the vocabulary (0..%d)", i, id, n-1))
+			return
+		}
+	}
+	_ = writeJSON(x.w, http.StatusOK, map[string]string{"content": tok.Decode(r.Tokens, true)})
+}
+
+// props is GET /props: the server's defaults and model, as llama-server's.
+func (s *Server) props(x *exchange) {
+	tok := s.o.Model.Tokenizer()
+	_ = writeJSON(x.w, http.StatusOK, map[string]any{
+		"default_generation_settings": map[string]any{"params": s.settings(nil, s.o.MaxTokens), "n_ctx": s.sess.Ctx()},
+		"total_slots":                 1,
+		"model_alias":                 s.o.ModelID,
+		"model_path":                  s.o.ModelPath,
+		"modalities":                  map[string]bool{"vision": false, "video": false, "audio": false},
+		"endpoint_slots":              true,
+		"endpoint_props":              false,
+		"endpoint_metrics":            true,
+		"chat_template":               tok.ChatTemplate(),
+		"bos_token":                   tok.TokenText(tok.BOS()),
+		"eos_token":                   tok.TokenText(tok.EOS()),
+		"build_info":                  s.o.Version,
+		"is_sleeping":                 false,
+	})
+}
+
+// slots is GET /slots: the one decode slot, as llama-server's array.
+func (s *Server) slots(x *exchange) {
+	busy := s.met.running()
+	_ = writeJSON(x.w, http.StatusOK, []map[string]any{{
+		"id": 0, "n_ctx": s.sess.Ctx(), "speculative": false, "is_processing": busy,
+		"params": s.settings(nil, s.o.MaxTokens),
+	}})
+}
