@@ -146,8 +146,8 @@ type Server struct {
 	ownerSeen bool
 	ownerLen  int
 
-	nCtx int // the session's context
-	strip   atomic.Pointer[[][2]int] // the running generation's per-layer hits and misses (telemetry.go)
+	nCtx  int                      // the session's context
+	strip atomic.Pointer[[][2]int] // the running generation's per-layer hits and misses (telemetry.go)
 }
 
 // New makes the server's session (its KV cache is allocated here).
