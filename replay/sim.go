@@ -44,6 +44,7 @@ func (p PhaseSel) String() string {
 type Access struct {
 	Key    cache.Key
 	Repeat bool
+	Weight float32 // the router's weight of the row (the lossy replay's input)
 }
 
 // Batch is one lookup batch: one decode (token, layer), or one prefill layer
@@ -99,7 +100,7 @@ func Compile(t *Trace) *Sequence {
 			}
 		}
 		k := cache.Key{Layer: r.Layer, Expert: r.Expert}
-		cur.Accesses = append(cur.Accesses, Access{Key: k, Repeat: seen[k]})
+		cur.Accesses = append(cur.Accesses, Access{Key: k, Repeat: seen[k], Weight: r.Weight})
 		seen[k] = true
 	}
 	return s
@@ -171,86 +172,122 @@ func refuse(pol cache.Policy, k cache.Key, full bool, eligible func(cache.Key) b
 // that is a cache.Admitter decides at each miss that does not fit whether
 // the key becomes resident.
 func Simulate(s *Sequence, pol cache.Policy, budget int64, phase PhaseSel) (Result, error) {
-	h := &s.Header
-	res := Result{Policy: pol.Name(), Budget: budget, Phase: phase}
-	if phase == CountAll {
-		res.Tokens = s.DecodeTokens + s.PrefillTokens
-	} else {
-		res.Tokens = s.DecodeTokens
+	sm, err := newSim(s, pol, budget, phase)
+	if err != nil {
+		return sm.res, err
 	}
-	ne := 1 // arrays sized by the experts actually routed, not n_expert
+	for bi := range s.Batches {
+		if err := sm.batch(bi, &s.Batches[bi]); err != nil {
+			return sm.res, err
+		}
+	}
+	return sm.res, nil
+}
+
+// sim is a replay's cache state: which keys are resident, under which
+// policy and budget, and what was counted so far.
+type sim struct {
+	h        *Header
+	pol      cache.Policy
+	budget   int64
+	phase    PhaseSel
+	res      Result
+	ne       int     // experts per layer in the arrays (the largest routed id + 1)
+	resident []bool  // [layer·ne + expert]
+	touched  []int32 // batch number+1 that last touched the key
+	used     int64
+	batchNo  int32
+}
+
+// newSim checks s's batches and sizes the state for them.
+func newSim(s *Sequence, pol cache.Policy, budget int64, phase PhaseSel) (*sim, error) {
+	h := &s.Header
+	sm := &sim{h: h, pol: pol, budget: budget, phase: phase, ne: 1,
+		res: Result{Policy: pol.Name(), Budget: budget, Phase: phase}}
+	if phase == CountAll {
+		sm.res.Tokens = s.DecodeTokens + s.PrefillTokens
+	} else {
+		sm.res.Tokens = s.DecodeTokens
+	}
 	for bi := range s.Batches {
 		b := &s.Batches[bi]
 		if b.Layer < 0 || b.Layer >= h.NLayer || len(h.Layers) != h.NLayer {
-			return res, fmt.Errorf("%w: batch %d: layer %d of %d", ErrMalformed, bi, b.Layer, h.NLayer)
+			return sm, fmt.Errorf("%w: batch %d: layer %d of %d", ErrMalformed, bi, b.Layer, h.NLayer)
 		}
 		for _, a := range b.Accesses {
 			if a.Key.Layer != b.Layer || a.Key.Expert < 0 || a.Key.Expert >= MaxExperts {
-				return res, fmt.Errorf("%w: batch %d (layer %d): key %v", ErrMalformed, bi, b.Layer, a.Key)
+				return sm, fmt.Errorf("%w: batch %d (layer %d): key %v", ErrMalformed, bi, b.Layer, a.Key)
 			}
-			ne = max(ne, a.Key.Expert+1)
+			sm.ne = max(sm.ne, a.Key.Expert+1)
 		}
 	}
-	idx := func(k cache.Key) int { return k.Layer*ne + k.Expert }
-	resident := make([]bool, h.NLayer*ne)
-	touched := make([]int32, h.NLayer*ne) // batch number+1 that last touched the key
-	var used int64
-	var batchNo int32
-	eligible := func(k cache.Key) bool {
-		if k.Layer < 0 || k.Layer >= h.NLayer || k.Expert < 0 || k.Expert >= ne {
-			return false
-		}
-		i := idx(k)
-		return resident[i] && touched[i] != batchNo
+	sm.resident = make([]bool, h.NLayer*sm.ne)
+	sm.touched = make([]int32, h.NLayer*sm.ne)
+	return sm, nil
+}
+
+func (sm *sim) idx(k cache.Key) int { return k.Layer*sm.ne + k.Expert }
+
+// isResident reports whether k is in the simulated cache.
+func (sm *sim) isResident(k cache.Key) bool { return sm.resident[sm.idx(k)] }
+
+func (sm *sim) eligible(k cache.Key) bool {
+	if k.Layer < 0 || k.Layer >= sm.h.NLayer || k.Expert < 0 || k.Expert >= sm.ne {
+		return false
 	}
-	for bi := range s.Batches {
-		b := &s.Batches[bi]
-		batchNo = int32(bi + 1)
-		counted := phase == CountAll || b.Phase == PhaseDecode
-		pol.Batch(b.Step, b.Layer)
-		eb := h.Layers[b.Layer].ExpertBytes
-		for _, a := range b.Accesses {
-			i := idx(a.Key)
-			touched[i] = batchNo
-			if a.Repeat {
-				pol.OnHit(a.Key)
-				continue
-			}
+	i := sm.idx(k)
+	return sm.resident[i] && sm.touched[i] != sm.batchNo
+}
+
+// batch replays batch number bi: its lookups, then the evictions that bring
+// the cache back under its budget.
+func (sm *sim) batch(bi int, b *Batch) error {
+	res, pol := &sm.res, sm.pol
+	sm.batchNo = int32(bi + 1)
+	counted := sm.phase == CountAll || b.Phase == PhaseDecode
+	pol.Batch(b.Step, b.Layer)
+	eb := sm.h.Layers[b.Layer].ExpertBytes
+	for _, a := range b.Accesses {
+		i := sm.idx(a.Key)
+		sm.touched[i] = sm.batchNo
+		if a.Repeat {
+			pol.OnHit(a.Key)
+			continue
+		}
+		if counted {
+			res.Lookups++
+		}
+		if sm.resident[i] {
 			if counted {
-				res.Lookups++
+				res.Hits++
 			}
-			if resident[i] {
-				if counted {
-					res.Hits++
-				}
-				pol.OnHit(a.Key)
-				continue
-			}
-			if counted {
-				res.BytesRead += eb
-			}
-			if refuse(pol, a.Key, used+eb > budget, eligible) {
-				res.Refused++
-				continue
-			}
-			resident[i] = true
-			used += eb
-			pol.OnAdmit(a.Key, eb)
+			pol.OnHit(a.Key)
+			continue
 		}
-		res.PeakBytes = max(res.PeakBytes, used)
-		for used > budget {
-			v, ok := pol.Victim(eligible)
-			if !ok {
-				break
-			}
-			if !eligible(v) {
-				return res, fmt.Errorf("%w: %s chose %v after batch %d, which is not an eligible resident key", ErrPolicy, pol.Name(), v, bi)
-			}
-			resident[idx(v)] = false
-			used -= h.Layers[v.Layer].ExpertBytes
-			res.Evictions++
-			pol.OnEvict(v)
+		if counted {
+			res.BytesRead += eb
 		}
+		if refuse(pol, a.Key, sm.used+eb > sm.budget, sm.eligible) {
+			res.Refused++
+			continue
+		}
+		sm.resident[i] = true
+		sm.used += eb
+		pol.OnAdmit(a.Key, eb)
 	}
-	return res, nil
+	res.PeakBytes = max(res.PeakBytes, sm.used)
+	for sm.used > sm.budget {
+		v, ok := pol.Victim(sm.eligible)
+		if !ok {
+			break
+		}
+		if !sm.eligible(v) {
+			return fmt.Errorf("%w: %s chose %v after batch %d, which is not an eligible resident key", ErrPolicy, pol.Name(), v, bi)
+		}
+		sm.resident[sm.idx(v)] = false
+		sm.used -= sm.h.Layers[v.Layer].ExpertBytes
+		res.Evictions++
+		pol.OnEvict(v)
+	}
+	return nil
 }

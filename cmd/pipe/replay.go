@@ -21,6 +21,8 @@ type ReplayCmd struct {
 	Seed    int64    `help:"Seed of the random policy." default:"1"`
 	Format  string   `help:"Output format: text, markdown or json." enum:"text,markdown,json" default:"text"`
 
+	Lossy string `help:"Instead of the sweep: replay the lossy routing modes on the decode routings with the cache's residency at each lookup, against lossless, per budget (policy: the first of --policy, layer by default): comma-separated drop=F, dynamic-k=P and, as the comparison, topk=N (a lower --n-expert-used). --moe-substitute cannot be replayed: a trace holds only each routing's top k." placeholder:"MODES"`
+
 	WarmStart   bool `name:"warm-start" help:"Instead of the sweep: the hot set of the trace's first half (its decode tokens' first half and the prefill) warm-starts a new process replaying the second half; hit % of its first --first-tokens tokens and of all, cold vs warm vs continued (the cache as the first half left it)."`
 	FirstTokens int  `name:"first-tokens" help:"Head window of --warm-start, in decode tokens." default:"20"`
 }
@@ -65,6 +67,12 @@ func (c *ReplayCmd) Run(g *Globals) (err error) {
 			return fmt.Errorf("replay %s: %w", path, err)
 		}
 		seq := replay.Compile(tr)
+		if c.Lossy != "" {
+			if err := c.lossy(g, filepath.Base(path), seq, pols, budgets, i); err != nil {
+				return fmt.Errorf("replay %s: %w", path, err)
+			}
+			continue
+		}
 		if c.WarmStart {
 			if err := c.warm(g, filepath.Base(path), seq, pols, budgets, i); err != nil {
 				return fmt.Errorf("replay %s: %w", path, err)
@@ -92,6 +100,31 @@ func (c *ReplayCmd) warm(g *Globals, name string, seq *replay.Sequence, pols []s
 		pols = []string{"lru", "layer"} // the default list holds belady, which needs the future
 	}
 	rep, err := replay.WarmStart(name, seq, replay.WarmOptions{Policies: pols, Budgets: budgets, FirstTokens: c.FirstTokens, Seed: c.Seed})
+	if err != nil {
+		return err
+	}
+	if err := c.separate(g.Stdout, i); err != nil {
+		return err
+	}
+	if c.Format == "json" {
+		enc := json.NewEncoder(g.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.Write(g.Stdout, c.Format == "markdown")
+}
+
+// lossy runs the --lossy replay of one trace (the i-th) and prints it.
+func (c *ReplayCmd) lossy(g *Globals, name string, seq *replay.Sequence, pols []string, budgets []int64, i int) error {
+	modes, err := replay.ParseLossyModes(c.Lossy)
+	if err != nil {
+		return err
+	}
+	pol := "layer"
+	if len(pols) > 0 && c.Policy != "lru,lfu,random,layer,belady" {
+		pol = pols[0]
+	}
+	rep, err := replay.LossySweep(name, seq, pol, budgets, modes, c.Seed)
 	if err != nil {
 		return err
 	}
