@@ -232,8 +232,8 @@ func (s *Stage) Compute(ctx context.Context, j *Job, rs []expert.Ready, st *Stat
 // others, before it blocks on the hand-off channel. Hits arrive from the
 // planner goroutine within tens of microseconds; blocking instead parks
 // this goroutine and can leave its core idle, and on a virtual machine an
-// idle core wakes slowly (measured: 130 µs per layer waiting for a
-// layer's first hit against 32 µs of planner work).
+// idle core wakes slowly, several times the planner's work per layer
+// (docs/measurements.md, "Figures from code comments").
 const pollWait = 50 * time.Microsecond
 
 // poll reports whether ch has a value, yielding the processor (so the

@@ -42,8 +42,8 @@ import (
 	"sort"
 )
 
-// Columns is the fixed per-token CSV header, in order (DESIGN.md §4). Extra
-// columns, if any, follow these.
+// Columns is the fixed per-token CSV header, in order (the README's per-token
+// CSV). Extra columns, if any, follow these.
 var Columns = []string{
 	"step", "steps", "wall_ms", "io_ms", "compute_ms", "read_bytes",
 	"cache_hit_pct", "stall_ms", "mgmt_ms", "majflt", "cpu_ms", "resident_frac",

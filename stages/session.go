@@ -110,11 +110,10 @@ const PromptProcs = 2
 // prompt pass the compute threads hold their Ps for milliseconds at a time
 // (whole experts, attention over every token), so a reader goroutine whose
 // pread returned waited for a P before it could hand its expert on and issue
-// the next read; with Ps to spare it runs at once, the OS sharing the cores.
-// On the 12-layer cut of the 30B (129 tokens, budget 1653 MiB, -t 2 on 2
-// cores) that took the capped prompt pass from 57–64 to 75–80 tok/s. Decode
-// keeps GOMAXPROCS as it is: there the runtime's spinning on idle Ps cost
-// 2–12 % (its kernels wake the pool's threads many times per token). A
+// the next read; with Ps to spare it runs at once, the OS sharing the cores
+// (docs/measurements.md, "Figures from code comments"). Decode keeps
+// GOMAXPROCS as it is: there the runtime's spinning on idle Ps costs time
+// (its kernels wake the pool's threads many times per token). A
 // GOMAXPROCS set in the environment is left alone, as is a runtime already
 // running with that many Ps.
 func (e *Engine) promptProcs() (restore func()) {

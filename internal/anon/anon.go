@@ -7,8 +7,9 @@
 // contiguous run: with 4 KiB pages a 3 MB expert is ~750 segments, split into
 // several requests (virtio-blk takes 254 segments per request), each pinned
 // page by page; with 2 MiB pages it is a handful of segments in one request.
-// On the development VM that doubled cold-read throughput (1.6-1.9 ->
-// 3.3-4.6 GB/s) and halved the CPU per GB read. Matrix-vector kernels
+// On the development VM that doubled cold-read throughput and halved the CPU
+// per GB read (docs/measurements.md, "Figures from code comments").
+// Matrix-vector kernels
 // streaming dense weights also take fewer TLB misses.
 //
 // Huge pages are a request (madvise MADV_HUGEPAGE), not a guarantee: with THP

@@ -15,10 +15,8 @@ const PrefaultStep = 32 << 20
 // into a page does not pay for the fault. That matters for O_DIRECT reads:
 // when their destination pages are not yet present, the read faults them in
 // page by page inside the system call, and several reader lanes faulting the
-// same mapping at once serialize in the kernel (on the development VM, 2.7 GB
-// read into a fresh mapping by 4 lanes took 1.6–5.5 s of system time and ran
-// at 0.85–1.6 GB/s; into a populated one, 0.5 s and 2.3 GB/s, the populate
-// included).
+// same mapping at once serialize in the kernel (docs/measurements.md,
+// "Figures from code comments", has the development VM's numbers).
 //
 // Faulting uses MADV_POPULATE_WRITE, which never changes a page's contents,
 // so it is safe while other goroutines (or the device) write the pages it
