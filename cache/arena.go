@@ -65,8 +65,6 @@ func (a *arena) get() (int32, bool) {
 
 func (a *arena) put(i int32) { a.free = append(a.free, i) }
 
-func (a *arena) inUse() int { return a.n - len(a.free) }
-
 // buf returns slot i's first size bytes; its capacity ends at the slot's end.
 func (a *arena) buf(i int32, size int64) []byte {
 	off := int64(i) * a.slot

@@ -52,12 +52,6 @@ func unsignedOffset(t quant.Type) int32 {
 	return 0
 }
 
-// Supported reports whether rows of type t have a dot-product kernel.
-func Supported(t quant.Type) bool {
-	_, err := ActivationType(t)
-	return err == nil
-}
-
 // Activation is an activation vector converted to a weight type's
 // vec_dot_type, ready to be dotted with many rows. Build one with
 // QuantizeActivation or (*Activation).Quantize; it is read-only afterwards

@@ -303,10 +303,6 @@ func scaleMinK4(j int, q []byte) (sc, m uint8) {
 	return (q[j+4] & 0x0f) | ((q[j-4] >> 6) << 4), (q[j+4] >> 4) | ((q[j] >> 6) << 4)
 }
 
-// ScaleMinK4 exports get_scale_min_k4 for kernels: sub-block j (0..7) of the
-// 12 scale bytes of a Q4_K or Q5_K block.
-func ScaleMinK4(j int, scales []byte) (sc, m uint8) { return scaleMinK4(j, scales) }
-
 func dequantQ4_K(b []byte, y []float32) {
 	_ = b[143]
 	_ = y[255]
