@@ -234,9 +234,6 @@ func (e *Engine) Config() Resolved { return e.cfg }
 // Desc is the model description.
 func (e *Engine) Desc() *model.Desc { return e.desc }
 
-// Model is the architecture instance.
-func (e *Engine) Model() model.Model { return e.model }
-
 // Resident reports whether the bytes of (layer, expert) are in memory now,
 // so a lookup would hit (always false when nothing streams: the page cache
 // is not asked).
@@ -251,8 +248,9 @@ func (e *Engine) Observe(f func(step, layer int, ids [][]int, weights [][]float3
 	e.pipe.onRoute = f
 }
 
-// NewState allocates a KV cache.
-func (e *Engine) NewState(nCtx int, kv model.KVType) (*model.State, error) {
+// newState allocates a KV cache, refusing one larger than the memory
+// available.
+func (e *Engine) newState(nCtx int, kv model.KVType) (*model.State, error) {
 	if err := checkKV(e.desc.HParams, nCtx, kvElemBytes(kv)); err != nil {
 		return nil, err
 	}
@@ -276,8 +274,8 @@ func (e *Engine) Forward(ctx context.Context, st *model.State, tokens []int32, a
 // cache's batch bookkeeping and the route trace).
 func (e *Engine) setStep(step int) { e.meter.step = step }
 
-// ResidentFrac samples the resident fraction of the dense weights.
-func (e *Engine) ResidentFrac() float64 {
+// residentFrac samples the resident fraction of the dense weights.
+func (e *Engine) residentFrac() float64 {
 	if e.weights == nil {
 		return -1
 	}

@@ -44,7 +44,7 @@ type PrefillTimes struct {
 
 // NewSession starts a sequence with a KV cache of nCtx positions.
 func (e *Engine) NewSession(nCtx int, kv model.KVType) (*Session, error) {
-	st, err := e.NewState(nCtx, kv)
+	st, err := e.newState(nCtx, kv)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func (s *Session) sample() sink.TokenMetrics {
 	if c.Cached {
 		m.CacheHitPct, _ = c.HitPct()
 	}
-	m.ResidentFrac = s.eng.ResidentFrac()
+	m.ResidentFrac = s.eng.residentFrac()
 	if s.eng.pipe.lossy != nil {
 		k := d.Skipped
 		s.extra = [3]float64{float64(k.Dropped), float64(k.Substituted), float64(k.Trimmed)}
