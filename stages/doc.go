@@ -141,7 +141,8 @@
 // engine.go: Engine, Open, load, Close; config.go: Config, EnsureDefaults,
 // Validate, Resolved and resolve; limits.go and budget.go: the memory checks
 // and the expert-cache budget resolve applies; pipeline.go: the per-layer
-// flow and the per-token meter; source.go: the expert-source seam and the
+// flow and the per-token meter; lossy.go: the lossy routing modes between
+// the router and the source; source.go: the expert-source seam and the
 // mapped source; stream.go: the streamed source; speculate.go: speculation
 // and the warm start; metrics.go: Engine.Metrics; session.go: a decode
 // sequence and its per-token metrics; score.go: scoring a sequence.
