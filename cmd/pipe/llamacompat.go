@@ -21,6 +21,8 @@ var llamaShort = map[string]string{
 	"-ctk":    "--cache-type-k",
 	"-ctv":    "--cache-type-v",
 	"-st":     "--single-turn",
+	"-if":     "--interactive",
+	"-ndio":   "--no-odirect",
 	"-v":      "--log-level=debug",
 }
 
@@ -32,16 +34,10 @@ var llamaLong = map[string]string{
 	"--no-display-prompt": "--echo=false",
 	"--verbose":           "--log-level=debug",
 	"--log-verbose":       "--log-level=debug",
-}
-
-// llamaIgnored are llama.cpp switches that change nothing pipe does; they
-// are accepted and dropped (README: "accepted, ignored"). A value that
-// follows one of them is dropped with it when it is one of the values.
-var llamaIgnored = map[string][]string{
-	// pipe has no warm-up pass: its first token's time is the real one.
-	"--warmup": nil, "--no-warmup": nil,
-	// pipe prints the generated text plain; log colours follow the terminal.
-	"-co": {"on", "off", "auto"}, "--color": {"on", "off", "auto"},
+	"--log-disable":       "--log-level=error",
+	"--usage":             "--help",
+	"--interactive-first": "--interactive",
+	"--no-direct-io":      "--no-odirect",
 }
 
 const (
@@ -53,24 +49,6 @@ const (
 	parallelHnt = "pipe decodes one sequence at a time; pipe serve queues requests"
 	downloadHnt = "pipe does not download models (and has no network access to do it): download the GGUF file yourself and pass its path with -m"
 )
-
-// llamaUnsupported are llama.cpp flags pipe cannot honour, with what pipe
-// does instead.
-var llamaUnsupported = map[string]string{
-	"-ngl": gpuHint, "--n-gpu-layers": gpuHint, "--gpu-layers": gpuHint,
-	"-sm": gpuHint, "--split-mode": gpuHint, "-ts": gpuHint, "--tensor-split": gpuHint,
-	"-mg": gpuHint, "--main-gpu": gpuHint, "-dev": gpuHint, "--device": gpuHint,
-	"-ot": expertHint, "--override-tensor": expertHint,
-	"-ncmoe": expertHint, "--n-cpu-moe": expertHint, "-cmoe": expertHint, "--cpu-moe": expertHint,
-	"-b": batchHint, "--batch-size": batchHint, "-ub": batchHint, "--ubatch-size": batchHint,
-	"--mlock": mlockHint, "--no-mmap": noMmapHint, "--mmap": noMmapHint,
-	"-fa": "pipe's attention has one CPU implementation; there is no flash-attention switch", "--flash-attn": "pipe's attention has one CPU implementation; there is no flash-attention switch",
-	"-np": parallelHnt, "--parallel": parallelHnt, "-cb": parallelHnt, "--cont-batching": parallelHnt,
-	"-hf": downloadHnt, "-hfr": downloadHnt, "--hf-repo": downloadHnt, "-hff": downloadHnt, "--hf-file": downloadHnt,
-	"-hft": downloadHnt, "--hf-token": downloadHnt, "-mu": downloadHnt, "--model-url": downloadHnt,
-	"-dr": downloadHnt, "--docker-repo": downloadHnt, "-hfd": downloadHnt, "-hfrd": downloadHnt, "--hf-repo-draft": downloadHnt,
-	"-hfv": downloadHnt, "-hfrv": downloadHnt, "--hf-repo-v": downloadHnt, "-hffv": downloadHnt, "--hf-file-v": downloadHnt,
-}
 
 // stringSwitches are pipe flags with a value that llama.cpp's (and
 // BigMoeOnEdge's) users type bare: alone they mean "=true".
@@ -97,7 +75,7 @@ func translateArgs(args []string) ([]string, error) {
 		if !llama {
 			name = "" // no llama.cpp spelling matches
 		}
-		if hint, ok := llamaUnsupported[name]; ok {
+		if hint, ok := llamaRefusals[name]; ok {
 			return nil, fmt.Errorf("%w: %s is a llama.cpp flag pipe cannot honour: %s", errFlag, name, hint)
 		}
 		if vals, ok := llamaIgnored[name]; ok {

@@ -430,10 +430,12 @@ type SamplingFlags struct {
 	MinP          float32 `name:"min-p" help:"Min-p sampling (0 = off)." default:"0.05"`
 	RepeatPenalty float32 `name:"repeat-penalty" help:"Repeat penalty (1 = off)." default:"1.0"`
 	RepeatLastN   int     `name:"repeat-last-n" help:"Tokens the repeat penalty looks back over (-1 = all)." default:"64"`
+	FreqPenalty   float32 `name:"frequency-penalty" help:"Frequency penalty over the --repeat-last-n window (0 = off)." default:"0"`
+	PresPenalty   float32 `name:"presence-penalty" help:"Presence penalty over the --repeat-last-n window (0 = off)." default:"0"`
 	Seed          int64   `short:"s" help:"Sampling seed (-1 = random). Same seed, same text." default:"-1"`
 }
 
 func (f *SamplingFlags) params(seed uint64) sample.Params {
 	return sample.Params{Temp: f.Temp, TopK: f.TopK, TopP: f.TopP, MinP: f.MinP,
-		RepeatPenalty: f.RepeatPenalty, RepeatLastN: f.RepeatLastN, Seed: seed}
+		RepeatPenalty: f.RepeatPenalty, RepeatLastN: f.RepeatLastN, FreqPenalty: f.FreqPenalty, PresencePenalty: f.PresPenalty, Seed: seed}
 }
