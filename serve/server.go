@@ -17,6 +17,8 @@
 //     engine's telemetry in an extension field "pipe" (telemetry.go).
 //   - GET /v1/models, GET /health, GET /metrics (Prometheus text format).
 //     The same routes answer without the /v1 prefix, as llama-server's do.
+//   - GET /: the chat page (page.go), embedded in the binary; it streams a
+//     chat and draws the telemetry.
 //   - llama-server's native API (native.go): POST /completion (prompt as
 //     text or token ids, n_predict, stream, cache_prompt, return_tokens;
 //     content, tokens, stop_type, timings), POST /tokenize and
@@ -209,6 +211,8 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/slots", s.route(http.MethodGet, true, s.slots))
 	mux.Handle("/health", s.route(http.MethodGet, false, s.health))
 	mux.Handle("/metrics", s.route(http.MethodGet, true, s.metrics))
+	mux.Handle("GET /{$}", s.route(http.MethodGet, false, s.page))
+	mux.Handle("GET /page/", s.route(http.MethodGet, false, s.page))
 	mux.Handle("/", s.route("", true, s.notFound))
 	return mux
 }
