@@ -2,7 +2,7 @@
 # Starts `pipe serve` on the tiny test model and checks its wire format with
 # curl, a client that shares no code with it: a streamed chat completion must
 # be server-sent events ending in `data: [DONE]`, a plain one must carry
-# usage, llama-server's /completion and /tokenize answer,
+# usage, llama-server's /completion and /tokenize answer, the chat page is at /,
 # and SIGTERM must end the server with status 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +40,7 @@ curl -sSf "http://$addr/completion" -H 'Content-Type: application/json' \
   || { echo "serve-check: /completion did not honour n_predict" >&2; exit 1; }
 curl -sSf "http://$addr/tokenize" -H 'Content-Type: application/json' -d '{"content":"Hello"}' | grep -q '"tokens":\[[0-9]' \
   || { echo "serve-check: /tokenize gave no tokens" >&2; exit 1; }
+curl -sSf "http://$addr/" | grep -q '<title>pipe' || { echo "serve-check: no chat page at /" >&2; exit 1; }
 kill -TERM "$pid"
 status=0
 wait "$pid" || status=$?
