@@ -42,6 +42,8 @@ func Metadata(pl *Plan, v *Vocab, o *Options) ([]gguf.KV, error) {
 		{a + "attention.head_count", u32(p.NHead)},
 	}
 	switch p.Arch {
+	case ArchQwen35MoE:
+		ps = append(ps, qwen35moeMeta(p, a)...)
 	case ArchGemma4:
 		kv := make([]uint32, p.NLayer)
 		swa := make([]bool, p.NLayer)

@@ -76,6 +76,8 @@ const (
 	RoleSink                  // gpt-oss attention sinks: N(0, 1)
 	RoleRopeFreqs             // gemma4 proportional-RoPE frequency factors
 	RoleScale                 // gemma4 scalar/vector scales: 1
+	RoleConv                  // short-convolution taps (ssm_conv1d): N(0, 1/K)
+	RoleSSMA                  // delta-net decay rates (ssm_a = -exp(A_log)): -exp(N(0, 0.5²))
 )
 
 // TensorSpec is one tensor of the plan.
@@ -145,6 +147,8 @@ func NewPlan(p Preset, ft FileType, vocab int) (*Plan, error) {
 		ts = gemma4Tensors(&p, vocab)
 	case ArchDeepSeek2:
 		ts = deepseek2Tensors(&p, vocab)
+	case ArchQwen35MoE:
+		ts = qwen35moeTensors(&p, vocab)
 	default:
 		return nil, fmt.Errorf("%w: architecture %q", ErrBadOptions, p.Arch)
 	}
@@ -379,7 +383,8 @@ func categoryOf(name string) category {
 		return catOutput
 	case name == "token_embd.weight":
 		return catTokenEmbd
-	case strings.Contains(name, "attn_v.weight"):
+	case strings.Contains(name, "attn_v.weight"), strings.Contains(name, "attn_qkv.weight"):
+		// llama-quant's ATTENTION_QKV takes attn_v's rules
 		return catAttnV
 	case strings.Contains(name, "attn_k.weight"):
 		return catAttnK
@@ -406,7 +411,8 @@ func allowsQuantization(t *TensorSpec) bool {
 	n := t.Name
 	return strings.HasSuffix(n, "weight") &&
 		!strings.Contains(n, "_norm.weight") &&
-		!strings.Contains(n, "ffn_gate_inp.weight")
+		!strings.Contains(n, "ffn_gate_inp.weight") &&
+		!strings.Contains(n, "ssm_conv1d")
 }
 
 // useMoreBits is llama-quant.cpp's use_more_bits.

@@ -239,6 +239,16 @@ func (g *weightGen) row(r uint64, rg *rng, dst []float32) {
 			}
 		}
 		return
+	case RoleConv:
+		for i := range dst {
+			dst[i] = float32(rg.norm() / math.Sqrt(float64(n)))
+		}
+		return
+	case RoleSSMA:
+		for i := range dst {
+			dst[i] = -float32(math.Exp(0.5 * rg.norm()))
+		}
+		return
 	case RoleRopeFreqs:
 		// llama.cpp's converter: 1 for the rotated pairs, 1e30 (no
 		// rotation) for the rest of a "proportional" full-attention head

@@ -44,11 +44,13 @@ func (g *GLU) Run(p *Pass, h []float32) ([]float32, error) {
 
 // SharedExpert is a dense expert every token goes through beside the
 // routed ones, its output added to theirs: GLU(h), scaled per token by
-// σ(Scale·h) when the layer has a scale row (qwen2moe's
-// ffn_gate_inp_shexp).
+// σ(Scale·h) when the layer has a scale row (ffn_gate_inp_shexp).
 type SharedExpert struct {
 	GLU
 	Scale Weight // one row of n_embd (no Data: unscaled)
+	// Sigma computes σ of the scale: nil is qwen2moe's graph, silu(x)/x;
+	// qwen35moe's is ggml_sigmoid (Sigmoid).
+	Sigma func(float32) float32
 }
 
 // LoadSharedExpert loads layer's blk.N.ffn_{gate,up,down}_shexp.weight
@@ -75,6 +77,9 @@ func (s *SharedExpert) AddTo(p *Pass, h, out []float32) error {
 		E := p.E
 		for t, v := range g {
 			sig := SiLU(v) / v // llama.cpp's sigmoid here: silu(x)/x
+			if s.Sigma != nil {
+				sig = s.Sigma(v)
+			}
 			row := y[t*E : (t+1)*E]
 			for i := range row {
 				row[i] *= sig

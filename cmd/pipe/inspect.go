@@ -239,5 +239,12 @@ func writeHParams(ew io.Writer, h model.HParams) {
 	if h.FinalLogitSoftcap != 0 {
 		row("final_logit_softcap", h.FinalLogitSoftcap)
 	}
+	if len(h.RopeSections) > 0 {
+		row("rope sections", fmt.Sprint(h.RopeSections))
+	}
+	if g := h.SSM; g.StateSize != 0 {
+		row("recurrent layers", fmt.Sprintf("%d of %d (state %d floats each)", h.RecurrentLayers(), h.NLayer, g.StateFloats()))
+		row("ssm conv / state / heads k,v", fmt.Sprintf("%d / %d / %d,%d", g.ConvKernel, g.StateSize, g.GroupCount, g.TimeStepRank))
+	}
 	tw.Flush()
 }

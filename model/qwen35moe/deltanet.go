@@ -1,0 +1,218 @@
+package qwen35moe
+
+// deltanet.go: the gated delta-net layer (linear attention with a
+// recurrent state and a short causal convolution), llama.cpp's
+// build_layer_attn_linear with the fused ggml_gated_delta_net its CPU
+// backend runs for prompts and single tokens alike.
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/pipe-engine/pipe/kernels"
+	"github.com/pipe-engine/pipe/model"
+)
+
+// deltaNet is one recurrent layer. Its state (model.State.Recurrent) is
+// the convolution's last K-1 inputs per channel (channel-major), then one
+// S×S matrix per value head, row j holding column j of the delta rule's
+// state (ggml's layout).
+type deltaNet struct {
+	norm        []float32    // attn_norm
+	qkv, z      model.Weight // attn_qkv (C rows), attn_gate (V rows)
+	beta, alpha model.Weight // ssm_beta, ssm_alpha (nv rows)
+	dt, a       []float32    // ssm_dt.bias, ssm_a (-exp(A_log)), nv each
+	conv        []float32    // ssm_conv1d: C rows of K taps
+	ssmNorm     []float32    // ssm_norm: S
+	out         model.Weight // ssm_out: E rows of V
+	pool        *kernels.Pool
+
+	K      int // convolution taps (ssm.conv_kernel)
+	S      int // head width (ssm.state_size), keys and values
+	nk, nv int // key heads (ssm.group_count), value heads (ssm.time_step_rank)
+
+	job recurJob // the recurrence's arguments, kept with its bound method
+}
+
+// C is the convolved channels: q, k (nk·S each) and v (nv·S).
+func (d *deltaNet) C() int { return 2*d.nk*d.S + d.nv*d.S }
+
+// V is the value width nv·S.
+func (d *deltaNet) V() int { return d.nv * d.S }
+
+// StateFloats implements model.Mixer.
+func (d *deltaNet) StateFloats() int { return (d.K-1)*d.C() + d.nv*d.S*d.S }
+
+// loadDeltaNet reads layer l's delta-net tensors.
+func loadDeltaNet(ld *model.Loader, l, E int, g model.SSMGeom, pool *kernels.Pool) *deltaNet {
+	p := fmt.Sprintf("blk.%d.", l)
+	d := &deltaNet{K: g.ConvKernel, S: g.StateSize, nk: g.GroupCount, nv: g.TimeStepRank, pool: pool}
+	C, V := d.C(), d.V()
+	d.norm = ld.Vector(p+"attn_norm.weight", E)
+	d.qkv = ld.Matrix(p+"attn_qkv.weight", E, C)
+	d.z = ld.Matrix(p+"attn_gate.weight", E, V)
+	d.beta = ld.Matrix(p+"ssm_beta.weight", E, d.nv)
+	d.alpha = ld.Matrix(p+"ssm_alpha.weight", E, d.nv)
+	d.dt = ld.Vector(p+"ssm_dt.bias", d.nv)
+	d.a = ld.Vector(p+"ssm_a", d.nv)
+	d.conv = ld.Vector(p+"ssm_conv1d.weight", d.K*C)
+	d.ssmNorm = ld.Vector(p+"ssm_norm.weight", d.S)
+	d.out = ld.Matrix(p+"ssm_out.weight", V, E)
+	d.job.fn = d.job.run
+	return d
+}
+
+// Mix implements model.Mixer: x += Wout·(RMSNorm(o)·ssm_norm·silu(z)) with o
+// the delta rule over silu(conv(Wqkv h)), h = RMSNorm(x)·attn_norm.
+func (d *deltaNet) Mix(p *model.Pass, st *model.State, l int, x []float32) error {
+	n, C, V, nv := p.N, d.C(), d.V(), d.nv
+	rec := st.Recurrent(l)
+	if len(rec) != d.StateFloats() {
+		return fmt.Errorf("%w: layer %d: recurrent state of %d floats, want %d", model.ErrBadModel, l, len(rec), d.StateFloats())
+	}
+	h := p.Buf(n * p.E)
+	p.Norm(h, x, d.norm)
+	mixed, z, beta, g := p.Buf(n*C), p.Buf(n*V), p.Buf(n*nv), p.Buf(n*nv)
+	if err := p.Project(h, []*model.Weight{&d.qkv, &d.z, &d.beta, &d.alpha}, [][]float32{mixed, z, beta, g}); err != nil {
+		return err
+	}
+	for t := 0; t < n; t++ {
+		for j := 0; j < nv; j++ {
+			i := t*nv + j
+			beta[i] = model.Sigmoid(beta[i])
+			g[i] = softplus(g[i]+d.dt[j]) * d.a[j]
+		}
+	}
+	d.convolve(rec[:(d.K-1)*C], mixed, n, p.Buf(d.K-1+n))
+	for t := 0; t < n; t++ {
+		qk := mixed[t*C : t*C+2*d.nk*d.S]
+		for i := 0; i+d.S <= len(qk); i += d.S {
+			l2Norm(qk[i:i+d.S], p.Eps)
+		}
+	}
+	o := p.Buf(n * V)
+	j := &d.job
+	j.d, j.n, j.mixed, j.beta, j.g, j.o, j.state = d, n, mixed, beta, g, o, rec[(d.K-1)*C:]
+	err := d.pool.Parallel(nv, j.fn)
+	j.mixed, j.beta, j.g, j.o, j.state = nil, nil, nil, nil, nil
+	if err != nil {
+		return err
+	}
+	for r := 0; r < n*nv; r++ {
+		head, zh := o[r*d.S:(r+1)*d.S], z[r*d.S:(r+1)*d.S]
+		model.RMSNorm(head, head, p.Eps, d.ssmNorm)
+		for i := range head {
+			head[i] *= model.SiLU(zh[i])
+		}
+	}
+	y := p.Buf(n * p.E)
+	if err := p.MatMul(&d.out, o, y); err != nil {
+		return err
+	}
+	for i := range x {
+		x[i] = y[i] + x[i]
+	}
+	return nil
+}
+
+// convolve runs the causal depthwise convolution of K taps over the n
+// tokens of mixed (rows of C channels) in place, followed by SiLU, as
+// ggml_ssm_conv over the state's K-1 inputs then the tokens (a float32 sum
+// over the taps in order); state keeps each channel's last K-1 inputs. win
+// holds K-1+n floats.
+func (d *deltaNet) convolve(state, mixed []float32, n int, win []float32) {
+	C, K := d.C(), d.K
+	for c := 0; c < C; c++ {
+		st, w := state[c*(K-1):(c+1)*(K-1)], d.conv[c*K:(c+1)*K]
+		copy(win, st)
+		for t := 0; t < n; t++ {
+			win[K-1+t] = mixed[t*C+c]
+		}
+		for t := 0; t < n; t++ {
+			var sum float32
+			for i, wi := range w {
+				sum += float32(win[t+i] * wi) // explicit rounding: no FMA on arm64
+			}
+			mixed[t*C+c] = model.SiLU(sum)
+		}
+		copy(st, win[n:n+K-1])
+	}
+}
+
+// recurJob is the delta rule of every value head over a pass's tokens,
+// one head per pool task.
+type recurJob struct {
+	d                        *deltaNet
+	n                        int
+	mixed, beta, g, o, state []float32
+	fn                       func(h int)
+}
+
+// run is value head h's delta rule over the pass's tokens, as ggml's
+// gated_delta_net (K=1) computes it: per token, with M the head's state
+// (row j = column j of S),
+//
+//	M *= exp(g); δ_j = (v_j − M_j·k)·β; M_j += δ_j·k; o_j = (M_j·q)/√S
+//
+// q and k are key head h mod nk (llama.cpp's Qwen3.5 head pattern).
+func (j *recurJob) run(h int) {
+	d := j.d
+	S, C, nv := d.S, d.C(), d.nv
+	kh := h % d.nk
+	M := j.state[h*S*S : (h+1)*S*S]
+	scale := float32(1 / math.Sqrt(float64(S)))
+	var deltaBuf [512]float32
+	delta := deltaBuf[:0]
+	if S <= len(deltaBuf) {
+		delta = deltaBuf[:S]
+	} else {
+		delta = make([]float32, S)
+	}
+	for t := 0; t < j.n; t++ {
+		row := j.mixed[t*C : (t+1)*C]
+		q := row[kh*S : (kh+1)*S]
+		k := row[(d.nk+kh)*S : (d.nk+kh+1)*S]
+		v := row[2*d.nk*S+h*S : 2*d.nk*S+(h+1)*S]
+		b := j.beta[t*nv+h]
+		eg := float32(math.Exp(float64(j.g[t*nv+h])))
+		for i := range M {
+			M[i] *= eg
+		}
+		kernels.DotsF32(k, M, S, delta)
+		for i := range delta {
+			delta[i] = (v[i] - delta[i]) * b
+		}
+		for r := 0; r < S; r++ {
+			mr, dr := M[r*S:(r+1)*S], delta[r]
+			for i, ki := range k {
+				mr[i] += float32(ki * dr) // explicit rounding: no FMA on arm64
+			}
+		}
+		out := j.o[t*nv*S+h*S : t*nv*S+(h+1)*S]
+		kernels.DotsF32(q, M, S, out)
+		for i := range out {
+			out[i] *= scale
+		}
+	}
+}
+
+// softplus is ggml's: x above 20, else log(1+e^x) in float32.
+func softplus(x float32) float32 {
+	if x > 20 {
+		return x
+	}
+	return float32(math.Log(float64(1 + float32(math.Exp(float64(x))))))
+}
+
+// l2Norm scales x to unit L2 norm as ggml_l2_norm: x / max(√Σx², eps), the
+// sum in float64.
+func l2Norm(x []float32, eps float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v * v)
+	}
+	scale := 1 / max(float32(math.Sqrt(float64(float32(sum)))), eps)
+	for i := range x {
+		x[i] *= scale
+	}
+}
