@@ -184,7 +184,7 @@ func TestStateBytes(t *testing.T) {
 	}
 	hp := m.Desc().HParams
 	kv := int64(2) * 2 * 64 * int64(hp.NHeadKV*hp.HeadDim) * 4 // 2 attention layers
-	rec := int64(2) * 4 * int64(3*(2*2*32+4*32)+4*32*32)      // 2 delta-net layers
+	rec := int64(2) * 4 * int64(3*(2*2*32+4*32)+4*32*32)       // 2 delta-net layers
 	if got := st.Bytes(); got != kv+rec {
 		t.Fatalf("Bytes = %d, want %d KV + %d recurrent", got, kv, rec)
 	}
