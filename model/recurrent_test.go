@@ -78,3 +78,28 @@ func TestIsRecurrent(t *testing.T) {
 		t.Fatalf("RecurrentLayers %d StateFloats %d", h.RecurrentLayers(), h.SSM.StateFloats())
 	}
 }
+
+// TestCausalConv: out[t] = Σ taps over the state then the tokens; the
+// state carries the last K-1 inputs, so two passes equal one.
+func TestCausalConv(t *testing.T) {
+	taps := []float32{1, 10, 100, 2, 20, 200} // 2 channels, K = 3
+	x := []float32{1, 2, 3, 4, 5, 6}          // 3 tokens × 2 channels
+	state := make([]float32, 4)
+	win := make([]float32, 8)
+	one := append([]float32(nil), x...)
+	CausalConv(state, one, taps, 3, 2, 3, win)
+	// channel 0 inputs 0,0,1,3,5: t0 = 100·1, t1 = 10·1+100·3, t2 = 1+30+500
+	if want := []float32{100, 400, 310, 2*20 + 200*4, 531, 2*2 + 20*4 + 200*6}; fmt.Sprint(one) != fmt.Sprint(want) {
+		t.Fatalf("one pass %v, want %v", one, want)
+	}
+	if fmt.Sprint(state) != "[3 5 4 6]" {
+		t.Fatalf("state %v, want each channel's last 2 inputs", state)
+	}
+	clear(state)
+	two := append([]float32(nil), x...)
+	CausalConv(state, two[:2], taps, 1, 2, 3, win)
+	CausalConv(state, two[2:], taps, 2, 2, 3, win)
+	if fmt.Sprint(two) != fmt.Sprint(one) {
+		t.Fatalf("two passes %v, one pass %v", two, one)
+	}
+}

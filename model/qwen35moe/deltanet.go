@@ -83,7 +83,10 @@ func (d *deltaNet) Mix(p *model.Pass, st *model.State, l int, x []float32) error
 			g[i] = softplus(g[i]+d.dt[j]) * d.a[j]
 		}
 	}
-	d.convolve(rec[:(d.K-1)*C], mixed, n, p.Buf(d.K-1+n))
+	model.CausalConv(rec[:(d.K-1)*C], mixed, d.conv, n, C, d.K, p.Buf(d.K-1+n))
+	for i, v := range mixed {
+		mixed[i] = model.SiLU(v)
+	}
 	for t := 0; t < n; t++ {
 		qk := mixed[t*C : t*C+2*d.nk*d.S]
 		for i := 0; i+d.S <= len(qk); i += d.S {
@@ -113,30 +116,6 @@ func (d *deltaNet) Mix(p *model.Pass, st *model.State, l int, x []float32) error
 		x[i] = y[i] + x[i]
 	}
 	return nil
-}
-
-// convolve runs the causal depthwise convolution of K taps over the n
-// tokens of mixed (rows of C channels) in place, followed by SiLU, as
-// ggml_ssm_conv over the state's K-1 inputs then the tokens (a float32 sum
-// over the taps in order); state keeps each channel's last K-1 inputs. win
-// holds K-1+n floats.
-func (d *deltaNet) convolve(state, mixed []float32, n int, win []float32) {
-	C, K := d.C(), d.K
-	for c := 0; c < C; c++ {
-		st, w := state[c*(K-1):(c+1)*(K-1)], d.conv[c*K:(c+1)*K]
-		copy(win, st)
-		for t := 0; t < n; t++ {
-			win[K-1+t] = mixed[t*C+c]
-		}
-		for t := 0; t < n; t++ {
-			var sum float32
-			for i, wi := range w {
-				sum += float32(win[t+i] * wi) // explicit rounding: no FMA on arm64
-			}
-			mixed[t*C+c] = model.SiLU(sum)
-		}
-		copy(st, win[n:n+K-1])
-	}
 }
 
 // recurJob is the delta rule of every value head over a pass's tokens,
