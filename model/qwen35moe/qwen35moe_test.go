@@ -25,11 +25,12 @@ func (s fileSource) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
 // directMoE routes each token and sums its experts, computed from the file
 // bytes, in rank order; it records the router inputs and outputs per layer.
 type directMoE struct {
-	m    model.Model
-	d    *model.Desc
-	file []byte
-	x    map[int][][]float32
-	ids  map[int][][]int
+	m             model.Model
+	d             *model.Desc
+	file          []byte
+	x, logits, ws map[int][][]float32 // recorded when x is not nil
+	ids           map[int][][]int
+	outs          map[int][][]float32
 }
 
 func (r *directMoE) RunMoE(_ context.Context, layer int, x, logits [][]float32, out [][]float32) error {
@@ -44,7 +45,9 @@ func (r *directMoE) RunMoE(_ context.Context, layer int, x, logits [][]float32, 
 		}
 		if r.x != nil {
 			r.x[layer] = append(r.x[layer], append([]float32(nil), x[t]...))
+			r.logits[layer] = append(r.logits[layer], append([]float32(nil), logits[t]...))
 			r.ids[layer] = append(r.ids[layer], ids)
+			r.ws[layer] = append(r.ws[layer], w)
 		}
 		for rank, e := range ids {
 			var parts [][]byte
@@ -62,17 +65,26 @@ func (r *directMoE) RunMoE(_ context.Context, layer int, x, logits [][]float32, 
 				}
 			}
 		}
+		if r.x != nil {
+			r.outs[layer] = append(r.outs[layer], append([]float32(nil), out[t]...))
+		}
 	}
 	return nil
 }
 
-// tiny generates qwen35moe-tiny with quant and loads it with threads.
-func tiny(t *testing.T, quant string, threads int) (model.Model, *directMoE) {
+// genTiny writes qwen35moe-tiny with quant into a temporary file.
+func genTiny(t *testing.T, quant string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
 	if _, err := gen.GenerateFile(context.Background(), gen.Options{Preset: "qwen35moe-tiny", Quant: quant, Seed: 11, RoutingSkew: gen.DefaultRoutingSkew}, path); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// load loads the model at path with threads.
+func load(t *testing.T, path string, threads int) (model.Model, *directMoE) {
+	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +136,9 @@ func forward(t *testing.T, m model.Model, moe model.MoE, st *model.State, tokens
 func TestPassesAgree(t *testing.T) {
 	for _, q := range []string{"F32", "Q4_K_M"} {
 		var ref [][]float32
+		path := genTiny(t, q)
 		for _, threads := range []int{1, 2} {
-			m, moe := tiny(t, q, threads)
+			m, moe := load(t, path, threads)
 			for _, sizes := range [][]int{{len(prompt)}, {7, 5}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}} {
 				st, err := m.NewState(64, model.KVF32)
 				if err != nil {
@@ -152,7 +165,7 @@ func TestPassesAgree(t *testing.T) {
 // earlier position starts the sequence over, and feeding the prompt again
 // gives the first pass's logits; rewinding to the end keeps everything.
 func TestRewindStartsOver(t *testing.T) {
-	m, moe := tiny(t, "F32", 1)
+	m, moe := load(t, genTiny(t, "F32"), 1)
 	st, err := m.NewState(64, model.KVF32)
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +190,7 @@ func TestRewindStartsOver(t *testing.T) {
 // TestStateBytes: the state holds KV rows for the attention layers only
 // and the delta-net layers' conv and recurrent states.
 func TestStateBytes(t *testing.T) {
-	m, _ := tiny(t, "F32", 1)
+	m, _ := load(t, genTiny(t, "F32"), 1)
 	st, err := m.NewState(64, model.KVF32)
 	if err != nil {
 		t.Fatal(err)
