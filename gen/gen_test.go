@@ -51,6 +51,9 @@ func TestTinyMatchesGolden(t *testing.T) {
 		{"gptoss-tiny", "tiny-gptoss-Q4_K_M.gguf", "Q4_K_M"},
 		{"gptoss-tiny", "tiny-gptoss-Q8_0.gguf", "Q8_0"},
 		{"gptoss-tiny", "tiny-gptoss-MXFP4_MOE.gguf", ""},
+		{"qwen35moe-tiny", "tiny-qwen35moe-Q4_K_M.gguf", "Q4_K_M"}, // llama-quantize of the F32 file
+		{"qwen35moe-tiny", "tiny-qwen35moe-Q8_0.gguf", "Q8_0"},
+		{"qwen35moe-tiny", "tiny-qwen35moe-F32.gguf", "F32"}, // pipe gen's own (seed 90417)
 	}
 	for _, c := range cases {
 		if testing.Short() && c.quant != "Q4_K_M" {

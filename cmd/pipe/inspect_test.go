@@ -191,7 +191,7 @@ func TestInspectGolden(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &rep); err != nil {
 				t.Fatalf("bad JSON: %v\n%s", err, out)
 			}
-			wantArch := map[string]string{"tiny-qwen3moe": "qwen3moe", "tiny-gptoss": "gpt-oss", "tiny-gemma4": "gemma4"}[arch]
+			wantArch := map[string]string{"tiny-qwen3moe": "qwen3moe", "tiny-gptoss": "gpt-oss", "tiny-gemma4": "gemma4", "tiny-qwen35moe": "qwen35moe"}[arch]
 			if rep.Arch != wantArch || rep.Arch != man.Arch {
 				t.Errorf("architecture %q, want %q", rep.Arch, wantArch)
 			}

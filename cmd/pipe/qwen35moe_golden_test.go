@@ -5,7 +5,7 @@ import "testing"
 // qwen35moeModels are the qwen35moe golden models: qwen35moe-tiny generated
 // by `pipe gen` (seed 90417, not used by any other test), run through
 // llama.cpp by testdata/golden/tools (section 11 of its README).
-var qwen35moeModels = []string{"tiny-qwen35moe-F32", "tiny-qwen35moe-Q4_K_M"}
+var qwen35moeModels = []string{"tiny-qwen35moe-F32", "tiny-qwen35moe-Q8_0", "tiny-qwen35moe-Q4_K_M"}
 
 // TestQwen35MoEGoldenTeacherForced compares every step's logits with
 // llama.cpp's under the qwen3moe bounds (goldenTolerance), for both models
