@@ -9,8 +9,8 @@
 // down, end rounded up, see [Widen]) and read into the destination at the next
 // block-aligned position; the exact slice lies inside the widened block run, at
 // the offset [Offsets] reports. The destination must be [BlockSize]-aligned and
-// at least [SpanBytes] long; cache slots (anonymous mmap, page aligned) and
-// [AllocAligned] buffers qualify. The layout is the same when the buffered
+// at least [SpanBytes] long; cache slots (anonymous mmap, page aligned)
+// qualify. The layout is the same when the buffered
 // fallback is in use, so callers never need to know which mode served a read.
 //
 // # Modes and fallback

@@ -74,12 +74,6 @@ type Params struct {
 	Seed            uint64
 }
 
-// DefaultParams are llama.cpp's common defaults (temp 0.8, top-k 40,
-// top-p 0.95, min-p 0.05, repeat penalty 1.0 over the last 64 tokens).
-func DefaultParams() Params {
-	return Params{Temp: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1, RepeatLastN: 64}
-}
-
 // Validate reports the first out-of-range parameter.
 func (p Params) Validate() error {
 	bad := func(v float32) bool { return math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) }

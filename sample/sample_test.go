@@ -261,3 +261,9 @@ func TestParamsString(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// DefaultParams are llama.cpp's common defaults (temp 0.8, top-k 40,
+// top-p 0.95, min-p 0.05, repeat penalty 1.0 over the last 64 tokens).
+func DefaultParams() Params {
+	return Params{Temp: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1, RepeatLastN: 64}
+}
