@@ -349,8 +349,8 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v <= 0 || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("bad size %q (want e.g. 8G, 512M, 1073741824)", s)
+	if b := v * float64(mult); err != nil || !(v > 0) || !(b < 1<<62) {
+		return 0, fmt.Errorf("bad size %q (want e.g. 8G, 512M, 1073741824; at most 4 EiB)", s)
 	}
 	return int64(v * float64(mult)), nil
 }

@@ -45,6 +45,10 @@ type Model struct {
 	KV      []gguf.KV
 }
 
+// MaxVocab bounds --vocab-size: four times the largest real vocabulary
+// (Gemma's 262144), far below what would exhaust memory.
+const MaxVocab = 1 << 20
+
 // Prepare resolves options into a Model without generating any weight.
 func Prepare(o Options) (*Model, error) {
 	p, err := LookupPreset(o.Preset)
@@ -53,6 +57,9 @@ func Prepare(o Options) (*Model, error) {
 	}
 	if o.Layers < 0 || o.VocabSize < 0 || o.Workers < 0 {
 		return nil, fmt.Errorf("%w: negative --layers, vocabulary size or workers", ErrBadOptions)
+	}
+	if o.VocabSize > MaxVocab {
+		return nil, fmt.Errorf("%w: --vocab-size %d: at most %d (real vocabularies have up to 262144 tokens)", ErrBadOptions, o.VocabSize, MaxVocab)
 	}
 	if o.Layers > 0 {
 		if o.Layers > p.NLayer {

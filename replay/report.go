@@ -72,8 +72,8 @@ func ParseBudgets(s string) ([]int64, error) {
 			continue
 		}
 		v, err := strconv.ParseFloat(f, 64)
-		if err != nil || v < 0 || v > 1<<40 {
-			return nil, fmt.Errorf("%w: --budgets: %q is not a size in MiB ≥ 0", ErrOptions, f)
+		if err != nil || !(v >= 0 && v <= 1<<40) { // NaN fails both
+			return nil, fmt.Errorf("%w: --budgets: %q is not a size in MiB in 0..2^40", ErrOptions, f)
 		}
 		out = append(out, int64(v*mib))
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/rs/zerolog"
 
@@ -87,12 +88,17 @@ func (cfg *Config) EnsureDefaults() *Config {
 	return cfg
 }
 
+// MaxThreads bounds -t: 256 or the number of CPUs, whichever is more (each
+// thread has its own scratch, so a mistyped -t 100000 would allocate
+// without end).
+func MaxThreads() int { return max(256, runtime.NumCPU()) }
+
 // Validate reports the first field that no model can run with, naming its
 // flag; the checks that need the model are resolve's.
 func (cfg *Config) Validate() error {
 	switch {
-	case cfg.Threads <= 0:
-		return fmt.Errorf("%w: -t %d must be positive", ErrConfig, cfg.Threads)
+	case cfg.Threads <= 0 || cfg.Threads > MaxThreads():
+		return fmt.Errorf("%w: -t %d must be in 1..%d", ErrConfig, cfg.Threads, MaxThreads())
 	case cfg.Stream && cfg.IO.Lanes <= 0:
 		return fmt.Errorf("%w: --io-threads %d must be positive", ErrConfig, cfg.IO.Lanes)
 	case cfg.Cache.Bytes < 0:

@@ -37,6 +37,14 @@ type BenchCmd struct {
 
 // Run executes the bench.
 func (c *BenchCmd) Run(g *Globals) error {
+	switch {
+	case c.Repeat < 1:
+		return fmt.Errorf("%w: --repeat %d must be >= 1", errFlag, c.Repeat)
+	case c.N < 0 || c.N > maxPositions:
+		return fmt.Errorf("%w: -n %d must be in 0..%d (0: pipe run's default)", errFlag, c.N, maxPositions)
+	case c.Timeout < 0:
+		return fmt.Errorf("%w: --timeout %v must be >= 0", errFlag, c.Timeout)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)

@@ -41,8 +41,10 @@ func (c *PerplexityCmd) validate() error {
 		return fmt.Errorf("%w: -c %d must be >= 4", errFlag, c.Ctx)
 	case c.Chunks == 0 || c.Chunks < -1:
 		return fmt.Errorf("%w: --chunks %d must be -1 (all) or >= 1", errFlag, c.Chunks)
-	case c.Thr < 0:
-		return fmt.Errorf("%w: -t %d must be >= 0", errFlag, c.Thr)
+	case c.Ctx > maxPositions:
+		return checkPositions("-c", c.Ctx, 4)
+	case checkThreads(c.Thr) != nil:
+		return checkThreads(c.Thr)
 	case c.Batch < 0:
 		return fmt.Errorf("%w: --score-batch %d must be >= 0", errFlag, c.Batch)
 	case c.KL && c.KLBase == "":

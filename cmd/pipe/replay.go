@@ -29,6 +29,9 @@ type ReplayCmd struct {
 
 // Run replays every trace and prints one report per trace.
 func (c *ReplayCmd) Run(g *Globals) (err error) {
+	if c.FirstTokens < 1 {
+		return fmt.Errorf("%w: --first-tokens %d must be >= 1", errFlag, c.FirstTokens)
+	}
 	budgets, err := replay.ParseBudgets(c.Budgets)
 	if err != nil {
 		return err

@@ -64,13 +64,17 @@ func (c *RunCmd) validate() error {
 	switch {
 	case c.N < -1:
 		return fmt.Errorf("%w: -n %d must be >= 0, or -1 (until end-of-generation or a full context)", errFlag, c.N)
-	case c.Thr < 0:
-		return fmt.Errorf("%w: -t %d must be >= 0", errFlag, c.Thr)
-	case c.Ctx < 0:
-		return fmt.Errorf("%w: -c %d must be >= 0", errFlag, c.Ctx)
+	case c.N > maxPositions:
+		return checkPositions("-n", c.N, -1)
+	}
+	if err := errors.Join(checkThreads(c.Thr), checkPositions("-c", c.Ctx, 0)); err != nil {
+		return err
 	}
 	if _, err := affinity.ParseList(c.CPUs); err != nil {
 		return fmt.Errorf("%w: --cpus: %w", errFlag, err)
+	}
+	if err := c.params(0).Validate(); err != nil {
+		return fmt.Errorf("%w: %w", errFlag, err)
 	}
 	return c.EngineFlags.validate()
 }

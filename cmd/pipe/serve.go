@@ -43,12 +43,11 @@ func (c *ServeCmd) validate() error {
 	switch {
 	case c.Port < 0 || c.Port > 65535:
 		return fmt.Errorf("%w: --port %d must be in 0..65535", errFlag, c.Port)
-	case c.Thr < 0:
-		return fmt.Errorf("%w: -t %d must be >= 0", errFlag, c.Thr)
-	case c.Ctx < 1:
-		return fmt.Errorf("%w: -c %d must be >= 1", errFlag, c.Ctx)
-	case c.N < -1 || c.N == 0:
-		return fmt.Errorf("%w: -n %d must be >= 1, or -1 (no limit)", errFlag, c.N)
+	case c.N < -1 || c.N == 0 || c.N > maxPositions:
+		return fmt.Errorf("%w: -n %d must be in 1..%d, or -1 (no limit)", errFlag, c.N, maxPositions)
+	}
+	if err := errors.Join(checkThreads(c.Thr), checkPositions("-c", c.Ctx, 1)); err != nil {
+		return err
 	}
 	return c.EngineFlags.validate()
 }

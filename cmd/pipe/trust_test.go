@@ -222,3 +222,45 @@ func TestReadLine(t *testing.T) {
 		t.Fatalf("lines %q, want %q", got, want)
 	}
 }
+
+// TestFlagBounds: counts out of range, overflowing integers and non-finite
+// floats get a clear error naming the flag, before anything is loaded or
+// written, and never a panic, a runaway allocation or exit 0.
+func TestFlagBounds(t *testing.T) {
+	trace := "../../replay/testdata/qwen.route.csv"
+	out := filepath.Join(t.TempDir(), "x.gguf")
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"run", "-m", tinyModel, "-t", "100000"}, "-t"},
+		{[]string{"serve", "-m", tinyModel, "--port", "0", "-t", "100000"}, "-t"},
+		{[]string{"perplexity", "-m", tinyModel, "-f", trace, "-t", "100000"}, "-t"},
+		{[]string{"run", "-m", tinyModel, "-n", "9223372036854775807"}, "-n"},
+		{[]string{"run", "-m", tinyModel, "-n", "9223372036854775807", "-c", "64"}, "-n"},
+		{[]string{"run", "-m", tinyModel, "-c", "9223372036854775807"}, "-c"},
+		{[]string{"serve", "-m", tinyModel, "--port", "0", "-c", "9223372036854775807"}, "-c"},
+		{[]string{"run", "-m", tinyModel, "--cache-mb", "NaN"}, "--cache-mb"},
+		{[]string{"run", "-m", tinyModel, "--cache-mb", "1e30G"}, "--cache-mb"},
+		{[]string{"run", "-m", tinyModel, "--cache-mb", "-Inf"}, "--cache-mb"},
+		{[]string{"run", "-m", tinyModel, "--temp", "NaN"}, "--temp"},
+		{[]string{"run", "-m", tinyModel, "--top-p", "Inf"}, "--top-p"},
+		{[]string{"run", "-m", tinyModel, "--min-p", "-Inf"}, "--min-p"},
+		{[]string{"replay", "--budgets", "NaN", trace}, "--budgets"},
+		{[]string{"replay", "--budgets", "Inf", trace}, "--budgets"},
+		{[]string{"replay", "--warm-start", "--first-tokens=-3", trace}, "--first-tokens"},
+		{[]string{"bench", "-m", tinyModel, "--repeat=-1"}, "--repeat"},
+		{[]string{"bench", "-m", tinyModel, "-n", "-5"}, "-n"},
+		{[]string{"gen", "--preset", "qwen3-tiny", "-o", out, "--vocab-size", "2000000000"}, "--vocab-size"},
+	} {
+		var stdout bytes.Buffer
+		code, stderr := runCode(t, &stdout, c.args...)
+		if code == 0 || !strings.Contains(stderr, c.flag) {
+			t.Errorf("pipe %s: exit %d, want an error naming %s; stderr:\n%.600s", strings.Join(c.args, " "), code, c.flag, stderr)
+		}
+		noStack(t, stderr)
+		if strings.Contains(stderr, `"event":"load"`) || strings.Contains(stderr, "event=load") {
+			t.Errorf("pipe %s: loaded the model before refusing a flag", strings.Join(c.args, " "))
+		}
+	}
+}
