@@ -380,14 +380,17 @@ func (d *Desc) readHParams(known bool) error {
 		}
 		return x, nil
 	}
-	float := func(key string) float32 {
+	// float reads key as a finite number in [0, hi] (0 is also "absent":
+	// the defaults below); NaN, an infinity, a negative value or one beyond
+	// hi would run and print garbage.
+	float := func(key string, hi float64) float32 {
 		v, ok := f.Get(pre + key)
 		if !ok {
 			return 0
 		}
 		x, ok := v.Float()
-		if !ok || math.IsNaN(x) {
-			note(d.bad("%s%s = %v is not a number", pre, key, v))
+		if !ok || !(x >= 0 && x <= hi) {
+			note(d.bad("%s%s = %v is not a number in [0, %g]", pre, key, v, hi))
 			return 0
 		}
 		return float32(x)
@@ -420,13 +423,14 @@ func (d *Desc) readHParams(known bool) error {
 	h.SSM.TimeStepRank, _ = integer("ssm.time_step_rank", false, big)
 	h.SSM.GroupCount, _ = integer("ssm.group_count", false, big)
 	h.SSM.FullAttentionInterval, _ = integer("full_attention_interval", false, maxLayers)
+	const eps, base, factor = 1, 1e12, 1e6 // bounds far beyond any real model's
 	h.MoE.LeadingDense, _ = integer("leading_dense_block_count", false, maxLayers)
 	h.MoE.NShared, _ = integer("expert_shared_count", false, maxExperts)
 	h.MoE.GatingFunc, _ = integer("expert_gating_func", false, 16)
 	h.MoE.Groups, _ = integer("expert_group_count", false, maxExperts)
 	h.MoE.GroupsUsed, _ = integer("expert_group_used_count", false, maxExperts)
-	h.MoE.WeightsScale = float("expert_weights_scale")
-	h.RopeYarnLogMul = float("rope.scaling.yarn_log_multiplier")
+	h.MoE.WeightsScale = float("expert_weights_scale", factor)
+	h.RopeYarnLogMul = float("rope.scaling.yarn_log_multiplier", factor)
 	if v, ok := f.Get(pre + "expert_weights_norm"); ok {
 		b, isBool := v.Bool()
 		if !isBool {
@@ -438,15 +442,15 @@ func (d *Desc) readHParams(known bool) error {
 	h.MLA.KVLoraRank, _ = integer("attention.kv_lora_rank", false, big)
 	h.MLA.KeyLength, _ = integer("attention.key_length_mla", false, big)
 	h.MLA.ValLength, _ = integer("attention.value_length_mla", false, big)
-	h.RMSEps = float("attention.layer_norm_rms_epsilon")
-	h.RopeFreqBase = float("rope.freq_base")
-	h.SWA.RopeFreqBase = float("rope.freq_base_swa")
-	h.RopeScaleLinear = float("rope.scaling.factor")
+	h.RMSEps = float("attention.layer_norm_rms_epsilon", eps)
+	h.RopeFreqBase = float("rope.freq_base", base)
+	h.SWA.RopeFreqBase = float("rope.freq_base_swa", base)
+	h.RopeScaleLinear = float("rope.scaling.factor", factor)
 	if h.RopeScaleLinear == 0 {
-		h.RopeScaleLinear = float("rope.scale_linear")
+		h.RopeScaleLinear = float("rope.scale_linear", factor)
 	}
-	h.RopeScalingAttn = float("rope.scaling.attn_factor")
-	h.FinalLogitSoftcap = float("final_logit_softcapping")
+	h.RopeScalingAttn = float("rope.scaling.attn_factor", factor)
+	h.FinalLogitSoftcap = float("final_logit_softcapping", factor)
 	if s, err := f.GetString(pre + "rope.scaling.type"); err == nil {
 		h.RopeScalingType = s
 	}

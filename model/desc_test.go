@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -461,6 +462,14 @@ func TestDescribeErrors(t *testing.T) {
 		{"gate_up beside gate", nil, func(ts map[string]tspec) {
 			ts["blk.1.ffn_gate_up_exps.weight"] = tspec{quant.Q8_0, []uint64{64, 64, 4}}
 		}},
+		{"NaN epsilon", func(m map[string]any) { m["attention.layer_norm_rms_epsilon"] = float32(math.NaN()) }, nil},
+		{"+Inf epsilon", func(m map[string]any) { m["attention.layer_norm_rms_epsilon"] = float32(math.Inf(1)) }, nil},
+		{"negative epsilon", func(m map[string]any) { m["attention.layer_norm_rms_epsilon"] = float32(-1e-6) }, nil},
+		{"epsilon beyond float32", func(m map[string]any) { m["attention.layer_norm_rms_epsilon"] = float64(1e300) }, nil},
+		{"-Inf rope base", func(m map[string]any) { m["rope.freq_base"] = float32(math.Inf(-1)) }, nil},
+		{"negative rope base", func(m map[string]any) { m["rope.freq_base"] = float32(-10000) }, nil},
+		{"Inf rope scale", func(m map[string]any) { m["rope.scaling.factor"] = float32(math.Inf(1)) }, nil},
+		{"NaN softcap", func(m map[string]any) { m["final_logit_softcapping"] = float32(math.NaN()) }, nil},
 		{"2-D expert tensor", nil, func(ts map[string]tspec) {
 			ts["blk.0.ffn_gate_exps.weight"] = tspec{quant.Q8_0, []uint64{64, 128}}
 		}},

@@ -50,8 +50,8 @@ func fileFloat(d *Desc, key string, def float32) (float32, error) {
 		return def, nil
 	}
 	f, ok := v.Float()
-	if !ok || math.IsNaN(f) {
-		return 0, fmt.Errorf("%w: %s.%s = %v is not a number", ErrBadModel, d.Arch, key, v)
+	if !ok || math.IsNaN(f) || math.Abs(f) > math.MaxFloat32 {
+		return 0, fmt.Errorf("%w: %s.%s = %v is not a finite number", ErrBadModel, d.Arch, key, v)
 	}
 	return float32(f), nil
 }
