@@ -95,6 +95,10 @@ func (c *HotSetCmd) Run(g *Globals) error {
 	if err != nil {
 		return fmt.Errorf("--route-trace %s: %w", c.RouteTrace, err)
 	}
+	if th, hp := tr.Header, d.HParams; th.Arch != d.Arch || th.NLayer != hp.NLayer || th.NExpert != hp.NExpert {
+		return fmt.Errorf("%w: --route-trace %s was recorded on another model (%s, %d layers of %d experts; %s is %s, %d layers of %d)",
+			errFlag, c.RouteTrace, th.Arch, th.NLayer, th.NExpert, c.Model, d.Arch, hp.NLayer, hp.NExpert)
+	}
 	h := cache.NewHotSet(id, shape)
 	for i, r := range tr.Rows {
 		if r.Layer >= len(shape) || r.Expert >= shape[r.Layer] {

@@ -41,7 +41,7 @@ func TestHotSetFromTrace(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"hotset", "-m", tinyModel, "--route-trace", "../../replay/testdata/gemma.route.csv", "-o", hot}, &out, &errb)
-	if code == 0 || !strings.Contains(errb.String(), "is not an expert of") {
+	if code == 0 || !strings.Contains(errb.String(), "recorded on another model") {
 		t.Errorf("trace of another model: exit %d, stderr %q", code, errb.String())
 	}
 }

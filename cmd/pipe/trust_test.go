@@ -264,3 +264,20 @@ func TestFlagBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestHotSetTraceOfAnotherModel: pipe hotset refuses a trace whose header
+// names another architecture or shape than the model's, even when every row
+// would fit it (gpt-oss's tiny model has as many layers and more experts).
+func TestHotSetTraceOfAnotherModel(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "qwen.route.csv")
+	runPipe(t, "--log-level", "error", "run", "-m", tinyModel, "-n", "2", "--temp", "0", "--route-trace", tr, "--hot-set", "none")
+	hot := filepath.Join(dir, "g.hot")
+	code, stderr := runCode(t, nil, "hotset", "-m", "../../testdata/golden/models/tiny-gptoss-Q8_0.gguf", "--route-trace", tr, "-o", hot)
+	if code == 0 || !strings.Contains(stderr, "--route-trace") || !strings.Contains(stderr, "qwen3moe") {
+		t.Fatalf("a qwen3moe trace for a gpt-oss model: exit %d, stderr:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(hot); err == nil {
+		t.Fatal("a hot set was written")
+	}
+}
