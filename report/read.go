@@ -190,7 +190,7 @@ func (run *Run) parseHeader(fields []string) (idx, extraPos []int, err error) {
 			return nil, nil, fmt.Errorf("header column %d is empty", i+1)
 		}
 		if run.has[name] {
-			return nil, nil, fmt.Errorf("header column %q repeated", name)
+			return nil, nil, fmt.Errorf("header column %s repeated", quoted(name))
 		}
 		run.has[name] = true
 		run.Header = append(run.Header, name)
@@ -203,7 +203,7 @@ func (run *Run) parseHeader(fields []string) (idx, extraPos []int, err error) {
 	}
 	for _, c := range requiredColumns {
 		if !run.has[c] {
-			return nil, nil, fmt.Errorf("header lacks column %q (have %s)", c, strings.Join(run.Header, ","))
+			return nil, nil, fmt.Errorf("header lacks column %q (have %s)", c, clip(strings.Join(run.Header, ",")))
 		}
 	}
 	return idx, extraPos, nil
@@ -216,7 +216,7 @@ func parseRow(fields []string, idx, extraPos []int, header []string) (metrics.To
 		s := strings.TrimSpace(fields[i])
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			return 0, fmt.Errorf("column %q: %q is not a finite number", header[i], s)
+			return 0, fmt.Errorf("column %s: %s is not a finite number", quoted(header[i]), quoted(s))
 		}
 		return v, nil
 	}
@@ -226,7 +226,7 @@ func parseRow(fields []string, idx, extraPos []int, header []string) (metrics.To
 			return 0, err
 		}
 		if v != math.Trunc(v) || math.Abs(v) > 1<<53 {
-			return 0, fmt.Errorf("column %q: %v is not an integer", header[idx[c]], v)
+			return 0, fmt.Errorf("column %s: %v is not an integer", quoted(header[idx[c]]), v)
 		}
 		return int64(v), nil
 	}
@@ -239,7 +239,7 @@ func parseRow(fields []string, idx, extraPos []int, header []string) (metrics.To
 			return err
 		}
 		if v < 0 {
-			return fmt.Errorf("column %q: %v is negative", header[idx[c]], v)
+			return fmt.Errorf("column %s: %v is negative", quoted(header[idx[c]]), v)
 		}
 		*dst = v
 		return nil
@@ -282,7 +282,7 @@ func parseRow(fields []string, idx, extraPos []int, header []string) (metrics.To
 		s := strings.TrimSpace(fields[p])
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil {
-			return t, fmt.Errorf("column %q: %q is not a number", header[p], s)
+			return t, fmt.Errorf("column %s: %s is not a number", quoted(header[p]), quoted(s))
 		}
 		t.Extra = append(t.Extra, f)
 	}
@@ -295,7 +295,7 @@ func parseTrailer(s string) ([]KV, error) {
 	for _, f := range strings.Fields(s) {
 		k, v, ok := strings.Cut(f, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("summary field %q is not key=value", f)
+			return nil, fmt.Errorf("summary field %s is not key=value", quoted(f))
 		}
 		kvs = append(kvs, KV{k, v})
 	}
@@ -305,6 +305,33 @@ func parseTrailer(s string) ([]KV, error) {
 // printable escapes what a terminal would not show as text (control bytes,
 // invalid UTF-8) in a message quoting the input, so a binary file cannot
 // garble the terminal.
+// maxQuoted bounds the bytes of a value an error quotes: a field can be
+// megabytes long, and its start says what it is.
+const maxQuoted = 64
+
+// clip cuts s to maxQuoted bytes (at a character boundary), saying how long
+// it was.
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	n := maxQuoted
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:n], len(s))
+}
+
+// quoted is %q of a value, cut as clip does.
+func quoted(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	c := clip(s)
+	i := strings.LastIndex(c, "…")
+	return strconv.Quote(c[:i]) + c[i:]
+}
+
 func printable(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {

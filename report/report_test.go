@@ -545,3 +545,26 @@ func TestPipeCSVRecomputed(t *testing.T) {
 		}
 	}
 }
+
+// TestReadErrorsCutLongValues: an error quotes at most the start of a long
+// field, header name or summary field (a 5 MB one printed 5 MB of error),
+// and still names the file, the line and the column.
+func TestReadErrorsCutLongValues(t *testing.T) {
+	const header = "step,steps,wall_ms,io_ms,compute_ms,read_bytes,cache_hit_pct,stall_ms,mgmt_ms"
+	long := strings.Repeat("x", 5<<20)
+	for name, csv := range map[string]string{
+		"field":   header + "\n1,2," + long + ",1,1,1,1,1,1\n",
+		"extra":   header + ",extra\n1,2,1,1,1,1,1,1,1," + long + "\n",
+		"header":  header + "," + long + "," + long + "\n",
+		"summary": header + "\n1,2,1,1,1,1,1,1,1\n# summary " + long + "\n",
+		"missing": strings.Replace(header, ",mgmt_ms", ","+long, 1) + "\n",
+	} {
+		_, err := Read(strings.NewReader(csv), "x.csv")
+		if err == nil {
+			t.Fatalf("%s: no error", name)
+		}
+		if msg := err.Error(); len(msg) > 1000 || !strings.HasPrefix(msg, "x.csv:") {
+			t.Errorf("%s: error of %d bytes: %.300s", name, len(msg), msg)
+		}
+	}
+}
