@@ -39,10 +39,18 @@ func detectChatFormat(tmpl string) chatFormat {
 	return chatNone
 }
 
-// ChatFormat names the detected built-in chat format: "chatml", "harmony", or
-// "" when the template is not a known one.
+// ChatFormat names the chat format Chat renders: the detected (or chosen)
+// built-in one, "chatml", "harmony" or "gemma4", "jinja" for a Jinja
+// template (UseJinja), or "" when the template is not a known one.
 func (t *Tokenizer) ChatFormat() string {
-	switch t.chatFormat {
+	if t.jinja != nil {
+		return "jinja"
+	}
+	return formatName(t.chatFormat)
+}
+
+func formatName(f chatFormat) string {
+	switch f {
 	case chatML:
 		return "chatml"
 	case chatHarmony:
@@ -82,6 +90,9 @@ const ThinkOff = "<think>\n\n</think>\n\n"
 // Harmony: <|start|>{role}<|message|>{content}<|end|> (<|return|> after
 // assistant turns) ... <|start|>assistant
 func (t *Tokenizer) Chat(messages []Message, addGenerationPrompt, noThink bool) (string, error) {
+	if t.jinja != nil {
+		return t.renderJinja(messages, addGenerationPrompt, noThink)
+	}
 	var b strings.Builder
 	switch t.chatFormat {
 	case chatML:

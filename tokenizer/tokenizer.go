@@ -106,6 +106,7 @@ type Tokenizer struct {
 
 	chatTemplate string
 	chatFormat   chatFormat
+	jinja        *jinjaTemplate // UseJinja's template, rendering in place of the built-in format
 
 	maxText int // the longest token text in bytes (MaxTokenBytes)
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pipe-engine/pipe/tokenizer"
 )
 
 // llama.cpp's command line, as its users type it. kong knows one-letter
@@ -254,3 +257,49 @@ func (r *reversePrompts) add(text string) bool {
 
 // reset forgets the reply (a new one starts).
 func (r *reversePrompts) reset() { r.tail = "" }
+
+// TemplateFlags choose how chats are rendered: the built-in renderer the
+// GGUF's template is detected as (the default), the template run as Jinja
+// (llama.cpp's --jinja), a named built-in, or another Jinja template.
+type TemplateFlags struct {
+	Jinja            bool   `help:"Render chats by running the model's tokenizer.chat_template as Jinja (as llama.cpp's --jinja) instead of the built-in ChatML, harmony or Gemma 4 renderer." negatable:"" group:"Prompt"`
+	ChatTemplate     string `name:"chat-template" help:"Chat template: a built-in (chatml, harmony, gemma4), a Jinja file, or Jinja source." placeholder:"NAME|FILE" group:"Prompt"`
+	ChatTemplateFile string `name:"chat-template-file" help:"Render chats with this Jinja template file." type:"path" group:"Prompt"`
+}
+
+// apply sets tok's chat renderer from the flags.
+func (f *TemplateFlags) apply(tok *tokenizer.Tokenizer) error {
+	switch {
+	case f.ChatTemplateFile != "":
+		b, err := os.ReadFile(f.ChatTemplateFile)
+		if err != nil {
+			return fmt.Errorf("%w: --chat-template-file: %w", errFlag, err)
+		}
+		return flagErr("--chat-template-file", tok.UseJinja(string(b)))
+	case f.ChatTemplate != "":
+		if tok.UseBuiltin(f.ChatTemplate) == nil {
+			return nil
+		}
+		if b, err := os.ReadFile(f.ChatTemplate); err == nil {
+			return flagErr("--chat-template", tok.UseJinja(string(b)))
+		}
+		if strings.Contains(f.ChatTemplate, "{%") || strings.Contains(f.ChatTemplate, "{{") {
+			return flagErr("--chat-template", tok.UseJinja(f.ChatTemplate))
+		}
+		return fmt.Errorf("%w: --chat-template %q: not a built-in (chatml, harmony, gemma4), a file or Jinja source", errFlag, f.ChatTemplate)
+	case f.Jinja:
+		src := tok.ChatTemplate()
+		if src == "" {
+			return fmt.Errorf("%w: --jinja: the model has no tokenizer.chat_template (give one with --chat-template-file)", errFlag)
+		}
+		return flagErr("--jinja", tok.UseJinja(src))
+	}
+	return nil
+}
+
+func flagErr(flag string, err error) error {
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", errFlag, flag, err)
+	}
+	return nil
+}

@@ -204,3 +204,48 @@ func TestLlamaHabitsRun(t *testing.T) {
 		t.Errorf("-st -p: prompt ids %v, --chat -sys %v", stIDs, chatIDs)
 	}
 }
+
+// TestTemplateFlags: --jinja runs the GGUF's own template and
+// --chat-template-file a Jinja file, giving the built-in ChatML renderer's
+// prompt ids for a Qwen3 chat; --chat-template names a built-in; a bad
+// one stops the run with the flag's name.
+func TestTemplateFlags(t *testing.T) {
+	dir := t.TempDir()
+	const tiny = "../../testdata/golden/models/tiny-qwen3moe-Q8_0.gguf"
+	ids := func(args ...string) (string, int, string) {
+		t.Helper()
+		out := filepath.Join(dir, "ids")
+		var stdout, stderr bytes.Buffer
+		base := []string{"--log-level", "error", "--log-format", "console", "run", "-m", tiny, "-n", "1", "--temp", "0", "--hot-set", "none",
+			"--cache-mb", "4M", "--tokens-out", out, "-p", "hello", "-sys", "be brief"}
+		code := run(context.Background(), append(base, args...), &stdout, &stderr)
+		b, _ := os.ReadFile(out)
+		return strings.SplitN(string(b), "\n", 2)[0], code, stderr.String()
+	}
+	builtin, code, errs := ids()
+	if code != 0 || builtin == "" {
+		t.Fatalf("built-in: exit %d: %s", code, errs)
+	}
+	for _, args := range [][]string{
+		{"--jinja"},
+		{"--chat-template-file", "../../testdata/chat-templates/Qwen-Qwen3-0.6B.jinja"},
+		{"--chat-template", "../../testdata/chat-templates/Qwen3-Coder.jinja"},
+		{"--chat-template", "chatml"},
+		{"--chat-template", "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n"},
+	} {
+		if got, code, errs := ids(args...); code != 0 || got != builtin {
+			t.Errorf("%q: exit %d, prompt ids %s, built-in %s: %s", args, code, got, builtin, errs)
+		}
+	}
+	if got, code, _ := ids("--chat-template", "gemma4"); code != 0 || got == builtin {
+		t.Errorf("--chat-template gemma4: exit %d, ids %s equal ChatML's", code, got)
+	}
+	for _, c := range []struct{ arg, want string }{
+		{"llama3", "--chat-template \"llama3\": not a built-in"},
+		{"{% for m in messages %}", "--chat-template"},
+	} {
+		if _, code, errs := ids("--chat-template", c.arg); code == 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("--chat-template %q: exit %d: %s", c.arg, code, errs)
+		}
+	}
+}

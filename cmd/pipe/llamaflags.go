@@ -41,7 +41,7 @@ const (
 	embedHint    = "pipe generates text; it computes no embeddings or rankings"
 	presetHint   = "llama.cpp's presets download a model; pipe does not download: pass -m"
 	chatInHint   = "-i renders each turn with the model's chat template"
-	templateHint = "pipe renders the chat formats it detects from the GGUF's tokenizer.chat_template (ChatML, harmony, Gemma 4) with built-in renderers; it has no Jinja engine"
+	templateHint = "pipe renders plain text turns (no tools, no template arguments, no parsing of the reply)"
 	reasonHint   = "pipe run has --reasoning show|hide (llama.cpp's --reasoning on|off|auto is pipe's flag of that name) and --no-think (Qwen3)"
 	httpHint     = "pipe serve's HTTP server has fixed limits and no such option"
 	toolsHint    = "pipe serve has no tools, agents or MCP"
@@ -78,6 +78,8 @@ var llamaTable = []llamaFlag{
 	{"--log-disable", llamaSupported, "--log-level error"},
 	{"--host --port --api-key", llamaSupported, "the same (serve)"},
 	{"-a --alias", llamaSupported, "the same (serve)"},
+	{"--jinja --no-jinja", llamaSupported, "the same: the GGUF's tokenizer.chat_template run as Jinja (github.com/ardanlabs/jinja) instead of the built-in ChatML, harmony or Gemma 4 renderer (the default)"},
+	{"--chat-template --chat-template-file", llamaSupported, "the same: a built-in name (chatml, harmony, gemma4), a Jinja file or Jinja source"},
 
 	// accepted, changing nothing pipe does
 	{"--warmup --no-warmup", llamaAccepted, "pipe makes no warm-up pass; its first token's time is the real one"},
@@ -92,7 +94,6 @@ var llamaTable = []llamaFlag{
 	{"--slots --no-slots", llamaAccepted, "pipe serve always answers /slots, which shows no prompt text"},
 	{"--ui --webui", llamaAccepted, "pipe serve always serves its chat page at /"},
 	{"--cache-prompt", llamaAccepted, "pipe serve reuses the KV of a shared prefix by default"},
-	{"--no-jinja", llamaAccepted, "pipe's built-in chat renderers are not Jinja"},
 	{"--kv-unified -kvu", llamaAccepted, "pipe has one sequence and one KV cache"},
 
 	// refused, by name, with why
@@ -146,7 +147,7 @@ var llamaTable = []llamaFlag{
 	{"--tools --tools-runtime --mcp-servers-config --mcp-servers-json -ag --agent -no-ag --no-agent", llamaRefused, toolsHint},
 	{"--props", llamaRefused, "pipe serve's /props is read-only"},
 	{"--server-base --completion-bash", llamaRefused, "pipe has no such mode"},
-	{"--jinja --chat-template --chat-template-file --chat-template-kwargs --skip-chat-parsing --no-skip-chat-parsing --prefill-assistant --no-prefill-assistant", llamaRefused, templateHint},
+	{"--chat-template-kwargs --skip-chat-parsing --no-skip-chat-parsing --prefill-assistant --no-prefill-assistant", llamaRefused, templateHint},
 	{"--reasoning-format -rea --reasoning-effort --reasoning-budget --reasoning-budget-message --reasoning-preserve --no-reasoning-preserve", llamaRefused, reasonHint},
 	{"--log-file --log-prompts-dir", llamaRefused, "redirect stderr (it is JSON lines off a terminal)"},
 	{"-lv --verbosity --log-verbosity", llamaRefused, "--log-level debug, info, warn or error"},

@@ -44,6 +44,7 @@ type RunCmd struct {
 	Reasoning   string `help:"Thinking blocks (<think>…</think>) in the printed text: show or hide." enum:"show,hide" default:"show" group:"Prompt"`
 
 	LlamaFlags    `embed:""`
+	TemplateFlags `embed:""`
 	SamplingFlags `embed:"" group:"Sampling"`
 	EngineFlags   `embed:"" group:"Streaming"`
 	HotSetFlags   `embed:"" group:"Streaming"`
@@ -205,6 +206,9 @@ func (c *RunCmd) Run(g *Globals) error {
 		return err
 	}
 	defer m.Close()
+	if err := c.TemplateFlags.apply(m.Tokenizer()); err != nil {
+		return err
+	}
 	r := &runner{c: c, g: g, m: m, logits: outs.logits, out: &stdoutWriter{w: g.Stdout}, sameTerm: sameTerminal(g.Stdout, g.Stderr),
 		reverse: newReversePrompts(c.Reverse)}
 	if outs.trace != nil {

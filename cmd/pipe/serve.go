@@ -34,6 +34,7 @@ type ServeCmd struct {
 
 	NoThink bool `name:"no-think" help:"Qwen3: render chats with an empty think block." group:"Model"`
 
+	TemplateFlags `embed:""`
 	SamplingFlags `embed:"" group:"Sampling"`
 	EngineFlags   `embed:"" group:"Streaming"`
 	HotSetFlags   `embed:"" group:"Streaming"` // the hot set is saved when the server shuts down
@@ -89,6 +90,10 @@ func (c *ServeCmd) Run(g *Globals) error {
 	// itself and the model is closed after it.
 	m, err := decode.Open(context.WithoutCancel(g.Ctx), o)
 	if err != nil {
+		return err
+	}
+	if err := c.TemplateFlags.apply(m.Tokenizer()); err != nil {
+		m.Close()
 		return err
 	}
 	srv, err := serve.New(serve.Options{Model: m, ModelID: c.modelID(path), ModelPath: path, Version: versionString(),
