@@ -42,6 +42,7 @@ type Attention struct {
 	Wq, Wk, Wv, Wo Weight    // Wv without Data: V is K's projection (gemma4)
 	Bq, Bk, Bv, Bo []float32 // projection biases (gpt-oss)
 	QNorm, KNorm   []float32 // per-head RMS norms of Q and K, before RoPE
+	QKNormWhole    bool      // QNorm and KNorm span the whole projection, not one head (olmoe)
 	VNorm          bool      // per-head RMS norm of V without a weight (gemma4)
 	PostNorm       []float32 // RMS norm of the projected output, before the residual (gemma4)
 	Sinks          []float32 // one sink logit per head (gpt-oss)
@@ -431,15 +432,20 @@ func (p *Pass) Project(h []float32, ws []*Weight, ys [][]float32) error {
 	return nil
 }
 
-// prepareHeads applies the per-head norms and the rotation to every token's
-// Q and K heads, and the weightless norm to V heads when the layer has it.
+// prepareHeads applies the Q and K norms (per head, or over the whole
+// projection) and the rotation to every token's Q and K heads, and the
+// weightless norm to V heads when the layer has it.
 func (p *Pass) prepareHeads(a *Attention, q, k, v []float32) {
-	hd := a.HeadDim
+	hd, qd, kvd := a.HeadDim, a.QDim(), a.KVDim()
 	for t := 0; t < p.N; t++ {
 		pos := p.Pos0 + t
+		if a.QKNormWhole {
+			RMSNorm(q[t*qd:(t+1)*qd], q[t*qd:(t+1)*qd], p.Eps, a.QNorm)
+			RMSNorm(k[t*kvd:(t+1)*kvd], k[t*kvd:(t+1)*kvd], p.Eps, a.KNorm)
+		}
 		for i := 0; i < a.NHead; i++ {
 			head := q[(t*a.NHead+i)*hd : (t*a.NHead+i+1)*hd]
-			if a.QNorm != nil {
+			if a.QNorm != nil && !a.QKNormWhole {
 				RMSNorm(head, head, p.Eps, a.QNorm)
 			}
 			a.Rope.ApplyNeoX(head, pos)
@@ -447,7 +453,7 @@ func (p *Pass) prepareHeads(a *Attention, q, k, v []float32) {
 		for i := 0; i < a.NHeadKV; i++ {
 			o := (t*a.NHeadKV + i) * hd
 			head := k[o : o+hd]
-			if a.KNorm != nil {
+			if a.KNorm != nil && !a.QKNormWhole {
 				RMSNorm(head, head, p.Eps, a.KNorm)
 			}
 			a.Rope.ApplyNeoX(head, pos)

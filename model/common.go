@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/pipe-engine/pipe/kernels"
 )
@@ -66,4 +67,46 @@ func (p *Pass) head(d *Decoder, x []float32, all bool) ([][]float32, error) {
 		p.rows = append(p.rows, lg)
 	}
 	return p.rows, nil
+}
+
+// NeoXGeom is the attention geometry of the families with one head width
+// for every layer, NeoX RoPE over the whole head at rope.freq_base (linear
+// scaling by rope.scaling.factor when the file has one) and KQ scale
+// 1/√head_dim: qwen3moe, qwen2moe, olmoe. A rope.scaling.type other than
+// none or linear is refused when linearOnly is set.
+func NeoXGeom(hp HParams, arch string, linearOnly bool) (Geom, error) {
+	hd := hp.HeadDim
+	if hd == 0 && hp.NHead > 0 {
+		hd = hp.NEmbd / hp.NHead
+	}
+	if hp.NHead <= 0 || hp.NHeadKV <= 0 || hp.NHead%hp.NHeadKV != 0 || hd <= 0 || hd%2 != 0 {
+		return Geom{}, fmt.Errorf("%w: %s: %d heads, %d KV heads of %d", ErrBadModel, arch, hp.NHead, hp.NHeadKV, hd)
+	}
+	if hp.NRot != 0 && hp.NRot != hd {
+		return Geom{}, fmt.Errorf("%w: %s: rope.dimension_count %d, head width %d (llama.cpp rotates whole heads)", ErrBadModel, arch, hp.NRot, hd)
+	}
+	switch hp.RopeScalingType {
+	case "", "none", "linear":
+	default:
+		if linearOnly {
+			return Geom{}, fmt.Errorf("%w: %s: rope scaling %q is not supported", ErrUnsupportedArch, arch, hp.RopeScalingType)
+		}
+	}
+	base := hp.RopeFreqBase
+	if base == 0 {
+		base = 10000
+	}
+	fs := float32(1)
+	if hp.RopeScaleLinear > 0 {
+		fs = 1 / hp.RopeScaleLinear
+	}
+	return Geom{NHead: hp.NHead, NHeadKV: hp.NHeadKV, HeadDim: hd,
+		Rope: Rope{NDims: hd, Base: base, FreqScale: fs, AttnScale: 1}, Scale: float32(1 / math.Sqrt(float64(hd)))}, nil
+}
+
+// RoutedFFN loads layer's pre-norm routed FFN: ffn_norm and the
+// ffn_gate_inp router of nExpert rows.
+func (l *Loader) RoutedFFN(layer, nEmbd, nExpert int) *RoutedFFN {
+	p := fmt.Sprintf("blk.%d.", layer)
+	return &RoutedFFN{Norm: l.Vector(p+"ffn_norm.weight", nEmbd), Gate: l.Matrix(p+"ffn_gate_inp.weight", nEmbd, nExpert)}
 }

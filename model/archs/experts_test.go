@@ -8,19 +8,13 @@ import (
 	"testing"
 
 	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 	_ "github.com/pipe-engine/pipe/model/archs"
 )
 
 const goldenModels = "../../testdata/golden/models"
-
-// fileSource serves tensors from the whole file read into memory.
-type fileSource struct{ b []byte }
-
-func (s fileSource) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
-	return s.b[ti.Offset : ti.Offset+ti.Size], nil
-}
 
 // TestComputeExpertsEqualsComputeExpert: the batched experts (single-token
 // works sharing one input, single-token works with their own inputs, and a
@@ -45,7 +39,7 @@ func TestComputeExpertsEqualsComputeExpert(t *testing.T) {
 		}
 		for _, threads := range []int{1, 2, 3} {
 			pool := kernels.NewPool(threads)
-			m, err := model.New(d, fileSource{raw}, model.Options{Pool: pool})
+			m, err := model.New(d, goldentest.FileSource(raw), model.Options{Pool: pool})
 			if err != nil {
 				t.Fatal(err)
 			}

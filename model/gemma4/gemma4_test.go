@@ -16,117 +16,17 @@ import (
 	"testing"
 
 	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/model/gemma4"
-	"github.com/pipe-engine/pipe/router"
 )
 
 const golden = "../../testdata/golden"
 
-// fileSource serves tensors from the whole file read into memory.
-type fileSource struct{ b []byte }
-
-func (s fileSource) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
-	if ti.Offset+ti.Size > uint64(len(s.b)) {
-		return nil, fmt.Errorf("tensor %s beyond the file", ti.Name)
-	}
-	return s.b[ti.Offset : ti.Offset+ti.Size], nil
-}
-
-// recMoE routes, computes every routed expert from the file bytes and sums
-// in rank order, recording per layer what the model handed it: the expert
-// inputs, the router logits and router inputs, the routing and the output.
-type recMoE struct {
-	m                            model.Model
-	d                            *model.Desc
-	file                         []byte
-	x, logits, routerIn, out, ws map[int][][]float32
-	ids                          map[int][][]int
-}
-
-func newRec(m model.Model, d *model.Desc, file []byte) *recMoE {
-	mk := func() map[int][][]float32 { return map[int][][]float32{} }
-	return &recMoE{m: m, d: d, file: file, x: mk(), logits: mk(), routerIn: mk(), out: mk(), ws: mk(), ids: map[int][][]int{}}
-}
-
-func (r *recMoE) RunMoE(ctx context.Context, layer int, x, logits, out [][]float32) error {
-	return r.RunMoERouted(ctx, layer, x, logits, x, out)
-}
-
-func (r *recMoE) RunMoERouted(_ context.Context, layer int, x, logits, routerIn, out [][]float32) error {
-	spec := r.m.Router(layer)
-	var s model.Scratch
-	probs := make([]float32, spec.NExpert)
-	y := make([]float32, len(x[0]))
-	cp := func(v []float32) []float32 { return append([]float32(nil), v...) }
-	for t := range x {
-		ids, w := make([]int, spec.K), make([]float32, spec.K)
-		if err := router.Route(spec, logits[t], ids, w, probs); err != nil {
-			return err
-		}
-		for rank, e := range ids {
-			var parts [][]byte
-			for _, sl := range r.d.Experts[layer][e] {
-				parts = append(parts, r.file[sl.Off:sl.Off+sl.Len])
-			}
-			if err := r.m.ComputeExpert(layer, e, parts, 1, x[t], y, &s); err != nil {
-				return err
-			}
-			for i := range y {
-				if rank == 0 {
-					out[t][i] = y[i] * w[rank]
-				} else {
-					out[t][i] += y[i] * w[rank]
-				}
-			}
-		}
-		r.ids[layer] = append(r.ids[layer], ids)
-		r.ws[layer] = append(r.ws[layer], w)
-		r.x[layer] = append(r.x[layer], cp(x[t]))
-		r.logits[layer] = append(r.logits[layer], cp(logits[t]))
-		r.routerIn[layer] = append(r.routerIn[layer], cp(routerIn[t]))
-		r.out[layer] = append(r.out[layer], cp(out[t]))
-	}
-	return nil
-}
-
-// dump is llama.cpp's tensor dump of the F32 prompt pass (p0_fox).
-type dump struct {
-	dir   string
-	files map[string]string // name -> file (the last node of a name)
-}
-
-func loadDump(t *testing.T) *dump {
-	t.Helper()
-	dir := filepath.Join(golden, "tensors/tiny-gemma4-F32/p0_fox__ref")
-	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ix []struct{ Name, File string }
-	if err := json.Unmarshal(b, &ix); err != nil {
-		t.Fatal(err)
-	}
-	d := &dump{dir: dir, files: map[string]string{}}
-	for _, e := range ix {
-		d.files[e.Name] = e.File
-	}
-	return d
-}
-
-// f32 reads tensor name (its raw 32-bit words: float32, or int32 bits).
-func (d *dump) f32(t *testing.T, name string) []float32 {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(d.dir, d.files[name]))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
+// loadDump is llama.cpp's tensor dump of the F32 prompt pass (p0_fox).
+func loadDump(t *testing.T) *goldentest.Dump {
+	return goldentest.LoadDump(t, filepath.Join(golden, "tensors/tiny-gemma4-F32/p0_fox__ref"))
 }
 
 func load(t *testing.T, name string, opt model.Options) (model.Model, *model.Desc, []byte) {
@@ -149,7 +49,7 @@ func load(t *testing.T, name string, opt model.Options) (model.Model, *model.Des
 		t.Cleanup(pool.Close)
 		opt.Pool = pool
 	}
-	m, err := model.New(d, fileSource{raw}, opt)
+	m, err := model.New(d, goldentest.FileSource(raw), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,24 +58,6 @@ func load(t *testing.T, name string, opt model.Options) (model.Model, *model.Des
 
 // p0fox is the golden run's prompt (27 tokens).
 var p0fox = []int32{338, 32, 113, 117, 105, 278, 293, 372, 110, 287, 111, 120, 32, 106, 309, 112, 115, 265, 310, 258, 297, 97, 122, 121, 387, 103, 46}
-
-// relErr is max|got-want| / max|want| over token-major rows.
-func relErr(t *testing.T, what string, got [][]float32, want []float32) float64 {
-	t.Helper()
-	w := len(want) / len(got)
-	var maxAbs, maxDiff float64
-	for tk, row := range got {
-		if len(row) != w {
-			t.Fatalf("%s: rows of %d, llama.cpp %d", what, len(row), w)
-		}
-		for i, v := range row {
-			maxAbs = math.Max(maxAbs, math.Abs(float64(want[tk*w+i])))
-			maxDiff = math.Max(maxDiff, math.Abs(float64(v-want[tk*w+i])))
-		}
-	}
-	t.Logf("%s: max |Δ| %.3g = %.3g × max|x|", what, maxDiff, maxDiff/maxAbs)
-	return maxDiff / maxAbs
-}
 
 // TestIntermediatesMatchLlamaCpp runs the F32 model on p0_fox and compares,
 // layer by layer, with llama.cpp's dump of the same pass: the attention
@@ -199,14 +81,14 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := newRec(m, d, raw)
+	rec := goldentest.NewRec(m, d, raw)
 	logits, err := m.Forward(context.Background(), st, p0fox, rec, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dp := loadDump(t)
 	check := func(what string, got [][]float32, bound float64) float64 {
-		e := relErr(t, what, got, dp.f32(t, what))
+		e := goldentest.RelErr(t, what, got, dp.F32(t, what))
 		if e > bound {
 			t.Errorf("%s: relative error %.3g > %.0e", what, e, bound)
 		}
@@ -217,37 +99,11 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 		if l == 0 {
 			bound = exact1
 		}
-		check(fmt.Sprintf("attn_out-%d", l), rec.routerIn[l], bound)
-		check(fmt.Sprintf("ffn_norm_2-%d", l), rec.x[l], bound)
-		le := check(fmt.Sprintf("ffn_moe_logits-%d", l), rec.logits[l], bound)
-		want := dp.f32(t, fmt.Sprintf("ffn_moe_logits-%d", l))
-		order := dp.f32(t, fmt.Sprintf("ffn_moe_argsort-%d", l)) // int32 bits, 8 per token
-		wn := dp.f32(t, fmt.Sprintf("ffn_moe_weights_norm-%d", l))
-		var maxLogit float64
-		for _, v := range want {
-			maxLogit = math.Max(maxLogit, math.Abs(float64(v)))
-		}
-		for tk := range p0fox {
-			id := func(r int) int { return int(math.Float32bits(order[tk*8+r])) }
-			if gap := float64(want[tk*8+id(1)] - want[tk*8+id(2)]); gap <= 10*le*maxLogit {
-				t.Logf("layer %d token %d: 2nd/3rd router logits %.3g apart, a tie at our precision", l, tk, gap)
-				continue
-			}
-			// the same two experts with the same weights (their order is
-			// the rank order only up to a tie between the first two)
-			for r := 0; r < 2; r++ {
-				e, w := rec.ids[l][tk][r], rec.ws[l][tk][r]
-				rr := map[int]int{id(0): 0, id(1): 1}
-				lr, ok := rr[e]
-				if !ok {
-					t.Fatalf("layer %d token %d: experts %v, llama.cpp [%d %d]", l, tk, rec.ids[l][tk], id(0), id(1))
-				}
-				if dw := math.Abs(float64(w - wn[tk*2+lr])); dw > 10*le {
-					t.Errorf("layer %d token %d expert %d: weight %v, llama.cpp %v", l, tk, e, w, wn[tk*2+lr])
-				}
-			}
-		}
-		check(fmt.Sprintf("ffn_moe_out-%d", l), rec.out[l], grown)
+		check(fmt.Sprintf("attn_out-%d", l), rec.RouterIn[l], bound)
+		check(fmt.Sprintf("ffn_norm_2-%d", l), rec.X[l], bound)
+		le := check(fmt.Sprintf("ffn_moe_logits-%d", l), rec.Logits[l], bound)
+		dp.CheckRouting(t, rec, l, 8, 2, "ffn_moe_weights_norm", le)
+		check(fmt.Sprintf("ffn_moe_out-%d", l), rec.Out[l], grown)
 	}
 	check("result_output", logits, grown)
 }
@@ -298,7 +154,7 @@ func TestRopeGolden(t *testing.T) {
 		layer    int
 		in, want string
 	}{{0, "Qcur_normed-0", "Qcur_pos-0"}, {2, "Qcur_normed-2", "Qcur_pos-2"}, {2, "Kcur_normed-2", "Kcur_pos-2"}} {
-		x, want := dp.f32(t, c.in), dp.f32(t, c.want)
+		x, want := dp.F32(t, c.in), dp.F32(t, c.want)
 		a := g.Layers[c.layer].Attn
 		hd := a.HeadDim
 		heads := len(x) / hd / len(p0fox)
@@ -330,7 +186,7 @@ func TestPeekRouterIsTheRouter(t *testing.T) {
 	}
 	dp := loadDump(t)
 	for l := 0; l < 3; l++ {
-		in, want := dp.f32(t, fmt.Sprintf("attn_out-%d", l)), dp.f32(t, fmt.Sprintf("ffn_moe_logits-%d", l))
+		in, want := dp.F32(t, fmt.Sprintf("attn_out-%d", l)), dp.F32(t, fmt.Sprintf("ffn_moe_logits-%d", l))
 		got := make([]float32, 8)
 		for tk := range p0fox {
 			if err := pk.PeekRouter(l, in[tk*256:(tk+1)*256], 1, got); err != nil {
@@ -378,7 +234,7 @@ func TestRefusesWhatItLacks(t *testing.T) {
 		d2 := *d
 		d2.HParams.SlidingWindowPattern = append([]bool(nil), d.HParams.SlidingWindowPattern...)
 		c.mut(&d2.HParams)
-		_, err := model.New(&d2, fileSource{raw}, model.Options{Pool: pool})
+		_, err := model.New(&d2, goldentest.FileSource(raw), model.Options{Pool: pool})
 		if !errors.Is(err, c.want) || !strings.Contains(fmt.Sprint(err), c.key) {
 			t.Errorf("%s: %v, want %v naming %q", name, err, c.want, c.key)
 		}
@@ -416,10 +272,11 @@ func loadRun(t *testing.T, model, prompt string) (*goldenRun, []float32) {
 	return &g, out
 }
 
-// tieMoE is recMoE that also notes, per layer, how far apart the last
-// token's k-th and (k+1)-th router logits are, relative to its largest.
+// tieMoE is goldentest.Rec that also notes, per layer, how far apart the
+// last token's k-th and (k+1)-th router logits are, relative to its largest.
 type tieMoE struct {
-	*recMoE
+	*goldentest.Rec
+	m    model.Model
 	gaps []float64
 }
 
@@ -428,7 +285,7 @@ func (r *tieMoE) RunMoERouted(ctx context.Context, layer int, x, logits, routerI
 	sort.Slice(lg, func(i, j int) bool { return lg[i] > lg[j] })
 	k := r.m.Router(layer).K
 	r.gaps = append(r.gaps, float64(lg[k-1]-lg[k])/math.Max(math.Abs(float64(lg[0])), math.Abs(float64(lg[len(lg)-1]))))
-	return r.recMoE.RunMoERouted(ctx, layer, x, logits, routerIn, out)
+	return r.Rec.RunMoERouted(ctx, layer, x, logits, routerIn, out)
 }
 
 // TestQuantizedOutliersAreRouterTies is why the quantized golden comparison
@@ -458,7 +315,7 @@ func TestQuantizedOutliersAreRouterTies(t *testing.T) {
 			V := g.NVocab
 			toks := g.Prompt
 			for s := range g.Generated {
-				rec := &tieMoE{recMoE: newRec(m, d, raw)}
+				rec := &tieMoE{Rec: goldentest.NewRec(m, d, raw), m: m}
 				lg, err := m.Forward(context.Background(), st, toks, rec, false)
 				if err != nil {
 					t.Fatal(err)

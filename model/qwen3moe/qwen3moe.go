@@ -18,78 +18,37 @@ package qwen3moe
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/pipe-engine/pipe/model"
 )
 
 func init() { model.Register("qwen3moe", New) }
 
-// Model is a loaded Qwen3-MoE: the shared decoder skeleton with a routed
-// FFN per layer, plus the expert math.
-type Model struct {
-	*model.Decoder
-	*model.Experts
-	d          *model.Desc
-	nEmbd, nFF int
-	nExpert, k int
-}
-
-// New builds a Qwen3-MoE from its description and dense weights.
+// New builds a Qwen3-MoE from its description and dense weights: the shared
+// decoder with per-head Q/K norms and a routed FFN per layer, plus the
+// expert math (softmax top-k, renormalised).
 func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, error) {
 	hp := d.HParams
-	k, err := model.ExpertsUsed(hp, opt)
+	geom, err := model.NeoXGeom(hp, "qwen3moe", false)
 	if err != nil {
 		return nil, err
-	}
-	m := &Model{d: d, nEmbd: hp.NEmbd, nFF: hp.NFFExp, nExpert: hp.NExpert, k: k}
-	hd := hp.HeadDim
-	if hd == 0 && hp.NHead > 0 {
-		hd = hp.NEmbd / hp.NHead
-	}
-	if hp.NLayer <= 0 || m.nEmbd <= 0 || hp.NHead <= 0 || hp.NHeadKV <= 0 || hp.NHead%hp.NHeadKV != 0 || m.nExpert <= 0 || m.k <= 0 || m.nFF <= 0 || hd <= 0 || hd%2 != 0 {
-		return nil, fmt.Errorf("%w: qwen3moe hyper-parameters %+v", model.ErrBadModel, hp)
 	}
 	eps := hp.RMSEps
 	if eps == 0 {
 		eps = 1e-6
 	}
-	base := hp.RopeFreqBase
-	if base == 0 {
-		base = 10000
-	}
-	fs := float32(1)
-	if hp.RopeScaleLinear > 0 {
-		fs = 1 / hp.RopeScaleLinear
-	}
-	geom := model.Geom{NHead: hp.NHead, NHeadKV: hp.NHeadKV, HeadDim: hd,
-		Rope: model.Rope{NDims: hd, Base: base, FreqScale: fs, AttnScale: 1}, Scale: float32(1 / math.Sqrt(float64(hd)))}
-	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: eps, Timings: opt.Timings}
-	m.Experts = &model.Experts{Arch: "qwen3moe", Pool: opt.Pool, NEmbd: m.nEmbd, NFF: m.nFF, NExpert: m.nExpert, Act: model.SwiGLU}
-	ld := model.NewLoader(d, src)
-	ld.Embeddings(m.Decoder)
-	for l := 0; l < hp.NLayer; l++ {
-		p := fmt.Sprintf("blk.%d.", l)
-		a := ld.Attention(l, m.nEmbd, geom)
-		a.QNorm = ld.Vector(p+"attn_q_norm.weight", hd)
-		a.KNorm = ld.Vector(p+"attn_k_norm.weight", hd)
-		ffn := &model.RoutedFFN{
-			Norm: ld.Vector(p+"ffn_norm.weight", m.nEmbd),
-			Gate: ld.Matrix(p+"ffn_gate_inp.weight", m.nEmbd, m.nExpert),
-		}
-		m.Layers = append(m.Layers, model.Layer{Attn: a, FFN: ffn})
-		m.AddLayer(ld, l)
-	}
-	if err := ld.CheckVocab(m.Decoder, hp.NVocab); err != nil {
+	m, ld, err := model.NewMoEModel(d, src, opt, hp.NFFExp, model.SwiGLU, eps, model.SoftmaxTopK, true)
+	if err != nil {
 		return nil, err
 	}
-	return m, nil
-}
-
-// Desc implements model.Model.
-func (m *Model) Desc() *model.Desc { return m.d }
-
-// Router implements model.Model.
-func (m *Model) Router(int) model.RouterSpec {
-	return model.RouterSpec{Gating: model.SoftmaxTopK, NExpert: m.nExpert, K: m.k, Normalize: true}
+	hd := geom.HeadDim
+	for l := 0; l < hp.NLayer; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		a := ld.Attention(l, hp.NEmbd, geom)
+		a.QNorm = ld.Vector(p+"attn_q_norm.weight", hd)
+		a.KNorm = ld.Vector(p+"attn_k_norm.weight", hd)
+		m.Layers = append(m.Layers, model.Layer{Attn: a, FFN: ld.RoutedFFN(l, hp.NEmbd, hp.NExpert)})
+		m.AddLayer(ld, l)
+	}
+	return m.Finish(ld)
 }

@@ -1,0 +1,288 @@
+// Package goldentest holds what the architectures' layer-by-layer tests
+// share: a model loaded from a whole GGUF in memory, a MoE that records
+// what the model hands it per layer (expert inputs, router logits and
+// inputs, the routing and the output) while computing the routed experts
+// from the file's bytes, and llama.cpp's eval-callback tensor dumps
+// (testdata/golden/README.md, section 5) with the comparisons against them.
+// Only tests import it.
+package goldentest
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/kernels"
+	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/router"
+)
+
+// FileSource serves tensors from the whole file in memory.
+type FileSource []byte
+
+// TensorBytes implements model.DenseSource.
+func (s FileSource) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
+	if ti.Offset+ti.Size > uint64(len(s)) {
+		return nil, fmt.Errorf("tensor %s beyond the file", ti.Name)
+	}
+	return s[ti.Offset : ti.Offset+ti.Size], nil
+}
+
+// Load reads the model at path whole and builds it on a one-thread pool
+// (closed when the test ends).
+func Load(t *testing.T, path string) (model.Model, *model.Desc, []byte) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := model.Describe(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := kernels.NewPool(1)
+	t.Cleanup(pool.Close)
+	m, err := model.New(d, FileSource(raw), model.Options{Pool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, d, raw
+}
+
+// Rec is a model.RouterInputMoE that routes with the model's RouterSpec,
+// computes every routed expert from the file's bytes, sums in rank order and
+// records, per layer and token, what it was handed and what it computed.
+type Rec struct {
+	m                            model.Model
+	d                            *model.Desc
+	file                         []byte
+	X, Logits, RouterIn, Out, Ws map[int][][]float32
+	IDs                          map[int][][]int
+}
+
+// NewRec returns a recording MoE for m (described by d, bytes file).
+func NewRec(m model.Model, d *model.Desc, file []byte) *Rec {
+	mk := func() map[int][][]float32 { return map[int][][]float32{} }
+	return &Rec{m: m, d: d, file: file, X: mk(), Logits: mk(), RouterIn: mk(), Out: mk(), Ws: mk(), IDs: map[int][][]int{}}
+}
+
+// RunMoE implements model.MoE.
+func (r *Rec) RunMoE(ctx context.Context, layer int, x, logits, out [][]float32) error {
+	return r.RunMoERouted(ctx, layer, x, logits, x, out)
+}
+
+// RunMoERouted implements model.RouterInputMoE.
+func (r *Rec) RunMoERouted(_ context.Context, layer int, x, logits, routerIn, out [][]float32) error {
+	spec := r.m.Router(layer)
+	var s model.Scratch
+	probs := make([]float32, spec.NExpert)
+	y := make([]float32, len(x[0]))
+	cp := func(v []float32) []float32 { return append([]float32(nil), v...) }
+	for t := range x {
+		ids, w := make([]int, spec.K), make([]float32, spec.K)
+		if err := router.Route(spec, logits[t], ids, w, probs); err != nil {
+			return err
+		}
+		for rank, e := range ids {
+			var parts [][]byte
+			for _, sl := range r.d.Experts[layer][e] {
+				parts = append(parts, r.file[sl.Off:sl.Off+sl.Len])
+			}
+			if err := r.m.ComputeExpert(layer, e, parts, 1, x[t], y, &s); err != nil {
+				return err
+			}
+			for i := range y {
+				if rank == 0 {
+					out[t][i] = y[i] * w[rank]
+				} else {
+					out[t][i] += y[i] * w[rank]
+				}
+			}
+		}
+		r.IDs[layer] = append(r.IDs[layer], ids)
+		r.Ws[layer] = append(r.Ws[layer], w)
+		r.X[layer] = append(r.X[layer], cp(x[t]))
+		r.Logits[layer] = append(r.Logits[layer], cp(logits[t]))
+		r.RouterIn[layer] = append(r.RouterIn[layer], cp(routerIn[t]))
+		r.Out[layer] = append(r.Out[layer], cp(out[t]))
+	}
+	return nil
+}
+
+// Dump is llama.cpp's tensor dump of one prompt pass.
+type Dump struct {
+	dir   string
+	files map[string]string // name -> file of the last node of that name
+}
+
+// LoadDump reads dir/index.json.
+func LoadDump(t *testing.T, dir string) *Dump {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ix []struct{ Name, File string }
+	if err := json.Unmarshal(b, &ix); err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	d := &Dump{dir: dir, files: map[string]string{}}
+	for _, e := range ix {
+		d.files[e.Name] = e.File
+	}
+	return d
+}
+
+// F32 reads tensor name as its raw 32-bit words (float32, or int32 bits).
+func (d *Dump) F32(t *testing.T, name string) []float32 {
+	t.Helper()
+	f, ok := d.files[name]
+	if !ok {
+		t.Fatalf("%s: no tensor %q in the dump", d.dir, name)
+	}
+	b, err := os.ReadFile(filepath.Join(d.dir, f))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+// RelErr is max|got-want| / max|want| over token-major rows. When want has
+// fewer rows than got (llama.cpp keeps only the last position after the
+// last layer's attention), the last rows of got are compared.
+func RelErr(t *testing.T, what string, got [][]float32, want []float32) float64 {
+	t.Helper()
+	if len(got) == 0 {
+		t.Fatalf("%s: nothing recorded", what)
+	}
+	w := len(got[0])
+	rows := len(want) / w
+	if rows == 0 || rows > len(got) || rows*w != len(want) {
+		t.Fatalf("%s: %d llama.cpp values for %d rows of %d", what, len(want), len(got), w)
+	}
+	got = got[len(got)-rows:]
+	var maxAbs, maxDiff float64
+	for tk, row := range got {
+		for i, v := range row {
+			maxAbs = math.Max(maxAbs, math.Abs(float64(want[tk*w+i])))
+			maxDiff = math.Max(maxDiff, math.Abs(float64(v-want[tk*w+i])))
+		}
+	}
+	t.Logf("%s: max |Δ| %.3g = %.3g × max|x|", what, maxDiff, maxDiff/maxAbs)
+	return maxDiff / maxAbs
+}
+
+// CheckRouting compares layer's routing with llama.cpp's: for every token
+// whose k-th and (k+1)-th router logits (llama.cpp's) are further apart
+// than 10× the layer's relative logit error le (times the largest logit),
+// the same k experts with the same weights (within 10·le); weights is the
+// dumped tensor of the final expert weights (ffn_moe_weights or
+// ffn_moe_weights_norm).
+func (d *Dump) CheckRouting(t *testing.T, rec *Rec, layer, nExpert, k int, weights string, le float64) {
+	t.Helper()
+	want := d.F32(t, fmt.Sprintf("ffn_moe_logits-%d", layer))
+	order := d.F32(t, fmt.Sprintf("ffn_moe_argsort-%d", layer)) // int32 bits, nExpert per token
+	wn := d.F32(t, fmt.Sprintf("%s-%d", weights, layer))
+	nTok := len(order) / nExpert
+	ours := rec.IDs[layer][len(rec.IDs[layer])-nTok:]
+	ourW := rec.Ws[layer][len(rec.Ws[layer])-nTok:]
+	var maxLogit float64
+	for _, v := range want {
+		maxLogit = math.Max(maxLogit, math.Abs(float64(v)))
+	}
+	for tk := 0; tk < nTok; tk++ {
+		id := func(r int) int { return int(math.Float32bits(order[tk*nExpert+r])) }
+		if k < nExpert {
+			if gap := float64(want[tk*nExpert+id(k-1)] - want[tk*nExpert+id(k)]); gap <= 10*le*maxLogit {
+				t.Logf("layer %d token %d: %d-th/%d-th router logits %.3g apart, a tie at our precision", layer, tk, k, k+1, gap)
+				continue
+			}
+		}
+		rank := map[int]int{}
+		for r := 0; r < k; r++ {
+			rank[id(r)] = r
+		}
+		for r := 0; r < k; r++ {
+			e, w := ours[tk][r], ourW[tk][r]
+			lr, ok := rank[e]
+			if !ok {
+				lc := make([]int, k)
+				for i := range lc {
+					lc[i] = id(i)
+				}
+				t.Fatalf("layer %d token %d: experts %v, llama.cpp %v", layer, tk, ours[tk], lc)
+			}
+			if dw := math.Abs(float64(w - wn[tk*k+lr])); dw > 10*le {
+				t.Errorf("layer %d token %d expert %d: weight %v, llama.cpp %v", layer, tk, e, w, wn[tk*k+lr])
+			}
+		}
+	}
+}
+
+// PromptTokens reads the prompt_tokens of a golden run file.
+func PromptTokens(t *testing.T, runFile string) []int32 {
+	t.Helper()
+	b, err := os.ReadFile(runFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		PromptTokens []int32 `json:"prompt_tokens"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil || len(r.PromptTokens) == 0 {
+		t.Fatalf("%s: no prompt_tokens (%v)", runFile, err)
+	}
+	return r.PromptTokens
+}
+
+// CheckLayers runs goldenDir/models/<name>.gguf on its p0_fox prompt and
+// compares, layer by layer, with llama.cpp's dump of the same pass
+// (tensors/<name>/p0_fox__ref): the routed experts' input (ffn_norm-L), the
+// router logits, the top-k experts and their weights (the dumped tensor
+// weights-L: ffn_moe_weights or ffn_moe_weights_norm), the routed output
+// (ffn_moe_out-L), and the logits last. Each relative error must be within
+// bound; a divergence shows at its first layer and op.
+func CheckLayers(t *testing.T, goldenDir, name, weights string, bound float64) {
+	t.Helper()
+	m, d, raw := Load(t, filepath.Join(goldenDir, "models", name+".gguf"))
+	prompt := PromptTokens(t, filepath.Join(goldenDir, "runs", name, "p0_fox__ref.json"))
+	st, err := m.NewState(len(prompt), model.KVF32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := NewRec(m, d, raw)
+	logits, err := m.Forward(context.Background(), st, prompt, rec, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp := LoadDump(t, filepath.Join(goldenDir, "tensors", name, "p0_fox__ref"))
+	check := func(what string, got [][]float32) float64 {
+		e := RelErr(t, what, got, dp.F32(t, what))
+		if e > bound {
+			t.Errorf("%s: relative error %.3g > %.0e", what, e, bound)
+		}
+		return e
+	}
+	hp := d.HParams
+	for l := 0; l < hp.NLayer; l++ {
+		check(fmt.Sprintf("ffn_norm-%d", l), rec.X[l])
+		le := check(fmt.Sprintf("ffn_moe_logits-%d", l), rec.Logits[l])
+		dp.CheckRouting(t, rec, l, hp.NExpert, m.Router(l).K, weights, le)
+		check(fmt.Sprintf("ffn_moe_out-%d", l), rec.Out[l])
+	}
+	check("result_output", logits)
+}
