@@ -89,8 +89,13 @@ func Metadata(pl *Plan, v *Vocab, o *Options) ([]gguf.KV, error) {
 			kvPair{a + "expert_used_count", u32(p.NExpertUsed)},
 			kvPair{a + "attention.key_length", u32(p.HeadDim)},
 			kvPair{a + "attention.value_length", u32(p.HeadDim)},
-			kvPair{a + "expert_feed_forward_length", u32(p.NFFExp)},
 		)
+		if p.Arch != ArchOLMoE { // olmoe's experts are feed_forward_length wide
+			ps = append(ps, kvPair{a + "expert_feed_forward_length", u32(p.NFFExp)})
+		}
+		if p.Arch == ArchQwen2MoE {
+			ps = append(ps, kvPair{a + "expert_shared_feed_forward_length", u32(p.NFFShExp)})
+		}
 		if p.Arch == ArchGPTOSS {
 			ps = append(ps,
 				kvPair{a + "attention.sliding_window", u32(p.SlidingWindow)},

@@ -149,6 +149,8 @@ func NewPlan(p Preset, ft FileType, vocab int) (*Plan, error) {
 		ts = deepseek2Tensors(&p, vocab)
 	case ArchQwen35MoE:
 		ts = qwen35moeTensors(&p, vocab)
+	case ArchQwen2MoE, ArchOLMoE:
+		ts = qwenStyleTensors(&p, vocab)
 	default:
 		return nil, fmt.Errorf("%w: architecture %q", ErrBadOptions, p.Arch)
 	}
@@ -201,26 +203,69 @@ func blk(il int, name string) string { return "blk." + strconv.Itoa(il) + "." + 
 
 // qwen3moeTensors follows llama.cpp's LLM_ARCH_QWEN3MOE tensor creation.
 func qwen3moeTensors(p *Preset, vocab int) []TensorSpec {
-	E, hd := p.NEmbd, p.HeadDim
-	ts := []TensorSpec{
+	ts := headTensors(p, vocab)
+	for il := 0; il < p.NLayer; il++ {
+		ts = append(ts, routedBlock(p, il)...)
+		ts = append(ts,
+			TensorSpec{Name: blk(il, "attn_q_norm.weight"), Layer: il, Dims: u(p.HeadDim), Role: RoleNorm},
+			TensorSpec{Name: blk(il, "attn_k_norm.weight"), Layer: il, Dims: u(p.HeadDim), Role: RoleNorm},
+		)
+	}
+	return ts
+}
+
+// headTensors are the embeddings, the output norm and an untied output.
+func headTensors(p *Preset, vocab int) []TensorSpec {
+	E := p.NEmbd
+	return []TensorSpec{
 		{Name: "token_embd.weight", Layer: -1, Dims: u(E, vocab), Role: RoleEmbed},
 		{Name: "output_norm.weight", Layer: -1, Dims: u(E), Role: RoleNorm},
 		{Name: "output.weight", Layer: -1, Dims: u(E, vocab), Role: RoleOutput},
 	}
+}
+
+// routedBlock is block il's attention (norm, Q/K/V/output projections) and
+// routed FFN (norm, router, gate/up/down experts) without extras.
+func routedBlock(p *Preset, il int) []TensorSpec {
+	E, hd := p.NEmbd, p.HeadDim
+	return []TensorSpec{
+		{Name: blk(il, "attn_norm.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
+		{Name: blk(il, "attn_q.weight"), Layer: il, Dims: u(E, hd*p.NHead), Role: RoleProj},
+		{Name: blk(il, "attn_k.weight"), Layer: il, Dims: u(E, hd*p.NHeadKV), Role: RoleProj},
+		{Name: blk(il, "attn_v.weight"), Layer: il, Dims: u(E, hd*p.NHeadKV), Role: RoleProj},
+		{Name: blk(il, "attn_output.weight"), Layer: il, Dims: u(hd*p.NHead, E), Role: RoleProjOut},
+		{Name: blk(il, "ffn_norm.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
+		{Name: blk(il, "ffn_gate_inp.weight"), Layer: il, Dims: u(E, p.NExpert), Role: RoleRouter},
+		{Name: blk(il, "ffn_gate_exps.weight"), Layer: il, Dims: u(E, p.NFFExp, p.NExpert), Role: RoleExpert},
+		{Name: blk(il, "ffn_up_exps.weight"), Layer: il, Dims: u(E, p.NFFExp, p.NExpert), Role: RoleExpert},
+		{Name: blk(il, "ffn_down_exps.weight"), Layer: il, Dims: u(p.NFFExp, E, p.NExpert), Role: RoleExpertOut},
+	}
+}
+
+// qwenStyleTensors follows llama.cpp's LLM_ARCH_QWEN2MOE tensor creation
+// (q/k/v biases, a shared expert with its sigmoid gate row) and
+// LLM_ARCH_OLMOE's (n_embd-wide q/k norms over the whole projection, experts
+// feed_forward_length wide).
+func qwenStyleTensors(p *Preset, vocab int) []TensorSpec {
+	E, hd := p.NEmbd, p.HeadDim
+	ts := headTensors(p, vocab)
 	for il := 0; il < p.NLayer; il++ {
+		ts = append(ts, routedBlock(p, il)...)
+		if p.Arch == ArchOLMoE {
+			ts = append(ts,
+				TensorSpec{Name: blk(il, "attn_q_norm.weight"), Layer: il, Dims: u(hd * p.NHead), Role: RoleNorm},
+				TensorSpec{Name: blk(il, "attn_k_norm.weight"), Layer: il, Dims: u(hd * p.NHeadKV), Role: RoleNorm},
+			)
+			continue
+		}
 		ts = append(ts,
-			TensorSpec{Name: blk(il, "attn_norm.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "attn_q.weight"), Layer: il, Dims: u(E, hd*p.NHead), Role: RoleProj},
-			TensorSpec{Name: blk(il, "attn_k.weight"), Layer: il, Dims: u(E, hd*p.NHeadKV), Role: RoleProj},
-			TensorSpec{Name: blk(il, "attn_v.weight"), Layer: il, Dims: u(E, hd*p.NHeadKV), Role: RoleProj},
-			TensorSpec{Name: blk(il, "attn_output.weight"), Layer: il, Dims: u(hd*p.NHead, E), Role: RoleProjOut},
-			TensorSpec{Name: blk(il, "attn_q_norm.weight"), Layer: il, Dims: u(hd), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "attn_k_norm.weight"), Layer: il, Dims: u(hd), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "ffn_norm.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "ffn_gate_inp.weight"), Layer: il, Dims: u(E, p.NExpert), Role: RoleRouter},
-			TensorSpec{Name: blk(il, "ffn_gate_exps.weight"), Layer: il, Dims: u(E, p.NFFExp, p.NExpert), Role: RoleExpert},
-			TensorSpec{Name: blk(il, "ffn_up_exps.weight"), Layer: il, Dims: u(E, p.NFFExp, p.NExpert), Role: RoleExpert},
-			TensorSpec{Name: blk(il, "ffn_down_exps.weight"), Layer: il, Dims: u(p.NFFExp, E, p.NExpert), Role: RoleExpertOut},
+			TensorSpec{Name: blk(il, "attn_q.bias"), Layer: il, Dims: u(hd * p.NHead), Role: RoleBias},
+			TensorSpec{Name: blk(il, "attn_k.bias"), Layer: il, Dims: u(hd * p.NHeadKV), Role: RoleBias},
+			TensorSpec{Name: blk(il, "attn_v.bias"), Layer: il, Dims: u(hd * p.NHeadKV), Role: RoleBias},
+			TensorSpec{Name: blk(il, "ffn_gate_inp_shexp.weight"), Layer: il, Dims: u(E), Role: RoleProj},
+			TensorSpec{Name: blk(il, "ffn_gate_shexp.weight"), Layer: il, Dims: u(E, p.NFFShExp), Role: RoleProj},
+			TensorSpec{Name: blk(il, "ffn_up_shexp.weight"), Layer: il, Dims: u(E, p.NFFShExp), Role: RoleProj},
+			TensorSpec{Name: blk(il, "ffn_down_shexp.weight"), Layer: il, Dims: u(p.NFFShExp, E), Role: RoleProjOut},
 		)
 	}
 	return ts

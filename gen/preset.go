@@ -20,6 +20,8 @@ const (
 	ArchGPTOSS    = "gpt-oss"
 	ArchGemma4    = "gemma4"
 	ArchDeepSeek2 = "deepseek2"
+	ArchQwen2MoE  = "qwen2moe"
+	ArchOLMoE     = "olmoe"
 )
 
 // Preset is the hyper-parameter set of one model shape. Field names follow
@@ -38,7 +40,8 @@ type Preset struct {
 	NExpert     int
 	NExpertUsed int
 	NFFExp      int // expert FFN width
-	NFF         int // dense FFN width (feed_forward_length)
+	NFF         int // dense FFN width (feed_forward_length; olmoe's expert width)
+	NFFShExp    int // shared expert width (qwen2moe: expert_shared_feed_forward_length)
 	NCtxTrain   int
 	RopeBase    float32
 	RMSEps      float32
@@ -195,6 +198,34 @@ var presets = []Preset{
 		Hybrid: HybridGeom{ConvKernel: 4, StateSize: 32, KeyHeads: 2, ValueHeads: 4, AttnInterval: 2,
 			NRot: 16, Sections: [4]int{2, 2, 1, 1}, NFFShExp: 128},
 	},
+	{
+		Name: "qwen1.5-moe-a2.7b", Arch: ArchQwen2MoE, ModelName: "Qwen1.5-MoE-A2.7B (synthetic)",
+		Description: "Qwen/Qwen1.5-MoE-A2.7B config.json",
+		NLayer:      24, NEmbd: 2048, NHead: 16, NHeadKV: 16, HeadDim: 128,
+		NExpert: 60, NExpertUsed: 4, NFFExp: 1408, NFFShExp: 5632, NFF: 5632, NCtxTrain: 8192,
+		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 151936, DefaultQuant: "Q4_K_M",
+	},
+	{
+		Name: "qwen2moe-tiny", Arch: ArchQwen2MoE, ModelName: "tiny-random-qwen2moe",
+		Description: "qwen1.5-moe-a2.7b scaled down (with GQA, as Qwen2-57B-A14B)",
+		NLayer:      3, NEmbd: 256, NHead: 4, NHeadKV: 2, HeadDim: 64,
+		NExpert: 8, NExpertUsed: 2, NFFExp: 128, NFFShExp: 256, NFF: 512, NCtxTrain: 512,
+		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 482, DefaultQuant: "Q4_K_M",
+	},
+	{
+		Name: "olmoe-1b-7b", Arch: ArchOLMoE, ModelName: "OLMoE-1B-7B (synthetic)",
+		Description: "allenai/OLMoE-1B-7B-0924 config.json",
+		NLayer:      16, NEmbd: 2048, NHead: 16, NHeadKV: 16, HeadDim: 128,
+		NExpert: 64, NExpertUsed: 8, NFFExp: 1024, NFF: 1024, NCtxTrain: 4096,
+		RopeBase: 10000, RMSEps: 1e-5, Vocab: 50304, DefaultQuant: "Q4_K_M",
+	},
+	{
+		Name: "olmoe-tiny", Arch: ArchOLMoE, ModelName: "tiny-random-olmoe",
+		Description: "olmoe-1b-7b scaled down",
+		NLayer:      3, NEmbd: 256, NHead: 4, NHeadKV: 4, HeadDim: 64,
+		NExpert: 8, NExpertUsed: 2, NFFExp: 128, NFF: 128, NCtxTrain: 512,
+		RopeBase: 10000, RMSEps: 1e-5, Vocab: 482, DefaultQuant: "Q4_K_M",
+	},
 }
 
 // Presets returns every preset, sorted by name.
@@ -246,6 +277,15 @@ func (p *Preset) validate() error {
 	if h := &p.Hybrid; p.Arch == ArchQwen35MoE && (h.ConvKernel <= 0 || h.StateSize <= 0 || h.KeyHeads <= 0 ||
 		h.ValueHeads%h.KeyHeads != 0 || h.AttnInterval <= 0 || h.NRot <= 0 || h.NRot > p.HeadDim || h.NFFShExp <= 0) {
 		return fmt.Errorf("%w: qwen35moe preset %q has a zero or inconsistent hybrid geometry", ErrBadOptions, p.Name)
+	}
+	if (p.Arch == ArchQwen2MoE || p.Arch == ArchOLMoE) && p.NHead*p.HeadDim != p.NEmbd {
+		return fmt.Errorf("%w: %s preset %q: heads × head_dim must be n_embd (llama.cpp's attn_output is n_embd × n_embd)", ErrBadOptions, p.Arch, p.Name)
+	}
+	if p.Arch == ArchOLMoE && (p.NHeadKV != p.NHead || p.NFF != p.NFFExp) {
+		return fmt.Errorf("%w: olmoe preset %q needs NHeadKV = NHead (n_embd-wide k norm) and NFF = NFFExp (the experts' width)", ErrBadOptions, p.Name)
+	}
+	if p.Arch == ArchQwen2MoE && p.NFFShExp <= 0 {
+		return fmt.Errorf("%w: qwen2moe preset %q needs NFFShExp", ErrBadOptions, p.Name)
 	}
 	if p.Arch == ArchGemma4 && (p.SWAPeriod <= 0 || p.HeadDimFull <= 0 || p.NHeadKVFull <= 0) {
 		return fmt.Errorf("%w: gemma4 preset %q needs SWAPeriod, HeadDimFull, NHeadKVFull", ErrBadOptions, p.Name)

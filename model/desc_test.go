@@ -206,8 +206,11 @@ func TestDescribeGoldenSplit(t *testing.T) {
 				t.Fatal(err)
 			}
 			layers, tensors := 4, 3
-			if d.Arch == "gemma4" { // 3 layers, fused gate_up + down
+			switch d.Arch {
+			case "gemma4": // 3 layers, fused gate_up + down
 				layers, tensors = 3, 2
+			case "qwen2moe", "olmoe":
+				layers = 3
 			}
 			if len(d.Experts) != layers || len(d.Experts[0][0]) != tensors {
 				t.Fatalf("%d layers, layer 0 expert 0 slices %v", len(d.Experts), d.Experts[0][0])
