@@ -106,15 +106,7 @@ func (c *ReplayCmd) warm(g *Globals, name string, seq *replay.Sequence, pols []s
 	if err != nil {
 		return err
 	}
-	if err := c.separate(g.Stdout, i); err != nil {
-		return err
-	}
-	if c.Format == "json" {
-		enc := json.NewEncoder(g.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	return rep.Write(g.Stdout, c.Format == "markdown")
+	return c.print(g, i, rep)
 }
 
 // lossy runs the --lossy replay of one trace (the i-th) and prints it.
@@ -131,6 +123,16 @@ func (c *ReplayCmd) lossy(g *Globals, name string, seq *replay.Sequence, pols []
 	if err != nil {
 		return err
 	}
+	return c.print(g, i, rep)
+}
+
+// tableReport is a report that prints as a text or markdown table.
+type tableReport interface {
+	Write(w io.Writer, markdown bool) error
+}
+
+// print writes the i-th trace's report in --format.
+func (c *ReplayCmd) print(g *Globals, i int, rep tableReport) error {
 	if err := c.separate(g.Stdout, i); err != nil {
 		return err
 	}
