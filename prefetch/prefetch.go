@@ -25,8 +25,10 @@
 // bound once — so a cache hit and a demand miss hand the FFN its expert
 // without allocating. The
 // Planner's goroutines (one waiter per in-flight expert it joins) are owned
-// by the Planner and waited for in Close. Plan is called by one goroutine at
-// a time (the pipeline's planner goroutine).
+// by the Planner and waited for in Close. The planner goroutine is the
+// Planner's own loop, [Planner.Run] (loop.go), which serves the pipeline's
+// [Request] values in order: Plan, Settle and the speculation are called
+// from it alone (and Warm from the engine's warm-start goroutine).
 package prefetch
 
 import (
