@@ -98,34 +98,59 @@ func (x *Experts) ComputeExpert(l, e int, parts [][]byte, n int, in, out []float
 	}
 	F, E := x.NFF, x.NEmbd
 	a, b := s.Grow(n * 2 * F)
-	mm := s.On(x.Pool)
-	gate, up := a[:n*F], b[:n*F]
+	gate, up := proj{L.GateT, parts[0], "gate"}, proj{L.UpT, nil, "up"}
 	if L.Fused {
-		gu := a[:n*2*F]
-		if err := mm.MatMul(L.GateUpT, parts[0], 2*F, E, in[:n*E], n, gu); err != nil {
-			return fmt.Errorf("layer %d expert %d gate_up: %w", l, e, err)
+		gate = proj{L.GateUpT, parts[0], "gate_up"}
+	} else {
+		up.W = parts[1]
+	}
+	down := proj{L.DownT, parts[len(parts)-1], "down"}
+	act := func(g, u []float32) { x.activate(L, e, g, u) }
+	if err := gatedFFN(s.On(x.Pool), gate, up, down, F, E, n, in, a[:n*F], b[:n*F], out, act); err != nil {
+		return fmt.Errorf("layer %d expert %d %w", l, e, err)
+	}
+	x.finish(L, e, out[:n*E])
+	return nil
+}
+
+// proj is one projection of a gated FFN: its type, bytes and name in errors.
+type proj struct {
+	T    quant.Type
+	W    []byte
+	Name string
+}
+
+// gatedFFN is the gate/up/activation/down of every feed-forward of the
+// engine — routed experts (Experts.ComputeExpert), shared experts and dense
+// MLPs (GLU.Run) — over n rows of x (n×E): gate and up (F rows of E
+// columns) into g and u, act(g, u) writing into g, then down (E rows of F)
+// from g into out. An up without bytes means a fused gate_up (2F rows,
+// gate then up): it is computed into g's backing array (cap(g) ≥ 2nF) and
+// each row split into g and u.
+func gatedFFN(mm MatMuler, gate, up, down proj, F, E, n int, x, g, u, out []float32, act func(g, u []float32)) error {
+	if up.W == nil {
+		gu := g[:n*2*F]
+		if err := mm.MatMul(gate.T, gate.W, 2*F, E, x[:n*E], n, gu); err != nil {
+			return fmt.Errorf("%s: %w", gate.Name, err)
 		}
-		// split each token's row: up to b, then the gates packed in a
-		// (token t's gate moves from a[2tF:] to a[tF:], never ahead of a
-		// row still to be read)
+		// token t's gate moves from gu[2tF:] to g[tF:], never ahead of a
+		// row still to be read
 		for t := 0; t < n; t++ {
-			copy(up[t*F:(t+1)*F], gu[t*2*F+F:(t+1)*2*F])
-			copy(gate[t*F:(t+1)*F], gu[t*2*F:t*2*F+F])
+			copy(u[t*F:(t+1)*F], gu[t*2*F+F:(t+1)*2*F])
+			copy(g[t*F:(t+1)*F], gu[t*2*F:t*2*F+F])
 		}
 	} else {
-		if err := mm.MatMul(L.GateT, parts[0], F, E, in[:n*E], n, gate); err != nil {
-			return fmt.Errorf("layer %d expert %d gate: %w", l, e, err)
+		if err := mm.MatMul(gate.T, gate.W, F, E, x[:n*E], n, g); err != nil {
+			return fmt.Errorf("%s: %w", gate.Name, err)
 		}
-		if err := mm.MatMul(L.UpT, parts[1], F, E, in[:n*E], n, up); err != nil {
-			return fmt.Errorf("layer %d expert %d up: %w", l, e, err)
+		if err := mm.MatMul(up.T, up.W, F, E, x[:n*E], n, u); err != nil {
+			return fmt.Errorf("%s: %w", up.Name, err)
 		}
 	}
-	x.activate(L, e, gate, up)
-	y := out[:n*E]
-	if err := mm.MatMul(L.DownT, parts[len(parts)-1], E, F, gate, n, y); err != nil {
-		return fmt.Errorf("layer %d expert %d down: %w", l, e, err)
+	act(g, u)
+	if err := mm.MatMul(down.T, down.W, E, F, g, n, out[:n*E]); err != nil {
+		return fmt.Errorf("%s: %w", down.Name, err)
 	}
-	x.finish(L, e, y)
 	return nil
 }
 

@@ -27,20 +27,14 @@ func LoadGLU(ld *Loader, prefix, suffix string, nEmbd, nFF int, act Activation) 
 // Run returns the GLU of the pass's N rows h (n_embd wide) in a buffer of p.
 func (g *GLU) Run(p *Pass, h []float32) ([]float32, error) {
 	F := g.Gate.Rows
-	gate, up := p.Buf(p.N*F), p.Buf(p.N*F)
-	if err := p.MatMul(&g.Gate, h, gate); err != nil {
-		return nil, err
-	}
-	if err := p.MatMul(&g.Up, h, up); err != nil {
-		return nil, err
-	}
-	g.Act(gate, gate, up)
-	out := p.Buf(p.N * p.E)
-	if err := p.MatMul(&g.Down, gate, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	gate, up, out := p.Buf(p.N*F), p.Buf(p.N*F), p.Buf(p.N*p.E)
+	err := gatedFFN(p.Pool, proj{g.Gate.Type, g.Gate.Data, g.Gate.Name}, proj{g.Up.Type, g.Up.Data, g.Up.Name},
+		proj{g.Down.Type, g.Down.Data, g.Down.Name}, F, p.E, p.N, h, gate, up, out, g.act)
+	return out, err
 }
+
+// act applies the GLU's activation in place into gate.
+func (g *GLU) act(gate, up []float32) { g.Act(gate, gate, up) }
 
 // SharedExpert is a dense expert every token goes through beside the
 // routed ones, its output added to theirs: GLU(h), scaled per token by
