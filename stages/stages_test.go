@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -212,11 +213,17 @@ func TestCancelMidToken(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := baseCfg()
-	e, err := Open(ctx, cfg)
+	// The engine outlives the cancelled step (its lifetime is not ctx): the
+	// pass must stop by its own context checks, not by the engine shutting
+	// down.
+	e, err := Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	if n := e.Desc().HParams.NLayer; n < 4 {
+		t.Fatalf("the model has %d layers; the test cancels in layer 1 and needs layers after the next", n)
+	}
 	s, err := e.NewSession(64, model.KVF16)
 	if err != nil {
 		t.Fatal(err)
@@ -224,18 +231,32 @@ func TestCancelMidToken(t *testing.T) {
 	if _, _, err := s.Prefill(ctx, prompt, false); err != nil {
 		t.Fatal(err)
 	}
+	// Routings after the cancel: the layer checks stop the pass before the
+	// next layer routes (layer 2 of step 2 at the latest), not at the end
+	// of the token.
+	var after []string
+	cancelled := false
 	e.Observe(func(step, layer int, _ [][]int, _ [][]float32) {
+		if cancelled {
+			after = append(after, fmt.Sprintf("step %d layer %d", step, layer))
+		}
 		if step == 2 && layer == 1 {
 			cancel()
+			cancelled = true
 		}
 	})
 	t0 := time.Now()
 	var stepErr error
+	steps := 0
 	for i := 0; i < 5 && stepErr == nil; i++ {
 		_, _, stepErr = s.Step(ctx, 100, 5)
+		steps++
 	}
 	if !errors.Is(stepErr, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", stepErr)
+	}
+	if steps != 2 || len(after) > 1 || (len(after) == 1 && after[0] != "step 2 layer 2") {
+		t.Fatalf("the token the cancel came in ran on: %d steps, routings after the cancel %v", steps, after)
 	}
 	if d := time.Since(t0); d > 5*time.Second {
 		t.Fatalf("cancellation took %v", d)
