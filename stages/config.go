@@ -151,7 +151,7 @@ func resolve(cfg Config, d *model.Desc, l expertLayout) (Resolved, error) {
 	}
 	if !cfg.Stream {
 		r.Cache.Bytes = 0 // no expert cache
-		return r, r.checkLossy()
+		return r, errors.Join(r.checkMemory(d), r.checkLossy())
 	}
 	var err error
 	if all := l.count() * l.slotBytes; cfg.Cache.Auto {
@@ -160,6 +160,9 @@ func resolve(cfg Config, d *model.Desc, l expertLayout) (Resolved, error) {
 		r.Cache.Bytes, err = r.checkBudget(all)
 	}
 	if err != nil {
+		return Resolved{}, err
+	}
+	if err := r.checkMemory(d); err != nil {
 		return Resolved{}, err
 	}
 	if b := r.Cache.Bytes; b > 0 && b < r.WorkingSet {

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 
 	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/dense"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/prefetch"
 )
@@ -53,8 +55,8 @@ func checkKV(hp model.HParams, positions, elemBytes int) error {
 }
 
 // checkBudget is an explicit --cache-mb clamped to all, what every expert of
-// the model needs (a larger cache holds nothing more); it refuses one that,
-// with the KV cache, exceeds the memory available to the process.
+// the model needs (a larger cache holds nothing more); checkMemory then
+// weighs it with everything else resident.
 func (r *Resolved) checkBudget(all int64) (int64, error) {
 	b := r.Cache.Bytes
 	if b == 0 {
@@ -65,12 +67,63 @@ func (r *Resolved) checkBudget(all int64) (int64, error) {
 			Msgf("--cache-mb %d is more than every expert of the model needs: cache budget %s", b>>20, mib(all))
 		b = all
 	}
-	avail, source, _, err := cache.Available("", "")
-	if err != nil || b+r.KVBytes <= avail {
-		return b, nil
+	return b, nil
+}
+
+// runtimeReserve is what the process holds besides the parts checkMemory
+// counts: the Go runtime, the tokenizer, per-thread scratch, the sink.
+const runtimeReserve = 64 << 20
+
+// memoryNeed is what a run keeps resident that the kernel cannot reclaim
+// (an OOM kill, not a page-out, when it does not fit): dense weights in
+// anonymous memory (--dense-weights anon; warm and mmap are page cache), the
+// KV cache, the expert cache, the transient slots experts stream through
+// when the cache holds none of them, and the runtime.
+type memoryNeed struct {
+	dense, kv, cache, scratch, runtime int64
+}
+
+func (n memoryNeed) total() int64 { return n.dense + n.kv + n.cache + n.scratch + n.runtime }
+
+func (r *Resolved) need(d *model.Desc) memoryNeed {
+	n := memoryNeed{kv: r.KVBytes, cache: r.Cache.Bytes, runtime: runtimeReserve}
+	if r.Dense == dense.Anon || r.Dense == "" {
+		n.dense = d.DenseBytes
 	}
-	return 0, fmt.Errorf("%w: --cache-mb %d: the expert cache (%s) and the KV cache (%s) exceed the %s available (%s): lower --cache-mb or use --cache-mb auto",
-		ErrConfig, b>>20, mib(b), mib(r.KVBytes), mib(avail), source)
+	if r.Stream {
+		n.scratch = int64(max(r.K, cache.DefaultTransientSlots)) * r.SlotBytes
+	}
+	return n
+}
+
+// checkMemory is the one memory check of a run, before anything is
+// allocated: it refuses a configuration whose resident memory (need) exceeds
+// what the process may use (the cgroup limit or MemAvailable,
+// cache.Available), and says what would fit. Without memory information it
+// allows the run.
+func (r *Resolved) checkMemory(d *model.Desc) error {
+	avail, source, _, err := cache.Available("", "")
+	n := r.need(d)
+	if err != nil || n.total() <= avail {
+		return nil
+	}
+	var fixes []string
+	if n.dense > 0 && n.total()-n.dense <= avail {
+		fixes = append(fixes, "--dense-weights mmap (the dense weights in the page cache, which the kernel can reclaim)")
+	}
+	if rest := avail - (n.total() - n.cache); n.cache > 0 && rest >= 0 {
+		fixes = append(fixes, fmt.Sprintf("--cache-mb %d or less", rest>>20))
+	}
+	if n.kv > 0 && n.total()-n.kv <= avail {
+		fixes = append(fixes, "a smaller -c (the KV cache)")
+	}
+	if len(fixes) == 0 {
+		least := n
+		least.dense, least.cache = 0, 0
+		fixes = append(fixes, fmt.Sprintf("--dense-weights mmap, --cache-mb 0 and a smaller -c together, or more memory (the KV cache, scratch and runtime alone need %s)", mib(least.total())))
+	}
+	return fmt.Errorf("%w: the run needs %s resident (dense weights %s + KV cache %s + expert cache %s + scratch %s + runtime %s), more than the %s available (%s); it would be killed for want of memory: use %s",
+		ErrConfig, mib(n.total()), mib(n.dense), mib(n.kv), mib(n.cache), mib(n.scratch), mib(n.runtime), mib(avail), source, strings.Join(fixes, ", or "))
 }
 
 // kvElemBytes is the size of one KV element of type kv.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/dense"
 	"github.com/pipe-engine/pipe/model"
 )
 
@@ -52,12 +54,42 @@ func TestLimitsBeforeAllocation(t *testing.T) {
 	}
 }
 
-// TestBudgetAboveAvailable: an explicit budget the model could fill but the
-// machine cannot hold is refused naming --cache-mb.
+// TestBudgetAboveAvailable: the memory check counts everything resident
+// (anonymous dense weights, KV cache, expert cache, scratch slots, runtime)
+// against the memory available: a budget just above what is left after the
+// rest is refused naming --cache-mb and the budget that fits, one just
+// below is accepted; dense weights that do not fit beside the cache are
+// refused suggesting --dense-weights mmap, which is then accepted.
 func TestBudgetAboveAvailable(t *testing.T) {
-	r := Resolved{Config: baseCfg()}
-	r.Cache.Bytes = 1 << 60
-	if _, err := r.checkBudget(0); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "--cache-mb") { // 0: nothing to clamp to
-		t.Fatalf("err = %v, want ErrConfig naming --cache-mb", err)
+	avail, _, _, err := cache.Available("", "")
+	if err != nil {
+		t.Skipf("no memory information on this system: %v", err)
+	}
+	d := &model.Desc{DenseBytes: 0}
+	r := Resolved{Config: baseCfg(), KVBytes: 8 << 20, K: 2, SlotBytes: 1 << 20}
+	r.Dense = dense.Anon
+	fixed := r.KVBytes + int64(max(r.K, cache.DefaultTransientSlots))*r.SlotBytes + runtimeReserve
+	const margin = 256 << 20 // MemAvailable moves while the test runs
+	for _, c := range []struct {
+		name       string
+		dense      int64
+		budget     int64
+		mode       dense.Mode
+		ok         bool
+		flag, want string
+	}{
+		{"budget far above", 0, 1 << 60, dense.Anon, false, "--cache-mb", "or less"},
+		{"budget just above", 0, avail - fixed + margin, dense.Anon, false, "--cache-mb", "or less"},
+		{"budget just below", 0, avail - fixed - margin, dense.Anon, true, "", ""},
+		{"dense beside the budget", avail / 2, avail/2 - fixed + margin, dense.Anon, false, "--dense-weights mmap", "dense weights"},
+		{"dense in the page cache", avail / 2, avail/2 - fixed + margin, dense.Mmap, true, "", ""},
+		{"dense alone", avail + margin, 0, dense.Anon, false, "--dense-weights mmap", "dense weights"},
+	} {
+		d.DenseBytes = c.dense
+		r.Cache.Bytes, r.Dense = c.budget, c.mode
+		err := r.checkMemory(d)
+		if c.ok != (err == nil) || (err != nil && (!errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.flag) || !strings.Contains(err.Error(), c.want))) {
+			t.Errorf("%s: err = %v, want ok %v or an ErrConfig naming %q and %q", c.name, err, c.ok, c.flag, c.want)
+		}
 	}
 }
