@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +106,19 @@ func TestMemoryCap(t *testing.T) {
 	}
 	if od := r.Summary["o_direct"]; od != "1" {
 		t.Fatalf("o_direct=%q in the summary: expert reads did not use O_DIRECT", od)
+	}
+	// A cache that fits the cap by itself but not beside the dense weights,
+	// the transient slots and the runtime (a check of the cache and KV alone
+	// let it run into an OOM kill) is refused naming what fits.
+	rep, err = bench.Run(context.Background(), bench.Options{
+		Exe: exe, Env: []string{mainEnv + "=1"}, Model: path, Prompt: "The quick brown fox", N: 24,
+		Repeat: 1, MemCap: capBytes, OutDir: filepath.Join(dir, "out-big"), Timeout: 10 * time.Minute,
+		Extra: []string{"--moe-stream=true", "--cache-mb", strconv.FormatInt(capBytes>>20-50, 10), "--temp", "0", "--ignore-eos", "-t", "2"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Runs[0]; r.OOMKilled || r.OK() || !strings.Contains(r.LastLog, "--cache-mb") || !strings.Contains(r.LastLog, "or less") {
+		t.Fatalf("a cache larger than the cap: exit %d, oom %v, last log %q; want a refusal naming the --cache-mb that fits", r.ExitCode, r.OOMKilled, r.LastLog)
 	}
 }
