@@ -34,9 +34,8 @@ func (s FileSource) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
 	return s[ti.Offset : ti.Offset+ti.Size], nil
 }
 
-// Load reads the model at path whole and builds it on a one-thread pool
-// (closed when the test ends).
-func Load(t *testing.T, path string) (model.Model, *model.Desc, []byte) {
+// Open reads the GGUF at path whole and describes it.
+func Open(t *testing.T, path string) (*model.Desc, []byte) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -50,9 +49,20 @@ func Load(t *testing.T, path string) (model.Model, *model.Desc, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := kernels.NewPool(1)
-	t.Cleanup(pool.Close)
-	m, err := model.New(d, FileSource(raw), model.Options{Pool: pool})
+	return d, raw
+}
+
+// Load opens the model at path and builds it with opt, on a one-thread
+// pool (closed when the test ends) when opt has none.
+func Load(t *testing.T, path string, opt model.Options) (model.Model, *model.Desc, []byte) {
+	t.Helper()
+	d, raw := Open(t, path)
+	if opt.Pool == nil {
+		pool := kernels.NewPool(1)
+		t.Cleanup(pool.Close)
+		opt.Pool = pool
+	}
+	m, err := model.New(d, FileSource(raw), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +268,7 @@ func PromptTokens(t *testing.T, runFile string) []int32 {
 // bound; a divergence shows at its first layer and op.
 func CheckLayers(t *testing.T, goldenDir, name, weights string, bound float64) {
 	t.Helper()
-	m, d, raw := Load(t, filepath.Join(goldenDir, "models", name+".gguf"))
+	m, d, raw := Load(t, filepath.Join(goldenDir, "models", name+".gguf"), model.Options{})
 	prompt := PromptTokens(t, filepath.Join(goldenDir, "runs", name, "p0_fox__ref.json"))
 	st, err := m.NewState(len(prompt), model.KVF32)
 	if err != nil {

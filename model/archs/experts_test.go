@@ -3,11 +3,9 @@ package archs_test
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
@@ -25,18 +23,7 @@ func TestComputeExpertsEqualsComputeExpert(t *testing.T) {
 	for _, q := range []string{"qwen3moe-F32", "qwen3moe-Q4_K_M", "qwen3moe-Q8_0", "qwen3moe-Q4_0", "qwen3moe-MXFP4_MOE",
 		"gptoss-Q8_0", "gptoss-MXFP4_MOE", "gemma4-F32", "gemma4-Q4_K_M"} {
 		path := filepath.Join(goldenModels, "tiny-"+q+".gguf")
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := gguf.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := model.Describe(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		d, raw := goldentest.Open(t, path)
 		for _, threads := range []int{1, 2, 3} {
 			pool := kernels.NewPool(threads)
 			m, err := model.New(d, goldentest.FileSource(raw), model.Options{Pool: pool})

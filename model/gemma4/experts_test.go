@@ -2,19 +2,11 @@ package gemma4
 
 import (
 	"math"
-	"os"
 	"testing"
 
-	"github.com/pipe-engine/pipe/gguf"
-	"github.com/pipe-engine/pipe/kernels"
+	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/model"
 )
-
-type rawSource []byte
-
-func (s rawSource) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
-	return s[ti.Offset : ti.Offset+ti.Size], nil
-}
 
 // TestSeparateGateUp: a layer with ffn_gate_exps and ffn_up_exps apart
 // computes what the fused ffn_gate_up_exps does (its first n_ff rows are the
@@ -22,24 +14,7 @@ func (s rawSource) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
 // split, give bit-identical expert outputs.
 func TestSeparateGateUp(t *testing.T) {
 	const path = "../../testdata/golden/models/tiny-gemma4-F32.gguf"
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := model.Describe(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := kernels.NewPool(1)
-	defer pool.Close()
-	mm, err := New(d, rawSource(raw), model.Options{Pool: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mm, d, raw := goldentest.Load(t, path, model.Options{})
 	m := mm.(*Model)
 	E := m.nEmbd
 	x := make([]float32, 2*E)

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
@@ -31,29 +30,7 @@ func loadDump(t *testing.T) *goldentest.Dump {
 
 func load(t *testing.T, name string, opt model.Options) (model.Model, *model.Desc, []byte) {
 	t.Helper()
-	path := filepath.Join(golden, "models", name)
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := model.Describe(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if opt.Pool == nil {
-		pool := kernels.NewPool(1)
-		t.Cleanup(pool.Close)
-		opt.Pool = pool
-	}
-	m, err := model.New(d, goldentest.FileSource(raw), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, d, raw
+	return goldentest.Load(t, filepath.Join(golden, "models", name), opt)
 }
 
 // p0fox is the golden run's prompt (27 tokens).

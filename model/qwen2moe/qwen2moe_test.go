@@ -22,7 +22,7 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 // TestRouter: softmax over all experts, top-k, the weights not renormalised
 // (build_moe_ffn with norm_w false).
 func TestRouter(t *testing.T) {
-	m, _, _ := goldentest.Load(t, "../../testdata/golden/models/tiny-qwen2moe-F32.gguf")
+	m, _, _ := goldentest.Load(t, "../../testdata/golden/models/tiny-qwen2moe-F32.gguf", model.Options{})
 	if s := m.Router(0); s.Normalize || s.Gating != model.SoftmaxTopK || s.K != 2 || s.NExpert != 8 {
 		t.Fatalf("router %+v", s)
 	}

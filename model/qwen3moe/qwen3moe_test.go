@@ -10,21 +10,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/pipe-engine/pipe/gguf"
-	"github.com/pipe-engine/pipe/kernels"
+	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/model"
 	_ "github.com/pipe-engine/pipe/model/qwen3moe"
 	"github.com/pipe-engine/pipe/router"
 )
 
 const golden = "../../testdata/golden"
-
-// fileSource serves tensors from the whole file read into memory.
-type fileSource struct{ b []byte }
-
-func (s fileSource) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
-	return s.b[ti.Offset : ti.Offset+ti.Size], nil
-}
 
 // recMoE is a minimal MoE: route, compute every routed expert from the
 // file bytes, sum in rank order; it records routing per layer.
@@ -110,24 +102,7 @@ func readF32(t *testing.T, path string) []float32 {
 // same pass, so a divergence is located at its first layer and op.
 func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 	path := filepath.Join(golden, "models/tiny-qwen3moe-F32.gguf")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := model.Describe(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := kernels.NewPool(1)
-	defer pool.Close()
-	m, err := model.New(d, fileSource{raw}, model.Options{Pool: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, d, raw := goldentest.Load(t, path, model.Options{})
 	st, err := m.NewState(64, model.KVF32)
 	if err != nil {
 		t.Fatal(err)
