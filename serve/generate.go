@@ -107,6 +107,7 @@ func (s *Server) encode(j *job) ([]int32, error) {
 // leave no room to generate is refused without waiting for the slot (a
 // max_tokens past the context is clamped, limit).
 func (s *Server) prepare(j *job) error {
+	j.stops = append(j.stops, s.o.Stops...)
 	if err := s.o.Model.FitText(j.textBytes(), s.nCtx); err != nil {
 		return fmt.Errorf("%w: the prompt: %w", errContext, err)
 	}

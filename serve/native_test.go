@@ -244,3 +244,17 @@ func TestTelemetry(t *testing.T) {
 		t.Fatalf("telemetry of %d tokens in %d chunks", tokens, seen)
 	}
 }
+
+// TestServerStops: the server's stop strings (-r) end every request's text,
+// besides its own.
+func TestServerStops(t *testing.T) {
+	g := loadGolden(t, "p2_capital")
+	h0 := start(t, nil)
+	want := h0.expected(g.GeneratedTokens[:8])
+	stop := want[len(want)/2:][:3]
+	h := start(t, func(o *Options) { o.Stops = []string{stop} })
+	r := h.do("/completion", fmt.Sprintf(`{"prompt":%s,"n_predict":8}`, js(g.UserText)), 200)
+	if r["stop_type"] != "word" || r["stopping_word"] != stop || !strings.HasPrefix(want, r["content"].(string)+stop) {
+		t.Fatalf("server stop %q: %v (want %q)", stop, r, want)
+	}
+}

@@ -100,6 +100,9 @@ type Options struct {
 	// MaxTokens caps every request's generated tokens and is the limit of a
 	// request that sets none (llama-server's -n; 0 or negative: none).
 	MaxTokens int
+	// Stops end every request's text, besides its own "stop" (llama-server's
+	// -r, --reverse-prompt).
+	Stops []string
 	// NoThink renders chats with an empty think block (Qwen3).
 	NoThink bool
 	// APIKey, if set, is required as `Authorization: Bearer KEY` on every

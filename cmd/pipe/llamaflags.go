@@ -70,7 +70,7 @@ var llamaTable = []llamaFlag{
 	{"-no-cnv --no-conversation", llamaSupported, "--interactive=false (pipe run is one-shot by default)"},
 	{"-if --interactive-first", llamaSupported, "-i (without -p it waits for the first line)"},
 	{"-st --single-turn", llamaSupported, "the same: one chat turn (-p/-f, else one line of stdin), then exit"},
-	{"-r --reverse-prompt", llamaSupported, "the same: the reply stops once its text holds it (repeatable)"},
+	{"-r --reverse-prompt", llamaSupported, "the same: run stops the reply once its text holds it; serve stops every reply there, as a stop sequence (repeatable)"},
 	{"--display-prompt --no-display-prompt", llamaSupported, "--echo (off by default)"},
 	{"-ctk --cache-type-k -ctv --cache-type-v", llamaSupported, "f16 or f32, one type for K and V (--kv-type); quantized types are refused"},
 	{"-ndio --no-direct-io", llamaSupported, "--no-odirect"},

@@ -30,6 +30,7 @@ type ServeCmd struct {
 	Thr            int      `short:"t" name:"threads" help:"Compute threads (0 = number of CPUs)." default:"0" group:"Model"`
 	Ctx            int      `short:"c" name:"ctx-size" help:"Context of the served session in tokens: prompt + max_tokens of a request must fit." default:"4096" group:"Model"`
 	KVType         string   `name:"kv-type" help:"KV cache element type: f16 or f32." enum:"f16,f32" default:"f16" group:"Model"`
+	Reverse        []string `short:"r" name:"reverse-prompt" help:"Stop every reply at this text, besides a request's own stop sequences (repeatable), as llama-server's -r." group:"Server"`
 	N              int      `short:"n" name:"n-predict" aliases:"predict" help:"Most tokens one request may generate, and the limit of a request that sets none (-1 = none: up to the context), as llama-server's -n." default:"-1" group:"Server"`
 
 	NoThink bool `name:"no-think" help:"Qwen3: render chats with an empty think block." group:"Model"`
@@ -97,7 +98,7 @@ func (c *ServeCmd) Run(g *Globals) error {
 		return err
 	}
 	srv, err := serve.New(serve.Options{Model: m, ModelID: c.modelID(path), ModelPath: path, Version: versionString(),
-		Ctx: c.Ctx, Sampling: params, Seed: c.Seed, MaxTokens: c.N, NoThink: c.NoThink, APIKey: c.APIKey,
+		Ctx: c.Ctx, Sampling: params, Seed: c.Seed, MaxTokens: c.N, Stops: c.Reverse, NoThink: c.NoThink, APIKey: c.APIKey,
 		AllowedHosts: append(c.AllowedHosts, c.Host), AllowedOrigins: c.AllowedOrigins, Log: g.Log})
 	if err != nil {
 		m.Close()
