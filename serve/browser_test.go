@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipe-engine/pipe/decode"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "write the chat page's screenshot to docs/chat-page.png")
@@ -189,7 +191,8 @@ return {Done: a ? (a.dataset.done || "") : "", Finish: a ? (a.dataset.finish || 
 // whose hits and misses add up to the experts a token routes.
 func TestChatPageInBrowser(t *testing.T) {
 	wd := startBrowser(t)
-	h := start(t, nil)
+	// an expert cache of a third of the experts: the strip shows misses too
+	h := startModel(t, func(o *decode.Options) { o.Engine.Cache.Bytes = 2 << 20 }, nil)
 	const maxTokens = 12
 	want := h.do("/v1/chat/completions", fmt.Sprintf(`{"messages":[{"role":"user","content":"Tell me about Paris"}],"max_tokens":%d,"temperature":0}`, maxTokens), 200)
 	wantText := want["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"].(string)
