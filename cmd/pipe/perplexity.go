@@ -212,10 +212,24 @@ func klSummary(m *decode.Model, r quality.KLResult) {
 	evalSummary(m, r.Chunks*r.NCtx, r.Elapsed.Seconds())
 }
 
+// evalSummary adds the evaluation's rate and expert I/O to the summary:
+// its forward passes are prompt passes (Session.Score), so their lookups
+// are the counters' Prompt ones.
 func evalSummary(m *decode.Model, tokens int, s float64) {
 	m.SetSummary("eval_s", s)
 	if s > 0 {
 		m.SetSummary("eval_tok_s", float64(tokens)/s)
+	}
+	c := m.Engine().Metrics().Counters
+	if !c.Streaming {
+		return
+	}
+	m.SetSummary("eval_read_MiB", float64(c.ReadBytes)/(1<<20))
+	if tokens > 0 {
+		m.SetSummary("eval_MiB_per_token", float64(c.ReadBytes)/(1<<20)/float64(tokens))
+	}
+	if pct, ok := c.Prompt.HitPct(); ok && c.Cached {
+		m.SetSummary("eval_hit_pct", pct)
 	}
 }
 

@@ -79,7 +79,7 @@ func TestPerplexitySaveThenKL(t *testing.T) {
 			sum = l
 		}
 	}
-	for _, k := range []string{`"mode":"kl-divergence"`, `"same_top_pct":100`, `"chunks":3`, `"scored_tokens":189`, `"kld":`, `"status":"ok"`} {
+	for _, k := range []string{`"mode":"kl-divergence"`, `"same_top_pct":100`, `"chunks":3`, `"scored_tokens":189`, `"kld":`, `"eval_read_MiB":`, `"status":"ok"`} {
 		if !strings.Contains(sum, k) {
 			t.Errorf("summary event lacks %s: %s", k, sum)
 		}
