@@ -113,31 +113,39 @@ std::string hex(const std::string & s) {
     return o;
 }
 
-// utf8_lossy decodes s as UTF-8, each invalid byte becoming U+FFFD.
+// utf8_lossy decodes s as UTF-8, each maximal ill-formed subpart becoming
+// one U+FFFD (Unicode's "substitution of maximal subparts", as Python's
+// errors="replace" and WHATWG decode): a lead byte and the continuation
+// bytes that can still follow it count as one, any other bad byte as one.
 std::u32string utf8_lossy(const std::string & s) {
     std::u32string o;
     size_t i = 0;
     while (i < s.size()) {
         unsigned char c = s[i];
-        int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        char32_t cp = n == 1 ? c : n == 2 ? c & 31 : n == 3 ? c & 15 : c & 7;
-        bool ok = n > 0 && i + n <= s.size();
-        for (int j = 1; ok && j < n; j++) {
-            unsigned char cc = s[i + j];
-            ok = (cc >> 6) == 2;
-            cp = cp << 6 | (cc & 63);
-        }
-        if (ok && n > 1) {
-            static const char32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-            ok = cp >= min[n] && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF);
-        }
-        if (!ok) {
-            o += U'\uFFFD';
+        if (c < 0x80) {
+            o += c;
             i++;
             continue;
         }
+        int n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+        unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+        char32_t cp = n == 2 ? c & 31 : n == 3 ? c & 15 : c & 7;
+        size_t j = i + 1;
+        for (int k = 1; n > 0 && k < n && j < s.size(); k++, j++) {
+            unsigned char cc = s[j];
+            if (cc < (k == 1 ? lo : 0x80) || cc > (k == 1 ? hi : 0xBF)) {
+                break;
+            }
+            cp = cp << 6 | (cc & 63);
+        }
+        if (n == 0 || j - i < (size_t) n) {
+            o += U'\uFFFD';
+            i = n == 0 ? i + 1 : j;
+            continue;
+        }
         o += cp;
-        i += n;
+        i = j;
     }
     return o;
 }
