@@ -226,6 +226,19 @@ var presets = []Preset{
 		NExpert: 8, NExpertUsed: 2, NFFExp: 128, NFF: 128, NCtxTrain: 512,
 		RopeBase: 10000, RMSEps: 1e-5, Vocab: 482, DefaultQuant: "Q4_K_M",
 	},
+	{
+		// DeepSeek-V2-Lite's paths (27 layers: llama.cpp's "lite" test, so a
+		// plain query projection; softmax gating without renormalisation,
+		// two shared experts, YaRN ×40 with its log multiplier), tiny widths
+		Name: "deepseek2-lite-tiny", Arch: ArchDeepSeek2, ModelName: "tiny-random-deepseek2-lite",
+		Description: "deepseek-v2-lite with tiny widths",
+		NLayer:      27, NEmbd: 128, NHead: 4, NHeadKV: 1, HeadDim: 64 + 32,
+		NExpert: 8, NExpertUsed: 2, NFFExp: 64, NFF: 256, NCtxTrain: 163840,
+		RopeBase: 10000, RMSEps: 1e-6, Vocab: 512, DefaultQuant: "Q4_K_M",
+		YarnFactor: 40, YarnOrigCtx: 4096, YarnLogMul: 0.0707,
+		KVLoraRank: 64, NoPE: 32, NRot: 32, ValueLen: 32,
+		LeadingDense: 1, NShared: 2, GatingFunc: 1, WeightsScale: 1,
+	},
 }
 
 // Presets returns every preset, sorted by name.
