@@ -167,7 +167,7 @@ func TestInspectGolden(t *testing.T) {
 				}
 				if m := expertName.FindStringSubmatch(mt.Name); m != nil {
 					expertTotal += size
-					l := int(m[1][0] - '0')
+					l, _ := strconv.Atoi(m[1])
 					perLayer[l] += size / mt.Ne[2]
 				} else {
 					denseTensor += size
@@ -197,7 +197,7 @@ func TestInspectGolden(t *testing.T) {
 				t.Fatalf("bad JSON: %v\n%s", err, out)
 			}
 			wantArch := map[string]string{"tiny-qwen3moe": "qwen3moe", "tiny-gptoss": "gpt-oss", "tiny-gemma4": "gemma4", "tiny-qwen35moe": "qwen35moe",
-				"tiny-qwen2moe": "qwen2moe", "tiny-olmoe": "olmoe"}[arch]
+				"tiny-qwen2moe": "qwen2moe", "tiny-olmoe": "olmoe", "tiny-deepseek2": "deepseek2", "tiny-deepseek2-lite": "deepseek2"}[arch]
 			if rep.Arch != wantArch || rep.Arch != man.Arch {
 				t.Errorf("architecture %q, want %q", rep.Arch, wantArch)
 			}

@@ -95,7 +95,7 @@ func (r *Rec) RunMoE(ctx context.Context, layer int, x, logits, out [][]float32)
 func (r *Rec) RunMoERouted(_ context.Context, layer int, x, logits, routerIn, out [][]float32) error {
 	spec := r.m.Router(layer)
 	var s model.Scratch
-	probs := make([]float32, spec.NExpert)
+	probs := make([]float32, router.ScratchLen(spec))
 	y := make([]float32, len(x[0]))
 	cp := func(v []float32) []float32 { return append([]float32(nil), v...) }
 	for t := range x {
