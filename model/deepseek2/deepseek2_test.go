@@ -9,10 +9,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 	_ "github.com/pipe-engine/pipe/model/deepseek2"
-	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/router"
 )
 
