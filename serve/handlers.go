@@ -194,17 +194,9 @@ func (s *Server) complete(x *exchange, chat bool) {
 		parse, prefix = parseChat, "chatcmpl-"
 	}
 	j, err := parse(body, s.o.Sampling)
-	if err == nil {
-		err = s.prepare(&j)
-	}
-	if err != nil {
-		s.failGen(x, nil, err)
+	if !s.admitJob(x, &j, err) {
 		return
 	}
-	if !s.knownModel(x, j.model) {
-		return
-	}
-	j.who = tenantOf(x.r, j.cacheKey)
 	sh := shape{chat: chat, id: prefix + x.id, model: s.o.ModelID, created: time.Now().Unix()}
 	var em emitter = &collector{sh: sh, w: x.w}
 	var st *sse
@@ -216,6 +208,24 @@ func (s *Server) complete(x *exchange, chat bool) {
 	if err := s.generate(x.r.Context(), &j, em, x.start, x.gen); err != nil {
 		s.failGen(x, st, err)
 	}
+}
+
+// admitJob finishes a parsed request (err: the parse's) before it queues:
+// it sizes and tokenizes it, checks its model and names its tenant; a
+// request that fails is answered here and admitJob returns false.
+func (s *Server) admitJob(x *exchange, j *job, err error) bool {
+	if err == nil {
+		err = s.prepare(j)
+	}
+	if err != nil {
+		s.failGen(x, nil, err)
+		return false
+	}
+	if !s.knownModel(x, j.model) {
+		return false
+	}
+	j.who = tenantOf(x.r, j.cacheKey)
+	return true
 }
 
 // knownModel reports whether a request's "model" is the served one (or

@@ -66,17 +66,9 @@ func (s *Server) nativeCompletion(x *exchange) {
 		return
 	}
 	j, returnTokens, err := parseNative(body, s.o.Sampling)
-	if err == nil {
-		err = s.prepare(&j)
-	}
-	if err != nil {
-		s.failGen(x, nil, err)
+	if !s.admitJob(x, &j, err) {
 		return
 	}
-	if !s.knownModel(x, j.model) {
-		return
-	}
-	j.who = tenantOf(x.r, j.cacheKey)
 	x.gen = &outcome{}
 	n := &native{s: s, j: &j, o: x.gen, w: x.w, returnTokens: returnTokens}
 	var em emitter = n
