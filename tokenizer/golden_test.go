@@ -29,6 +29,14 @@ func load(tb testing.TB, path string) *Tokenizer {
 	if t, ok := loaded[path]; ok {
 		return t
 	}
+	t := fromFile(tb, path)
+	loaded[path] = t
+	return t
+}
+
+// fromFile loads the tokenizer of the GGUF at path (a new one each call).
+func fromFile(tb testing.TB, path string) *Tokenizer {
+	tb.Helper()
 	f, err := gguf.Open(path)
 	if err != nil {
 		tb.Fatalf("open %s: %v", path, err)
@@ -41,7 +49,6 @@ func load(tb testing.TB, path string) *Tokenizer {
 	if err != nil {
 		tb.Fatalf("New %s: %v", path, err)
 	}
-	loaded[path] = t
 	return t
 }
 

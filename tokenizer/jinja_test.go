@@ -6,8 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/pipe-engine/pipe/gguf"
 )
 
 const templates = "../testdata/chat-templates/"
@@ -84,24 +82,6 @@ func TestJinjaLlamaCases(t *testing.T) {
 	}
 }
 
-// fresh loads a tokenizer of its own (UseJinja changes it).
-func fresh(t *testing.T, path string) *Tokenizer {
-	t.Helper()
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := FromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
 // TestJinjaFamilies: the templates of the families pipe runs, from
 // llama.cpp's corpus, rendered as Jinja give what the built-in renderers
 // give (the fast default) — except gpt-oss's, whose template writes a
@@ -125,7 +105,7 @@ func TestJinjaFamilies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tok := fresh(t, c.vocab)
+		tok := fromFile(t, c.vocab) // its own: UseJinja changes it
 		if err := tok.UseBuiltin(detectName(string(src))); err != nil {
 			t.Fatalf("%s: %v", c.template, err)
 		}
@@ -166,7 +146,7 @@ func TestJinjaFamilies(t *testing.T) {
 func detectName(src string) string { return formatName(detectChatFormat(src)) }
 
 func TestUseTemplateErrors(t *testing.T) {
-	tok := fresh(t, "testdata/qwen3-vocab.gguf")
+	tok := fromFile(t, "testdata/qwen3-vocab.gguf")
 	if err := tok.UseBuiltin("llama3"); !errors.Is(err, ErrUnsupportedTemplate) {
 		t.Errorf("UseBuiltin(llama3): %v", err)
 	}
