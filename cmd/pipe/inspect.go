@@ -176,10 +176,14 @@ func perLayer(b []int64) string {
 		for j < len(b) && b[j] == b[i] {
 			j++
 		}
+		v := fmt.Sprint(b[i])
+		if b[i] == 0 {
+			v = "dense" // a layer without routed experts
+		}
 		if j-i > 1 {
-			parts = append(parts, fmt.Sprintf("%d ×%d", b[i], j-i))
+			parts = append(parts, fmt.Sprintf("%s ×%d", v, j-i))
 		} else {
-			parts = append(parts, fmt.Sprint(b[i]))
+			parts = append(parts, v)
 		}
 		i = j
 	}
@@ -222,6 +226,15 @@ func writeHParams(ew io.Writer, h model.HParams) {
 	}
 	if h.NFFShExp != 0 {
 		row("n_ff_shexp", h.NFFShExp)
+	}
+	if m := h.MoE; m.LeadingDense != 0 || m.NShared != 0 {
+		row("dense layers / shared experts", fmt.Sprintf("%d leading / %d", m.LeadingDense, m.NShared))
+	}
+	if m := h.MoE; m.GatingFunc != 0 || m.WeightsNorm || m.WeightsScale != 0 || m.Groups != 0 {
+		row("gating", fmt.Sprintf("func %d, norm %v, scale %g, groups %d of %d", m.GatingFunc, m.WeightsNorm, m.WeightsScale, m.GroupsUsed, m.Groups))
+	}
+	if a := h.MLA; a.KVLoraRank != 0 {
+		row("latent attention", fmt.Sprintf("kv_lora_rank %d, q_lora_rank %d, head k/v %d / %d, n_rot %d", a.KVLoraRank, a.QLoraRank, a.KeyLength, a.ValLength, h.NRot))
 	}
 	row("n_vocab", h.NVocab)
 	row("n_ctx_train", h.NCtxTrain)

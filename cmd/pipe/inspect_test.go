@@ -234,6 +234,35 @@ func TestInspectGolden(t *testing.T) {
 	}
 }
 
+// TestInspectDeepSeek2: a model with a dense first layer shows it as such
+// in the per-layer expert bytes (the MoE layers' figures beside it), its
+// shared experts, gating and latent attention geometry, and marks only
+// the routed experts' tensors as streamed.
+func TestInspectDeepSeek2(t *testing.T) {
+	out, errOut, code := inspectRun(t, "inspect", goldenRoot+"models/tiny-deepseek2-F32.gguf")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"deepseek2 (runnable)",
+		"dense layers / shared experts  1 leading / 1",
+		"gating                         func 2, norm true, scale 2.5, groups 2 of 4",
+		"latent attention               kv_lora_rank 64, q_lora_rank 128, head k/v 64 / 32, n_rot 32",
+		"one expert per layer:   dense, 393216 ×3 bytes", // 3 × 256×128 floats
+		"blk.1.ffn_up_exps.weight *",
+		"expert bytes:           18874368 (18.00 MiB) in 3 layers",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, dense := range []string{"blk.0.ffn_up.weight ", "blk.1.ffn_up_shexp.weight ", "blk.1.attn_k_b.weight "} {
+		if !strings.Contains(out, dense) || strings.Contains(out, dense+"*") {
+			t.Errorf("%s is not listed as a dense tensor:\n%s", dense, out)
+		}
+	}
+}
+
 func TestInspectText(t *testing.T) {
 	out, errOut, code := inspectRun(t, "inspect", goldenRoot+"models/tiny-gptoss-MXFP4_MOE.gguf")
 	if code != 0 {
