@@ -201,6 +201,16 @@ func u(xs ...int) []uint64 {
 
 func blk(il int, name string) string { return "blk." + strconv.Itoa(il) + "." + name }
 
+// untiedHead is the tensors outside the blocks of a model with its own
+// output matrix: token_embd, output_norm and output.
+func untiedHead(E, vocab int) []TensorSpec {
+	return []TensorSpec{
+		{Name: "token_embd.weight", Layer: -1, Dims: u(E, vocab), Role: RoleEmbed},
+		{Name: "output_norm.weight", Layer: -1, Dims: u(E), Role: RoleNorm},
+		{Name: "output.weight", Layer: -1, Dims: u(E, vocab), Role: RoleOutput},
+	}
+}
+
 // qwen3moeTensors follows llama.cpp's LLM_ARCH_QWEN3MOE tensor creation.
 func qwen3moeTensors(p *Preset, vocab int) []TensorSpec {
 	ts := headTensors(p, vocab)
@@ -274,11 +284,7 @@ func qwenStyleTensors(p *Preset, vocab int) []TensorSpec {
 // gptossTensors follows llama.cpp's LLM_ARCH_OPENAI_MOE tensor creation.
 func gptossTensors(p *Preset, vocab int) []TensorSpec {
 	E, hd := p.NEmbd, p.HeadDim
-	ts := []TensorSpec{
-		{Name: "token_embd.weight", Layer: -1, Dims: u(E, vocab), Role: RoleEmbed},
-		{Name: "output_norm.weight", Layer: -1, Dims: u(E), Role: RoleNorm},
-		{Name: "output.weight", Layer: -1, Dims: u(E, vocab), Role: RoleOutput},
-	}
+	ts := untiedHead(E, vocab)
 	for il := 0; il < p.NLayer; il++ {
 		ts = append(ts,
 			TensorSpec{Name: blk(il, "attn_norm.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
@@ -357,11 +363,7 @@ func gemma4Tensors(p *Preset, vocab int) []TensorSpec {
 func deepseek2Tensors(p *Preset, vocab int) []TensorSpec {
 	E, nh := p.NEmbd, p.NHead
 	kq := p.NoPE + p.NRot
-	ts := []TensorSpec{
-		{Name: "token_embd.weight", Layer: -1, Dims: u(E, vocab), Role: RoleEmbed},
-		{Name: "output_norm.weight", Layer: -1, Dims: u(E), Role: RoleNorm},
-		{Name: "output.weight", Layer: -1, Dims: u(E, vocab), Role: RoleOutput},
-	}
+	ts := untiedHead(E, vocab)
 	for il := 0; il < p.NLayer; il++ {
 		ts = append(ts,
 			TensorSpec{Name: blk(il, "attn_norm.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
