@@ -19,7 +19,7 @@ import (
 const golden = "../../testdata/golden"
 
 func load(t *testing.T, name string) (model.Model, *model.Desc, []byte) {
-	return goldentest.Load(t, filepath.Join(golden, "models", name))
+	return goldentest.Load(t, filepath.Join(golden, "models", name), model.Options{})
 }
 
 // TestIntermediatesMatchLlamaCpp runs the F32 model on p0_fox and compares,
