@@ -189,7 +189,13 @@ func TestWarmWithdrawnOnCancel(t *testing.T) {
 		st, _ := p.Warm(ctx, allKeys(3, 6), 6)
 		done <- st
 	}()
-	time.Sleep(20 * time.Millisecond)
+	// Cancel once the first read is with the lane (not after a fixed sleep,
+	// which a loaded machine can outlast before any read starts).
+	for wait := time.Now().Add(5 * time.Second); p.WarmStats().Issued == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(wait) {
+			t.Fatal("no warm read issued within 5 s")
+		}
+	}
 	cancel()
 	st := <-done
 	deadline := time.Now().Add(5 * time.Second)
