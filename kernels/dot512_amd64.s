@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "dot_amd64.h"
 
 // AVX-512 (F/BW/VL) + VNNI single-vector dots for Q4_K and Q6_K: one 512-bit
 // register carries two 32-element sub-blocks (or Q6_K parts) side by side,
@@ -43,24 +44,6 @@
 	VBROADCASTSS X2, X2 \
 	VBROADCASTSS X1, Y1
 
-// K4MINS512: X12 += dmin * float(madd(mins, pairsums(bsums))) (K4MINS).
-#define K4MINS512 \
-	VMOVDQU   (R12), X5      \
-	VMOVDQU   16(R12), X6    \
-	VPHADDW   X6, X5, X5     \
-	VPMADDWD  X5, X4, X4     \
-	VCVTDQ2PS X4, X4         \
-	VMULPS    X2, X4, X4     \
-	VADDPS    X4, X12, X12
-
-// DSCALE512: reg = broadcast(f16(off(SI)) * (DX)) (DSCALE).
-#define DSCALE512(off, reg, xreg) \
-	MOVWLZX      off(SI), AX  \
-	VMOVD        AX, xreg     \
-	VCVTPH2PS    xreg, xreg   \
-	VMULSS       (DX), xreg, xreg \
-	VBROADCASTSS xreg, reg
-
 // Q4KPAIR512 j: the 32 bytes of nibbles at 16+32j(SI) in both halves of Z5,
 // the high half shifted down 4 (Z13 counts): sub-block 2j (low nibbles)
 // against the quants at 64j(DI), sub-block 2j+1 (high) against 64j+32;
@@ -92,7 +75,7 @@ q4k512loop:
 	PREFETCHT0 (PFDIST512+128)(SI)
 	DM512
 	K4SCALES512
-	K4MINS512
+	K4MINS
 	VPXORQ     Z10, Z10, Z10
 	Q4KPAIR512(0)
 	Q4KPAIR512(1)
@@ -110,12 +93,7 @@ q4k512loop:
 	DECQ      CX
 	JNZ       q4k512loop
 
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMOVHLPS     X0, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
+	HSUM8
 	VMOVHLPS  X12, X12, X13
 	VADDPS    X13, X12, X12
 	VMOVSHDUP X12, X13
@@ -183,7 +161,7 @@ q6k512loop:
 	VPXORQ     Z10, Z10, Z10
 	Q6KHALF512(0, Z17, Z18)
 	Q6KHALF512(1, Z19, Z20)
-	DSCALE512(208, Y1, X1)
+	DSCALE(208, Y1, X1)
 	VEXTRACTI64X4 $1, Z10, Y11
 	VPADDD    Y11, Y10, Y10
 	VCVTDQ2PS Y10, Y10
@@ -195,12 +173,7 @@ q6k512loop:
 	DECQ      CX
 	JNZ       q6k512loop
 
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMOVHLPS     X0, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
+	HSUM8
 	VMOVSS       X0, ret+32(FP)
 	VZEROUPPER
 	RET

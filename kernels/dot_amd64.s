@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "dot_amd64.h"
 
 // AVX2 dot products, hand-written. Every routine follows the reference's
 // operation order (see the package doc): integer lanes per block, then
@@ -14,15 +15,6 @@
 // streamed rows (Q4_K: 5.8 -> 12.5 GB/s per CPU-second from RAM); a
 // prefetch past the end of the matrix is harmless (no fault).
 #define PFDIST 1024
-
-// HSUM8 reduces Y0 into X0[0] (clobbers X1).
-#define HSUM8 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVHLPS     X0, X0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1     \
-	VADDSS       X1, X0, X0
 
 // ones16: Y15 = 16 × int16(1)
 #define ONES16 \
@@ -187,26 +179,6 @@ TEXT ·dotMXFP4AVX2(SB), NOSPLIT, $0-44
 	ORQ          R10, BX              \
 	VMOVQ        BX, X4               \
 	VPMOVZXBW    X4, X4
-
-// K4MINS: X12 += dmin * float(madd(mins, pairsums(bsums))), bsums at (BX').
-// Expects X4 = mins int16, X2 = dmin broadcast (xmm), R12 = bsums pointer.
-#define K4MINS \
-	VMOVDQU   (R12), X5      \
-	VMOVDQU   16(R12), X6    \
-	VPHADDW   X6, X5, X5     \
-	VPMADDWD  X5, X4, X4     \
-	VCVTDQ2PS X4, X4         \
-	VMULPS    X2, X4, X4     \
-	VADDPS    X4, X12, X12
-
-// KSCALEF: Y1 = broadcast(f16(off(SI)) * (DX)); Y2/X2 likewise for dmin at
-// off2(SI) (only when wanted).
-#define DSCALE(off, reg, xreg) \
-	MOVWLZX      off(SI), AX  \
-	VMOVD        AX, xreg     \
-	VCVTPH2PS    xreg, xreg   \
-	VMULSS       (DX), xreg, xreg \
-	VBROADCASTSS xreg, reg
 
 // Q4KCHUNK j: nibbles of 32 bytes at 16+32j(SI) against 64 quants at
 // 64j(DI), scales for sub-blocks 2j, 2j+1; adds to Y10.
