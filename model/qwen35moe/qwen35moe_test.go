@@ -3,74 +3,14 @@ package qwen35moe_test
 import (
 	"context"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/pipe-engine/pipe/gen"
-	"github.com/pipe-engine/pipe/gguf"
-	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/modeltest"
 	_ "github.com/pipe-engine/pipe/model/qwen35moe"
-	"github.com/pipe-engine/pipe/router"
 )
-
-// fileSource serves tensors from the whole file read into memory.
-type fileSource struct{ b []byte }
-
-func (s fileSource) TensorBytes(ti *gguf.TensorInfo) ([]byte, error) {
-	return s.b[ti.Offset : ti.Offset+ti.Size], nil
-}
-
-// directMoE routes each token and sums its experts, computed from the file
-// bytes, in rank order; it records the router inputs and outputs per layer.
-type directMoE struct {
-	m             model.Model
-	d             *model.Desc
-	file          []byte
-	x, logits, ws map[int][][]float32 // recorded when x is not nil
-	ids           map[int][][]int
-	outs          map[int][][]float32
-}
-
-func (r *directMoE) RunMoE(_ context.Context, layer int, x, logits [][]float32, out [][]float32) error {
-	spec := r.m.Router(layer)
-	var s model.Scratch
-	y := make([]float32, len(x[0]))
-	probs := make([]float32, spec.NExpert)
-	for t := range x {
-		ids, w := make([]int, spec.K), make([]float32, spec.K)
-		if err := router.Route(spec, logits[t], ids, w, probs); err != nil {
-			return err
-		}
-		if r.x != nil {
-			r.x[layer] = append(r.x[layer], append([]float32(nil), x[t]...))
-			r.logits[layer] = append(r.logits[layer], append([]float32(nil), logits[t]...))
-			r.ids[layer] = append(r.ids[layer], ids)
-			r.ws[layer] = append(r.ws[layer], w)
-		}
-		for rank, e := range ids {
-			var parts [][]byte
-			for _, sl := range r.d.Experts[layer][e] {
-				parts = append(parts, r.file[sl.Off:sl.Off+sl.Len])
-			}
-			if err := r.m.ComputeExpert(layer, e, parts, 1, x[t], y, &s); err != nil {
-				return err
-			}
-			for i := range y {
-				if rank == 0 {
-					out[t][i] = y[i] * w[rank]
-				} else {
-					out[t][i] += float32(y[i] * w[rank])
-				}
-			}
-		}
-		if r.x != nil {
-			r.outs[layer] = append(r.outs[layer], append([]float32(nil), out[t]...))
-		}
-	}
-	return nil
-}
 
 // genTiny writes qwen35moe-tiny with quant into a temporary file.
 func genTiny(t *testing.T, quant string) string {
@@ -80,30 +20,6 @@ func genTiny(t *testing.T, quant string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// load loads the model at path with threads.
-func load(t *testing.T, path string, threads int) (model.Model, *directMoE) {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := model.Describe(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := kernels.NewPool(threads)
-	t.Cleanup(pool.Close)
-	m, err := model.New(d, fileSource{raw}, model.Options{Pool: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, &directMoE{m: m, d: d, file: raw}
 }
 
 var prompt = []int32{300, 32, 113, 117, 105, 278, 293, 372, 110, 287, 111, 120, 32, 106, 309, 112, 115, 265, 310, 258}
@@ -138,7 +54,7 @@ func TestPassesAgree(t *testing.T) {
 		var ref [][]float32
 		path := genTiny(t, q)
 		for _, threads := range []int{1, 2} {
-			m, moe := load(t, path, threads)
+			m, moe := modeltest.Load(t, path, threads)
 			for _, sizes := range [][]int{{len(prompt)}, {7, 5}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}} {
 				st, err := m.NewState(64, model.KVF32)
 				if err != nil {
@@ -165,7 +81,7 @@ func TestPassesAgree(t *testing.T) {
 // earlier position starts the sequence over, and feeding the prompt again
 // gives the first pass's logits; rewinding to the end keeps everything.
 func TestRewindStartsOver(t *testing.T) {
-	m, moe := load(t, genTiny(t, "F32"), 1)
+	m, moe := modeltest.Load(t, genTiny(t, "F32"), 1)
 	st, err := m.NewState(64, model.KVF32)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +106,7 @@ func TestRewindStartsOver(t *testing.T) {
 // TestStateBytes: the state holds KV rows for the attention layers only
 // and the delta-net layers' conv and recurrent states.
 func TestStateBytes(t *testing.T) {
-	m, _ := load(t, genTiny(t, "F32"), 1)
+	m, _ := modeltest.Load(t, genTiny(t, "F32"), 1)
 	st, err := m.NewState(64, model.KVF32)
 	if err != nil {
 		t.Fatal(err)
