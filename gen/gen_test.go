@@ -53,7 +53,10 @@ func TestTinyMatchesGolden(t *testing.T) {
 		{"gptoss-tiny", "tiny-gptoss-MXFP4_MOE.gguf", ""},
 		{"qwen35moe-tiny", "tiny-qwen35moe-Q4_K_M.gguf", "Q4_K_M"}, // llama-quantize of the F32 file
 		{"qwen35moe-tiny", "tiny-qwen35moe-Q8_0.gguf", "Q8_0"},
-		{"qwen35moe-tiny", "tiny-qwen35moe-F32.gguf", "F32"}, // pipe gen's own (seed 90417)
+		{"qwen35moe-tiny", "tiny-qwen35moe-F32.gguf", "F32"},   // pipe gen's own (seed 90417)
+		{"lfm2moe-tiny", "tiny-lfm2moe-Q4_K_M.gguf", "Q4_K_M"}, // llama-quantize of the F32 file
+		{"lfm2moe-tiny", "tiny-lfm2moe-Q8_0.gguf", "Q8_0"},
+		{"lfm2moe-tiny", "tiny-lfm2moe-F32.gguf", "F32"}, // pipe gen's own (seed 61721)
 	}
 	for _, c := range cases {
 		if testing.Short() && c.quant != "Q4_K_M" {

@@ -151,6 +151,8 @@ func NewPlan(p Preset, ft FileType, vocab int) (*Plan, error) {
 		ts = qwen35moeTensors(&p, vocab)
 	case ArchQwen2MoE, ArchOLMoE:
 		ts = qwenStyleTensors(&p, vocab)
+	case ArchLFM2MoE:
+		ts = lfm2moeTensors(&p, vocab)
 	default:
 		return nil, fmt.Errorf("%w: architecture %q", ErrBadOptions, p.Arch)
 	}
@@ -459,7 +461,8 @@ func allowsQuantization(t *TensorSpec) bool {
 	return strings.HasSuffix(n, "weight") &&
 		!strings.Contains(n, "_norm.weight") &&
 		!strings.Contains(n, "ffn_gate_inp.weight") &&
-		!strings.Contains(n, "ssm_conv1d")
+		!strings.Contains(n, "ssm_conv1d") &&
+		!strings.Contains(n, "shortconv.conv.weight")
 }
 
 // useMoreBits is llama-quant.cpp's use_more_bits.

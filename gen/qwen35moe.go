@@ -10,9 +10,14 @@ package gen
 const ArchQwen35MoE = "qwen35moe"
 
 // HybridGeom is a hybrid preset's recurrent-layer geometry and its other
-// qwen35moe-only shapes.
+// qwen35moe- and lfm2moe-only shapes.
 type HybridGeom struct {
-	ConvKernel   int    // ssm.conv_kernel
+	AttnLayers []int // lfm2moe: the attention layers (the others convolve)
+	// OwnOutput: lfm2moe writes an output.weight (LFM2 ties it to
+	// token_embd; with random weights a tied head scores the last token
+	// highest, so a tiny model would repeat it forever).
+	OwnOutput    bool
+	ConvKernel   int    // ssm.conv_kernel; lfm2moe: shortconv.l_cache
 	StateSize    int    // ssm.state_size: key and value head width
 	KeyHeads     int    // ssm.group_count
 	ValueHeads   int    // ssm.time_step_rank

@@ -121,8 +121,11 @@ type HParams struct {
 	// RopeSections is rope.dimension_sections (multi-section RoPE, qwen35moe).
 	RopeSections []int   `json:"rope_sections,omitempty"`
 	SSM          SSMGeom `json:"ssm,omitzero"`
-	MoE          MoEGeom `json:"moe,omitzero"`
-	MLA          MLAGeom `json:"mla,omitzero"`
+	// ShortConvL is shortconv.l_cache (lfm2): the taps of the short-conv
+	// layers, the layers whose attention.head_count_kv is 0.
+	ShortConvL int     `json:"shortconv_l_cache,omitempty"`
+	MoE        MoEGeom `json:"moe,omitzero"`
+	MLA        MLAGeom `json:"mla,omitzero"`
 }
 
 // MoEGeom are the MoE keys beyond expert_count and expert_used_count
@@ -194,16 +197,36 @@ func (g *SSMGeom) IsRecurrent(il int) bool {
 	return (il+1)%n != 0
 }
 
+// IsRecurrent reports whether layer il keeps a recurrent state instead of
+// KV rows: a delta-net layer (SSMGeom.IsRecurrent) or a short-conv layer
+// (shortconv.l_cache set and no KV heads, llama.cpp's lfm2 is_recr).
+func (h *HParams) IsRecurrent(il int) bool {
+	if h.ShortConvL > 0 {
+		return il >= 0 && il < len(h.HeadCountKVLayers) && h.HeadCountKVLayers[il] == 0
+	}
+	return h.SSM.IsRecurrent(il)
+}
+
 // RecurrentLayers is the number of the model's layers that keep a
 // recurrent state instead of KV rows.
 func (h *HParams) RecurrentLayers() int {
 	n := 0
 	for il := 0; il < h.NLayer; il++ {
-		if h.SSM.IsRecurrent(il) {
+		if h.IsRecurrent(il) {
 			n++
 		}
 	}
 	return n
+}
+
+// RecurrentFloats is the floats of state one recurrent layer keeps per
+// sequence: SSMGeom.StateFloats, or a short-conv layer's last l_cache-1
+// inputs of n_embd (llama.cpp's n_embd_r).
+func (h *HParams) RecurrentFloats() int {
+	if h.ShortConvL > 0 {
+		return (h.ShortConvL - 1) * h.NEmbd
+	}
+	return h.SSM.StateFloats()
 }
 
 // ConvChannels is the channels of a recurrent layer's short convolution:
@@ -424,6 +447,7 @@ func (d *Desc) readHParams(known bool) error {
 	h.SSM.GroupCount, _ = integer("ssm.group_count", false, big)
 	h.SSM.FullAttentionInterval, _ = integer("full_attention_interval", false, maxLayers)
 	const eps, base, factor = 1, 1e12, 1e6 // bounds far beyond any real model's
+	h.ShortConvL, _ = integer("shortconv.l_cache", false, big)
 	h.MoE.LeadingDense, _ = integer("leading_dense_block_count", false, maxLayers)
 	h.MoE.NShared, _ = integer("expert_shared_count", false, maxExperts)
 	h.MoE.GatingFunc, _ = integer("expert_gating_func", false, 16)

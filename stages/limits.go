@@ -39,7 +39,7 @@ func kvBytes(hp model.HParams, positions, elemBytes int) int64 {
 	if per > 0 && int64(positions) > (1<<62)/per {
 		return 1 << 62
 	}
-	return per*int64(positions) + int64(nRec)*4*int64(hp.SSM.StateFloats())
+	return per*int64(positions) + int64(nRec)*4*int64(hp.RecurrentFloats())
 }
 
 // checkKV refuses, before allocating it, a KV cache larger than the memory

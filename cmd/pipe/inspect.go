@@ -255,9 +255,14 @@ func writeHParams(ew io.Writer, h model.HParams) {
 	if len(h.RopeSections) > 0 {
 		row("rope sections", fmt.Sprint(h.RopeSections))
 	}
+	if n := h.RecurrentLayers(); n > 0 {
+		row("recurrent layers", fmt.Sprintf("%d of %d (state %d floats each)", n, h.NLayer, h.RecurrentFloats()))
+	}
 	if g := h.SSM; g.StateSize != 0 {
-		row("recurrent layers", fmt.Sprintf("%d of %d (state %d floats each)", h.RecurrentLayers(), h.NLayer, g.StateFloats()))
 		row("ssm conv / state / heads k,v", fmt.Sprintf("%d / %d / %d,%d", g.ConvKernel, g.StateSize, g.GroupCount, g.TimeStepRank))
+	}
+	if h.ShortConvL > 0 {
+		row("shortconv l_cache", h.ShortConvL)
 	}
 	tw.Flush()
 }

@@ -197,7 +197,7 @@ func TestInspectGolden(t *testing.T) {
 				t.Fatalf("bad JSON: %v\n%s", err, out)
 			}
 			wantArch := map[string]string{"tiny-qwen3moe": "qwen3moe", "tiny-gptoss": "gpt-oss", "tiny-gemma4": "gemma4", "tiny-qwen35moe": "qwen35moe",
-				"tiny-qwen2moe": "qwen2moe", "tiny-olmoe": "olmoe", "tiny-deepseek2": "deepseek2", "tiny-deepseek2-lite": "deepseek2"}[arch]
+				"tiny-qwen2moe": "qwen2moe", "tiny-olmoe": "olmoe", "tiny-deepseek2": "deepseek2", "tiny-deepseek2-lite": "deepseek2", "tiny-lfm2moe": "lfm2moe"}[arch]
 			if rep.Arch != wantArch || rep.Arch != man.Arch {
 				t.Errorf("architecture %q, want %q", rep.Arch, wantArch)
 			}

@@ -1,0 +1,114 @@
+package lfm2moe_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pipe-engine/pipe/model"
+	_ "github.com/pipe-engine/pipe/model/lfm2moe"
+	"github.com/pipe-engine/pipe/model/modeltest"
+)
+
+const golden = "../../testdata/golden"
+
+func goldenPrompt(t *testing.T) []int32 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(golden, "runs/tiny-lfm2moe-F32/p0_fox__ref.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		PromptTokens []int32 `json:"prompt_tokens"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.PromptTokens
+}
+
+// TestIntermediatesMatchLlamaCpp runs the golden F32 model on p0_fox and
+// compares, layer by layer, with llama.cpp's dump of the same pass: the FFN
+// input of every MoE layer (llama.cpp names ffn_norm's output
+// "model.layers.{}.ffn_out"; layer 1's is layer 0's short-conv block and
+// dense FFN through the norm), the router logits, the experts chosen by
+// σ(logits) + exp_probs_b with their renormalised weights, the routed
+// output (the last layer's for the last position only, as llama.cpp
+// computes it); the last position's logits last. Only float summation orders
+// differ: bound 1e-5.
+func TestIntermediatesMatchLlamaCpp(t *testing.T) {
+	const bound = 1e-5
+	m, rec := modeltest.Load(t, filepath.Join(golden, "models/tiny-lfm2moe-F32.gguf"), 1)
+	rec.Record()
+	st, err := m.NewState(64, model.KVF32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits, err := m.Forward(context.Background(), st, goldenPrompt(t), rec, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp := modeltest.LoadDump(t, filepath.Join(golden, "tensors/tiny-lfm2moe-F32/p0_fox__ref"))
+	check := func(what string, got [][]float32) float64 {
+		e := modeltest.RelErr(t, what, got, dp.F32(t, what))
+		if e > bound {
+			t.Errorf("%s: relative error %.3g > %.0e", what, e, bound)
+		}
+		return e
+	}
+	hp := m.Desc().HParams
+	rec.KeepLast(hp.NLayer-1, 1) // llama.cpp's last layer runs its FFN on the output position only
+	for l := hp.MoE.LeadingDense; l < hp.NLayer; l++ {
+		check(fmt.Sprintf("model.layers.{}.ffn_out-%d", l), rec.X[l])
+		le := check(fmt.Sprintf("ffn_moe_logits-%d", l), rec.Logits[l])
+		modeltest.CheckRouting(t, dp, rec, l, le)
+		check(fmt.Sprintf("ffn_moe_out-%d", l), rec.Out[l])
+	}
+	check("result_output", logits[len(logits)-1:])
+}
+
+// TestPassesAgree: the logits of the prompt are the same bits whether it
+// is fed whole, in chunks (the conv and KV states carried between passes)
+// or token by token, at -t 1 and 2; the state holds KV rows for the two
+// attention layers and (l_cache-1)·n_embd floats for the two conv layers.
+func TestPassesAgree(t *testing.T) {
+	prompt := goldenPrompt(t)
+	var ref [][]float32
+	for _, threads := range []int{1, 2} {
+		m, moe := modeltest.Load(t, filepath.Join(golden, "models/tiny-lfm2moe-Q8_0.gguf"), threads)
+		for _, size := range []int{len(prompt), 6, 1} {
+			st, err := m.NewState(64, model.KVF32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := int64(2*2*64*128*4 + 2*2*256*4); st.Bytes() != want {
+				t.Fatalf("state of %d bytes, want %d", st.Bytes(), want)
+			}
+			var got [][]float32
+			for i := 0; i < len(prompt); i += size {
+				rows, err := m.Forward(context.Background(), st, prompt[i:min(i+size, len(prompt))], moe, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range rows {
+					got = append(got, append([]float32(nil), r...))
+				}
+			}
+			if ref == nil {
+				ref = got
+				continue
+			}
+			for p := range ref {
+				for i := range ref[p] {
+					if math.Float32bits(got[p][i]) != math.Float32bits(ref[p][i]) {
+						t.Fatalf("-t %d passes of %d: position %d logit %d = %v, whole prompt -t 1: %v", threads, size, p, i, got[p][i], ref[p][i])
+					}
+				}
+			}
+		}
+	}
+}
