@@ -212,6 +212,8 @@ func TestDescribeGoldenSplit(t *testing.T) {
 				layers, tensors = 3, 2
 			case "qwen2moe", "olmoe":
 				layers = 3
+			case "lfm2moe": // block 0 dense
+				first = 1
 			case "deepseek2": // block 0 dense; the lite-path model has 27 blocks
 				first = 1
 				if strings.Contains(p, "-lite-") {
