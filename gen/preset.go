@@ -319,7 +319,7 @@ func (p *Preset) validate() error {
 	if p.Arch == ArchQwen2MoE && p.NFFShExp <= 0 {
 		return fmt.Errorf("%w: qwen2moe preset %q needs NFFShExp", ErrBadOptions, p.Name)
 	}
-	if p.Arch == ArchLFM2MoE && (p.Hybrid.ConvKernel < 2 || p.LeadingDense > p.NLayer || p.GatingFunc != 2 || p.NFF <= 0) {
+	if p.Arch == ArchLFM2MoE && (p.Hybrid.ConvKernel < 2 || p.GatingFunc != 2 || p.NFF <= 0) {
 		return fmt.Errorf("%w: lfm2moe preset %q needs shortconv taps ≥ 2, sigmoid gating and a dense FFN width", ErrBadOptions, p.Name)
 	}
 	if p.Arch == ArchGemma4 && (p.SWAPeriod <= 0 || p.HeadDimFull <= 0 || p.NHeadKVFull <= 0) {

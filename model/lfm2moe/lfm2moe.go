@@ -51,7 +51,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	E, hd := hp.NEmbd, hp.HeadDim
 	switch {
 	case hp.NLayer <= 0 || E <= 0 || hp.NHead <= 0 || hd <= 0 || hd%2 != 0 || hp.NExpert <= 0 || hp.NFFExp <= 0 ||
-		hp.MoE.LeadingDense > hp.NLayer || (hp.MoE.LeadingDense > 0 && hp.NFF <= 0):
+		(hp.MoE.LeadingDense > 0 && hp.NFF <= 0):
 		return nil, fmt.Errorf("%w: lfm2moe hyper-parameters %+v", model.ErrBadModel, hp)
 	case hp.ShortConvL < 2 || len(hp.HeadCountKVLayers) != hp.NLayer:
 		return nil, fmt.Errorf("%w: lfm2moe needs shortconv.l_cache ≥ 2 and attention.head_count_kv per layer (got %d and %d values)", model.ErrBadModel, hp.ShortConvL, len(hp.HeadCountKVLayers))
