@@ -2,33 +2,21 @@ package lfm2moe_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/pipe-engine/pipe/internal/goldentest"
+	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 	_ "github.com/pipe-engine/pipe/model/lfm2moe"
-	"github.com/pipe-engine/pipe/model/modeltest"
 )
 
 const golden = "../../testdata/golden"
 
 func goldenPrompt(t *testing.T) []int32 {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(golden, "runs/tiny-lfm2moe-F32/p0_fox__ref.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r struct {
-		PromptTokens []int32 `json:"prompt_tokens"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	return r.PromptTokens
+	return goldentest.PromptTokens(t, filepath.Join(golden, "runs/tiny-lfm2moe-F32/p0_fox__ref.json"))
 }
 
 // TestIntermediatesMatchLlamaCpp runs the golden F32 model on p0_fox and
@@ -42,8 +30,8 @@ func goldenPrompt(t *testing.T) []int32 {
 // differ: bound 1e-5.
 func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 	const bound = 1e-5
-	m, rec := modeltest.Load(t, filepath.Join(golden, "models/tiny-lfm2moe-F32.gguf"), 1)
-	rec.Record()
+	m, d, raw := goldentest.Load(t, filepath.Join(golden, "models/tiny-lfm2moe-F32.gguf"), model.Options{})
+	rec := goldentest.NewRec(m, d, raw)
 	st, err := m.NewState(64, model.KVF32)
 	if err != nil {
 		t.Fatal(err)
@@ -52,23 +40,22 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dp := modeltest.LoadDump(t, filepath.Join(golden, "tensors/tiny-lfm2moe-F32/p0_fox__ref"))
+	dp := goldentest.LoadDump(t, filepath.Join(golden, "tensors/tiny-lfm2moe-F32/p0_fox__ref"))
 	check := func(what string, got [][]float32) float64 {
-		e := modeltest.RelErr(t, what, got, dp.F32(t, what))
+		e := goldentest.RelErr(t, what, got, dp.F32(t, what))
 		if e > bound {
 			t.Errorf("%s: relative error %.3g > %.0e", what, e, bound)
 		}
 		return e
 	}
-	hp := m.Desc().HParams
-	rec.KeepLast(hp.NLayer-1, 1) // llama.cpp's last layer runs its FFN on the output position only
+	hp := d.HParams
 	for l := hp.MoE.LeadingDense; l < hp.NLayer; l++ {
 		check(fmt.Sprintf("model.layers.{}.ffn_out-%d", l), rec.X[l])
 		le := check(fmt.Sprintf("ffn_moe_logits-%d", l), rec.Logits[l])
-		modeltest.CheckRouting(t, dp, rec, l, le)
+		dp.CheckRouting(t, rec, l, hp.NExpert, m.Router(l).K, "ffn_moe_weights_norm", le)
 		check(fmt.Sprintf("ffn_moe_out-%d", l), rec.Out[l])
 	}
-	check("result_output", logits[len(logits)-1:])
+	check("result_output", logits)
 }
 
 // TestPassesAgree: the logits of the prompt are the same bits whether it
@@ -79,7 +66,10 @@ func TestPassesAgree(t *testing.T) {
 	prompt := goldenPrompt(t)
 	var ref [][]float32
 	for _, threads := range []int{1, 2} {
-		m, moe := modeltest.Load(t, filepath.Join(golden, "models/tiny-lfm2moe-Q8_0.gguf"), threads)
+		pool := kernels.NewPool(threads)
+		t.Cleanup(pool.Close)
+		m, d, raw := goldentest.Load(t, filepath.Join(golden, "models/tiny-lfm2moe-Q8_0.gguf"), model.Options{Pool: pool})
+		moe := goldentest.NewRec(m, d, raw)
 		for _, size := range []int{len(prompt), 6, 1} {
 			st, err := m.NewState(64, model.KVF32)
 			if err != nil {

@@ -7,8 +7,9 @@ import (
 	"testing"
 
 	"github.com/pipe-engine/pipe/gen"
+	"github.com/pipe-engine/pipe/internal/goldentest"
+	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
-	"github.com/pipe-engine/pipe/model/modeltest"
 	_ "github.com/pipe-engine/pipe/model/qwen35moe"
 )
 
@@ -20,6 +21,15 @@ func genTiny(t *testing.T, quant string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// load builds the model at path on a pool of threads, with a recording MoE.
+func load(t *testing.T, path string, threads int) (model.Model, model.MoE) {
+	t.Helper()
+	pool := kernels.NewPool(threads)
+	t.Cleanup(pool.Close)
+	m, d, raw := goldentest.Load(t, path, model.Options{Pool: pool})
+	return m, goldentest.NewRec(m, d, raw)
 }
 
 var prompt = []int32{300, 32, 113, 117, 105, 278, 293, 372, 110, 287, 111, 120, 32, 106, 309, 112, 115, 265, 310, 258}
@@ -54,7 +64,7 @@ func TestPassesAgree(t *testing.T) {
 		var ref [][]float32
 		path := genTiny(t, q)
 		for _, threads := range []int{1, 2} {
-			m, moe := modeltest.Load(t, path, threads)
+			m, moe := load(t, path, threads)
 			for _, sizes := range [][]int{{len(prompt)}, {7, 5}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}} {
 				st, err := m.NewState(64, model.KVF32)
 				if err != nil {
@@ -81,7 +91,7 @@ func TestPassesAgree(t *testing.T) {
 // earlier position starts the sequence over, and feeding the prompt again
 // gives the first pass's logits; rewinding to the end keeps everything.
 func TestRewindStartsOver(t *testing.T) {
-	m, moe := modeltest.Load(t, genTiny(t, "F32"), 1)
+	m, moe := load(t, genTiny(t, "F32"), 1)
 	st, err := m.NewState(64, model.KVF32)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +116,7 @@ func TestRewindStartsOver(t *testing.T) {
 // TestStateBytes: the state holds KV rows for the attention layers only
 // and the delta-net layers' conv and recurrent states.
 func TestStateBytes(t *testing.T) {
-	m, _ := modeltest.Load(t, genTiny(t, "F32"), 1)
+	m, _ := load(t, genTiny(t, "F32"), 1)
 	st, err := m.NewState(64, model.KVF32)
 	if err != nil {
 		t.Fatal(err)
