@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
@@ -25,19 +24,11 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 // TestRefusesGQA: llama.cpp's attn_k_norm is n_embd wide, so an olmoe file
 // with fewer KV heads than heads is refused, naming the heads.
 func TestRefusesGQA(t *testing.T) {
-	const path = "../../testdata/golden/models/tiny-olmoe-F32.gguf"
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := model.Describe(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, raw := goldentest.Open(t, "../../testdata/golden/models/tiny-olmoe-F32.gguf")
 	d.HParams.NHeadKV = 2
 	pool := kernels.NewPool(1)
 	defer pool.Close()
-	_, err = model.New(d, goldentest.FileSource(nil), model.Options{Pool: pool})
+	_, err := model.New(d, goldentest.FileSource(raw), model.Options{Pool: pool})
 	if !errors.Is(err, model.ErrBadModel) || !strings.Contains(err.Error(), "2 KV heads") {
 		t.Fatalf("olmoe with 2 KV heads of 4: %v", err)
 	}
