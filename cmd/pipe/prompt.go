@@ -26,8 +26,9 @@ func readPrompt(ctx context.Context, path string) (string, error) {
 		err error
 	}
 	done := make(chan result, 1)
+	in := stdin // read here: the goroutine may outlive the caller's stdin
 	go func() {
-		b, err := readAllBounded(path)
+		b, err := readAllBounded(path, in)
 		done <- result{b, err}
 	}()
 	select {
@@ -41,10 +42,10 @@ func readPrompt(ctx context.Context, path string) (string, error) {
 	}
 }
 
-// readAllBounded reads path ("-": stdin) to its end, failing with
+// readAllBounded reads path ("-": in) to its end, failing with
 // errPromptLimit past maxPromptBytes.
-func readAllBounded(path string) ([]byte, error) {
-	var r io.Reader = stdin
+func readAllBounded(path string, in io.Reader) ([]byte, error) {
+	r := in
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
