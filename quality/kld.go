@@ -33,7 +33,7 @@ func meanErr(sum, sum2 float64, count int) (float64, float64) {
 		return 0, 0
 	}
 	f := sum / float64(count)
-	df := sum2/float64(count) - f*f
+	df := sum2/float64(count) - float64(f*f)
 	if df > 0 && count > 10 {
 		return f, math.Sqrt(df / float64(count-1))
 	}
@@ -46,7 +46,7 @@ func covariance(a, b, ab float64, count int) float64 {
 		return 0
 	}
 	n := float64(count)
-	return (ab/n - (a/n)*(b/n)) / (n - 1)
+	return (ab/n - float64((a/n)*(b/n))) / (n - 1)
 }
 
 // KLDivergence evaluates the base's tokens chunk by chunk and compares each
@@ -120,7 +120,7 @@ func (k *klSums) logPPL() (lp, lpErr, lb, lbErr, cov float64) {
 
 func (k *klSums) ratio() (float64, float64) {
 	lp, lpErr, lb, lbErr, cov := k.logPPL()
-	return lp - lb, math.Sqrt(lpErr*lpErr + lbErr*lbErr - 2*cov)
+	return lp - lb, math.Sqrt(float64(lpErr*lpErr) + float64(lbErr*lbErr) - float64(2*cov))
 }
 
 func (k *klSums) pDiffRMS() (float64, float64) {
@@ -179,10 +179,10 @@ func percentile(v []float32, fraction float32) float32 {
 	if fraction >= 1 {
 		return v[len(v)-1]
 	}
-	p := fraction * float32(len(v)-1)
+	p := float32(fraction * float32(len(v)-1))
 	ip := int(p)
 	p -= float32(ip)
-	return (1-p)*v[ip] + p*v[min(ip+1, len(v)-1)]
+	return float32((1-p)*v[ip]) + float32(p*v[min(ip+1, len(v)-1)])
 }
 
 // statistics prints llama-perplexity's closing blocks.
@@ -200,8 +200,8 @@ func (k *klSums) statistics(out *printer, kldV, pdV []float32) {
 	out.printf("Mean ln(PPL(Q)/PPL(base))     : %10.6f ± %10.6f\n", r, rErr)
 	er := math.Exp(r)
 	out.printf("Mean PPL(Q)/PPL(base)         : %10.6f ± %10.6f\n", er, er*rErr)
-	pcov := ppl * pplB * cov
-	out.printf("Mean PPL(Q)-PPL(base)         : %10.6f ± %10.6f\n", ppl-pplB, math.Sqrt(pplErr*pplErr+pplBErr*pplBErr-2*pcov))
+	pcov := float64(ppl * pplB * cov)
+	out.printf("Mean PPL(Q)-PPL(base)         : %10.6f ± %10.6f\n", ppl-pplB, math.Sqrt(float64(pplErr*pplErr)+float64(pplBErr*pplBErr)-float64(2*pcov)))
 	out.printf("\n====== KL divergence statistics ======\n")
 	kl, klErr := meanErr(k.kld, k.kld2, k.count)
 	out.printf("Mean    KLD: %10.6f ± %10.6f\n", kl, klErr)

@@ -187,7 +187,7 @@ func Perplexity(ctx context.Context, ev Evaluator, tokens []int32, o Options, sa
 				v = nll(row, t)
 			}
 			sum += v
-			sum2 += v * v
+			sum2 += float64(v * v)
 			return nil
 		})
 		if err != nil {
@@ -208,7 +208,7 @@ func Perplexity(ctx context.Context, ev Evaluator, tokens []int32, o Options, sa
 	res.Tokens, res.Elapsed = count, time.Since(c.t0)
 	mean := sum / float64(count)
 	res.PPL = math.Exp(mean)
-	v := sum2/float64(count) - mean*mean
+	v := sum2/float64(count) - float64(mean*mean)
 	if v > 0 {
 		res.PPLErr = math.Sqrt(v/float64(count-1)) * res.PPL
 		_, err := fmt.Fprintf(o.Out, "\nFinal estimate: PPL = %.4f +/- %.5f\n", res.PPL, res.PPLErr)

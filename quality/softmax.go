@@ -80,7 +80,7 @@ func quantize(logits []float32, tok int32, lp *LogProbs) float64 {
 		for i, v := range logits {
 			lp.Q[i] = 0
 			if v > mn {
-				lp.Q[i] = uint16(nearestInt(inv * (v - mn)))
+				lp.Q[i] = uint16(nearestInt(float32(inv * (v - mn))))
 			}
 		}
 	} else {
@@ -108,7 +108,7 @@ func (k *klSums) compare(logits []float32, base *LogProbs, tok int32) (float64, 
 	nll := mx + logSum - logits[tok]
 	k.nll += float64(nll)
 	k.nll2 += float64(nll * nll)
-	nllBase := -(base.Scale*float32(base.Q[tok]) + base.Min)
+	nllBase := -(float32(base.Scale*float32(base.Q[tok])) + base.Min)
 	k.nllBase += float64(nllBase)
 	k.nllBase2 += float64(nllBase * nllBase)
 	k.nllNllBase += float64(nll * nllBase)
@@ -118,7 +118,7 @@ func (k *klSums) compare(logits []float32, base *LogProbs, tok int32) (float64, 
 	imaxBase := -1
 	var pMax float32
 	for i, q := range base.Q {
-		pl := base.Scale*float32(q) + base.Min
+		pl := float32(base.Scale*float32(q)) + base.Min
 		if i == 0 || pl > pMax {
 			pMax, imaxBase = pl, i
 		}
@@ -127,7 +127,7 @@ func (k *klSums) compare(logits []float32, base *LogProbs, tok int32) (float64, 
 		}
 	}
 	k.kld += sum
-	k.kld2 += sum * sum
+	k.kld2 += float64(sum * sum)
 	k.count++
 	if imax == imaxBase {
 		k.nSameTop++
@@ -136,7 +136,7 @@ func (k *klSums) compare(logits []float32, base *LogProbs, tok int32) (float64, 
 	k.pDiff += float64(pd)
 	d2 := float64(pd * pd)
 	k.pDiff2 += d2
-	k.pDiff4 += d2 * d2
+	k.pDiff4 += float64(d2 * d2)
 	k.maxPDiff = max(k.maxPDiff, float32(math.Abs(float64(pd))))
 	return sum, pd
 }

@@ -126,7 +126,7 @@ func (s *Selector) substitute(spec model.RouterSpec, logits []float32, ids []int
 	if !(hi > lo) {
 		return 0
 	}
-	bias := s.Substitute * (hi - lo)
+	bias := float32(s.Substitute * (hi - lo))
 	if cap(s.scores) < n {
 		s.scores = make([]float32, n)
 	}

@@ -115,7 +115,7 @@ func (r *Rec) RunMoERouted(_ context.Context, layer int, x, logits, routerIn, ou
 				if rank == 0 {
 					out[t][i] = y[i] * w[rank]
 				} else {
-					out[t][i] += y[i] * w[rank]
+					out[t][i] += float32(y[i] * w[rank])
 				}
 			}
 		}
