@@ -13,55 +13,9 @@ import (
 	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/model"
 	_ "github.com/pipe-engine/pipe/model/qwen3moe"
-	"github.com/pipe-engine/pipe/router"
 )
 
 const golden = "../../testdata/golden"
-
-// recMoE is a minimal MoE: route, compute every routed expert from the
-// file bytes, sum in rank order; it records routing per layer.
-type recMoE struct {
-	m     model.Model
-	d     *model.Desc
-	file  []byte
-	ids   map[int][][]int
-	ws    map[int][][]float32
-	outs  map[int][][]float32
-	probs []float32
-}
-
-func (r *recMoE) RunMoE(_ context.Context, layer int, x, logits [][]float32, out [][]float32) error {
-	spec := r.m.Router(layer)
-	var s model.Scratch
-	E := len(x[0])
-	y := make([]float32, E)
-	for t := range x {
-		ids, w := make([]int, spec.K), make([]float32, spec.K)
-		if err := router.Route(spec, logits[t], ids, w, r.probs); err != nil {
-			return err
-		}
-		r.ids[layer] = append(r.ids[layer], ids)
-		r.ws[layer] = append(r.ws[layer], w)
-		for rank, e := range ids {
-			var parts [][]byte
-			for _, sl := range r.d.Experts[layer][e] {
-				parts = append(parts, r.file[sl.Off:sl.Off+sl.Len])
-			}
-			if err := r.m.ComputeExpert(layer, e, parts, 1, x[t], y, &s); err != nil {
-				return err
-			}
-			for i := range y {
-				if rank == 0 {
-					out[t][i] = y[i] * w[rank]
-				} else {
-					out[t][i] += float32(y[i] * w[rank])
-				}
-			}
-		}
-		r.outs[layer] = append(r.outs[layer], append([]float32(nil), out[t]...))
-	}
-	return nil
-}
 
 type dumpEntry struct {
 	Name string `json:"name"`
@@ -108,7 +62,7 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompt := []int32{284, 444, 330, 107, 285, 426, 110, 458, 32, 106, 319, 112, 115, 466, 259, 279, 97, 122, 121, 451, 46}
-	rec := &recMoE{m: m, d: d, file: raw, ids: map[int][][]int{}, ws: map[int][][]float32{}, outs: map[int][][]float32{}, probs: make([]float32, 8)}
+	rec := goldentest.NewRec(m, d, raw)
 	logits, err := m.Forward(context.Background(), st, prompt, rec, false)
 	if err != nil {
 		t.Fatal(err)
@@ -128,17 +82,17 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 			}
 			for r := 0; r < 2; r++ {
 				want := int(math.Float32bits(topk[tk*2+r]))
-				if got := rec.ids[l][our][r]; got != want {
+				if got := rec.IDs[l][our][r]; got != want {
 					t.Fatalf("layer %d token %d rank %d: expert %d, llama.cpp %d", l, our, r, got, want)
 				}
-				if d := math.Abs(float64(rec.ws[l][our][r] - wn[tk*2+r])); d > 1e-6 {
-					t.Fatalf("layer %d token %d rank %d: weight %v, llama.cpp %v", l, our, r, rec.ws[l][our][r], wn[tk*2+r])
+				if d := math.Abs(float64(rec.Ws[l][our][r] - wn[tk*2+r])); d > 1e-6 {
+					t.Fatalf("layer %d token %d rank %d: weight %v, llama.cpp %v", l, our, r, rec.Ws[l][our][r], wn[tk*2+r])
 				}
 			}
 			E := 256
 			var worst float64
 			for i := 0; i < E; i++ {
-				worst = math.Max(worst, math.Abs(float64(rec.outs[l][our][i]-mo[tk*E+i])))
+				worst = math.Max(worst, math.Abs(float64(rec.Out[l][our][i]-mo[tk*E+i])))
 			}
 			if worst > 1e-5 {
 				t.Fatalf("layer %d token %d: MoE output differs by %g", l, our, worst)
