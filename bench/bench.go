@@ -23,6 +23,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,11 +74,12 @@ func ParseVary(s string) (Axis, error) {
 // build, interleaved (an A/B of two builds on one machine state).
 const ExeAxis = "exe"
 
-// Config is one point of the matrix.
+// Config is one point of the matrix, or a peer.
 type Config struct {
 	Label string   // "io-threads=2 overlap=false"
 	Flags []string // "--io-threads=2", "--overlap=false"
 	Exe   string   // the binary, from the exe axis ("" = Options.Exe)
+	Peer  *Peer    // another engine's command line instead of pipe run
 }
 
 // Matrix is the cartesian product of the axes, the first axis varying
@@ -116,13 +118,16 @@ type Options struct {
 	Prompt  string   // -p
 	N       int      // -n
 	Axes    []Axis
+	// Peers run after the matrix in every round, under the same cap and
+	// page-cache drop (peer mode): their tok/s is read from their output.
+	Peers   []Peer
 	Repeat  int      // rounds of the interleaved matrix (>= 1)
 	MemCap  int64    // bytes; 0 = no cap
 	Cold    bool     // drop the page cache before every run
 	OutDir  string   // CSVs and bench.json go here
 	Extra   []string // passed to every run after the config flags
 	Timeout time.Duration
-	Env     []string // extra environment for the children
+	Env     []string // extra environment for the children (peers too)
 
 	// Roofline, if set (MeasureRoofline), puts each run's steady tok/s
 	// against the bound it allows (RunResult.BoundTokS, BoundFrac).
@@ -141,6 +146,9 @@ type RunResult struct {
 	Label      string            `json:"label"`
 	Rep        int               `json:"rep"`
 	CSV        string            `json:"csv"`
+	Peer       string            `json:"peer,omitempty"`         // the peer's name; "" for pipe
+	TokSource  string            `json:"tok_s_source,omitempty"` // a peer's: which parser read its tok/s
+	Stdout     string            `json:"stdout,omitempty"`       // a peer's stdout, kept in OutDir
 	Args       []string          `json:"args"`
 	ExitCode   int               `json:"exit_code"`
 	Signal     string            `json:"signal,omitempty"`
@@ -161,6 +169,13 @@ type RunResult struct {
 	PeakRSSMiB   float64 `json:"peak_rss_MiB"`
 	CgroupPeak   float64 `json:"cgroup_peak_MiB,omitempty"`
 	MajFlt       int64   `json:"majflt"`
+	// DiskReadMiB is what the run's processes read from block devices
+	// (rusage inblock: the kernel's read_bytes, O_DIRECT and page-cache
+	// misses alike, of the child and the descendants it waited for; NaN
+	// where the OS does not count it), DiskMiBs that over WallS. One
+	// definition for pipe and peers.
+	DiskReadMiB float64 `json:"disk_read_MiB"`
+	DiskMiBs    float64 `json:"disk_read_MiB_s"`
 	// BoundTokS is the roofline's tok/s for this run (its threads; under a
 	// cap its MiB read per token at the disk's rate) and BoundFrac the
 	// steady tok/s as a fraction of it; NaN without a roofline.
@@ -169,8 +184,11 @@ type RunResult struct {
 	Roofline  *Roofline `json:"roofline,omitempty"` // measured just before this run (memory; capped: disk too)
 }
 
-// OK reports whether the run completed and produced a summary.
-func (r *RunResult) OK() bool { return r.ExitCode == 0 && r.Err == "" && r.Summary != nil }
+// OK reports whether the run completed and produced a summary (a peer: a
+// tok/s read from its output).
+func (r *RunResult) OK() bool {
+	return r.ExitCode == 0 && r.Err == "" && (r.Summary != nil || r.Peer != "" && r.TokS > 0)
+}
 
 // Run executes the matrix: for rep in 1..Repeat, every configuration in
 // order (A B A B …), one child at a time.
@@ -203,10 +221,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, fmt.Errorf("bench: --cold %w (it writes /proc/sys/vm/drop_caches)", ErrNotRoot)
 	}
 	cfgs := Matrix(o.Axes)
-	rep := &Report{Configs: make([]ConfigStats, len(cfgs)), MemCapBytes: o.MemCap, Cold: o.Cold, Repeat: o.Repeat,
+	if err := checkPeers(&o, cfgs); err != nil {
+		return nil, err
+	}
+	for i := range o.Peers {
+		cfgs = append(cfgs, Config{Label: o.Peers[i].Name, Peer: &o.Peers[i]})
+	}
+	rep := &Report{Peers: o.Peers, Configs: make([]ConfigStats, len(cfgs)), MemCapBytes: o.MemCap, Cold: o.Cold, Repeat: o.Repeat,
 		Model: o.Model, Prompt: o.Prompt, N: o.N, Extra: o.Extra, OutDir: o.OutDir, Started: time.Now(), Roofline: o.Roofline}
 	for i, c := range cfgs {
 		rep.Configs[i] = ConfigStats{Label: c.Label, Flags: c.Flags}
+		if c.Peer != nil {
+			rep.Configs[i].Peer = true
+			rep.Configs[i].Flags = c.Peer.Args
+		}
 	}
 	for r := 0; r < o.Repeat; r++ {
 		for ci, c := range cfgs {
@@ -221,29 +249,73 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				}
 			}
 			res, err := runOne(ctx, &o, ci, c, r)
-			if err != nil { // a bench failure (cgroup, drop caches, exec), not a run failure
+			if res != nil {
+				res.Roofline = rf
+				rep.Runs = append(rep.Runs, *res)
+			}
+			if err != nil { // a bench failure (cgroup, drop caches, exec, a peer's unreadable output), not a run failure
+				rep.aggregate()
 				return rep, err
 			}
-			res.Roofline = rf
-			rep.Runs = append(rep.Runs, *res)
 			if o.Log != nil {
-				status := "ok"
-				switch {
-				case res.OOMKilled:
-					status = "OOM-killed"
-				case !res.OK():
-					status = "failed: " + res.Err
-					if res.LastLog != "" {
-						status += ": " + res.LastLog
-					}
-				}
-				fmt.Fprintf(o.Log, "bench: [%d/%d] %s rep %d: %s, %.3f tok/s (steady %.3f), %.0fs\n",
-					len(rep.Runs), o.Repeat*len(cfgs), c.Label, r+1, status, res.TokS, res.SteadyTokS, res.WallS)
+				logRun(o.Log, res, len(rep.Runs), o.Repeat*len(cfgs))
 			}
 		}
 	}
 	rep.aggregate()
 	return rep, nil
+}
+
+// logRun writes a finished run's one-line account.
+func logRun(w io.Writer, res *RunResult, i, n int) {
+	status := "ok"
+	switch {
+	case res.OOMKilled:
+		status = "OOM-killed"
+	case !res.OK():
+		status = "failed: " + res.Err
+		if res.LastLog != "" {
+			status += ": " + res.LastLog
+		}
+	}
+	disk := ""
+	if !math.IsNaN(res.DiskReadMiB) {
+		disk = fmt.Sprintf(", read %.0f MiB at %.0f MiB/s", res.DiskReadMiB, res.DiskMiBs)
+	}
+	if res.Peer != "" {
+		fmt.Fprintf(w, "bench: [%d/%d] peer %s rep %d: %s, %.3f tok/s (%s)%s, %.0fs\n",
+			i, n, res.Label, res.Rep, status, res.TokS, res.TokSource, disk, res.WallS)
+		return
+	}
+	fmt.Fprintf(w, "bench: [%d/%d] %s rep %d: %s, %.3f tok/s (steady %.3f)%s, %.0fs\n",
+		i, n, res.Label, res.Rep, status, res.TokS, res.SteadyTokS, disk, res.WallS)
+}
+
+// checkPeers refuses, before any run, peers whose names collide, whose
+// command lines need a value bench does not have, or whose program is not
+// found.
+func checkPeers(o *Options, cfgs []Config) error {
+	names := map[string]bool{}
+	for _, c := range cfgs {
+		names[c.Label] = true
+	}
+	for _, p := range o.Peers {
+		switch {
+		case len(p.Args) == 0:
+			return fmt.Errorf("bench: --peer %s: %w: empty command line", p.Name, ErrBadPeer)
+		case names[p.Name]:
+			return fmt.Errorf("bench: --peer %s: %w: the name is taken by another row", p.Name, ErrBadPeer)
+		case p.Uses("model") && o.Model == "":
+			return fmt.Errorf("bench: --peer %s: %w: {model} needs -m", p.Name, ErrBadPeer)
+		case p.Uses("n") && o.N <= 0:
+			return fmt.Errorf("bench: --peer %s: %w: {n} needs -n > 0", p.Name, ErrBadPeer)
+		}
+		names[p.Name] = true
+		if _, err := exec.LookPath(p.Args[0]); err != nil {
+			return fmt.Errorf("bench: --peer %s: %w: %w", p.Name, ErrBadPeer, err)
+		}
+	}
+	return nil
 }
 
 // ErrAllFailed: every run of a configuration failed.
@@ -280,22 +352,22 @@ func fileLabel(s string) string {
 
 func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResult, error) {
 	base := fmt.Sprintf("%02d-%s-%d", ci, fileLabel(c.Label), r+1)
-	csv := filepath.Join(o.OutDir, base+".csv")
-	_ = os.Remove(csv)
-	args := append([]string(nil), o.Command...)
-	if o.Model != "" {
-		args = append(args, "-m", o.Model)
+	res := &RunResult{Config: ci, Label: c.Label, Rep: r + 1}
+	var exe string
+	if c.Peer != nil {
+		argv := c.Peer.Expand(map[string]string{"model": o.Model, "n": strconv.Itoa(o.N), "prompt": o.Prompt,
+			"out": filepath.Join(o.OutDir, base)})
+		exe, res.Args = argv[0], argv[1:]
+		res.Peer = c.Peer.Name
+		res.Stdout = filepath.Join(o.OutDir, base+".out")
+	} else {
+		exe, res.Args = o.Exe, pipeArgs(o, c, filepath.Join(o.OutDir, base+".csv"))
+		if c.Exe != "" {
+			exe = c.Exe
+		}
+		res.CSV = filepath.Join(o.OutDir, base+".csv")
+		_ = os.Remove(res.CSV)
 	}
-	if o.Prompt != "" {
-		args = append(args, "-p", o.Prompt)
-	}
-	if o.N > 0 {
-		args = append(args, "-n", strconv.Itoa(o.N))
-	}
-	args = append(args, "--csv", csv)
-	args = append(args, c.Flags...)
-	args = append(args, o.Extra...)
-	res := &RunResult{Config: ci, Label: c.Label, Rep: r + 1, CSV: csv, Args: args}
 
 	if o.Cold {
 		if err := dropCaches(); err != nil {
@@ -308,7 +380,7 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 		if cg, err = newCgroup(o.MemCap); err != nil {
 			return nil, err
 		}
-		defer func() { _ = cg.remove() }()
+		defer func() { _ = cg.close() }()
 	}
 
 	rctx := ctx
@@ -317,13 +389,18 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 		rctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	exe := o.Exe
-	if c.Exe != "" {
-		exe = c.Exe
-	}
-	cmd := exec.CommandContext(rctx, exe, args...)
+	cmd := exec.CommandContext(rctx, exe, res.Args...)
 	cmd.Env = append(os.Environ(), o.Env...)
+	ownGroup(cmd) // a timeout or Ctrl-C kills the child's whole process group
 	cmd.Stdout = io.Discard
+	if res.Stdout != "" {
+		outf, err := o.guard.Create("--out-dir", res.Stdout)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		defer outf.Close()
+		cmd.Stdout = outf
+	}
 	logf, err := o.guard.Create("--out-dir", filepath.Join(o.OutDir, base+".log"))
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -340,18 +417,21 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 	}
 	if cg != nil {
 		if err := cg.add(cmd.Process.Pid); err != nil {
-			_ = cmd.Process.Kill()
+			_ = cmd.Cancel()
 			_ = cmd.Wait()
 			return nil, fmt.Errorf("bench: --mem-cap: %w", err)
 		}
 	}
 	werr := cmd.Wait()
 	res.WallS = time.Since(start).Seconds()
+	res.DiskReadMiB, res.DiskMiBs = math.NaN(), math.NaN()
 	if ps := cmd.ProcessState; ps != nil {
 		res.ExitCode = ps.ExitCode()
 		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil {
 			res.PeakRSSMiB = maxrssMiB(ru)
 			res.MajFlt = ru.Majflt
+			res.DiskReadMiB = inblockMiB(ru)
+			res.DiskMiBs = res.DiskReadMiB / res.WallS
 		}
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = ws.Signal().String()
@@ -369,6 +449,7 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 	switch {
 	case rctx.Err() == context.DeadlineExceeded:
 		res.Err = fmt.Sprintf("timed out after %s", o.Timeout)
+		res.OOMKilled = false // bench killed it
 	case ctx.Err() != nil:
 		return res, ctx.Err()
 	case res.OOMKilled:
@@ -376,30 +457,107 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 	case werr != nil:
 		res.Err = werr.Error()
 	}
-	sum, err := readSummary(csv)
-	if err == nil {
-		res.Summary = sum
-		res.Tokens = int(num(sum, "tokens"))
-		res.TokS = num(sum, "tok_s")
-		res.SteadyTokS = num(sum, "steady_tok_s")
-		res.HitPct = math.NaN() // no cache: the trailer has none (an older pipe wrote -1)
-		if v, err := strconv.ParseFloat(sum["cache_hit_pct"], 64); err == nil && v >= 0 {
-			res.HitPct = v
-		}
-		res.MiBPerTok = num(sum, "MiB_per_token")
-		res.WarmupTokens = int(num(sum, "warmup_tokens"))
-		res.First5Ms = num(sum, "first5_wall_ms")
-		res.TTFTms = math.NaN()
-		if v, err := strconv.ParseFloat(sum["ttft_ms"], 64); err == nil {
-			res.TTFTms = v
-		}
-	} else if res.Err == "" {
-		res.Err = err.Error()
+	if c.Peer != nil {
+		return res, peerResult(res, c.Peer, logf.Name())
 	}
+	pipeResult(res)
 	if !res.OK() {
 		res.LastLog = lastLogLine(logf.Name())
 	}
 	return res, nil
+}
+
+// pipeArgs is a pipe run's command line: Command, -m -p -n, the CSV, the
+// configuration's flags, then Extra.
+func pipeArgs(o *Options, c Config, csv string) []string {
+	args := append([]string(nil), o.Command...)
+	if o.Model != "" {
+		args = append(args, "-m", o.Model)
+	}
+	if o.Prompt != "" {
+		args = append(args, "-p", o.Prompt)
+	}
+	if o.N > 0 {
+		args = append(args, "-n", strconv.Itoa(o.N))
+	}
+	args = append(args, "--csv", csv)
+	args = append(args, c.Flags...)
+	return append(args, o.Extra...)
+}
+
+// pipeResult fills a pipe run's numbers from its CSV's summary trailer.
+func pipeResult(res *RunResult) {
+	sum, err := readSummary(res.CSV)
+	if err != nil {
+		if res.Err == "" {
+			res.Err = err.Error()
+		}
+		return
+	}
+	res.Summary = sum
+	res.Tokens = int(num(sum, "tokens"))
+	res.TokS = num(sum, "tok_s")
+	res.SteadyTokS = num(sum, "steady_tok_s")
+	res.HitPct = math.NaN() // no cache: the trailer has none (an older pipe wrote -1)
+	if v, err := strconv.ParseFloat(sum["cache_hit_pct"], 64); err == nil && v >= 0 {
+		res.HitPct = v
+	}
+	res.MiBPerTok = num(sum, "MiB_per_token")
+	res.WarmupTokens = int(num(sum, "warmup_tokens"))
+	res.First5Ms = num(sum, "first5_wall_ms")
+	res.TTFTms = math.NaN()
+	if v, err := strconv.ParseFloat(sum["ttft_ms"], 64); err == nil {
+		res.TTFTms = v
+	}
+}
+
+// peerTail is how many lines of each of a peer's streams an error shows.
+const peerTail = 6
+
+// peerResult reads a peer run's tok/s from its stdout and stderr. A peer
+// that failed (exit status, OOM kill, timeout) is a failed run, with the
+// last lines of its output; one that exited 0 but printed no rate is a
+// bench error (its command line or --peer-regex is wrong: every round
+// would fail alike).
+func peerResult(res *RunResult, p *Peer, stderrPath string) error {
+	res.SteadyTokS, res.HitPct, res.MiBPerTok, res.TTFTms, res.First5Ms = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	stdout, err1 := os.ReadFile(res.Stdout)
+	stderr, err2 := os.ReadFile(stderrPath)
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("bench: peer %s: %w", p.Name, err)
+	}
+	tail := fmt.Sprintf("last lines of its output (%s, %s):\n%s", res.Stdout, stderrPath, outputTail(stdout, stderr))
+	if res.Err != "" {
+		res.LastLog = tail
+		return nil
+	}
+	r, err := ParsePeerOutput(stdout, stderr, p.Regex)
+	if err != nil {
+		res.Err = err.Error()
+		res.LastLog = tail
+		return fmt.Errorf("bench: peer %s round %d: %w; %s", p.Name, res.Rep, err, tail)
+	}
+	res.TokS, res.Tokens, res.TokSource = r.TokS, r.Tokens, r.Source
+	return nil
+}
+
+// outputTail is the last lines of a peer's stdout and stderr, each
+// labelled.
+func outputTail(stdout, stderr []byte) string {
+	var b strings.Builder
+	for _, s := range []struct {
+		name string
+		b    []byte
+	}{{"stdout", stdout}, {"stderr", stderr}} {
+		if len(bytes.TrimSpace(s.b)) == 0 {
+			fmt.Fprintf(&b, "  %s: (empty)\n", s.name)
+			continue
+		}
+		for _, l := range strings.Split(tailLines(s.b, peerTail), "\n") {
+			fmt.Fprintf(&b, "  %s| %s\n", s.name, l)
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
 // lastLogLine is the last line of a run's log, as a message: a JSON log
@@ -463,3 +621,12 @@ func readSummary(path string) (map[string]string, error) {
 }
 
 func syncFS() { syscall.Sync() }
+
+// ownGroup starts cmd in a process group of its own and makes its
+// cancellation (a --timeout, Ctrl-C) SIGKILL the whole group, so a peer's
+// helper processes die with it.
+func ownGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+}

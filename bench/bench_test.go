@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,9 +27,63 @@ const fakeEnv = "PIPE_BENCH_FAKE_RUN"
 // (tok_s = 1.5 × --io-threads, halved with --overlap=false).
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeEnv) == "1" {
+		if len(os.Args) > 1 && os.Args[1] == "peer" {
+			os.Exit(fakePeer(os.Args[2:]))
+		}
 		os.Exit(fakeRun(os.Args[1:]))
 	}
 	os.Exit(m.Run())
+}
+
+// fakePeer is another engine: it writes its arguments to stderr, then
+// --alloc-mb touches memory, --stdout and --stderr copy a file to the
+// stream, --spawn starts a copy of itself with --hang
+// and writes that grandchild's pid to the file named, --hang sleeps until
+// killed, and --exit sets the status.
+func fakePeer(args []string) int {
+	fmt.Fprintf(os.Stderr, "fake peer args: %q\n", args)
+	code := 0
+	for i := 0; i+1 < len(args); i += 2 {
+		switch v := args[i+1]; args[i] {
+		case "--alloc-mb":
+			mb, _ := strconv.Atoi(v)
+			b := make([]byte, mb<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			time.Sleep(50 * time.Millisecond)
+			_ = b[len(b)-1]
+		case "--stdout", "--stderr":
+			b, err := os.ReadFile(v)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			if args[i] == "--stdout" {
+				os.Stdout.Write(b)
+			} else {
+				os.Stderr.Write(b)
+			}
+		case "--spawn":
+			exe, _ := os.Executable()
+			cmd := exec.Command(exe, "peer", "--hang", "1")
+			if err := cmd.Start(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			if err := os.WriteFile(v, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		case "--hang":
+			for {
+				time.Sleep(time.Hour)
+			}
+		case "--exit":
+			code, _ = strconv.Atoi(v)
+		}
+	}
+	return code
 }
 
 func fakeRun(args []string) int {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/pipe-engine/pipe/internal/sysmem"
 )
@@ -143,6 +145,38 @@ func (c *cgroup) peak() int64 {
 		return -1
 	}
 	return n
+}
+
+// close kills what is left in the cgroup (a peer's helper that outlived
+// it, a child of a killed group still exiting) and removes the cgroup,
+// trying again while the kernel still counts exiting processes in it.
+func (c *cgroup) close() error {
+	var err error
+	for try := 0; try < 100; try++ {
+		for _, pid := range c.procs() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if err = c.remove(); err == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
+}
+
+// procs lists the processes in the cgroup.
+func (c *cgroup) procs() []int {
+	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // remove deletes the cgroup (its processes must have exited).

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"os"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -16,3 +17,8 @@ func openDirect(path string) (*os.File, error) {
 }
 
 func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// inblockMiB is the MiB a waited-for child and its waited-for descendants
+// read from block devices: Linux counts ru_inblock in 512-byte units (the
+// task's I/O accounting read_bytes, O_DIRECT reads included).
+func inblockMiB(ru *syscall.Rusage) float64 { return float64(ru.Inblock) * 512 / (1 << 20) }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,12 +23,15 @@ var ErrFormat = errors.New("unknown format")
 // for the throughput figures).
 type ConfigStats struct {
 	Label       string   `json:"label"`
-	Flags       []string `json:"flags"`
+	Flags       []string `json:"flags"` // a peer's: its command line
+	Peer        bool     `json:"peer,omitempty"`
 	Runs        int      `json:"runs"`
 	OK          int      `json:"ok"`
 	OOM         int      `json:"oom_killed"`
 	Failed      int      `json:"failed"`
-	TokS        float64  `json:"tok_s"`        // mean over completed runs of the run's mean tok/s
+	TokS        float64  `json:"tok_s"` // mean over completed runs of the run's mean tok/s (a peer's: the rate it printed)
+	TokSMin     float64  `json:"tok_s_min"`
+	TokSMax     float64  `json:"tok_s_max"`
 	SteadyTokS  float64  `json:"steady_tok_s"` // mean over completed runs of the steady-window tok/s
 	SteadyMin   float64  `json:"steady_tok_s_min"`
 	SteadyMax   float64  `json:"steady_tok_s_max"`
@@ -39,8 +43,10 @@ type ConfigStats struct {
 	MiBPerTok   float64  `json:"MiB_per_token"`
 	PeakRSSMiB  float64  `json:"peak_rss_MiB"` // max over runs
 	MajFltPerTk float64  `json:"majflt_per_token"`
-	BoundTokS   float64  `json:"bound_tok_s"` // mean roofline bound of the completed runs (NaN without --roofline)
-	BoundFrac   float64  `json:"bound_frac"`  // mean of the runs' steady tok/s ÷ bound
+	DiskReadMiB float64  `json:"disk_read_MiB"`   // mean over completed runs (RunResult.DiskReadMiB)
+	DiskMiBs    float64  `json:"disk_read_MiB_s"` // mean over completed runs of read MiB ÷ wall
+	BoundTokS   float64  `json:"bound_tok_s"`     // mean roofline bound of the completed runs (NaN without --roofline)
+	BoundFrac   float64  `json:"bound_frac"`      // mean of the runs' steady tok/s ÷ bound
 	BoundMin    float64  `json:"bound_frac_min"`
 	BoundMax    float64  `json:"bound_frac_max"`
 }
@@ -59,6 +65,119 @@ type Report struct {
 	Configs     []ConfigStats `json:"configs"`
 	Runs        []RunResult   `json:"runs"`
 	Roofline    *Roofline     `json:"roofline,omitempty"`
+	Peers       []Peer        `json:"peers,omitempty"`
+	Ratios      []PeerRatio   `json:"peer_ratios,omitempty"`
+}
+
+// PeerRatio compares one pipe configuration with one peer round by round:
+// pipe's mean decode tok/s (the summary's tok_s, every generated token)
+// over the rate the peer printed (its mean decode rate too: llama-bench's
+// tg avg_ts, llama.cpp's eval time, bmoe-cli's generation line), each
+// round's two runs next to each other in time.
+type PeerRatio struct {
+	Pipe   string       `json:"pipe"`
+	Peer   string       `json:"peer"`
+	Rounds []RoundRatio `json:"rounds"`
+	N      int          `json:"rounds_ok"` // rounds where both runs completed
+	Min    float64      `json:"min"`
+	Median float64      `json:"median"`
+	Max    float64      `json:"max"`
+}
+
+// RoundRatio is one round of a PeerRatio; a number that does not apply
+// (a failed run, no --roofline, no cap) is NaN (null in JSON).
+type RoundRatio struct {
+	Rep      int     `json:"rep"`
+	PipeTokS float64 `json:"pipe_tok_s"`
+	PeerTokS float64 `json:"peer_tok_s"`
+	Ratio    float64 `json:"ratio"`
+	PipeDisk float64 `json:"pipe_disk_GB_s"` // the roofline's O_DIRECT rate measured just before the pipe run
+	PeerDisk float64 `json:"peer_disk_GB_s"` // and just before the peer run
+	PipeMiBs float64 `json:"pipe_read_MiB_s"`
+	PeerMiBs float64 `json:"peer_read_MiB_s"`
+}
+
+// MarshalJSON writes NaN as null.
+func (r RoundRatio) MarshalJSON() ([]byte, error) { return json.Marshal(nullNaN(r)) }
+
+// MarshalJSON writes NaN as null.
+func (p PeerRatio) MarshalJSON() ([]byte, error) { return json.Marshal(nullNaN(p)) }
+
+// diskGBs is the disk rate measured before run, NaN when none was.
+func diskGBs(run *RunResult) float64 {
+	if run == nil || run.Roofline == nil {
+		return math.NaN()
+	}
+	return run.Roofline.DiskGBs
+}
+
+// ratios pairs every pipe configuration with every peer, round by round.
+func (r *Report) ratios() []PeerRatio {
+	byKey := map[[2]int]*RunResult{}
+	for i := range r.Runs {
+		byKey[[2]int{r.Runs[i].Config, r.Runs[i].Rep}] = &r.Runs[i]
+	}
+	var out []PeerRatio
+	for pi, pc := range r.Configs {
+		if pc.Peer {
+			continue
+		}
+		for qi, qc := range r.Configs {
+			if !qc.Peer {
+				continue
+			}
+			pr := PeerRatio{Pipe: pc.Label, Peer: qc.Label}
+			var vals []float64
+			for rep := 1; rep <= r.Repeat; rep++ {
+				a, b := byKey[[2]int{pi, rep}], byKey[[2]int{qi, rep}]
+				if a == nil && b == nil {
+					continue
+				}
+				rr := RoundRatio{Rep: rep, PipeTokS: okTokS(a), PeerTokS: okTokS(b), PipeDisk: diskGBs(a), PeerDisk: diskGBs(b),
+					PipeMiBs: readRate(a), PeerMiBs: readRate(b)}
+				rr.Ratio = rr.PipeTokS / rr.PeerTokS
+				if !math.IsNaN(rr.Ratio) {
+					vals = append(vals, rr.Ratio)
+				}
+				pr.Rounds = append(pr.Rounds, rr)
+			}
+			pr.N = len(vals)
+			pr.Min, pr.Median, pr.Max = spread(vals)
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+// okTokS is a completed run's tok/s, NaN for a failed or missing run.
+func okTokS(run *RunResult) float64 {
+	if run == nil || !run.OK() {
+		return math.NaN()
+	}
+	return run.TokS
+}
+
+func readRate(run *RunResult) float64 {
+	if run == nil {
+		return math.NaN()
+	}
+	return run.DiskMiBs
+}
+
+// spread is the min, median (mean of the middle two of an even count) and
+// max of vals; NaN for none.
+func spread(vals []float64) (lo, med, hi float64) {
+	if len(vals) == 0 {
+		return math.NaN(), math.NaN(), math.NaN()
+	}
+	v := append([]float64(nil), vals...)
+	sort.Float64s(v)
+	n := len(v)
+	med = v[n/2]
+	if n%2 == 0 {
+		med = (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[0], med, v[n-1]
 }
 
 // bound sets a run's roofline bound and fraction from the roofline
@@ -67,7 +186,7 @@ type Report struct {
 // at the disk's rate.
 func (r *Report) bound(run *RunResult) {
 	run.BoundTokS, run.BoundFrac = math.NaN(), math.NaN()
-	if run.Roofline == nil || !run.OK() {
+	if run.Roofline == nil || !run.OK() || run.Peer != "" {
 		return
 	}
 	miss := 0.0
@@ -84,8 +203,8 @@ func (r *Report) aggregate() {
 	}
 	for i := range r.Configs {
 		c := &r.Configs[i]
-		*c = ConfigStats{Label: c.Label, Flags: c.Flags, SteadyMin: math.NaN(), SteadyMax: math.NaN(),
-			BoundMin: math.NaN(), BoundMax: math.NaN()}
+		*c = ConfigStats{Label: c.Label, Flags: c.Flags, Peer: c.Peer, SteadyMin: math.NaN(), SteadyMax: math.NaN(),
+			BoundMin: math.NaN(), BoundMax: math.NaN(), TokSMin: math.NaN(), TokSMax: math.NaN()}
 		var n float64
 		var majflt, tokens, ttftN float64
 		for _, run := range r.Runs {
@@ -105,6 +224,10 @@ func (r *Report) aggregate() {
 			c.OK++
 			n++
 			c.TokS += run.TokS
+			c.TokSMin = nanMin(c.TokSMin, run.TokS)
+			c.TokSMax = -nanMin(-c.TokSMax, -run.TokS)
+			c.DiskReadMiB += run.DiskReadMiB
+			c.DiskMiBs += run.DiskMiBs
 			c.SteadyTokS += run.SteadyTokS
 			c.HitPct += run.HitPct
 			c.MiBPerTok += run.MiBPerTok
@@ -131,8 +254,11 @@ func (r *Report) aggregate() {
 			c.TokS, c.SteadyTokS, c.HitPct, c.MiBPerTok, c.MajFltPerTk = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
 			c.TTFTms, c.WarmupTok, c.First5Ms = math.NaN(), math.NaN(), math.NaN()
 			c.BoundTokS, c.BoundFrac = math.NaN(), math.NaN()
+			c.DiskReadMiB, c.DiskMiBs = math.NaN(), math.NaN()
 			continue
 		}
+		c.DiskReadMiB /= n // NaN where the OS does not count reads
+		c.DiskMiBs /= n
 		c.BoundTokS /= n // NaN without a roofline
 		c.BoundFrac /= n
 		c.TTFTms /= ttftN // NaN without a TTFT
@@ -146,10 +272,14 @@ func (r *Report) aggregate() {
 		if tokens > 0 {
 			c.MajFltPerTk = majflt / tokens
 		}
+		if c.Peer { // a peer prints one rate: no warm-up window, no first tokens
+			c.WarmupTok, c.First5Ms = math.NaN(), math.NaN()
+		}
 	}
 	for i := range r.Configs {
 		r.Configs[i].Ratio = r.Configs[i].SteadyTokS / r.Configs[0].SteadyTokS
 	}
+	r.Ratios = r.ratios()
 }
 
 // nanMin is the smaller of a and b, the other where one is NaN.
@@ -185,10 +315,17 @@ var boundHeader = []string{"bound tok/s", "% of bound"}
 
 func (c *ConfigStats) row(roofline bool) []string {
 	steady := f(c.SteadyTokS, 3)
-	if c.OK > 1 {
+	if c.OK > 1 && !c.Peer {
 		steady += fmt.Sprintf(" (%s–%s)", f(c.SteadyMin, 3), f(c.SteadyMax, 3))
 	}
-	row := []string{c.Label, f(c.TokS, 3), steady, f(c.Ratio, 2), f(c.TTFTms, 0), f(c.WarmupTok, 1), f(c.First5Ms, 0), f(c.HitPct, 1), f(c.MiBPerTok, 1), f(c.PeakRSSMiB, 0), f(c.MajFltPerTk, 1), c.status()}
+	label, tokS := c.Label, f(c.TokS, 3)
+	if c.Peer {
+		label += " (peer)"
+		if c.OK > 1 {
+			tokS += fmt.Sprintf(" (%s–%s)", f(c.TokSMin, 3), f(c.TokSMax, 3))
+		}
+	}
+	row := []string{label, tokS, steady, f(c.Ratio, 2), f(c.TTFTms, 0), f(c.WarmupTok, 1), f(c.First5Ms, 0), f(c.HitPct, 1), f(c.MiBPerTok, 1), f(c.PeakRSSMiB, 0), f(c.MajFltPerTk, 1), c.status()}
 	if roofline {
 		pct := f(100*c.BoundFrac, 1)
 		if c.OK > 1 {
@@ -206,31 +343,129 @@ func (r *Report) header() []string {
 	return append(append([]string(nil), header...), boundHeader...)
 }
 
-// Write prints the report as text (aligned table), markdown or json.
+// Write prints the report as text (aligned tables), markdown or json. With
+// peers, two more tables follow the configurations: every run (wall,
+// exit, peak memory, bytes read from disk, the disk rate measured before
+// it) and pipe ÷ peer round by round with the spread.
 func (r *Report) Write(w io.Writer, format string) error {
-	switch format {
-	case "json":
+	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(jsonSafe(r))
-	case "markdown", "md":
-		fmt.Fprintf(w, "%s\n\n", r.caption())
-		h := r.header()
-		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(h, " | "), strings.Repeat("---|", len(h)))
-		for i := range r.Configs {
-			fmt.Fprintf(w, "| %s |\n", strings.Join(r.Configs[i].row(r.Roofline != nil), " | "))
-		}
-		return nil
-	case "text", "":
-		fmt.Fprintf(w, "%s\n", r.caption())
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(r.header(), "\t"))
-		for i := range r.Configs {
-			fmt.Fprintln(tw, strings.Join(r.Configs[i].row(r.Roofline != nil), "\t"))
-		}
-		return tw.Flush()
 	}
-	return fmt.Errorf("bench: --format %q: %w (text, markdown, json)", format, ErrFormat)
+	var t tableWriter
+	para, item := "\n", "" // text: a blank line before a paragraph; markdown: the table ends with one
+	switch format {
+	case "markdown", "md":
+		t, para, item = mdTable{w}, "", "- "
+	case "text", "":
+		t = textTable{w}
+	default:
+		return fmt.Errorf("bench: --format %q: %w (text, markdown, json)", format, ErrFormat)
+	}
+	fmt.Fprintf(w, "%s\n", r.caption())
+	rows := make([][]string, len(r.Configs))
+	for i := range r.Configs {
+		rows[i] = r.Configs[i].row(r.Roofline != nil)
+	}
+	if err := t.table(r.header(), rows); err != nil {
+		return err
+	}
+	if len(r.Peers) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "%sEvery run, in the order run (read = bytes the run's processes read from disk, ÷ its wall time; disk = the --roofline O_DIRECT rate measured just before it):\n", para)
+	if err := t.table(runsHeader, r.runRows()); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%spipe ÷ peer per round (pipe's mean decode tok/s ÷ the rate the peer printed):\n", para)
+	if err := t.table(ratioHeader, r.ratioRows()); err != nil {
+		return err
+	}
+	for _, pr := range r.Ratios {
+		fmt.Fprintf(w, "%s%s ÷ %s: min %s, median %s, max %s over %d of %d rounds\n",
+			item, pr.Pipe, pr.Peer, f(pr.Min, 2), f(pr.Median, 2), f(pr.Max, 2), pr.N, r.Repeat)
+	}
+	return nil
+}
+
+// tableWriter writes one table (text or markdown) with a blank line
+// before it in markdown.
+type tableWriter interface {
+	table(header []string, rows [][]string) error
+}
+
+type mdTable struct{ w io.Writer }
+
+func (t mdTable) table(h []string, rows [][]string) error {
+	fmt.Fprintf(t.w, "\n| %s |\n|%s\n", strings.Join(h, " | "), strings.Repeat("---|", len(h)))
+	for _, row := range rows {
+		if _, err := fmt.Fprintf(t.w, "| %s |\n", strings.Join(row, " | ")); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintln(t.w)
+	return err
+}
+
+type textTable struct{ w io.Writer }
+
+func (t textTable) table(h []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(t.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(h, "\t"))
+	for _, row := range rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
+
+var runsHeader = []string{"round", "row", "tok/s", "wall s", "exit", "peak MiB", "read MiB", "read MiB/s", "disk GB/s before"}
+
+// runRows is one row per run: its status, memory and reads.
+func (r *Report) runRows() [][]string {
+	var rows [][]string
+	for i := range r.Runs {
+		run := &r.Runs[i]
+		label := run.Label
+		if run.Peer != "" {
+			label += " (peer)"
+		}
+		exit := strconv.Itoa(run.ExitCode)
+		switch {
+		case run.OOMKilled:
+			exit = "OOM-killed"
+		case run.Signal != "":
+			exit = run.Signal
+		}
+		if run.Err != "" && !run.OOMKilled {
+			exit += ": " + firstLine(run.Err)
+		}
+		peak := run.PeakRSSMiB // RSS of the largest process
+		if run.CgroupPeak > 0 {
+			peak = run.CgroupPeak // the whole cgroup, page cache included
+		}
+		rows = append(rows, []string{strconv.Itoa(run.Rep), label, f(okTokS(run), 3), f(run.WallS, 1), exit, f(peak, 0),
+			f(run.DiskReadMiB, 0), f(run.DiskMiBs, 0), f(diskGBs(run), 2)})
+	}
+	return rows
+}
+
+var ratioHeader = []string{"round", "pipe", "tok/s", "disk GB/s", "peer", "tok/s", "disk GB/s", "pipe ÷ peer"}
+
+func (r *Report) ratioRows() [][]string {
+	var rows [][]string
+	for _, pr := range r.Ratios {
+		for _, rr := range pr.Rounds {
+			rows = append(rows, []string{strconv.Itoa(rr.Rep), pr.Pipe, f(rr.PipeTokS, 3), f(rr.PipeDisk, 2),
+				pr.Peer, f(rr.PeerTokS, 3), f(rr.PeerDisk, 2), f(rr.Ratio, 2)})
+		}
+	}
+	return rows
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
 }
 
 func (r *Report) caption() string {
@@ -262,7 +497,7 @@ func (r *Report) runRates() string {
 	var parts []string
 	for _, run := range r.Runs {
 		if rf := run.Roofline; rf != nil {
-			p := fmt.Sprintf("%s #%d %.1f GB/s", run.Label, run.Rep+1, rf.MemGBs[1])
+			p := fmt.Sprintf("%s #%d %.1f GB/s", run.Label, run.Rep, rf.MemGBs[1])
 			if r.MemCapBytes > 0 && !math.IsNaN(rf.DiskGBs) {
 				p += fmt.Sprintf(" disk %.2f GB/s", rf.DiskGBs)
 			}
