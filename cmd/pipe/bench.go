@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -23,15 +25,17 @@ type BenchCmd struct {
 	Prompt        string        `short:"p" default:"Write a short story about a lighthouse keeper who finds a message in a bottle." help:"Prompt of every run."`
 	N             int           `short:"n" default:"64" help:"Tokens to generate per run."`
 	Vary          []string      `sep:"none" help:"A run flag and its values, e.g. io-threads=1,2,4,8 (repeatable; the matrix is their product); exe=PATH1,PATH2 varies the pipe binary (A/B of two builds)." placeholder:"FLAG=V1,V2"`
-	Repeat        int           `default:"2" help:"Rounds of the matrix; runs are interleaved A B A B."`
+	Repeat        int           `default:"2" help:"Rounds of the matrix; runs are interleaved A B A B (each --peer after pipe's runs in every round)."`
 	MemCap        string        `name:"mem-cap" help:"Run each child in a memory cgroup of this size (e.g. 8G; root only; cgroup v1 or v2, made and removed by bench)."`
 	Cold          bool          `help:"Drop the page cache before every run (root only)."`
 	OutDir        string        `name:"out-dir" type:"path" help:"Folder for each run's CSV and log, bench.json and bench.md (default: bench-<time>)."`
 	Format        string        `enum:"auto,text,markdown,json" default:"auto" help:"Table format on stdout: text, markdown, json (one line) or auto (text on a terminal, else json)."`
-	Timeout       time.Duration `default:"0s" help:"Kill a run after this long (0 = never)."`
+	Timeout       time.Duration `default:"0s" help:"Kill a run, with its whole process group, after this long (0 = never)."`
 	Roofline      bool          `help:"Measure the roofline of -m on this machine (bytes per token; memory read rate at 1 and 2 threads before every run; O_DIRECT expert reads, before every run under --mem-cap) and report each run's steady tok/s as a fraction of its bound."`
 	RooflineDisk  time.Duration `name:"roofline-disk" default:"10s" help:"How long --roofline reads experts with O_DIRECT (0 = skip the disk)."`
 	RooflineLanes int           `name:"roofline-lanes" default:"4" help:"Concurrent O_DIRECT readers of --roofline (pipe run's --io-threads)."`
+	Peer          []string      `sep:"none" placeholder:"NAME=COMMAND" help:"Another engine's command line, run after pipe's runs in every round under the same --mem-cap and --cold (repeatable), e.g. bmoe='bmoe-cli -m {model} -n {n} -p {prompt} --moe-stream'. Split into arguments like a shell would, but no shell runs it; {model} {n} {prompt} and {out} (this run's file prefix in --out-dir) are replaced per run. Its tok/s is read from its output: bmoe-cli's generation line, llama-bench's tg test, llama.cpp's eval time line, or --peer-regex."`
+	PeerRegex     []string      `name:"peer-regex" sep:"none" placeholder:"NAME=REGEX" help:"Read peer NAME's tok/s with this regular expression (its first group; the last match in stdout then stderr) instead of the built-in parsers."`
 	Extra         []string      `arg:"" optional:"" passthrough:"" help:"Arguments after -- go to every run (e.g. -- --temp 0.8 --seed 1)."`
 }
 
@@ -67,6 +71,9 @@ func (c *BenchCmd) Run(g *Globals) error {
 	}
 	if err := checkMatrix(g, &o); err != nil {
 		return err
+	}
+	if o.Peers, err = c.peers(); err != nil {
+		return fmt.Errorf("bench: %w", err)
 	}
 	if c.MemCap != "" {
 		if o.MemCap, err = bench.ParseSize(c.MemCap); err != nil {
@@ -108,6 +115,32 @@ func (c *BenchCmd) Run(g *Globals) error {
 	}
 	g.Log.Info().Str("event", "bench_done").Str("out_dir", o.OutDir).Int("runs", len(rep.Runs)).Msg("bench finished")
 	return nil
+}
+
+// peers parses --peer and attaches each --peer-regex to its peer.
+func (c *BenchCmd) peers() ([]bench.Peer, error) {
+	var peers []bench.Peer
+	for _, s := range c.Peer {
+		p, err := bench.ParsePeer(s)
+		if err != nil {
+			return nil, fmt.Errorf("--peer: %w", err)
+		}
+		peers = append(peers, p)
+	}
+	for _, s := range c.PeerRegex {
+		name, expr, ok := strings.Cut(s, "=")
+		i := slices.IndexFunc(peers, func(p bench.Peer) bool { return p.Name == name })
+		switch {
+		case !ok || expr == "":
+			return nil, fmt.Errorf("--peer-regex %q: %w: want NAME=REGEX", s, bench.ErrBadPeer)
+		case i < 0:
+			return nil, fmt.Errorf("--peer-regex %s: %w: no --peer of that name", name, bench.ErrBadPeer)
+		}
+		if err := peers[i].SetRegex(expr); err != nil {
+			return nil, err
+		}
+	}
+	return peers, nil
 }
 
 // writeReport writes the bench report to path through guard, checking every

@@ -36,7 +36,7 @@ type CLI struct {
 	Run        RunCmd        `cmd:"" help:"Decode a prompt, streaming routed experts from flash (the main job)."`
 	Serve      ServeCmd      `cmd:"" help:"Serve the model over an OpenAI-compatible HTTP API (chat and text completions, streaming)."`
 	Gen        GenCmd        `cmd:"" help:"Write a synthetic model with the shapes, names, metadata and quantization mix of a real one."`
-	Bench      BenchCmd      `cmd:"" help:"Run a matrix of pipe run configurations side by side (interleaved), optionally under a memory cap, and tabulate them."`
+	Bench      BenchCmd      `cmd:"" help:"Run a matrix of pipe run configurations, and other engines' command lines (--peer), side by side (interleaved), optionally under a memory cap, and tabulate them."`
 	Perplexity PerplexityCmd `cmd:"" help:"Perplexity of a model over a text, or its KL divergence from saved logits, as llama-perplexity computes them (streaming and capped like run)."`
 	Inspect    InspectCmd    `cmd:"" help:"Show a GGUF model's architecture, hyper-parameters, tensors and expert/dense split."`
 	Replay     ReplayCmd     `cmd:"" help:"Replay expert-routing traces through cache policies: hit % and MiB read per token per budget."`

@@ -21,6 +21,9 @@ import (
 const mainEnv = "PIPE_TEST_AS_MAIN"
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == fakePeerArg {
+		os.Exit(fakePeer(os.Args[2:]))
+	}
 	if os.Getenv(mainEnv) == "1" {
 		main() // exits
 	}
