@@ -11,6 +11,14 @@
 // read rate measured just before the run, or under a cap the bytes the run
 // read per token at the O_DIRECT rate measured then, whichever is slower.
 //
+// Peers (peer.go) are other engines' command lines run after the matrix in
+// every round, under the same cap and cache drop: their tok/s is read from
+// their own output, and the report pairs every pipe configuration with
+// every peer round by round (pipe ÷ peer, min/median/max) beside the disk
+// rate measured before each run. Every child runs in a process group of
+// its own that a timeout or cancel kills whole; every run's bytes read from
+// disk come from its rusage, one definition for pipe and peers.
+//
 // Role in the pipeline: bench is a driver beside the engine; it never imports
 // the engine's packages and only talks to the child through flags, the CSV
 // file and the exit status. Runs are sequential (one child at a time) so they
