@@ -247,6 +247,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for r := 0; r < o.Repeat; r++ {
 		for ci, c := range cfgs {
 			if err := ctx.Err(); err != nil {
+				rep.aggregate()
 				return rep, err
 			}
 			var rf *Roofline

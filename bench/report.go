@@ -437,7 +437,7 @@ func (r *Report) runRows() [][]string {
 		case run.Signal != "":
 			exit = run.Signal
 		}
-		if run.Err != "" && !run.OOMKilled {
+		if run.Err != "" && !run.OOMKilled && !strings.HasPrefix(run.Err, "exit status") {
 			exit += ": " + firstLine(run.Err)
 		}
 		peak := run.PeakRSSMiB // RSS of the largest process
