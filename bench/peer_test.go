@@ -30,6 +30,9 @@ func TestParsePeerOutput(t *testing.T) {
 		{"llama-bench.md", "stdout", 13.44, 32, "llama-bench table"},
 		{"llama-completion.stderr", "stderr", 13.23, 63, "llama.cpp eval time"},
 		{"bmoe-cli.stdout", "stdout", 1.12, 64, "bmoe-cli generation"},
+		{"llama-bench-tiny.json", "stdout", 994.842735, 8, "llama-bench json"},
+		{"llama-bench-tiny.md", "stdout", 3481.73, 8, "llama-bench table"},
+		{"llama-completion-tiny.stderr", "stderr", 3151.73, 7, "llama.cpp eval time"},
 	} {
 		b := readPeerData(t, c.file)
 		var out, errOut []byte
