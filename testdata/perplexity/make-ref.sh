@@ -23,6 +23,12 @@ for m in tiny-qwen3moe-F32 tiny-qwen3moe-Q4_K_M tiny-gemma4-F32 tiny-gemma4-Q4_K
 	whole run.log "Final estimate" "$L" -m "$M/$m.gguf" -f text.txt -c 128 -b 128 -fa off -t 2
 	grep -E '^\[1\]|Final estimate' run.log | sed 's/^.*Final estimate/Final estimate/' > "$m.ref"
 done
+# The F32 models with an F32 KV cache (pipe perplexity --kv-type f32): no F16 rounding of K, V,
+# Q and the attention weights, so the two programs' float-order differences are not amplified.
+for m in tiny-qwen3moe-F32 tiny-gemma4-F32; do
+	whole run.log "Final estimate" "$L" -m "$M/$m.gguf" -f text.txt -c 128 -b 128 -fa off -t 2 -ctk f32 -ctv f32
+	grep -E '^\[1\]|Final estimate' run.log | sed 's/^.*Final estimate/Final estimate/' > "$m-kvf32.ref"
+done
 # The base (F32 log-probabilities, llama-perplexity's file) and the KL report of Q4_K_M against it.
 "$L" -m "$M/tiny-qwen3moe-F32.gguf" -f text.txt -c 128 -b 128 -fa off -t 2 --kl-divergence-base tiny-qwen3moe-F32.kld >/dev/null 2>&1
 whole run.log "Same top p" "$L" -m "$M/tiny-qwen3moe-Q4_K_M.gguf" -c 128 -b 128 -fa off -t 2 --kl-divergence-base tiny-qwen3moe-F32.kld --kl-divergence
