@@ -230,6 +230,7 @@ type Pass struct {
 	logits                []float32
 	rows                  [][]float32 // head's rows, views of logits
 	heads                 attendJob
+	cs                    []float32 // one position's rotation table (TableRotation)
 }
 
 // pass returns the Pass for n tokens at pos0: st's kept one when n is 1.
@@ -253,16 +254,17 @@ func (d *Decoder) pass(st *State, n, pos0 int, moe MoE) *Pass {
 // newPass makes a Pass for n tokens whose attention windows reach at most
 // window positions.
 func (d *Decoder) newPass(n, window int) *Pass {
-	qd, kvd, heads := 0, 0, 0
+	qd, kvd, heads, cs := 0, 0, 0, 0
 	for l := range d.Layers {
 		a := &d.Layers[l].Attn
+		cs = max(cs, tableLen(a))
 		// scores: a window per query head, or per slot of a prompt tile
 		qd, kvd, heads = max(qd, a.qRows()), max(kvd, a.KVDim()), max(heads, a.NHead, kernels.GroupSlots*a.NHeadKV)
 	}
 	E := d.NEmbd
 	p := &Pass{N: n, E: E, Pool: d.Pool, Eps: d.Eps, d: d,
 		x: make([]float32, n*E), h: make([]float32, n*E), q: make([]float32, n*qd), k: make([]float32, n*kvd), v: make([]float32, n*kvd),
-		att: make([]float32, n*qd), o: make([]float32, n*E), scores: make([]float32, heads*window),
+		att: make([]float32, n*qd), o: make([]float32, n*E), scores: make([]float32, heads*window), cs: make([]float32, cs),
 		xs: make([][]float32, n), ls: make([][]float32, n), rs: make([][]float32, n), os: make([][]float32, n)}
 	p.heads.p = p
 	p.heads.fn = p.heads.run
@@ -432,13 +434,64 @@ func (p *Pass) Project(h []float32, ws []*Weight, ys [][]float32) error {
 	return nil
 }
 
+// tableLen is the rotation table a's rotations need (0: none).
+func tableLen(a *Attention) int {
+	n := 0
+	if tr, ok := a.Rope.(TableRotation); ok {
+		n = tr.TableLen()
+	}
+	if a.Latent != nil {
+		if tr, ok := a.Latent.Rope.(TableNormRotation); ok {
+			n = max(n, tr.TableLen())
+		}
+	}
+	return n
+}
+
+// headRotation rotates a layer's heads of one token: from the position's
+// table when the rotation has one (computed once per token by at), else
+// by ApplyNeoX per head.
+type headRotation struct {
+	r   Rotation
+	tr  TableRotation
+	cs  []float32
+	pos int
+}
+
+// newHeadRotation returns the rotation by r, with cs as the table's scratch.
+func newHeadRotation(r Rotation, cs []float32) headRotation {
+	h := headRotation{r: r}
+	if tr, ok := r.(TableRotation); ok {
+		h.tr, h.cs = tr, cs[:tr.TableLen()]
+	}
+	return h
+}
+
+// at sets the position of the heads rotated next.
+func (h *headRotation) at(pos int) {
+	h.pos = pos
+	if h.tr != nil {
+		h.tr.Angles(pos, h.cs)
+	}
+}
+
+// rotate rotates one head vector at the position set by at.
+func (h *headRotation) rotate(x []float32) {
+	if h.tr != nil {
+		h.tr.RotateNeoX(x, h.cs)
+		return
+	}
+	h.r.ApplyNeoX(x, h.pos)
+}
+
 // prepareHeads applies the Q and K norms (per head, or over the whole
 // projection) and the rotation to every token's Q and K heads, and the
 // weightless norm to V heads when the layer has it.
 func (p *Pass) prepareHeads(a *Attention, q, k, v []float32) {
 	hd, qd, kvd := a.HeadDim, a.QDim(), a.KVDim()
+	rot := newHeadRotation(a.Rope, p.cs)
 	for t := 0; t < p.N; t++ {
-		pos := p.Pos0 + t
+		rot.at(p.Pos0 + t)
 		if a.QKNormWhole {
 			RMSNorm(q[t*qd:(t+1)*qd], q[t*qd:(t+1)*qd], p.Eps, a.QNorm)
 			RMSNorm(k[t*kvd:(t+1)*kvd], k[t*kvd:(t+1)*kvd], p.Eps, a.KNorm)
@@ -448,7 +501,7 @@ func (p *Pass) prepareHeads(a *Attention, q, k, v []float32) {
 			if a.QNorm != nil && !a.QKNormWhole {
 				RMSNorm(head, head, p.Eps, a.QNorm)
 			}
-			a.Rope.ApplyNeoX(head, pos)
+			rot.rotate(head)
 		}
 		for i := 0; i < a.NHeadKV; i++ {
 			o := (t*a.NHeadKV + i) * hd
@@ -456,7 +509,7 @@ func (p *Pass) prepareHeads(a *Attention, q, k, v []float32) {
 			if a.KNorm != nil && !a.QKNormWhole {
 				RMSNorm(head, head, p.Eps, a.KNorm)
 			}
-			a.Rope.ApplyNeoX(head, pos)
+			rot.rotate(head)
 			if a.VNorm {
 				RMSNorm(v[o:o+hd], v[o:o+hd], p.Eps, nil)
 			}

@@ -112,11 +112,24 @@ func (p *Pass) absorbQueries(m *Latent, nh int, q []float32) ([]float32, error) 
 	if err := p.perHead(m.WkB, nh, q, qw, 0, m.NoPE, qc, kw, 0); err != nil {
 		return nil, err
 	}
+	tr, _ := m.Rope.(TableNormRotation)
+	var cs []float32
+	if tr != nil {
+		cs = p.cs[:tr.TableLen()]
+	}
 	for t := 0; t < p.N; t++ {
+		pos := p.Pos0 + t
+		if tr != nil {
+			tr.Angles(pos, cs) // once per token, for all its heads
+		}
 		for i := 0; i < nh; i++ {
 			pe := qc[(t*nh+i)*kw+m.Rank : (t*nh+i+1)*kw]
 			copy(pe, q[(t*nh+i)*qw+m.NoPE:(t*nh+i+1)*qw])
-			m.Rope.ApplyNorm(pe, p.Pos0+t)
+			if tr != nil {
+				tr.RotateNorm(pe, cs)
+			} else {
+				m.Rope.ApplyNorm(pe, pos)
+			}
 		}
 	}
 	return qc, nil

@@ -105,6 +105,50 @@ type NormRotation interface {
 	ApplyNorm(x []float32, pos int)
 }
 
+// TableRotation is a Rotation whose angles depend only on the position:
+// Angles writes one position's table (cos and sin of every pair) once, and
+// RotateNeoX rotates any number of head vectors from it, bit for bit as
+// ApplyNeoX at that position.
+type TableRotation interface {
+	Rotation
+	TableLen() int                // floats Angles writes
+	Angles(pos int, cs []float32) // cs[2i], cs[2i+1]: pair i's cos and sin at pos
+	RotateNeoX(x, cs []float32)   // ApplyNeoX from Angles' table cs (len TableLen)
+}
+
+// TableNormRotation is TableRotation for NormRotation: RotateNorm rotates
+// from the table bit for bit as ApplyNorm at that position.
+type TableNormRotation interface {
+	NormRotation
+	TableLen() int
+	Angles(pos int, cs []float32)
+	RotateNorm(x, cs []float32)
+}
+
+// rotateNeoX rotates pairs (i, i+len(cs)/2) of x by the table cs.
+func rotateNeoX(x, cs []float32) {
+	half := len(cs) / 2
+	lo, hi := x[:half], x[half:2*half]
+	for i := range lo {
+		c, s := cs[2*i], cs[2*i+1]
+		x0, x1 := lo[i], hi[i]
+		// explicit roundings: never fused into FMA (Go fuses on arm64)
+		lo[i] = float32(x0*c) - float32(x1*s)
+		hi[i] = float32(x0*s) + float32(x1*c)
+	}
+}
+
+// rotateNorm rotates pairs (2i, 2i+1) of x by the table cs.
+func rotateNorm(x, cs []float32) {
+	x = x[:len(cs)]
+	for i := 0; i+1 < len(x); i += 2 {
+		c, s := cs[i], cs[i+1]
+		x0, x1 := x[i], x[i+1]
+		x[i] = float32(x0*c) - float32(x1*s)
+		x[i+1] = float32(x0*s) + float32(x1*c)
+	}
+}
+
 // Rope is NeoX rotary embedding without YaRN extrapolation, as ggml_rope_ext
 // computes it: pairs (i, i+NDims/2) of the first NDims dimensions rotate by
 // pos·Base^(-2i/NDims)·FreqScale / FreqFactors[i]; dimensions past NDims
@@ -151,6 +195,32 @@ func (r Rope) apply(x []float32, pos, off int) {
 		theta *= thetaScale
 	}
 }
+
+// TableLen implements TableRotation: cos and sin of NDims/2 pairs.
+func (r Rope) TableLen() int { return r.NDims / 2 * 2 }
+
+// Angles implements TableRotation with apply's angles.
+func (r Rope) Angles(pos int, cs []float32) {
+	half := r.NDims / 2
+	cs = cs[:2*half]
+	thetaScale := float32(math.Pow(float64(r.Base), -2.0/float64(r.NDims)))
+	theta := float32(pos)
+	for i := 0; i < half; i++ {
+		t := r.FreqScale * theta
+		if r.FreqFactors != nil {
+			t = r.FreqScale * (theta / r.FreqFactors[i])
+		}
+		cs[2*i] = float32(math.Cos(float64(t))) * r.AttnScale
+		cs[2*i+1] = float32(math.Sin(float64(t))) * r.AttnScale
+		theta *= thetaScale
+	}
+}
+
+// RotateNeoX implements TableRotation.
+func (r Rope) RotateNeoX(x, cs []float32) { rotateNeoX(x, cs) }
+
+// RotateNorm implements TableNormRotation.
+func (r Rope) RotateNorm(x, cs []float32) { rotateNorm(x, cs) }
 
 // DequantizeRow writes row r of a matrix of cols columns stored as t into dst.
 func DequantizeRow(t quant.Type, data []byte, cols, r int, dst []float32) error {

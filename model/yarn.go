@@ -179,3 +179,23 @@ func (r *YaRN) ApplyNorm(x []float32, pos int) {
 		theta *= r.thetaScale
 	}
 }
+
+// TableLen implements TableRotation: cos and sin of NDims/2 pairs.
+func (r *YaRN) TableLen() int { return r.NDims / 2 * 2 }
+
+// Angles implements TableRotation with ApplyNeoX's angles.
+func (r *YaRN) Angles(pos int, cs []float32) {
+	half := r.NDims / 2
+	cs = cs[:2*half]
+	theta := float32(pos)
+	for i := 0; i < half; i++ {
+		cs[2*i], cs[2*i+1] = r.cosSin(theta, 2*i)
+		theta *= r.thetaScale
+	}
+}
+
+// RotateNeoX implements TableRotation.
+func (r *YaRN) RotateNeoX(x, cs []float32) { rotateNeoX(x, cs) }
+
+// RotateNorm implements TableNormRotation.
+func (r *YaRN) RotateNorm(x, cs []float32) { rotateNorm(x, cs) }

@@ -66,3 +66,21 @@ func (r imrope) ApplyNeoX(x []float32, pos int) {
 		}
 	}
 }
+
+// RotateNeoX implements model.TableRotation (Angles and TableLen are
+// Rope's): the moving pairs rotate from the table, the still ones are left
+// as they are, bit for bit as ApplyNeoX.
+func (r imrope) RotateNeoX(x, cs []float32) {
+	half := r.NDims / 2
+	lo, hi := x[:half], x[half:2*half]
+	for i, s := range r.still[:half] {
+		if s {
+			continue
+		}
+		c, sn := cs[2*i], cs[2*i+1]
+		x0, x1 := lo[i], hi[i]
+		// explicit roundings: never fused into FMA (Go fuses on arm64)
+		lo[i] = float32(x0*c) - float32(x1*sn)
+		hi[i] = float32(x0*sn) + float32(x1*c)
+	}
+}
