@@ -552,6 +552,54 @@ xsloop:
 	VZEROUPPER
 	RET
 
+// func swiGLUAVX2(out, gate, up *float32, n int)
+//
+// out[i] = gate[i] / (1 + float32(math.Exp(float64(-gate[i])))) * up[i]
+// (n a multiple of 8), each step rounded to float32 as refSwiGLU; the
+// exponential as in expShiftAVX2, special lanes included.
+TEXT ·swiGLUAVX2(SB), NOSPLIT, $0-32
+	MOVQ         out+0(FP), DI
+	MOVQ         gate+8(FP), SI
+	MOVQ         up+16(FP), DX
+	MOVQ         n+24(FP), CX
+	SHRQ         $3, CX
+	VBROADCASTSS expc<>+480(SB), Y14 // sign
+	MOVL         $0x3f800000, AX
+	VMOVD        AX, X15
+	VBROADCASTSS X15, Y15            // 1.0
+	VBROADCASTSS expc<>+452(SB), Y11 // -700
+	VBROADCASTSS expc<>+456(SB), Y12 // 700
+	VBROADCASTSS expc<>+460(SB), Y13 // +Inf
+
+sgloop:
+	VMOVUPS      (SI), Y8            // g
+	VXORPS       Y14, Y8, Y0         // -g
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $1, Y0, X2
+	VCVTPS2PD    X2, Y2
+	EXP4(Y1, X3, Y4, Y5)
+	EXP4(Y2, X3, Y4, Y5)
+	VCVTPD2PSY   Y1, X1
+	VCVTPD2PSY   Y2, X2
+	VINSERTF128  $1, X2, Y1, Y1      // e = float32(exp(-g))
+	VCMPPS       $1, Y11, Y0, Y7
+	VANDNPS      Y1, Y7, Y1          // -g < -700: 0
+	VCMPPS       $0x1e, Y12, Y0, Y7
+	VBLENDVPS    Y7, Y13, Y1, Y1     // -g > 700: +Inf
+	VCMPPS       $3, Y0, Y0, Y7
+	VBLENDVPS    Y7, Y0, Y1, Y1      // NaN: itself
+	VADDPS       Y15, Y1, Y1         // 1 + e
+	VDIVPS       Y1, Y8, Y1          // g / (1 + e)
+	VMULPS       (DX), Y1, Y1        // · up
+	VMOVUPS      Y1, (DI)
+	ADDQ         $32, SI
+	ADDQ         $32, DX
+	ADDQ         $32, DI
+	DECQ         CX
+	JNZ          sgloop
+	VZEROUPPER
+	RET
+
 // func roundF16AVX2(x *float32, n int)
 //
 // x[i] rounded to the nearest F16 value and back (n a multiple of 8).

@@ -46,12 +46,9 @@ func Sigmoid(x float32) float32 {
 	return 1 / (1 + float32(math.Exp(float64(-x))))
 }
 
-// SwiGLU writes silu(gate)·up into out.
-func SwiGLU(out, gate, up []float32) {
-	for i := range out {
-		out[i] = SiLU(gate[i]) * up[i]
-	}
-}
+// SwiGLU writes silu(gate)·up into out: SiLU(gate[i])·up[i] bit for bit
+// (kernels.SwiGLU, vectorized where the assembly runs).
+func SwiGLU(out, gate, up []float32) { kernels.SwiGLU(out, gate, up) }
 
 // geluTab is ggml's GELU table: for every F16 bit pattern h,
 // F16(gelu_f32(F32(h))) (ggml_table_gelu_f16, 128 KiB), built on first use.

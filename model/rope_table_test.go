@@ -157,3 +157,20 @@ func BenchmarkPrepareHeads(b *testing.B) {
 		})
 	}
 }
+
+// TestSwiGLUIsSiLUTimesUp: SwiGLU (the kernels' vectorized loop) equals
+// SiLU(gate)·up bit for bit.
+func TestSwiGLUIsSiLUTimesUp(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	n := 8*768 + 5
+	gate, up := ropeTestVector(rng, n), ropeTestVector(rng, n)
+	for i := range gate {
+		gate[i] *= 10
+	}
+	got, want := make([]float32, n), make([]float32, n)
+	SwiGLU(got, gate, up)
+	for i := range want {
+		want[i] = SiLU(gate[i]) * up[i]
+	}
+	sameBits(t, "SwiGLU", 0, got, want)
+}

@@ -1,0 +1,5 @@
+//go:build !amd64 || purego
+
+package kernels
+
+func swiGLU(out, gate, up []float32) { refSwiGLU(out, gate, up) }
