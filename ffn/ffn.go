@@ -421,18 +421,14 @@ func (s *Stage) Finish(j *Job, st *Stats) {
 		}
 		y0 := s.ys[(t*j.K+r0)*E:]
 		w0 := j.W[t][r0]
-		for i := 0; i < E; i++ {
-			out[i] = y0[i] * w0
-		}
+		kernels.MulScalar(out[:E], y0, w0)
 		for r := r0 + 1; r < j.K; r++ {
 			if ids[r] < 0 {
 				continue
 			}
 			y := s.ys[(t*j.K+r)*E:]
 			w := j.W[t][r]
-			for i := 0; i < E; i++ {
-				out[i] += float32(y[i] * w) // explicit rounding: never fused into an FMA
-			}
+			kernels.AddMulScalar(out[:E], y, w) // the product rounds before the addition
 		}
 	}
 	st.Compute += time.Since(t0)

@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package kernels
+
+func mulScalar(out, y []float32, w float32) { refMulScalar(out, y, w) }
+
+func addMulScalar(out, y []float32, w float32) { refAddMulScalar(out, y, w) }
