@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/pipe-engine/pipe/kernels"
-	"github.com/pipe-engine/pipe/quant"
 )
 
 // State is the per-sequence decode state: the KV cache, the recurrent
@@ -144,17 +143,11 @@ func (s *State) Store(l, pos int, k, v []float32) {
 		}
 		return
 	}
-	kd := s.k16[l][o : o+w]
-	for i := range kd {
-		kd[i] = quant.FP32ToFP16(k[i])
-	}
+	kernels.FP32ToFP16s(s.k16[l][o:o+w], k)
 	if s.kOnly[l] {
 		return
 	}
-	vd := s.v16[l][o : o+w]
-	for i := range vd {
-		vd[i] = quant.FP32ToFP16(v[i])
-	}
+	kernels.FP32ToFP16s(s.v16[l][o:o+w], v)
 }
 
 // AttnArgs name one query head's attention over the cache: layer Layer's

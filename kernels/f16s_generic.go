@@ -1,0 +1,5 @@
+//go:build !amd64 || purego
+
+package kernels
+
+func fp32ToFP16s(dst []uint16, src []float32) { refFP32ToFP16s(dst, src) }
