@@ -496,19 +496,19 @@ func (p *Pass) prepareHeads(a *Attention, q, k, v []float32) {
 			RMSNorm(q[t*qd:(t+1)*qd], q[t*qd:(t+1)*qd], p.Eps, a.QNorm)
 			RMSNorm(k[t*kvd:(t+1)*kvd], k[t*kvd:(t+1)*kvd], p.Eps, a.KNorm)
 		}
+		// per-head norms first (heads are independent), four heads at a time
+		if a.QNorm != nil && !a.QKNormWhole {
+			RMSNormHeads(q[t*qd:(t+1)*qd], hd, p.Eps, a.QNorm)
+		}
+		if a.KNorm != nil && !a.QKNormWhole {
+			RMSNormHeads(k[t*kvd:(t+1)*kvd], hd, p.Eps, a.KNorm)
+		}
 		for i := 0; i < a.NHead; i++ {
-			head := q[(t*a.NHead+i)*hd : (t*a.NHead+i+1)*hd]
-			if a.QNorm != nil && !a.QKNormWhole {
-				RMSNorm(head, head, p.Eps, a.QNorm)
-			}
-			rot.rotate(head)
+			rot.rotate(q[(t*a.NHead+i)*hd : (t*a.NHead+i+1)*hd])
 		}
 		for i := 0; i < a.NHeadKV; i++ {
 			o := (t*a.NHeadKV + i) * hd
 			head := k[o : o+hd]
-			if a.KNorm != nil && !a.QKNormWhole {
-				RMSNorm(head, head, p.Eps, a.KNorm)
-			}
 			rot.rotate(head)
 			if a.VNorm {
 				RMSNorm(v[o:o+hd], v[o:o+hd], p.Eps, nil)

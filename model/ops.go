@@ -19,6 +19,37 @@ func RMSNorm(out, x []float32, eps float32, w []float32) {
 	for _, v := range x {
 		sum += float64(v * v)
 	}
+	rmsScale(out, x, sum, eps, w)
+}
+
+// RMSNormHeads is RMSNorm of every hd-wide row of x in place: four rows'
+// sums of squares at a time, each in its own order, so that the four
+// addition chains overlap; the results are RMSNorm's bit for bit.
+func RMSNormHeads(x []float32, hd int, eps float32, w []float32) {
+	r := 0
+	for ; r+4*hd <= len(x); r += 4 * hd {
+		x0, x1, x2, x3 := x[r:r+hd], x[r+hd:r+2*hd], x[r+2*hd:r+3*hd], x[r+3*hd:r+4*hd]
+		var s0, s1, s2, s3 float64
+		for i, v := range x0 {
+			v1, v2, v3 := x1[i], x2[i], x3[i]
+			s0 += float64(v * v)
+			s1 += float64(v1 * v1)
+			s2 += float64(v2 * v2)
+			s3 += float64(v3 * v3)
+		}
+		rmsScale(x0, x0, s0, eps, w)
+		rmsScale(x1, x1, s1, eps, w)
+		rmsScale(x2, x2, s2, eps, w)
+		rmsScale(x3, x3, s3, eps, w)
+	}
+	for ; r+hd <= len(x); r += hd {
+		RMSNorm(x[r:r+hd], x[r:r+hd], eps, w)
+	}
+}
+
+// rmsScale writes x / sqrt(sum/len(x) + eps) * w into out, sum being x's
+// sum of squares.
+func rmsScale(out, x []float32, sum float64, eps float32, w []float32) {
 	mean := float32(sum / float64(len(x)))
 	scale := float32(1.0) / float32(math.Sqrt(float64(mean+eps)))
 	if w == nil {

@@ -174,3 +174,54 @@ func TestSwiGLUIsSiLUTimesUp(t *testing.T) {
 	}
 	sameBits(t, "SwiGLU", 0, got, want)
 }
+
+// TestRMSNormHeadsIsRMSNorm: RMSNormHeads equals RMSNorm of every row bit
+// for bit, for row counts that leave every remainder of the groups of four,
+// with and without a weight.
+func TestRMSNormHeadsIsRMSNorm(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	const hd = 128
+	w := ropeTestVector(rng, hd)
+	w[hd/2] = 1.5
+	for rows := 1; rows <= 9; rows++ {
+		for _, wt := range [][]float32{nil, w} {
+			x := ropeTestVector(rng, rows*hd)
+			for i := range x {
+				x[i] *= float32(1 + i/hd) // rows of different scales
+			}
+			x[hd/2] = 3 // not 1e30: a finite sum of squares
+			want := append([]float32(nil), x...)
+			for r := 0; r < rows; r++ {
+				RMSNorm(want[r*hd:(r+1)*hd], want[r*hd:(r+1)*hd], 1e-6, wt)
+			}
+			RMSNormHeads(x, hd, 1e-6, wt)
+			sameBits(t, "RMSNormHeads", rows, x, want)
+		}
+	}
+}
+
+// BenchmarkRMSNormHeads: one decode token's per-head Q norms at
+// Qwen3-30B-A3B's shapes (32 heads of 128), four rows at a time and one by
+// one.
+func BenchmarkRMSNormHeads(b *testing.B) {
+	rng := rand.New(rand.NewSource(1))
+	x, w := make([]float32, 32*128), make([]float32, 128)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	for i := range w {
+		w[i] = 1
+	}
+	b.Run("heads", func(b *testing.B) {
+		for range b.N {
+			RMSNormHeads(x, 128, 1e-6, w)
+		}
+	})
+	b.Run("rows", func(b *testing.B) {
+		for range b.N {
+			for r := 0; r < 32; r++ {
+				RMSNorm(x[r*128:(r+1)*128], x[r*128:(r+1)*128], 1e-6, w)
+			}
+		}
+	})
+}
