@@ -530,8 +530,8 @@ const peerTail = 6
 // would fail alike).
 func peerResult(res *RunResult, p *Peer, stderrPath string) error {
 	res.SteadyTokS, res.HitPct, res.MiBPerTok, res.TTFTms, res.First5Ms = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
-	stdout, err1 := os.ReadFile(res.Stdout)
-	stderr, err2 := os.ReadFile(stderrPath)
+	stdout, err1 := readTail(res.Stdout, maxOutputRead)
+	stderr, err2 := readTail(stderrPath, maxOutputRead)
 	if err := errors.Join(err1, err2); err != nil {
 		return fmt.Errorf("bench: peer %s: %w", p.Name, err)
 	}
@@ -548,6 +548,27 @@ func peerResult(res *RunResult, p *Peer, stderrPath string) error {
 	}
 	res.TokS, res.Tokens, res.TokSource = r.TokS, r.Tokens, r.Source
 	return nil
+}
+
+// maxOutputRead bounds how much of a run's stdout, stderr or log bench
+// reads back: the rates and last messages it looks for are at the end, and
+// a runaway child's output must not be loaded whole.
+const maxOutputRead = 16 << 20
+
+// readTail returns the last limit bytes of the file at path (all of it
+// when shorter).
+func readTail(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	off := max(st.Size()-limit, 0)
+	return io.ReadAll(io.NewSectionReader(f, off, st.Size()-off))
 }
 
 // outputTail is the last lines of a peer's stdout and stderr, each
@@ -572,7 +593,7 @@ func outputTail(stdout, stderr []byte) string {
 // lastLogLine is the last line of a run's log, as a message: a JSON log
 // event's "message" (and "error") field, or the plain line.
 func lastLogLine(path string) string {
-	b, err := os.ReadFile(path)
+	b, err := readTail(path, maxOutputRead)
 	if err != nil {
 		return ""
 	}

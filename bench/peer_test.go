@@ -157,3 +157,21 @@ func TestParsePeer(t *testing.T) {
 		t.Errorf("literal braces: %+v %v", p, err)
 	}
 }
+
+// TestReadTail: a file longer than the limit yields only its last bytes, a
+// shorter one all of them.
+func TestReadTail(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "out")
+	if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		limit int64
+		want  string
+	}{{4, "6789"}, {10, "0123456789"}, {64, "0123456789"}} {
+		b, err := readTail(p, c.limit)
+		if err != nil || string(b) != c.want {
+			t.Errorf("readTail(%d) = %q, %v; want %q", c.limit, b, err, c.want)
+		}
+	}
+}

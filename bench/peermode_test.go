@@ -314,17 +314,7 @@ func TestSpread(t *testing.T) {
 // reported as such (a result, not a bench failure), one that leaves a
 // helper behind is cleaned up with its cgroup.
 func TestPeerMemCap(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: --mem-cap needs root (a memory cgroup)")
-	}
-	if cg, err := newCgroup(128 << 20); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no writable memory cgroup under CI=true: %v", err)
-		}
-		t.Skipf("skipped: no writable memory cgroup: %v", err)
-	} else {
-		_ = cg.remove()
-	}
+	needMemCgroup(t)
 	o := fakeOptions(t)
 	o.MemCap = 128 << 20
 	o.Peers = []Peer{
