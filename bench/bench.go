@@ -185,10 +185,12 @@ type RunResult struct {
 	DiskReadMiB float64 `json:"disk_read_MiB"`
 	DiskMiBs    float64 `json:"disk_read_MiB_s"`
 	// BoundTokS is the roofline's tok/s for this run (its threads; under a
-	// cap its MiB read per token at the disk's rate) and BoundFrac the
-	// steady tok/s as a fraction of it; NaN without a roofline.
+	// cap its MiB read per token at the disk's rate), BoundFrac the steady
+	// tok/s as a fraction of it (NaN without a roofline) and BoundBy the
+	// term that sets it: memory, compute or disk ("" without a roofline).
 	BoundTokS float64   `json:"bound_tok_s"`
 	BoundFrac float64   `json:"bound_frac"`
+	BoundBy   string    `json:"bound_by,omitempty"`
 	Roofline  *Roofline `json:"roofline,omitempty"` // measured just before this run (memory; capped: disk too)
 }
 

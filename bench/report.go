@@ -8,6 +8,7 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,6 +50,7 @@ type ConfigStats struct {
 	BoundFrac   float64  `json:"bound_frac"`      // mean of the runs' steady tok/s ÷ bound
 	BoundMin    float64  `json:"bound_frac_min"`
 	BoundMax    float64  `json:"bound_frac_max"`
+	BoundBy     string   `json:"bound_by,omitempty"` // the roofline terms that bound the completed runs (memory, compute, disk; "/"-joined when they differ)
 }
 
 // Report is a whole bench.
@@ -185,7 +187,7 @@ func spread(vals []float64) (lo, med, hi float64) {
 // and under a memory cap its read bytes per token (summary MiB_per_token)
 // at the disk's rate.
 func (r *Report) bound(run *RunResult) {
-	run.BoundTokS, run.BoundFrac = math.NaN(), math.NaN()
+	run.BoundTokS, run.BoundFrac, run.BoundBy = math.NaN(), math.NaN(), ""
 	if run.Roofline == nil || !run.OK() || run.Peer != "" {
 		return
 	}
@@ -193,7 +195,7 @@ func (r *Report) bound(run *RunResult) {
 	if r.MemCapBytes > 0 {
 		miss = run.MiBPerTok * (1 << 20)
 	}
-	run.BoundTokS = run.Roofline.Bound(int(num(run.Summary, "threads")), miss)
+	run.BoundTokS, run.BoundBy = run.Roofline.Bound(int(num(run.Summary, "threads")), miss)
 	run.BoundFrac = run.SteadyTokS / run.BoundTokS
 }
 
@@ -249,6 +251,7 @@ func (r *Report) aggregate() {
 			c.BoundFrac += run.BoundFrac
 			c.BoundMin = nanMin(c.BoundMin, run.BoundFrac)
 			c.BoundMax = -nanMin(-c.BoundMax, -run.BoundFrac)
+			c.BoundBy = addTerm(c.BoundBy, run.BoundBy)
 		}
 		if n == 0 {
 			c.TokS, c.SteadyTokS, c.HitPct, c.MiBPerTok, c.MajFltPerTk = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
@@ -282,6 +285,18 @@ func (r *Report) aggregate() {
 	r.Ratios = r.ratios()
 }
 
+// addTerm appends term to the "/"-joined list terms unless it is empty or
+// already there.
+func addTerm(terms, term string) string {
+	if term == "" || slices.Contains(strings.Split(terms, "/"), term) {
+		return terms
+	}
+	if terms == "" {
+		return term
+	}
+	return terms + "/" + term
+}
+
 // nanMin is the smaller of a and b, the other where one is NaN.
 func nanMin(a, b float64) float64 {
 	if math.IsNaN(a) || b < a {
@@ -311,7 +326,7 @@ func (c *ConfigStats) status() string {
 var header = []string{"config", "tok/s", "steady tok/s", "ratio", "TTFT ms", "warm-up", "first-5 ms", "hit %", "MiB/token", "peak RSS MiB", "majflt/token", "runs"}
 
 // boundHeader: the columns a roofline adds.
-var boundHeader = []string{"bound tok/s", "% of bound"}
+var boundHeader = []string{"bound tok/s", "% of bound", "bound by"}
 
 func (c *ConfigStats) row(roofline bool) []string {
 	steady := f(c.SteadyTokS, 3)
@@ -331,7 +346,11 @@ func (c *ConfigStats) row(roofline bool) []string {
 		if c.OK > 1 {
 			pct += fmt.Sprintf(" (%s–%s)", f(100*c.BoundMin, 1), f(100*c.BoundMax, 1))
 		}
-		row = append(row, f(c.BoundTokS, 2), pct)
+		by := c.BoundBy
+		if by == "" {
+			by = "-"
+		}
+		row = append(row, f(c.BoundTokS, 2), pct, by)
 	}
 	return row
 }
@@ -491,13 +510,16 @@ func (r *Report) caption() string {
 	return s
 }
 
-// runRates lists each run's memory rate at 2 threads and, where measured,
-// disk rate.
+// runRates lists each run's memory rate and compute bound at 2 threads
+// and, where measured, disk rate.
 func (r *Report) runRates() string {
 	var parts []string
 	for _, run := range r.Runs {
 		if rf := run.Roofline; rf != nil {
 			p := fmt.Sprintf("%s #%d %.1f GB/s", run.Label, run.Rep, rf.MemGBs[1])
+			if len(rf.Compute) > 0 {
+				p += fmt.Sprintf(" compute %s tok/s", f(1/computeSeconds(rf.Compute, 2), 2))
+			}
 			if r.MemCapBytes > 0 && !math.IsNaN(rf.DiskGBs) {
 				p += fmt.Sprintf(" disk %.2f GB/s", rf.DiskGBs)
 			}

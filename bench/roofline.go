@@ -9,25 +9,32 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/quant"
 )
 
 // ErrRoofline reports a model or machine the roofline cannot be measured on.
 var ErrRoofline = errors.New("roofline")
 
 // Roofline is what bounds a decode token on this machine: the weight bytes
-// one token reads, the memory read rate at 1 and 2 threads, and the rate of
-// O_DIRECT reads of whole routed experts (each expert's tensor slices as
-// separate block-aligned preads, several lanes at once: pipe's reads).
+// one token reads, the memory read rate at 1 and 2 threads, the kernels'
+// rate on rows of each weight format the token reads (compute), and the
+// rate of O_DIRECT reads of whole routed experts (each expert's tensor
+// slices as separate block-aligned preads, several lanes at once: pipe's
+// reads).
 type Roofline struct {
-	TokenBytes  int64      `json:"token_bytes"`   // weight bytes read per decode token, every expert resident
-	DenseBytes  int64      `json:"dense_bytes"`   // of which dense (attention, norms, routers, head; one embedding row)
-	ExpertBytes int64      `json:"expert_bytes"`  // of which routed experts (k per layer)
-	MemGBs      [2]float64 `json:"mem_GB_s"`      // memory read GB/s with 1 and 2 threads
+	TokenBytes  int64      `json:"token_bytes"`  // weight bytes read per decode token, every expert resident
+	DenseBytes  int64      `json:"dense_bytes"`  // of which dense (attention, norms, routers, head; one embedding row)
+	ExpertBytes int64      `json:"expert_bytes"` // of which routed experts (k per layer)
+	MemGBs      [2]float64 `json:"mem_GB_s"`     // memory read GB/s with 1 and 2 threads
+	// Compute splits TokenBytes by weight format, most bytes first, with
+	// the kernels' rate on each.
+	Compute     []TypeRate `json:"compute"`
 	DiskGBs     float64    `json:"disk_GB_s"`     // O_DIRECT expert reads, GB/s (NaN when not measured)
 	DiskReadKiB float64    `json:"disk_read_KiB"` // mean bytes of one pread
 	DiskLanes   int        `json:"disk_lanes"`
@@ -45,21 +52,38 @@ type expertSlices struct {
 	lens []int64
 }
 
+// tokenBytes is what one decode token reads of a model's weights, and
+// where its routed experts lie.
+type tokenBytes struct {
+	dense, experts int64
+	byType         map[quant.Type]int64 // dense + experts split by weight format
+	slices         []expertSlices       // every routed expert
+}
+
 // modelBytes reads the model's tensor table: the bytes one decode token
 // reads (dense tensors whole except the token embedding, one row of which
 // is read, unless the model has no output.weight and the embedding is the
-// head too; k of the n experts of every expert tensor) and every routed
-// expert's slices.
-func modelBytes(path string) (dense, experts int64, slices []expertSlices, err error) {
+// head too; k of the n experts of every expert tensor), those bytes by
+// weight format, and every routed expert's slices.
+func modelBytes(path string) (*tokenBytes, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
-		return 0, 0, nil, fmt.Errorf("%w: %w", ErrRoofline, err)
+		return nil, fmt.Errorf("%w: %w", ErrRoofline, err)
 	}
 	arch := f.Architecture()
 	n, err1 := f.GetUint(arch + ".expert_count")
 	k, err2 := f.GetUint(arch + ".expert_used_count")
 	if err := errors.Join(err1, err2); err != nil || n == 0 || k == 0 || k > n {
-		return 0, 0, nil, fmt.Errorf("%w: %s is not a mixture of experts (expert_count, expert_used_count): %w", ErrRoofline, path, err)
+		return nil, fmt.Errorf("%w: %s is not a mixture of experts (expert_count, expert_used_count): %w", ErrRoofline, path, err)
+	}
+	tb := &tokenBytes{byType: map[quant.Type]int64{}}
+	add := func(t quant.Type, b int64, expert bool) {
+		tb.byType[t] += b
+		if expert {
+			tb.experts += b
+		} else {
+			tb.dense += b
+		}
 	}
 	_, tiedHead := f.Tensor("output.weight")
 	tiedHead = !tiedHead
@@ -69,7 +93,7 @@ func modelBytes(path string) (dense, experts int64, slices []expertSlices, err e
 		t := &f.Tensors[i]
 		switch {
 		case strings.Contains(t.Name, "_exps."):
-			experts += int64(t.Size / n * k)
+			add(t.Type, int64(t.Size/n*k), true)
 			layer, _, _ := strings.Cut(t.Name, ".ffn_")
 			if byLayer[layer] == nil {
 				byLayer[layer] = new([]int)
@@ -77,9 +101,9 @@ func modelBytes(path string) (dense, experts int64, slices []expertSlices, err e
 			}
 			*byLayer[layer] = append(*byLayer[layer], i)
 		case t.Name == "token_embd.weight" && !tiedHead:
-			dense += int64(t.RowSize())
+			add(t.Type, int64(t.RowSize()), false)
 		default:
-			dense += int64(t.Size)
+			add(t.Type, int64(t.Size), false)
 		}
 	}
 	for _, l := range layers {
@@ -92,31 +116,37 @@ func modelBytes(path string) (dense, experts int64, slices []expertSlices, err e
 				s.offs = append(s.offs, int64(t.Offset+e*per))
 				s.lens = append(s.lens, int64(per))
 			}
-			slices = append(slices, s)
+			tb.slices = append(tb.slices, s)
 		}
 	}
-	return dense, experts, slices, nil
+	return tb, nil
 }
 
 // MeasureRoofline measures the model's bytes per token, the memory read
-// rate (256 MiB, best of a few passes, 1 and 2 goroutines) and, for about
-// diskTime, O_DIRECT reads of random whole experts by lanes goroutines
-// (diskTime 0: no disk measurement; DiskGBs is then NaN).
+// rate (256 MiB, best of a few passes, 1 and 2 goroutines), the kernels'
+// rate on cached rows of every weight format the token reads (compute.go)
+// and, for about diskTime, O_DIRECT reads of random whole experts by lanes
+// goroutines (diskTime 0: no disk measurement; DiskGBs is then NaN).
 func MeasureRoofline(ctx context.Context, model string, lanes int, diskTime time.Duration) (*Roofline, error) {
-	dense, experts, slices, err := modelBytes(model)
+	tb, err := modelBytes(model)
 	if err != nil {
 		return nil, err
 	}
-	r := &Roofline{TokenBytes: dense + experts, DenseBytes: dense, ExpertBytes: experts, DiskGBs: math.NaN(),
-		DiskLanes: max(1, lanes), slices: slices, diskTime: diskTime}
+	rates, err := typeRates(tb.byType)
+	if err != nil {
+		return nil, err
+	}
+	r := &Roofline{TokenBytes: tb.dense + tb.experts, DenseBytes: tb.dense, ExpertBytes: tb.experts, Compute: rates,
+		DiskGBs: math.NaN(), DiskLanes: max(1, lanes), slices: tb.slices, diskTime: diskTime}
 	return r, r.remeasure(ctx, true)
 }
 
-// Remeasure returns a copy with the memory rate measured again, and the
-// disk rate too when disk is set: Run calls it before every run, so each
-// run is put against the machine's state of its own minutes.
+// Remeasure returns a copy with the memory and compute rates measured
+// again, and the disk rate too when disk is set: Run calls it before every
+// run, so each run is put against the machine's state of its own minutes.
 func (r *Roofline) Remeasure(ctx context.Context, disk bool) (*Roofline, error) {
 	c := *r
+	c.Compute = slices.Clone(r.Compute)
 	return &c, c.remeasure(ctx, disk)
 }
 
@@ -127,6 +157,9 @@ func (r *Roofline) remeasure(ctx context.Context, disk bool) error {
 	}
 	for t := 1; t <= 2; t++ {
 		r.MemGBs[t-1] = memRate(buf, t, 5)
+	}
+	if err := measureCompute(ctx, r.Compute); err != nil {
+		return err
 	}
 	if disk && r.diskTime > 0 && len(r.slices) > 0 {
 		if err := r.measureDisk(ctx, r.slices, r.DiskLanes, r.diskTime); err != nil {
@@ -268,31 +301,65 @@ func alignedBuf(n int) []byte {
 	return b[o : o+n]
 }
 
+// The terms of the roofline: what bounds a token.
+const (
+	BoundMemory  = "memory"  // the token's weights streamed from memory
+	BoundCompute = "compute" // the kernels over the token's weights
+	BoundDisk    = "disk"    // the token's misses read from the disk
+)
+
 // Bound is the decode tok/s the roofline allows a run at threads compute
-// threads reading missBytes per token from the disk: the weights streamed
-// from memory at the measured rate (1 or 2 threads), the misses read at
-// the disk's rate, the two fully overlapped (the slower one bounds).
-func (r *Roofline) Bound(threads int, missBytes float64) float64 {
-	mem := r.MemGBs[min(max(threads, 1), 2)-1] * 1e9
-	t := float64(r.TokenBytes) / mem
-	if missBytes > 0 && r.DiskGBs > 0 {
-		t = math.Max(t, missBytes/(r.DiskGBs*1e9))
+// threads reading missBytes per token from the disk, and the term that
+// sets it: the slowest of the weights streamed from memory at the measured
+// rate (1 or 2 threads), the kernels' time over them (Σ per format bytes ÷
+// rate, at 1 or 2 threads; formats with no rate left out), and the misses
+// read at the disk's rate, all three fully overlapped.
+func (r *Roofline) Bound(threads int, missBytes float64) (tokS float64, by string) {
+	th := min(max(threads, 1), 2)
+	t, by := float64(r.TokenBytes)/(r.MemGBs[th-1]*1e9), BoundMemory
+	if c := computeSeconds(r.Compute, th); c > t {
+		t, by = c, BoundCompute
 	}
-	return 1 / t
+	if missBytes > 0 && r.DiskGBs > 0 {
+		if d := missBytes / (r.DiskGBs * 1e9); d > t {
+			t, by = d, BoundDisk
+		}
+	}
+	return 1 / t, by
 }
 
-// String describes the roofline in one line (capped: the disk term too).
+// String describes the roofline in one line (capped: the disk term too),
+// naming the term that bounds a token in RAM at 2 threads.
 func (r *Roofline) String(capped bool) string {
 	s := fmt.Sprintf("roofline: %.0f MiB per token (dense %.0f, experts %.0f), memory read %.1f GB/s at 1 thread, %.1f at 2",
 		float64(r.TokenBytes)/(1<<20), float64(r.DenseBytes)/(1<<20), float64(r.ExpertBytes)/(1<<20), r.MemGBs[0], r.MemGBs[1])
+	if len(r.Compute) > 0 {
+		s += ", kernels on cached rows " + r.computeString()
+	}
 	if !math.IsNaN(r.DiskGBs) {
 		s += fmt.Sprintf(", O_DIRECT expert reads %.2f GB/s (%d lanes, %.0f KiB each)", r.DiskGBs, r.DiskLanes, r.DiskReadKiB)
 	}
-	s += "; bound = token bytes ÷ memory rate"
+	s += "; bound = the slower of token bytes ÷ memory rate and Σ per format bytes ÷ kernel rate (compute)"
 	if capped {
-		s += ", or MiB read per token ÷ disk rate where slower (fully overlapped)"
+		s += ", or MiB read per token ÷ disk rate where slower still (all fully overlapped)"
 	}
-	return s
+	_, by := r.Bound(2, 0)
+	return s + fmt.Sprintf("; in RAM at 2 threads %s bounds (memory %s tok/s, compute %s)",
+		by, f(r.MemGBs[1]*1e9/float64(r.TokenBytes), 2), f(1/computeSeconds(r.Compute, 2), 2))
+}
+
+// computeString lists the formats: MiB per token and GB/s at 1 and 2
+// threads, or that no kernel was measured.
+func (r *Roofline) computeString() string {
+	var parts []string
+	for _, t := range r.Compute {
+		p := fmt.Sprintf("%s %.1f MiB at %.1f/%.1f GB/s", t.Type, float64(t.Bytes)/(1<<20), t.GBsT1, t.GBsT2)
+		if math.IsNaN(t.GBsT1) {
+			p = fmt.Sprintf("%s %.1f MiB (no kernel: not in the compute term)", t.Type, float64(t.Bytes)/(1<<20))
+		}
+		parts = append(parts, p)
+	}
+	return "(1/2 threads): " + strings.Join(parts, ", ")
 }
 
 // MarshalJSON writes a disk rate that was not measured as null.

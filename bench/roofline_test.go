@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/pipe-engine/pipe/gen"
 	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/quant"
 )
 
 // tinyMoE writes the qwen3-tiny preset (8 experts, 2 used, 4 layers).
@@ -26,33 +28,45 @@ func tinyMoE(t *testing.T, dir string) string {
 }
 
 // TestModelBytes: the bytes per token are every dense tensor but the
-// embedding, one embedding row, and 2 of 8 experts of every expert tensor;
-// the slices tile each expert tensor exactly.
+// embedding, one embedding row, and 2 of 8 experts of every expert tensor,
+// counted per weight format too; the slices tile each expert tensor
+// exactly.
 func TestModelBytes(t *testing.T) {
 	path := tinyMoE(t, t.TempDir())
-	dense, experts, slices, err := modelBytes(path)
+	tb, err := modelBytes(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	dense, experts, slices := tb.dense, tb.experts, tb.slices
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wantDense, expTotal int64
+	wantType := map[quant.Type]int64{}
 	nExpTensors := 0
 	for _, ti := range f.Tensors {
 		switch {
 		case strings.HasSuffix(ti.Name, "_exps.weight"):
 			expTotal += int64(ti.Size)
+			wantType[ti.Type] += int64(ti.Size) / 4
 			nExpTensors++
 		case ti.Name == "token_embd.weight":
 			wantDense += int64(ti.Size / ti.Dims[1])
+			wantType[ti.Type] += int64(ti.Size / ti.Dims[1])
 		default:
 			wantDense += int64(ti.Size)
+			wantType[ti.Type] += int64(ti.Size)
 		}
 	}
 	if dense != wantDense || experts != expTotal/4 {
 		t.Fatalf("dense %d experts %d, want %d and %d (a quarter of %d)", dense, experts, wantDense, expTotal/4, expTotal)
+	}
+	if !maps.Equal(tb.byType, wantType) {
+		t.Fatalf("bytes by format %v, want %v", tb.byType, wantType)
+	}
+	if len(wantType) < 2 {
+		t.Fatalf("the tiny model has %d weight formats (%v): the grouping is not exercised", len(wantType), wantType)
 	}
 	if len(slices) != 4*8 {
 		t.Fatalf("%d experts' slices, want 32", len(slices))
@@ -79,7 +93,7 @@ func TestModelBytes(t *testing.T) {
 // TestModelBytesMissing: a file that is not there is a roofline error.
 func TestModelBytesMissing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "none.gguf")
-	if _, _, _, err := modelBytes(path); !errors.Is(err, ErrRoofline) || !errors.Is(err, os.ErrNotExist) {
+	if _, err := modelBytes(path); !errors.Is(err, ErrRoofline) || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v, want ErrRoofline", err)
 	}
 }
@@ -90,20 +104,53 @@ func TestBound(t *testing.T) {
 		threads int
 		miss    float64
 		want    float64
+		by      string
 	}{
-		{1, 0, 10}, {2, 0, 20}, {4, 0, 20}, {0, 0, 10},
-		{2, 1e9, 0.5},  // the disk bounds: 2 s per token
-		{2, 1e7, 20},   // 20 ms of reads hide under 50 ms of memory
-		{1, 2.5e7, 10}, // 50 ms of reads, 100 ms of memory
-		{1, 1e8, 5},    // 200 ms of reads
+		{1, 0, 10, BoundMemory}, {2, 0, 20, BoundMemory}, {4, 0, 20, BoundMemory}, {0, 0, 10, BoundMemory},
+		{2, 1e9, 0.5, BoundDisk},    // the disk bounds: 2 s per token
+		{2, 1e7, 20, BoundMemory},   // 20 ms of reads hide under 50 ms of memory
+		{1, 2.5e7, 10, BoundMemory}, // 50 ms of reads, 100 ms of memory
+		{1, 1e8, 5, BoundDisk},      // 200 ms of reads
 	} {
-		if got := r.Bound(c.threads, c.miss); math.Abs(got-c.want) > 1e-9*c.want {
-			t.Errorf("Bound(%d, %g) = %g, want %g", c.threads, c.miss, got, c.want)
-		}
+		checkBound(t, r, c.threads, c.miss, c.want, c.by)
 	}
 	r.DiskGBs = math.NaN()
-	if got := r.Bound(2, 1e9); got != 20 {
-		t.Errorf("no disk rate: Bound = %g, want the memory bound 20", got)
+	checkBound(t, r, 2, 1e9, 20, BoundMemory) // no disk rate: the memory bound
+}
+
+// TestBoundCompute: the compute term is Σ bytes ÷ rate over the formats
+// at the run's threads, formats without a rate left out, and bounds where
+// it is the slowest of the three.
+func TestBoundCompute(t *testing.T) {
+	r := &Roofline{TokenBytes: 1e9, MemGBs: [2]float64{10, 20}, DiskGBs: 0.5, Compute: []TypeRate{
+		{Type: "Q4_K", Bytes: 6e8, GBsT1: 4, GBsT2: 8},                      // 150 ms, 75 ms
+		{Type: "Q6_K", Bytes: 4e8, GBsT1: 8, GBsT2: 16},                     // 50 ms, 25 ms
+		{Type: "IQ2_XXS", Bytes: 1e8, GBsT1: math.NaN(), GBsT2: math.NaN()}, // no kernel
+	}}
+	for _, c := range []struct {
+		threads int
+		miss    float64
+		want    float64
+		by      string
+	}{
+		{1, 0, 5, BoundCompute},         // 200 ms of kernels, 100 ms of memory
+		{2, 0, 10, BoundCompute},        // 100 ms, 50 ms
+		{3, 0, 10, BoundCompute},        // more threads count as 2
+		{2, 4e7, 10, BoundCompute},      // 80 ms of reads
+		{2, 1e8, 5, BoundDisk},          // 200 ms of reads
+		{1, 1.5e8, 10.0 / 3, BoundDisk}, // 300 ms
+	} {
+		checkBound(t, r, c.threads, c.miss, c.want, c.by)
+	}
+	r.Compute[0].GBsT2 = 80 // 7.5 + 25 ms of kernels at 2 threads: memory's 50 ms bound
+	checkBound(t, r, 2, 0, 20, BoundMemory)
+	checkBound(t, r, 1, 0, 5, BoundCompute)
+}
+
+func checkBound(t *testing.T, r *Roofline, threads int, miss, want float64, by string) {
+	t.Helper()
+	if got, gotBy := r.Bound(threads, miss); math.Abs(got-want) > 1e-9*want || gotBy != by {
+		t.Errorf("Bound(%d, %g) = %g by %s, want %g by %s", threads, miss, got, gotBy, want, by)
 	}
 }
 
@@ -162,6 +209,9 @@ func TestRooflineReport(t *testing.T) {
 	for _, run := range rep.Runs {
 		if run.Roofline == nil || !(run.Roofline.MemGBs[0] > 0) {
 			t.Fatalf("run %s #%d: no roofline measured before it", run.Label, run.Rep)
+		}
+		if run.BoundBy != BoundMemory {
+			t.Fatalf("run %s #%d bound by %q: no compute rates, no disk rate, want memory", run.Label, run.Rep, run.BoundBy)
 		}
 		want := run.Roofline.MemGBs[0] * 1e9 / (1 << 30)
 		if math.Abs(run.BoundTokS-want) > 1e-9*want || math.Abs(run.BoundFrac-run.SteadyTokS/want) > 1e-9 {
