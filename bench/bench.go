@@ -7,9 +7,12 @@
 // rusage, and reports mean and steady-window tok/s, the ratio to the first
 // configuration, hit rate, MiB read per token, peak RSS and major faults per
 // token. With a Roofline (roofline.go) it also puts each run against the
-// tok/s this machine allows it: the weight bytes of a token at the memory
-// read rate measured just before the run, or under a cap the bytes the run
-// read per token at the O_DIRECT rate measured then, whichever is slower.
+// tok/s this machine allows it, and names the term that sets it: the
+// slowest of the weight bytes of a token at the memory read rate measured
+// just before the run, the kernels' time over those bytes at the rates
+// measured then on cached rows of each weight format (compute.go), and
+// under a cap the bytes the run read per token at the O_DIRECT rate
+// measured then.
 //
 // Peers (peer.go) are other engines' command lines run after the matrix in
 // every round, under the same cap and cache drop: their tok/s is read from
