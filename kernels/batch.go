@@ -90,7 +90,7 @@ func (p *Pool) MatVecs(ps []Product) error {
 		rows := b.prods[i].Rows
 		chunk := max(rows, 1)
 		if parallel {
-			chunk = max(1, chunkBytes/b.rb[i])
+			chunk = groupChunk(max(1, chunkBytes/b.rb[i]))
 		}
 		for r0 := 0; r0 < rows; r0 += chunk {
 			b.chunks = append(b.chunks, batchChunk{i, r0, min(r0+chunk, rows)})

@@ -92,18 +92,34 @@
 // 3.8; 8 tokens × 2880×2880 MXFP4 1.3 / – / 1.65; 128 tokens × 2880×2880
 // Q8_0 0.15 / 0.23 / 0.27 (docs/measurements.md, issue 11).
 //
-// An AVX-512 (F/BW/DQ/VL) MXFP4 single-vector kernel measured no faster
-// than the AVX2 one and was removed. The Q4_K and Q6_K single-vector
-// (decode) kernels exist twice on amd64: AVX2 (set "avx2") and AVX-512 with
-// VNNI (dot512_amd64.s, set "avx512vnni": two sub-blocks per 512-bit
-// register, VPDPWSSD folding the scale multiply and add). Which set runs is
-// chosen at init from a table per microarchitecture (uarch_amd64.go: vendor,
-// CPUID family and model), never from the features or the vendor alone:
-// on AMD Zen 4 and Zen 5 the 512-bit dots measured faster (Q6_K by about
-// half from L1), on the Intel development VM a 512-bit Q4_K loop measured
-// within 7% of AVX2, so Intel keeps the AVX2 dots. Neither uses an
-// interleaved multi-row layout; MXFP4/Q4_0 spend their time unpacking, not
-// multiplying.
+// The Q4_K and Q6_K single-vector (decode) kernels exist twice on amd64:
+// AVX2 (set "avx2") and AVX-512 with VNNI (dot512_amd64.s, set
+// "avx512vnni": two sub-blocks per 512-bit register, VPDPWSSD folding the
+// scale multiply and add). Which set runs is chosen at init from a table per
+// microarchitecture (uarch_amd64.go: vendor, CPUID family and model), never
+// from the features or the vendor alone: on AMD Zen 4 and Zen 5 the 512-bit
+// dots measured faster (Q6_K by about half from L1), on the Intel
+// development VM a 512-bit Q4_K loop measured within 7% of AVX2, so Intel
+// keeps the AVX2 dots.
+//
+// # Four rows at once
+//
+// A product's rows kernel (MatVec, and MatVecs' chunks) runs Q8_0 and MXFP4
+// rows four at a time: each row keeps its own accumulator and the
+// single-row kernel's operations in their order, so each result is that
+// row's dot bit for bit, while the activation's quants, scales and
+// correction lanes are loaded once per block for four rows and the four
+// float accumulation chains run independently (one row's chain of VADDPS,
+// a block at a time, bounds the single-row loop). AVX2 (dot_amd64.s) has
+// both; the "avx512vnni" set has an MXFP4 one with two blocks per 512-bit
+// register (dot512_amd64.s; VPERMB to spread the codes, VPDPBUSD for the
+// integer lanes, VSCALEFPS for the block scales d·2^(e-128), which is
+// exact: the same correctly rounded product the reference computes), where
+// the CPU has AVX-512 VBMI. The pool cuts products into chunks of whole
+// four-row groups (groupChunk). The four-row loops prefetch the next group
+// in address order as they consume the current one: four interleaved
+// streams left the hardware prefetcher behind and ran slower than one row
+// at a time (BenchmarkMatVec, BenchmarkRowsHot; docs/measurements.md).
 //
 // Every AVX2 row loop prefetches the weights PFDIST bytes ahead
 // (PREFETCHT0): without it the hardware prefetcher fell behind on streamed

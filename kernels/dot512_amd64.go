@@ -2,7 +2,10 @@
 
 package kernels
 
-import "github.com/pipe-engine/pipe/quant"
+import (
+	"github.com/pipe-engine/pipe/quant"
+	"golang.org/x/sys/cpu"
+)
 
 // Tables read by dot512_amd64.s.
 var (
@@ -98,4 +101,43 @@ func vnni512RowsQ6_K(w []byte, rb int, a *Activation, y []float32) {
 func installVNNI512(m *implementation) {
 	m.dots[quant.Q4_K], m.rows[quant.Q4_K] = vnni512DotQ4_K, vnni512RowsQ4_K
 	m.dots[quant.Q6_K], m.rows[quant.Q6_K] = vnni512DotQ6_K, vnni512RowsQ6_K
+	if hasVBMI {
+		m.rows[quant.MXFP4] = mxfp4Kernel512.rows
+	}
 }
+
+// Tables read by dotMXFP4x4VNNI512.
+var (
+	// mx512Codes: VPERMB indices putting block b's 16 code bytes (bytes
+	// 1-16 of the pair) in 128-bit lanes 0 and 1, block b+1's (18-33) in
+	// lanes 2 and 3.
+	mx512Codes [64]byte
+	// mx512Exps: VPERMB indices putting exponent byte 0 (block b) in the
+	// low byte of dwords 0-7 and byte 17 (block b+1) in dwords 8-15 (the
+	// other bytes are zeroed by the mask).
+	mx512Exps [64]byte
+	// mx512Shift: VPSRLVD counts, 4 in lanes 1 and 3 (high nibbles).
+	mx512Shift = [16]uint32{0, 0, 0, 0, 4, 4, 4, 4, 0, 0, 0, 0, 4, 4, 4, 4}
+	// mx512DIdx: VPERMPS indices giving dwords 0-7 activation scale 0 and
+	// 8-15 scale 1.
+	mx512DIdx = [16]uint32{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}
+)
+
+func init() {
+	for i := 0; i < 16; i++ {
+		mx512Codes[i], mx512Codes[16+i] = byte(1+i), byte(1+i)
+		mx512Codes[32+i], mx512Codes[48+i] = byte(18+i), byte(18+i)
+	}
+	for j := 0; j < 16; j++ {
+		mx512Exps[4*j] = byte(17 * (j / 8))
+	}
+}
+
+// hasVBMI gates dotMXFP4x4VNNI512 (VPERMB).
+var hasVBMI = hasVNNI && cpu.X86.HasAVX512VBMI
+
+//go:noescape
+func dotMXFP4x4VNNI512(w *byte, rb int, qs *int8, d *float32, corr *int32, nb int, y *float32)
+
+// mxfp4Kernel512 is mxfp4Kernel with the AVX-512 four-row kernel.
+var mxfp4Kernel512 = offsetKernel{quant.MXFP4, 17, dotMXFP4AVX2, dotMXFP4x4VNNI512, refDotMXFP4}

@@ -177,3 +177,111 @@ q6k512loop:
 	VMOVSS       X0, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// Four-row MXFP4 dots (AVX-512 F/BW/VL + VNNI + VBMI): rows at SI, R11,
+// R12, R13, each in its own accumulator (Y0, Y5, Y6, Y7), two blocks per
+// 512-bit register. Per row and pair of blocks: one masked load of the 34
+// bytes, VPERMB spreading block b's 16 code bytes into 128-bit lanes 0-1
+// and block b+1's into lanes 2-3 (the odd lanes shifted down 4: high
+// nibbles), the kvalues+12 lookup, VPDPBUSD of the codes against the 64
+// activation quants into the negated correction lanes (the exact integer
+// lanes of MXBLOCK), then the block scales: VPERMB puts exponent e of each
+// block in the dwords of its half, and VSCALEFPS makes d·2^(e-128), the
+// correctly rounded product the reference's d·e8m0Half(e) also is. The
+// low half (block b) and then the high half (block b+1) are added to the
+// row's accumulator: MXBLOCK's float steps in its order. An odd last block
+// goes through MXROW.
+
+// MX512ROW(R, acc): blocks b and b+1 of the row at R (see below) added to
+// acc. Expects Z16 = the pair's activation quants, Z17 = its negated
+// correction lanes, Z18 = its activation scales (block b's in the low
+// half), and the constants the function loads.
+#define MX512ROW(R, acc) \
+	VMOVDQU8.Z    (R), K1, Z20      \
+	VPERMB        Z20, Z21, Z22     \
+	VPSRLVD       Z12, Z22, Z22     \
+	VPANDD        Z14, Z22, Z22     \
+	VPSHUFB       Z22, Z13, Z22     \
+	VMOVDQA64     Z17, Z23          \
+	VPDPBUSD      Z16, Z22, Z23     \
+	VCVTDQ2PS     Z23, Z23          \
+	VPERMB.Z      Z20, Z24, K2, Z25 \
+	VPADDD        Z26, Z25, Z25     \
+	VCVTDQ2PS     Z25, Z25          \
+	VSCALEFPS     Z25, Z18, Z25     \
+	VMULPS        Z25, Z23, Z23     \
+	VADDPS        Y23, acc, acc     \
+	VEXTRACTF64X4 $1, Z23, Y27      \
+	VADDPS        Y27, acc, acc
+
+// func dotMXFP4x4VNNI512(w *byte, rb int, qs *int8, d *float32, corr *int32, nb int, y *float32)
+TEXT ·dotMXFP4x4VNNI512(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), AX
+	ROWS4SETUP
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ corr+32(FP), R9
+	MOVQ nb+40(FP), CX
+	MOVQ y+48(FP), BX
+	MOVQ $0x3ffffffff, AX
+	KMOVQ AX, K1
+	MOVQ $0x1111111111111111, AX
+	KMOVQ AX, K2
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z14
+	MOVL $-128, AX
+	VPBROADCASTD AX, Z26
+	VBROADCASTI32X4 ·kvaluesMXFP4u(SB), Z13
+	VMOVDQU64 ·mx512Shift(SB), Z12
+	VMOVDQU64 ·mx512Codes(SB), Z21
+	VMOVDQU64 ·mx512Exps(SB), Z24
+	VMOVDQU64 ·mx512DIdx(SB), Z19
+	VXORPS Y0, Y0, Y0
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	SHRQ $1, CX
+	JZ   mx512tail
+
+mx512loop:
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	ADDQ $136, R10
+	VMOVDQU64 (DI), Z16
+	VPXORD    Z17, Z17, Z17
+	VPSUBD    (R9), Z17, Z17
+	VMOVQ     (DX), X18
+	VPERMPS   Z18, Z19, Z18
+	MX512ROW(SI, Y0)
+	MX512ROW(R11, Y5)
+	MX512ROW(R12, Y6)
+	MX512ROW(R13, Y7)
+	ADDQ $34, SI
+	ADDQ $34, R11
+	ADDQ $34, R12
+	ADDQ $34, R13
+	ADDQ $64, DI
+	ADDQ $8, DX
+	ADDQ $64, R9
+	DECQ CX
+	JNZ  mx512loop
+
+mx512tail:
+	MOVQ nb+40(FP), CX
+	ANDQ $1, CX
+	JZ   mx512done
+	MOVL $0x00010001, AX
+	VPBROADCASTD AX, Y15
+	LEAQ    ·e8m0HalfTable(SB), R8
+	VMOVDQU (DI), Y3
+	VMOVDQU (R9), Y4
+	MXROW(SI, Y0)
+	MXROW(R11, Y5)
+	MXROW(R12, Y6)
+	MXROW(R13, Y7)
+
+mx512done:
+	ROWS4STORE
+	RET

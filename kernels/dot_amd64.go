@@ -56,6 +56,15 @@ func init() {
 //go:noescape
 func dotQ8_0AVX2(w *byte, qs *int8, d *float32, nb int) float32
 
+// dotQ8_0x4AVX2 and dotMXFP4x4AVX2 write the dots of four rows rb bytes
+// apart, each bit-identical to the single-row kernel on that row.
+//
+//go:noescape
+func dotQ8_0x4AVX2(w *byte, rb int, qs *int8, d *float32, nb int, y *float32)
+
+//go:noescape
+func dotMXFP4x4AVX2(w *byte, rb int, qs *int8, d *float32, corr *int32, nb int, y *float32)
+
 //go:noescape
 func dotQ4_0AVX2(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
 
@@ -104,16 +113,17 @@ func avx2DotQ8_0(w []byte, a *Activation) float32 {
 // carries per 4-lane group (Q4_0, Q5_0, MXFP4). An activation prepared for
 // another weight type has no (or another) corr: the reference serves it.
 type offsetKernel struct {
-	typ quant.Type
-	bs  int // block bytes
-	asm func(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
-	ref dotFunc
+	typ  quant.Type
+	bs   int // block bytes
+	asm  func(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
+	asm4 func(w *byte, rb int, qs *int8, d *float32, corr *int32, nb int, y *float32) // four rows at once, or nil
+	ref  dotFunc
 }
 
 var (
-	q40Kernel   = offsetKernel{quant.Q4_0, 18, dotQ4_0AVX2, refDotQ4_0}
-	q50Kernel   = offsetKernel{quant.Q5_0, 22, dotQ5_0AVX2, refDotQ5_0}
-	mxfp4Kernel = offsetKernel{quant.MXFP4, 17, dotMXFP4AVX2, refDotMXFP4}
+	q40Kernel   = offsetKernel{quant.Q4_0, 18, dotQ4_0AVX2, nil, refDotQ4_0}
+	q50Kernel   = offsetKernel{quant.Q5_0, 22, dotQ5_0AVX2, nil, refDotQ5_0}
+	mxfp4Kernel = offsetKernel{quant.MXFP4, 17, dotMXFP4AVX2, dotMXFP4x4AVX2, refDotMXFP4}
 )
 
 // prepared reports whether a carries the corr of k's format for nb blocks.
@@ -138,12 +148,20 @@ func (k *offsetKernel) rows(w []byte, rb int, a *Activation, y []float32) {
 		fillNaN(y)
 		return
 	}
-	for i := range y {
-		if k.prepared(a, nb) {
-			y[i] = k.asm(&w[i*rb], &a.qs[0], &a.d[0], &a.corr[0], nb)
-		} else {
+	if !k.prepared(a, nb) {
+		for i := range y {
 			y[i] = k.ref(w[i*rb:(i+1)*rb], a)
 		}
+		return
+	}
+	i := 0
+	if k.asm4 != nil {
+		for ; i+4 <= len(y); i += 4 {
+			k.asm4(&w[i*rb], rb, &a.qs[0], &a.d[0], &a.corr[0], nb, &y[i])
+		}
+	}
+	for ; i < len(y); i++ {
+		y[i] = k.asm(&w[i*rb], &a.qs[0], &a.d[0], &a.corr[0], nb)
 	}
 }
 
@@ -205,7 +223,11 @@ func avx2RowsQ8_0(w []byte, rb int, a *Activation, y []float32) {
 		fillNaN(y)
 		return
 	}
-	for i := range y {
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		dotQ8_0x4AVX2(&w[i*rb], rb, &a.qs[0], &a.d[0], nb, &y[i])
+	}
+	for ; i < len(y); i++ {
 		y[i] = dotQ8_0AVX2(&w[i*rb], &a.qs[0], &a.d[0], nb)
 	}
 }

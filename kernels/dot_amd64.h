@@ -29,3 +29,48 @@
 	VCVTPH2PS    xreg, xreg   \
 	VMULSS       (DX), xreg, xreg \
 	VBROADCASTSS xreg, reg
+
+// ROWS4STORE: y[0..3] = hsum of Y0, Y5, Y6, Y7 (y pointer in BX).
+#define ROWS4STORE \
+	HSUM8 \
+	VMOVSS  X0, (BX) \
+	VMOVAPS Y5, Y0 \
+	HSUM8 \
+	VMOVSS  X0, 4(BX) \
+	VMOVAPS Y6, Y0 \
+	HSUM8 \
+	VMOVSS  X0, 8(BX) \
+	VMOVAPS Y7, Y0 \
+	HSUM8 \
+	VMOVSS  X0, 12(BX) \
+	VZEROUPPER
+
+// MXROW(R, acc): one MXFP4 block of the row at R against Y3 (quants) and
+// Y4 (correction lanes), activation scale at (DX): MXBLOCK's operations.
+#define MXROW(R, acc) \
+	MOVBLZX        (R), AX       \
+	VMOVSS         (R8)(AX*4), X1 \
+	VMULSS         (DX), X1, X1  \
+	VBROADCASTSS   X1, Y1        \
+	VBROADCASTI128 1(R), Y2      \
+	VPSRLVD        Y12, Y2, Y2   \
+	VPAND          Y14, Y2, Y2   \
+	VPSHUFB        Y2, Y13, Y2   \
+	VPMADDUBSW     Y3, Y2, Y2    \
+	VPMADDWD       Y15, Y2, Y2   \
+	VPSUBD         Y4, Y2, Y2    \
+	VCVTDQ2PS      Y2, Y2        \
+	VMULPS         Y1, Y2, Y2    \
+	VADDPS         Y2, acc, acc
+
+// ROWS4SETUP: R11..R13 = the rows after the one at SI, AX bytes apart;
+// R10 = the row after them. The four-row loops prefetch the next four rows
+// in address order from R10, as many bytes per iteration as the four rows
+// consume, so the next group is in cache when its call starts: with the
+// four rows' streams interleaved the hardware prefetcher falls behind
+// (BenchmarkMatVec).
+#define ROWS4SETUP \
+	LEAQ (SI)(AX*1), R11 \
+	LEAQ (R11)(AX*1), R12 \
+	LEAQ (R12)(AX*1), R13 \
+	LEAQ (R13)(AX*1), R10

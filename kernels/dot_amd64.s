@@ -596,3 +596,108 @@ TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-44
 	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
+
+// Four-row dots: rows r0..r3 at SI, R11, R12, R13 (rb bytes apart) against
+// one activation, each row in its own accumulator (Y0, Y5, Y6, Y7) with the
+// single-row kernel's operations in its order, so each result is
+// bit-identical to that row's single dot. The activation's quants, scale
+// and correction lanes are loaded once per block for the four rows, and the
+// four accumulation chains are independent: the single-row loop waits on
+// one VADDPS chain per block.
+
+// func dotMXFP4x4AVX2(w *byte, rb int, qs *int8, d *float32, corr *int32, nb int, y *float32)
+TEXT ·dotMXFP4x4AVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), AX
+	ROWS4SETUP
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ corr+32(FP), R9
+	MOVQ nb+40(FP), CX
+	MOVQ y+48(FP), BX
+	ONES16
+	LOW4
+	LEAQ           ·e8m0HalfTable(SB), R8
+	VBROADCASTI128 ·kvaluesMXFP4u(SB), Y13
+	VMOVDQU        ·mxShift(SB), Y12
+	VXORPS         Y0, Y0, Y0
+	VXORPS         Y5, Y5, Y5
+	VXORPS         Y6, Y6, Y6
+	VXORPS         Y7, Y7, Y7
+
+mx4loop:
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	ADDQ       $68, R10
+	VMOVDQU (DI), Y3
+	VMOVDQU (R9), Y4
+	MXROW(SI, Y0)
+	MXROW(R11, Y5)
+	MXROW(R12, Y6)
+	MXROW(R13, Y7)
+	ADDQ $17, SI
+	ADDQ $17, R11
+	ADDQ $17, R12
+	ADDQ $17, R13
+	ADDQ $32, DI
+	ADDQ $4, DX
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  mx4loop
+
+	ROWS4STORE
+	RET
+
+// Q8ROW(R, acc): one Q8_0 block of the row at R against Y3 (quants),
+// activation scale at (DX): dotQ8_0AVX2's operations.
+#define Q8ROW(R, acc) \
+	MOVWLZX      (R), AX        \
+	VMOVD        AX, X1         \
+	VCVTPH2PS    X1, X1         \
+	VMULSS       (DX), X1, X1   \
+	VBROADCASTSS X1, Y1         \
+	VMOVDQU      2(R), Y2       \
+	VPSIGNB      Y2, Y3, Y4     \
+	VPABSB       Y2, Y2         \
+	VPMADDUBSW   Y4, Y2, Y2     \
+	VPMADDWD     Y15, Y2, Y2    \
+	VCVTDQ2PS    Y2, Y2         \
+	VMULPS       Y1, Y2, Y2     \
+	VADDPS       Y2, acc, acc
+
+// func dotQ8_0x4AVX2(w *byte, rb int, qs *int8, d *float32, nb int, y *float32)
+TEXT ·dotQ8_0x4AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), AX
+	ROWS4SETUP
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ nb+32(FP), CX
+	MOVQ y+40(FP), BX
+	ONES16
+	VXORPS Y0, Y0, Y0
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+q84loop:
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	ADDQ       $136, R10
+	VMOVDQU (DI), Y3
+	Q8ROW(SI, Y0)
+	Q8ROW(R11, Y5)
+	Q8ROW(R12, Y6)
+	Q8ROW(R13, Y7)
+	ADDQ $34, SI
+	ADDQ $34, R11
+	ADDQ $34, R12
+	ADDQ $34, R13
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q84loop
+
+	ROWS4STORE
+	RET

@@ -30,7 +30,8 @@ func avx2Impl() *implementation {
 	return m
 }
 
-// vnni512Impl is the AVX2 set with the AVX-512 VNNI Q4_K and Q6_K dots.
+// vnni512Impl is the AVX2 set with the AVX-512 VNNI Q4_K and Q6_K dots and,
+// where the CPU has VBMI, the AVX-512 four-row MXFP4 kernel.
 func vnni512Impl() *implementation {
 	m := avx2Impl()
 	m.name = "avx512vnni"
@@ -52,9 +53,9 @@ var native = sync.OnceValue(func() []*implementation {
 // nativeImpls lists the accelerated implementations usable here: the AVX2
 // set (its GEMM kernels use AVX-512 where the CPU has it), then, where
 // AVX-512 VNNI exists, the same set with the AVX-512 VNNI Q4_K and Q6_K
-// dots. An AVX-512 MXFP4
-// dot kernel measured no faster than AVX2's (BenchmarkDotHot/MXFP4: about
-// 9 GB/s per CPU-second either way) and was removed.
+// dots and four-row MXFP4 kernel. (An AVX-512 single-row MXFP4 dot measured
+// no faster than AVX2's and was removed: one row's accumulation chain bounds
+// it either way.)
 func nativeImpls() []*implementation { return native() }
 
 // bestImpl picks the set for this CPU from the table of preferVNNI512Dots.

@@ -65,7 +65,7 @@ func TestImplementationsIdentical(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, typ := range allTypes {
 		for _, cols := range colsFor(typ) {
-			rows := 5
+			rows := 9 // the multi-row kernels' groups of four and a tail
 			w0 := randRows(rng, typ, rows, cols)
 			x := randX(rng, cols)
 			want := new(Activation)
@@ -88,11 +88,13 @@ func TestImplementationsIdentical(t *testing.T) {
 					w := buf[off:]
 					copy(w, w0)
 					if rf := m.rows[typ]; rf != nil {
-						buf, y := guarded(rows)
-						rf(w, rb, a, y)
-						checkGuards(t, buf, rows)
-						if !bitsEqual(y, ref) {
-							t.Fatalf("%s %v cols %d offset %d: rows kernel differs from the reference", m.name, typ, cols, off)
+						for n := 1; n <= rows; n += 1 + off {
+							buf, y := guarded(n)
+							rf(w, rb, a, y)
+							checkGuards(t, buf, n)
+							if !bitsEqual(y, ref[:n]) {
+								t.Fatalf("%s %v cols %d offset %d: rows kernel on %d rows differs from the reference", m.name, typ, cols, off, n)
+							}
 						}
 					}
 					for r := 0; r < rows; r++ {
@@ -429,4 +431,75 @@ func TestPoolStress(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestMXFP4EveryExponent: every MXFP4 block exponent (0-255, block scales
+// 2^-128 to 2^127) in every block position of a three-block row (a pair
+// and a single block for the multi-row kernels), the row's other blocks
+// zero, against activation blocks of very different magnitudes: the
+// products d·2^(e-128) run from zero through subnormal to infinite. Each
+// implementation's single-row and multi-row kernels equal the reference
+// bit for bit (two NaNs count as equal).
+func TestMXFP4EveryExponent(t *testing.T) {
+	const cols, nb = 96, 3
+	const rows = 256 * nb
+	rng := rand.New(rand.NewPCG(5, 6))
+	w := randRows(rng, quant.MXFP4, rows, cols)
+	rb := len(w) / rows
+	for r := 0; r < rows; r++ {
+		for b := 0; b < nb; b++ {
+			blk := w[r*rb+b*17 : r*rb+(b+1)*17]
+			if b == r/256 {
+				blk[0] = byte(r)
+				continue
+			}
+			blk[0] = 127
+			clear(blk[1:])
+		}
+	}
+	x := make([]float32, cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64()) * []float32{1e-5, 1, 1e4}[i/32]
+	}
+	ref := new(Activation)
+	if err := ref.quantizeWith(refImpl, quant.MXFP4, x); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, rows)
+	var sub, inf int
+	for r := range want {
+		want[r] = refImpl.dots[quant.MXFP4](w[r*rb:(r+1)*rb], ref)
+		v := math.Abs(float64(want[r]))
+		sub += b2i(v > 0 && v < 0x1p-126)
+		inf += b2i(math.IsInf(v, 0) || v != v)
+	}
+	if sub == 0 || inf == 0 {
+		t.Fatalf("the rows reach %d subnormal and %d infinite results: the test no longer covers the scale's range", sub, inf)
+	}
+	for _, m := range implementations() {
+		a := new(Activation)
+		if err := a.quantizeWith(m, quant.MXFP4, x); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, rows)
+		for r := range got {
+			got[r] = m.dots[quant.MXFP4](w[r*rb:(r+1)*rb], a)
+		}
+		if !bitsEqualNaN(got, want) {
+			t.Fatalf("%s: the single-row dot differs from the reference", m.name)
+		}
+		if rf := m.rows[quant.MXFP4]; rf != nil {
+			rf(w, rb, a, got)
+			if !bitsEqualNaN(got, want) {
+				t.Fatalf("%s: the rows kernel differs from the reference", m.name)
+			}
+		}
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

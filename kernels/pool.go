@@ -137,6 +137,20 @@ var parallelMinBytes = 64 << 10
 // chunkBytes is the target amount of weight bytes per work unit.
 const chunkBytes = 32 << 10
 
+// rowGroup is how many rows the multi-row dot kernels take at once.
+const rowGroup = 4
+
+// groupChunk rounds a chunk of more than one row group down to whole
+// groups, so that only a product's last chunk leaves rows to the
+// single-row kernel. Results do not depend on it: every row's dot is
+// bit-identical whichever kernel computes it.
+func groupChunk(chunk int) int {
+	if chunk > rowGroup {
+		chunk -= chunk % rowGroup
+	}
+	return chunk
+}
+
 // NewPool starts a pool of threads threads (values < 1 mean 1).
 func NewPool(threads int) *Pool {
 	if threads < 1 {
@@ -269,7 +283,7 @@ func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation,
 		// at least 4 chunks per thread for balance when other processes
 		// compete for the cores
 		chunk = min(chunk, max(1, rows/(4*p.threads)))
-		j.chunk = chunk
+		j.chunk = groupChunk(chunk)
 		nchunks := (rows + chunk - 1) / chunk
 		helpers = min(p.threads-1, nchunks-1)
 	} else {
