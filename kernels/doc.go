@@ -111,11 +111,13 @@
 // correction lanes are loaded once per block for four rows and the four
 // float accumulation chains run independently (one row's chain of VADDPS,
 // a block at a time, bounds the single-row loop). AVX2 (dot_amd64.s) has
-// both; the "avx512vnni" set has an MXFP4 one with two blocks per 512-bit
-// register (dot512_amd64.s; VPERMB to spread the codes, VPDPBUSD for the
-// integer lanes, VSCALEFPS for the block scales d·2^(e-128), which is
-// exact: the same correctly rounded product the reference computes), where
-// the CPU has AVX-512 VBMI. The pool cuts products into chunks of whole
+// both; the "avx512vnni" set has both with two blocks per 512-bit register
+// (dot512_amd64.s): Q8_0 with its weight quants made unsigned (w+128) for
+// VPDPBUSD into lanes that start at -128 times each 4-quant group's
+// activation sum; MXFP4, where the CPU has AVX-512 VBMI, with VPERMB to
+// spread the codes, VPDPBUSD for the integer lanes and VSCALEFPS for the
+// block scales d·2^(e-128), which is exact: the same correctly rounded
+// product the reference computes. The pool cuts products into chunks of whole
 // four-row groups (groupChunk). The four-row loops prefetch the next group
 // in address order as they consume the current one: four interleaved
 // streams left the hardware prefetcher behind and ran slower than one row

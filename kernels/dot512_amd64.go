@@ -101,6 +101,7 @@ func vnni512RowsQ6_K(w []byte, rb int, a *Activation, y []float32) {
 func installVNNI512(m *implementation) {
 	m.dots[quant.Q4_K], m.rows[quant.Q4_K] = vnni512DotQ4_K, vnni512RowsQ4_K
 	m.dots[quant.Q6_K], m.rows[quant.Q6_K] = vnni512DotQ6_K, vnni512RowsQ6_K
+	m.rows[quant.Q8_0] = vnni512RowsQ8_0
 	if hasVBMI {
 		m.rows[quant.MXFP4] = mxfp4Kernel512.rows
 	}
@@ -130,6 +131,34 @@ func init() {
 	}
 	for j := 0; j < 16; j++ {
 		mx512Exps[4*j] = byte(17 * (j / 8))
+	}
+}
+
+// q8512Scales: VPERMW indices putting the F16 scale of Q8_0 block b (word
+// 0 of the pair) in words 0-7 and block b+1's (word 17) in words 8-15.
+var q8512Scales [32]uint16
+
+func init() {
+	for i := 0; i < 16; i++ {
+		q8512Scales[i] = uint16(17 * (i / 8))
+	}
+}
+
+//go:noescape
+func dotQ8_0x4VNNI512(w *byte, rb int, qs *int8, d *float32, nb int, y *float32)
+
+func vnni512RowsQ8_0(w []byte, rb int, a *Activation, y []float32) {
+	nb, ok := q8Ok(w[:min(rb, len(w))], a, 34, 32)
+	if !ok || !rowsOk(w, rb, y) {
+		fillNaN(y)
+		return
+	}
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		dotQ8_0x4VNNI512(&w[i*rb], rb, &a.qs[0], &a.d[0], nb, &y[i])
+	}
+	for ; i < len(y); i++ {
+		y[i] = dotQ8_0AVX2(&w[i*rb], &a.qs[0], &a.d[0], nb)
 	}
 }
 

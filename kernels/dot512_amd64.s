@@ -285,3 +285,96 @@ mx512tail:
 mx512done:
 	ROWS4STORE
 	RET
+
+// Q8512ROW(R, acc): Q8_0 blocks b and b+1 of the row at R added to acc.
+// Expects Z16 = the pair's activation quants, Z17 = -128·(each 4-quant
+// group's sum), Z18 = the pair's activation scales (block b's in the low
+// half), Z19 = 64 × 0x80, Z24 = the VPERMW indices of the two weight
+// scales.
+#define Q8512ROW(R, acc) \
+	VMOVDQU64     (R), Z20          \
+	VPERMW        Z20, Z24, Z25     \
+	VCVTPH2PS     Y25, Z25          \
+	VMULPS        Z18, Z25, Z25     \
+	VMOVDQU64     2(R), Y22         \
+	VINSERTI64X4  $1, 36(R), Z22, Z22 \
+	VPXORD        Z19, Z22, Z22     \
+	VMOVDQA64     Z17, Z23          \
+	VPDPBUSD      Z16, Z22, Z23     \
+	VCVTDQ2PS     Z23, Z23          \
+	VMULPS        Z25, Z23, Z23     \
+	VADDPS        Y23, acc, acc     \
+	VEXTRACTF64X4 $1, Z23, Y27      \
+	VADDPS        Y27, acc, acc
+
+// Four-row Q8_0 dots (AVX-512 F/BW + VNNI), two blocks per 512-bit
+// register, as dotMXFP4x4VNNI512: the weight quants are made unsigned by
+// flipping their top bit (w+128), VPDPBUSD sums them against the
+// activation quants into lanes that start at -128·Σ of each 4-quant group
+// (computed once per pair for the four rows), which leaves the exact
+// integer lanes of dotQ8_0AVX2; the two weight scales come from one VPERMW
+// and F16 conversion, times the activation's. Float steps as dotQ8_0AVX2,
+// block b then b+1. An odd last block goes through Q8ROW.
+
+// func dotQ8_0x4VNNI512(w *byte, rb int, qs *int8, d *float32, nb int, y *float32)
+TEXT ·dotQ8_0x4VNNI512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), AX
+	ROWS4SETUP
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ nb+32(FP), CX
+	MOVQ y+40(FP), BX
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z19
+	VMOVDQU64 ·q8512Scales(SB), Z24
+	VMOVDQU64 ·mx512DIdx(SB), Z21
+	VXORPS Y0, Y0, Y0
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	SHRQ $1, CX
+	JZ   q8512tail
+
+q8512loop:
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 192(R10)
+	PREFETCHT0 256(R10)
+	ADDQ $272, R10
+	VMOVDQU64 (DI), Z16
+	VPXORD    Z26, Z26, Z26
+	VPDPBUSD  Z16, Z19, Z26
+	VPXORD    Z17, Z17, Z17
+	VPSUBD    Z26, Z17, Z17
+	VMOVQ     (DX), X18
+	VPERMPS   Z18, Z21, Z18
+	Q8512ROW(SI, Y0)
+	Q8512ROW(R11, Y5)
+	Q8512ROW(R12, Y6)
+	Q8512ROW(R13, Y7)
+	ADDQ $68, SI
+	ADDQ $68, R11
+	ADDQ $68, R12
+	ADDQ $68, R13
+	ADDQ $64, DI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  q8512loop
+
+q8512tail:
+	MOVQ nb+32(FP), CX
+	ANDQ $1, CX
+	JZ   q8512done
+	MOVL $0x00010001, AX
+	VPBROADCASTD AX, Y15
+	VMOVDQU (DI), Y3
+	Q8ROW(SI, Y0)
+	Q8ROW(R11, Y5)
+	Q8ROW(R12, Y6)
+	Q8ROW(R13, Y7)
+
+q8512done:
+	ROWS4STORE
+	RET

@@ -648,23 +648,6 @@ mx4loop:
 	ROWS4STORE
 	RET
 
-// Q8ROW(R, acc): one Q8_0 block of the row at R against Y3 (quants),
-// activation scale at (DX): dotQ8_0AVX2's operations.
-#define Q8ROW(R, acc) \
-	MOVWLZX      (R), AX        \
-	VMOVD        AX, X1         \
-	VCVTPH2PS    X1, X1         \
-	VMULSS       (DX), X1, X1   \
-	VBROADCASTSS X1, Y1         \
-	VMOVDQU      2(R), Y2       \
-	VPSIGNB      Y2, Y3, Y4     \
-	VPABSB       Y2, Y2         \
-	VPMADDUBSW   Y4, Y2, Y2     \
-	VPMADDWD     Y15, Y2, Y2    \
-	VCVTDQ2PS    Y2, Y2         \
-	VMULPS       Y1, Y2, Y2     \
-	VADDPS       Y2, acc, acc
-
 // func dotQ8_0x4AVX2(w *byte, rb int, qs *int8, d *float32, nb int, y *float32)
 TEXT ·dotQ8_0x4AVX2(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI

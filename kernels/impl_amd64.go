@@ -30,8 +30,9 @@ func avx2Impl() *implementation {
 	return m
 }
 
-// vnni512Impl is the AVX2 set with the AVX-512 VNNI Q4_K and Q6_K dots and,
-// where the CPU has VBMI, the AVX-512 four-row MXFP4 kernel.
+// vnni512Impl is the AVX2 set with the AVX-512 VNNI Q4_K and Q6_K dots, the
+// AVX-512 four-row Q8_0 kernel and, where the CPU has VBMI, the four-row
+// MXFP4 one.
 func vnni512Impl() *implementation {
 	m := avx2Impl()
 	m.name = "avx512vnni"
@@ -53,7 +54,7 @@ var native = sync.OnceValue(func() []*implementation {
 // nativeImpls lists the accelerated implementations usable here: the AVX2
 // set (its GEMM kernels use AVX-512 where the CPU has it), then, where
 // AVX-512 VNNI exists, the same set with the AVX-512 VNNI Q4_K and Q6_K
-// dots and four-row MXFP4 kernel. (An AVX-512 single-row MXFP4 dot measured
+// dots and four-row Q8_0 and MXFP4 kernels. (An AVX-512 single-row MXFP4 dot measured
 // no faster than AVX2's and was removed: one row's accumulation chain bounds
 // it either way.)
 func nativeImpls() []*implementation { return native() }
