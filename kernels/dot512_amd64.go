@@ -117,6 +117,10 @@ var (
 	// low byte of dwords 0-7 and byte 17 (block b+1) in dwords 8-15 (the
 	// other bytes are zeroed by the mask).
 	mx512Exps [64]byte
+	// mx512KV[i] = quant.KValuesMXFP4[i&15] + 12: a VPERMB table (6-bit indices)
+	// that maps a byte holding a code in its low 4 bits and anything in
+	// bits 4-5 to the code's value; its low 256 bits are MXROW's table.
+	mx512KV [64]byte
 	// mx512Shift: VPSRLVD counts, 4 in lanes 1 and 3 (high nibbles).
 	mx512Shift = [16]uint32{0, 0, 0, 0, 4, 4, 4, 4, 0, 0, 0, 0, 4, 4, 4, 4}
 	// mx512DIdx: VPERMPS indices giving dwords 0-7 activation scale 0 and
@@ -131,6 +135,9 @@ func init() {
 	}
 	for j := 0; j < 16; j++ {
 		mx512Exps[4*j] = byte(17 * (j / 8))
+	}
+	for i := range mx512KV {
+		mx512KV[i] = byte(quant.KValuesMXFP4[i&15] + 12)
 	}
 }
 

@@ -183,7 +183,8 @@ q6k512loop:
 // 512-bit register. Per row and pair of blocks: one masked load of the 34
 // bytes, VPERMB spreading block b's 16 code bytes into 128-bit lanes 0-1
 // and block b+1's into lanes 2-3 (the odd lanes shifted down 4: high
-// nibbles), the kvalues+12 lookup, VPDPBUSD of the codes against the 64
+// nibbles), the kvalues+12 lookup (VPERMB on a 64-byte table, so the
+// bits above the nibble need no mask), VPDPBUSD of the codes against the 64
 // activation quants into the negated correction lanes (the exact integer
 // lanes of MXBLOCK), then the block scales: VPERMB puts exponent e of each
 // block in the dwords of its half, and VSCALEFPS makes d·2^(e-128), the
@@ -200,8 +201,7 @@ q6k512loop:
 	VMOVDQU8.Z    (R), K1, Z20      \
 	VPERMB        Z20, Z21, Z22     \
 	VPSRLVD       Z12, Z22, Z22     \
-	VPANDD        Z14, Z22, Z22     \
-	VPSHUFB       Z22, Z13, Z22     \
+	VPERMB        Z13, Z22, Z22     \
 	VMOVDQA64     Z17, Z23          \
 	VPDPBUSD      Z16, Z22, Z23     \
 	VCVTDQ2PS     Z23, Z23          \
@@ -232,7 +232,7 @@ TEXT ·dotMXFP4x4VNNI512(SB), NOSPLIT, $0-56
 	VPBROADCASTD AX, Z14
 	MOVL $-128, AX
 	VPBROADCASTD AX, Z26
-	VBROADCASTI32X4 ·kvaluesMXFP4u(SB), Z13
+	VMOVDQU64 ·mx512KV(SB), Z13
 	VMOVDQU64 ·mx512Shift(SB), Z12
 	VMOVDQU64 ·mx512Codes(SB), Z21
 	VMOVDQU64 ·mx512Exps(SB), Z24
