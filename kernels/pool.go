@@ -282,8 +282,8 @@ func (p *Pool) execute(t quant.Type, w []byte, rb, rows int, acts []*Activation,
 		chunk := max(1, chunkBytes/perRow)
 		// at least 4 chunks per thread for balance when other processes
 		// compete for the cores
-		chunk = min(chunk, max(1, rows/(4*p.threads)))
-		j.chunk = groupChunk(chunk)
+		chunk = groupChunk(min(chunk, max(1, rows/(4*p.threads))))
+		j.chunk = chunk
 		nchunks := (rows + chunk - 1) / chunk
 		helpers = min(p.threads-1, nchunks-1)
 	} else {
