@@ -154,20 +154,7 @@ func init() {
 //go:noescape
 func dotQ8_0x4VNNI512(w *byte, rb int, qs *int8, d *float32, nb int, y *float32)
 
-func vnni512RowsQ8_0(w []byte, rb int, a *Activation, y []float32) {
-	nb, ok := q8Ok(w[:min(rb, len(w))], a, 34, 32)
-	if !ok || !rowsOk(w, rb, y) {
-		fillNaN(y)
-		return
-	}
-	i := 0
-	for ; i+4 <= len(y); i += 4 {
-		dotQ8_0x4VNNI512(&w[i*rb], rb, &a.qs[0], &a.d[0], nb, &y[i])
-	}
-	for ; i < len(y); i++ {
-		y[i] = dotQ8_0AVX2(&w[i*rb], &a.qs[0], &a.d[0], nb)
-	}
-}
+var vnni512RowsQ8_0 = q8RowsFunc(dotQ8_0x4VNNI512)
 
 // hasVBMI gates dotMXFP4x4VNNI512 (VPERMB).
 var hasVBMI = hasVNNI && cpu.X86.HasAVX512VBMI

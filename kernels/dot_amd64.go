@@ -217,20 +217,26 @@ func rowsOk(w []byte, rb int, y []float32) bool {
 	return len(y) > 0 && rb > 0 && len(w) >= len(y)*rb
 }
 
-func avx2RowsQ8_0(w []byte, rb int, a *Activation, y []float32) {
-	nb, ok := q8Ok(w[:min(rb, len(w))], a, 34, 32)
-	if !ok || !rowsOk(w, rb, y) {
-		fillNaN(y)
-		return
-	}
-	i := 0
-	for ; i+4 <= len(y); i += 4 {
-		dotQ8_0x4AVX2(&w[i*rb], rb, &a.qs[0], &a.d[0], nb, &y[i])
-	}
-	for ; i < len(y); i++ {
-		y[i] = dotQ8_0AVX2(&w[i*rb], &a.qs[0], &a.d[0], nb)
+// q8RowsFunc is a Q8_0 rows kernel: four rows at a time through four, the
+// rows left over through the single-row AVX2 dot.
+func q8RowsFunc(four func(w *byte, rb int, qs *int8, d *float32, nb int, y *float32)) rowsFunc {
+	return func(w []byte, rb int, a *Activation, y []float32) {
+		nb, ok := q8Ok(w[:min(rb, len(w))], a, 34, 32)
+		if !ok || !rowsOk(w, rb, y) {
+			fillNaN(y)
+			return
+		}
+		i := 0
+		for ; i+4 <= len(y); i += 4 {
+			four(&w[i*rb], rb, &a.qs[0], &a.d[0], nb, &y[i])
+		}
+		for ; i < len(y); i++ {
+			y[i] = dotQ8_0AVX2(&w[i*rb], &a.qs[0], &a.d[0], nb)
+		}
 	}
 }
+
+var avx2RowsQ8_0 = q8RowsFunc(dotQ8_0x4AVX2)
 
 func avx2RowsQ4_K(w []byte, rb int, a *Activation, y []float32) {
 	nb, ok := q8Ok(w[:min(rb, len(w))], a, 144, 256)
