@@ -50,40 +50,40 @@ func init() {
 }
 
 //go:noescape
-func gemmQ4_KAVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+func gemmQ4_KAVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
-func gemmQ6_KAVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+func gemmQ6_KAVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
-func gemmQ6_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+func gemmQ6_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
-func gemmQ4_KVNNIx8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+func gemmQ4_KVNNIx8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
-func gemmQ4_KVNNIx2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+func gemmQ4_KVNNIx2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
-func gemmQ6_KVNNIx8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+func gemmQ6_KVNNIx8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
-func gemmQ6_KVNNIx2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+func gemmQ6_KVNNIx2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
-func gemmMXFP4AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+func gemmMXFP4AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
-func gemmMXFP4AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+func gemmMXFP4AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
-func gemmQ8_0AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+func gemmQ8_0AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
-func gemmQ8_0AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+func gemmQ8_0AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
-func gemmQ4_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+func gemmQ4_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 // q4KPairsLayout is the packed tile of T tokens per 256-element block (see
 // gemm_amd64.s): offsets of DM, PS and Q, and the block stride.
@@ -189,7 +189,11 @@ func packMXFP4Pairs(acts []*Activation, dst []byte) {
 	}
 }
 
-type pairKernel func(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
+// pairKernel is an AVX-512 multi-token kernel. Its 384 bytes of scratch
+// (the per-token sums it reduces) are its own stack frame: a scratch
+// array passed in from Go escaped to the heap on every call, the kernel
+// being called through a func value.
+type pairKernel func(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 // avx512GEMM wraps a pair kernel of T tokens for rows of blocks of bs
 // bytes.
@@ -200,8 +204,7 @@ func avx512GEMM(T, bs, qk int, size func(cols int) int, kern pairKernel) gemmRun
 			fillNaN(y[:min(len(y), rows)])
 			return
 		}
-		var scratch [96]float32
-		kern(&w[0], rb, rows, nb, &pk[0], &y[0], 4*ys, &scratch)
+		kern(&w[0], rb, rows, nb, &pk[0], &y[0], 4*ys)
 	}
 }
 

@@ -555,13 +555,13 @@ TEXT ·gemmQ5_0AVX2(SB), NOSPLIT, $0-56
 	ADDQ   R15, R12
 
 // 8 tokens: DV 0, DM 256, PS 384, Q 512, 2560 bytes per block.
-// func gemmQ4_KAVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-TEXT ·gemmQ4_KAVX512x8(SB), NOSPLIT, $0-64
+// func gemmQ4_KAVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ4_KAVX512x8(SB), NOSPLIT, $384-56
 	MOVQ w+0(FP), R13
 	MOVQ rows+16(FP), R8
 	MOVQ y+40(FP), R14
 	MOVQ ys+48(FP), R15
-	MOVQ scratch+56(FP), DX
+	LEAQ scratch-384(SP), DX
 	MOVL         $0x0F0F0F0F, AX
 	VPBROADCASTD AX, Z14
 
@@ -644,13 +644,13 @@ z8blk:
 	RET
 
 // 2 tokens: DV 0, DM 64, PS 128, Q 192, 704 bytes per block.
-// func gemmQ4_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-TEXT ·gemmQ4_KAVX512x2(SB), NOSPLIT, $0-64
+// func gemmQ4_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ4_KAVX512x2(SB), NOSPLIT, $384-56
 	MOVQ w+0(FP), R13
 	MOVQ rows+16(FP), R8
 	MOVQ y+40(FP), R14
 	MOVQ ys+48(FP), R15
-	MOVQ scratch+56(FP), DX
+	LEAQ scratch-384(SP), DX
 	MOVL         $0x0F0F0F0F, AX
 	VPBROADCASTD AX, Z14
 
@@ -805,13 +805,13 @@ z2blk:
 	VMOVSS X8, (R12) \
 	ADDQ   R15, R12
 
-// func gemmQ6_KAVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-TEXT ·gemmQ6_KAVX512x8(SB), NOSPLIT, $0-64
+// func gemmQ6_KAVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ6_KAVX512x8(SB), NOSPLIT, $384-56
 	MOVQ w+0(FP), R13
 	MOVQ rows+16(FP), R8
 	MOVQ y+40(FP), R14
 	MOVQ ys+48(FP), R15
-	MOVQ scratch+56(FP), DX
+	LEAQ scratch-384(SP), DX
 	Z6CONST
 
 z68row:
@@ -866,13 +866,13 @@ z68blk:
 	VZEROUPPER
 	RET
 
-// func gemmQ6_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-TEXT ·gemmQ6_KAVX512x2(SB), NOSPLIT, $0-64
+// func gemmQ6_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ6_KAVX512x2(SB), NOSPLIT, $384-56
 	MOVQ w+0(FP), R13
 	MOVQ rows+16(FP), R8
 	MOVQ y+40(FP), R14
 	MOVQ ys+48(FP), R15
-	MOVQ scratch+56(FP), DX
+	LEAQ scratch-384(SP), DX
 	Z6CONST
 
 z62row:
@@ -916,13 +916,13 @@ z62blk:
 	VPMADDUBSW (q+64)(DI), Z8, Z21 \
 	VPDPWSSD   Z11, Z21, acc
 
-// func gemmQ4_KVNNIx8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-TEXT ·gemmQ4_KVNNIx8(SB), NOSPLIT, $0-64
+// func gemmQ4_KVNNIx8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ4_KVNNIx8(SB), NOSPLIT, $384-56
 	MOVQ w+0(FP), R13
 	MOVQ rows+16(FP), R8
 	MOVQ y+40(FP), R14
 	MOVQ ys+48(FP), R15
-	MOVQ scratch+56(FP), DX
+	LEAQ scratch-384(SP), DX
 	MOVL         $0x0F0F0F0F, AX
 	VPBROADCASTD AX, Z14
 
@@ -1004,13 +1004,13 @@ v8blk:
 	VZEROUPPER
 	RET
 
-// func gemmQ4_KVNNIx2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-TEXT ·gemmQ4_KVNNIx2(SB), NOSPLIT, $0-64
+// func gemmQ4_KVNNIx2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ4_KVNNIx2(SB), NOSPLIT, $384-56
 	MOVQ w+0(FP), R13
 	MOVQ rows+16(FP), R8
 	MOVQ y+40(FP), R14
 	MOVQ ys+48(FP), R15
-	MOVQ scratch+56(FP), DX
+	LEAQ scratch-384(SP), DX
 	MOVL         $0x0F0F0F0F, AX
 	VPBROADCASTD AX, Z14
 
@@ -1091,13 +1091,13 @@ v2blk:
 	Z6C3(n) \
 	Z6PART2V(4*n+3)
 
-// func gemmQ6_KVNNIx8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-TEXT ·gemmQ6_KVNNIx8(SB), NOSPLIT, $0-64
+// func gemmQ6_KVNNIx8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ6_KVNNIx8(SB), NOSPLIT, $384-56
 	MOVQ w+0(FP), R13
 	MOVQ rows+16(FP), R8
 	MOVQ y+40(FP), R14
 	MOVQ ys+48(FP), R15
-	MOVQ scratch+56(FP), DX
+	LEAQ scratch-384(SP), DX
 	Z6CONST
 
 w68row:
@@ -1152,13 +1152,13 @@ w68blk:
 	VZEROUPPER
 	RET
 
-// func gemmQ6_KVNNIx2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-TEXT ·gemmQ6_KVNNIx2(SB), NOSPLIT, $0-64
+// func gemmQ6_KVNNIx2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ6_KVNNIx2(SB), NOSPLIT, $384-56
 	MOVQ w+0(FP), R13
 	MOVQ rows+16(FP), R8
 	MOVQ y+40(FP), R14
 	MOVQ ys+48(FP), R15
-	MOVQ scratch+56(FP), DX
+	LEAQ scratch-384(SP), DX
 	Z6CONST
 
 w62row:
@@ -1251,7 +1251,7 @@ w62blk:
 	MOVQ rows+16(FP), R8 \
 	MOVQ y+40(FP), R14 \
 	MOVQ ys+48(FP), R15 \
-	MOVQ scratch+56(FP), DX \
+	LEAQ scratch-384(SP), DX \
 	PAIRCONST \
 row8: \
 	MOVQ   R13, SI \
@@ -1300,7 +1300,7 @@ blk8: \
 	MOVQ rows+16(FP), R8 \
 	MOVQ y+40(FP), R14 \
 	MOVQ ys+48(FP), R15 \
-	MOVQ scratch+56(FP), DX \
+	LEAQ scratch-384(SP), DX \
 	PAIRCONST \
 row2: \
 	MOVQ   R13, SI \
@@ -1329,13 +1329,13 @@ blk2: \
 #define PAIRHEAD MXHEAD
 #define PAIRBS 17
 
-// func gemmMXFP4AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-TEXT ·gemmMXFP4AVX512x8(SB), NOSPLIT, $0-64
+// func gemmMXFP4AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmMXFP4AVX512x8(SB), NOSPLIT, $384-56
 	PAIRX8
 	RET
 
-// func gemmMXFP4AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-TEXT ·gemmMXFP4AVX512x2(SB), NOSPLIT, $0-64
+// func gemmMXFP4AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmMXFP4AVX512x2(SB), NOSPLIT, $384-56
 	PAIRX2
 	RET
 
@@ -1361,13 +1361,13 @@ TEXT ·gemmMXFP4AVX512x2(SB), NOSPLIT, $0-64
 #define PAIRHEAD Q8HEAD
 #define PAIRBS 34
 
-// func gemmQ8_0AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-TEXT ·gemmQ8_0AVX512x8(SB), NOSPLIT, $0-64
+// func gemmQ8_0AVX512x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ8_0AVX512x8(SB), NOSPLIT, $384-56
 	PAIRX8
 	RET
 
-// func gemmQ8_0AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, scratch *[96]float32)
-TEXT ·gemmQ8_0AVX512x2(SB), NOSPLIT, $0-64
+// func gemmQ8_0AVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ8_0AVX512x2(SB), NOSPLIT, $384-56
 	PAIRX2
 	RET
 

@@ -179,3 +179,44 @@ func TestNativeGEMMNotReference(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulQAllocationFree: a multi-token product through each native
+// set's GEMM kernels (8 tokens: the 8-token tile) allocates nothing per
+// call. The AVX-512 pair kernels once got a 384-byte scratch array from
+// their Go wrapper, which escaped to the heap on every call because the
+// kernel was called through a func value; it is now the assembly's own
+// stack frame.
+func TestMatMulQAllocationFree(t *testing.T) {
+	const rows, cols, n = 256, 2048, 8
+	saved := impl
+	defer func() { impl = saved }()
+	for _, m := range nativeImpls() {
+		for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K, quant.Q8_0, quant.MXFP4} {
+			if m.gemm[typ] == nil {
+				continue
+			}
+			impl = m
+			w := randRows(rand.New(rand.NewPCG(1, 2)), typ, rows, cols)
+			x := randX(rand.New(rand.NewPCG(3, 4)), n*cols)
+			acts := make([]*Activation, n)
+			for i := range acts {
+				a, err := QuantizeActivation(typ, x[i*cols:(i+1)*cols])
+				if err != nil {
+					t.Fatal(err)
+				}
+				acts[i] = a
+			}
+			y := make([]float32, n*rows)
+			p := NewPool(2)
+			var err error
+			allocs := testing.AllocsPerRun(10, func() { err = p.MatMulQ(typ, w, rows, cols, acts, y) })
+			p.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if allocs != 0 {
+				t.Errorf("%s %v: %.1f allocations per MatMulQ of %d tokens, want 0", m.name, typ, allocs, n)
+			}
+		}
+	}
+}
