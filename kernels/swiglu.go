@@ -18,3 +18,8 @@ func refSwiGLU(out, gate, up []float32) {
 		out[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
 	}
 }
+
+// Exp replaces every x[i] with float32(math.Exp(float64(x[i]))): the same
+// values bit for bit where the assembly runs (the softmax's exponentials,
+// which replicate math.Exp), for activations other than SwiGLU's.
+func Exp(x []float32) { expShift(x, 0) }

@@ -68,3 +68,29 @@ func BenchmarkSwiGLU(b *testing.B) {
 		})
 	}
 }
+
+// TestExpIdentical: Exp equals float32(math.Exp(float64(x))) bit for bit
+// (NaN for NaN), around the vector width, over the float32 range: overflow
+// to +Inf, underflow through subnormals to zero, ±0, ±Inf and NaN.
+func TestExpIdentical(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	specials := []float32{0, float32(math.Copysign(0, -1)), 88.72, 88.73, -87.3, -103.9, -104, -150, 700, -700, 1e-30,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	for _, n := range []int{1, 7, 8, 9, 16, 31, 1000} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64() * 40)
+			if rng.IntN(4) == 0 {
+				x[i] = specials[rng.IntN(len(specials))]
+			}
+		}
+		got := slices.Clone(x)
+		Exp(got)
+		for i, v := range x {
+			want := float32(math.Exp(float64(v)))
+			if math.Float32bits(got[i]) != math.Float32bits(want) && !(got[i] != got[i] && want != want) {
+				t.Fatalf("n %d: Exp(%g) = %g (%#x), math.Exp %g (%#x)", n, v, got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+			}
+		}
+	}
+}

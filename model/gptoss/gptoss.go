@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 )
 
@@ -153,21 +154,38 @@ func (m *Model) Router(int) model.RouterSpec {
 
 // SwiGLUOAI writes llama.cpp's swiglu_oai(gate, up) into out (out may alias
 // gate): x = min(gate, limit), y = clamp(up, -limit, limit),
-// out = x/(1+exp(-alpha·x)) · (y+1), in float32 as ggml computes it.
+// out = x/(1+exp(-alpha·x)) · (y+1), in float32 as ggml computes it. The
+// exponentials run oaiChunk at a time through kernels.Exp (math.Exp's
+// values, vectorized where the assembly runs).
 func SwiGLUOAI(out, gate, up []float32, alpha, limit float32) {
-	for i := range out {
-		x := gate[i]
-		if !(x < limit) && !math.IsNaN(float64(x)) { // std::min(x, limit) keeps NaN
-			x = limit
+	var e [oaiChunk]float32
+	for i0 := 0; i0 < len(out); i0 += oaiChunk {
+		n := min(oaiChunk, len(out)-i0)
+		for j := 0; j < n; j++ {
+			e[j] = alpha * -oaiGate(gate[i0+j], limit)
 		}
-		y := up[i]
-		if y < -limit {
-			y = -limit
-		} else if y > limit {
-			y = limit
+		kernels.Exp(e[:n])
+		for j := 0; j < n; j++ {
+			i := i0 + j
+			y := up[i]
+			if y < -limit {
+				y = -limit
+			} else if y > limit {
+				y = limit
+			}
+			glu := oaiGate(gate[i], limit) / (1 + e[j])
+			out[i] = glu * (y + 1)
 		}
-		e := float32(math.Exp(float64(float32(alpha * -x))))
-		glu := x / (1 + e)
-		out[i] = glu * (y + 1)
 	}
+}
+
+// oaiChunk is how many exponentials SwiGLUOAI computes at once.
+const oaiChunk = 256
+
+// oaiGate is std::min(x, limit), which keeps a NaN x.
+func oaiGate(x, limit float32) float32 {
+	if !(x < limit) && !math.IsNaN(float64(x)) {
+		return limit
+	}
+	return x
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -427,5 +428,53 @@ func TestExpertsUsedOverride(t *testing.T) {
 	}
 	if _, err := model.New(d, src, model.Options{Pool: pool, ExpertsUsed: 9}); err == nil {
 		t.Error("9 of 8 experts accepted")
+	}
+}
+
+// TestSwiGLUOAIMatchesScalar: SwiGLUOAI (its exponentials vectorized through
+// kernels.Exp, oaiChunk at a time) equals the element-by-element formula
+// with math.Exp bit for bit (NaN for NaN) on lengths around the chunk and
+// the vector width, with clamped, huge, tiny and special inputs, and with
+// out aliasing gate.
+func TestSwiGLUOAIMatchesScalar(t *testing.T) {
+	scalar := func(g, u float32) float32 {
+		x := oaiGate(g, swigluLimit)
+		y := min(max(u, -swigluLimit), swigluLimit)
+		if math.IsNaN(float64(u)) {
+			y = u
+		}
+		e := float32(math.Exp(float64(float32(swigluAlpha * -x))))
+		glu := x / (1 + e)
+		return glu * (y + 1)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	specials := []float32{0, float32(math.Copysign(0, -1)), 7, 7.0001, -7, 100, -100, -60, -52.1, 1e-40, -1e-40,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.MaxFloat32, -math.MaxFloat32}
+	for _, n := range []int{0, 1, 7, 8, 9, 255, 256, 257, 600, 2880} {
+		g, u := make([]float32, n), make([]float32, n)
+		for i := range g {
+			g[i] = float32(rng.NormFloat64() * 6)
+			u[i] = float32(rng.NormFloat64() * 6)
+			if rng.IntN(8) == 0 {
+				g[i] = specials[rng.IntN(len(specials))]
+			}
+			if rng.IntN(8) == 0 {
+				u[i] = specials[rng.IntN(len(specials))]
+			}
+		}
+		want := make([]float32, n)
+		for i := range want {
+			want[i] = scalar(g[i], u[i])
+		}
+		got := make([]float32, n)
+		SwiGLUOAI(got, g, u, swigluAlpha, swigluLimit)
+		SwiGLUOAI(g, g, u, swigluAlpha, swigluLimit) // out aliases gate
+		for i := range want {
+			for _, v := range []float32{got[i], g[i]} {
+				if math.Float32bits(v) != math.Float32bits(want[i]) && !(v != v && want[i] != want[i]) {
+					t.Fatalf("n %d [%d]: %g (%#x), element by element %g (%#x)", n, i, v, math.Float32bits(v), want[i], math.Float32bits(want[i]))
+				}
+			}
+		}
 	}
 }
