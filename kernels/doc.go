@@ -115,10 +115,10 @@
 // (dot512_amd64.s): Q8_0 with its weight quants made unsigned (w+128) for
 // VPDPBUSD into lanes that start at -128 times each 4-quant group's
 // activation sum; MXFP4, where the CPU has AVX-512 VBMI, with VPERMB to
-// spread the codes and look up their values, VPDPBUSD for the integer lanes and VSCALEFPS for the
-// block scales d·2^(e-128), which is exact: the same correctly rounded
-// product the reference computes. The pool cuts products into chunks of whole
-// four-row groups (groupChunk). The four-row loops prefetch the next group
+// spread the codes and look up their values, VPDPBUSD for the integer
+// lanes and VSCALEFPS for the block scales d·2^(e-128), which is exact: the
+// same correctly rounded product the reference computes. The pool cuts
+// products into chunks of whole four-row groups (groupChunk). The four-row loops prefetch the next group
 // in address order as they consume the current one: four interleaved
 // streams left the hardware prefetcher behind and ran slower than one row
 // at a time (BenchmarkMatVec, BenchmarkRowsHot; docs/measurements.md).

@@ -54,9 +54,9 @@ var native = sync.OnceValue(func() []*implementation {
 // nativeImpls lists the accelerated implementations usable here: the AVX2
 // set (its GEMM kernels use AVX-512 where the CPU has it), then, where
 // AVX-512 VNNI exists, the same set with the AVX-512 VNNI Q4_K and Q6_K
-// dots and four-row Q8_0 and MXFP4 kernels. (An AVX-512 single-row MXFP4 dot measured
-// no faster than AVX2's and was removed: one row's accumulation chain bounds
-// it either way.)
+// dots and four-row Q8_0 and MXFP4 kernels. (An AVX-512 single-row MXFP4
+// dot measured no faster than AVX2's and was removed: one row's
+// accumulation chain bounds it either way.)
 func nativeImpls() []*implementation { return native() }
 
 // bestImpl picks the set for this CPU from the table of preferVNNI512Dots.
