@@ -9,7 +9,8 @@
 // 256-bit halves are added at the end of each block. The per-block integer
 // lanes are the AVX2 kernels' (exact integer sums, so the order of the
 // additions does not matter) and the float32 steps are theirs, so results
-// are bit-identical to the reference.
+// are bit-identical to the reference. After them, the four-row Q8_0 and
+// MXFP4 kernels (two blocks per 512-bit register, VPDPBUSD; see there).
 
 #define PFDIST512 1024
 

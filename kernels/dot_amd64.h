@@ -1,5 +1,6 @@
 // Macros shared by dot_amd64.s and dot512_amd64.s (AVX2 and AVX-512
-// single-vector dots).
+// single-vector dots, and the four-row kernels' setup, one-block rows and
+// stores).
 
 // HSUM8 reduces Y0 into X0[0] (clobbers X1).
 #define HSUM8 \
