@@ -91,13 +91,21 @@ func (s *Stage) takeOne(t, i int) {
 }
 
 // receive returns the next value of ch, yielding for up to pollWait before
-// it blocks (see poll), or ctx's error.
+// it blocks (see poll), or ctx's error. Several pool threads receive from
+// one channel (consumeStream), so a value poll saw may be gone by the time
+// this thread takes it: every receive, also after poll, also selects on
+// ctx, or a thread that lost the race would wait forever on a cancelled
+// run's channel.
 func receive(ctx context.Context, ch <-chan expert.Ready, t0 time.Time) (expert.Ready, error) {
 	if err := ctx.Err(); err != nil {
 		return expert.Ready{}, err
 	}
 	if poll(ch, t0) {
-		return <-ch, nil
+		select {
+		case r := <-ch:
+			return r, nil
+		default: // another thread took it: block below
+		}
 	}
 	select {
 	case r := <-ch:

@@ -123,3 +123,41 @@ func TestStreamedErrors(t *testing.T) {
 		t.Fatalf("cancelled: err %v, released %d of 1", err, released.Load())
 	}
 }
+
+// TestStreamedCancelRace: threads that see the same last value waiting
+// must not block on the channel after one of them took it — a cancelled
+// streaming Consume returns with every thread free, however the threads
+// race for the one value there is (many repetitions, each with a deadline).
+func TestStreamedCancelRace(t *testing.T) {
+	const E, reps = 8, 300
+	rng := rand.New(rand.NewPCG(15, 16))
+	j := makeJob(rng, 16, 2, 8, E)
+	p := kernels.NewPool(3)
+	s := New(&fakeFFN{nEmbd: E, fail: -1}, E, p)
+	for rep := range reps {
+		s.Begin(j)
+		ctx, cancel := context.WithCancel(context.Background())
+		ch := make(chan expert.Ready, len(j.Order))
+		var released atomic.Int32
+		ch <- expert.Ready{Expert: j.Order[0], Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() { released.Add(1) })}
+		stop := time.AfterFunc(200*time.Microsecond, cancel)
+		done := make(chan error, 1)
+		go func() {
+			var st Stats
+			done <- s.Consume(ctx, j, ch, len(j.Order), true, &st)
+		}()
+		select {
+		case err := <-done:
+			// the value is released if a thread took it before the
+			// cancellation, else still in the channel
+			if n := int(released.Load()) + len(ch); !errors.Is(err, context.Canceled) || n != 1 {
+				t.Fatalf("rep %d: err %v, released %d and %d left of 1", rep, err, released.Load(), len(ch))
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("rep %d: Consume still running 10 s after its context was cancelled", rep)
+		}
+		stop.Stop()
+		cancel()
+	}
+	p.Close() // not deferred: a stuck Consume holds the pool
+}
