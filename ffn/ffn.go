@@ -194,9 +194,13 @@ func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan expert.Ready, wan
 			case r.Err != nil:
 				r.Release()
 				if firstErr == nil {
-					firstErr = r.Err
+					firstErr, pending = r.Err, release(pending)
 				}
-			case !overlap || firstErr != nil:
+			case firstErr != nil:
+				// nothing more is computed: hold no slot the producer
+				// may need for the wave's remaining values
+				r.Release()
+			case !overlap:
 				pending = append(pending, r)
 			default:
 				ready = append(ready, r)
@@ -208,15 +212,14 @@ func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan expert.Ready, wan
 		release(ready)
 		s.ready = ready[:0]
 		if err != nil && firstErr == nil {
-			firstErr = err
+			firstErr, pending = err, release(pending)
 		}
 	}
 	if firstErr != nil {
 		return firstErr
 	}
 	err := s.computeBounded(ctx, j, pending, st)
-	release(pending)
-	pending = pending[:0]
+	pending = release(pending)
 	return err
 }
 
@@ -280,12 +283,14 @@ func (s *Stage) computeBounded(ctx context.Context, j *Job, rs []expert.Ready, s
 	return nil
 }
 
-// release unpins every value of rs and drops the references.
-func release(rs []expert.Ready) {
+// release unpins every value of rs, drops the references and returns rs
+// emptied.
+func release(rs []expert.Ready) []expert.Ready {
 	for _, r := range rs {
 		r.Release()
 	}
 	clear(rs)
+	return rs[:0]
 }
 
 // computeAll computes the ready experts rs: their inputs gathered, the

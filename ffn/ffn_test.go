@@ -6,7 +6,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/model"
@@ -315,5 +317,70 @@ func TestJobReuse(t *testing.T) {
 	step()
 	if n := testing.AllocsPerRun(20, step); n != 0 {
 		t.Errorf("%.1f allocations per layer on a reused job", n)
+	}
+}
+
+// bounded sends a value for each expert of j.Order, at most slots of them
+// unreleased at any time (a cache with slots free slots): the next send
+// waits until the consumer releases one. The value at errAt carries errBoom.
+func bounded(j *Job, slots, errAt int, released *atomic.Int32) <-chan expert.Ready {
+	ch := make(chan expert.Ready, len(j.Order))
+	free := make(chan struct{}, slots)
+	go func() {
+		for i, e := range j.Order {
+			select {
+			case free <- struct{}{}:
+			case <-time.After(10 * time.Second):
+				return // the consumer holds every slot: it fails on its deadline
+			}
+			r := expert.Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() {
+				released.Add(1)
+				<-free
+			})}
+			if i == errAt {
+				r.Err = errBoom
+			}
+			ch <- r
+		}
+	}()
+	return ch
+}
+
+// TestErrorHoldsNoSlot: after a wave's first error, Consume releases each
+// later value at once instead of holding it to the end. It computes nothing
+// more, and a producer bounded by free cache slots (the planner acquiring
+// a slot per miss) must still get to send the wave's remaining values; with
+// two slots, holding them deadlocks. It checks both an error value and a
+// failing compute, with and without overlap.
+func TestErrorHoldsNoSlot(t *testing.T) {
+	const E = 8
+	rng := rand.New(rand.NewPCG(21, 22))
+	j := makeJob(rng, 16, 2, 12, E)
+	for _, overlap := range []bool{true, false} {
+		for _, c := range []struct {
+			name        string
+			errAt, fail int
+		}{{"value error", 1, -1}, {"compute error", -1, j.Order[0]}} {
+			if !overlap && c.fail >= 0 {
+				continue // without overlap nothing is computed before the wave is in
+			}
+			s := New(&fakeFFN{nEmbd: E, fail: c.fail}, E, nil)
+			s.Begin(j)
+			var released atomic.Int32
+			ch := bounded(j, 2, c.errAt, &released)
+			done := make(chan error, 1)
+			go func() {
+				var st Stats
+				done <- s.Consume(context.Background(), j, ch, len(j.Order), overlap, &st)
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, errBoom) || int(released.Load()) != len(j.Order) {
+					t.Fatalf("overlap %v, %s: err %v, released %d of %d", overlap, c.name, err, released.Load(), len(j.Order))
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("overlap %v, %s: Consume still waiting after 5 s: it holds the slots the producer needs", overlap, c.name)
+			}
+		}
 	}
 }
