@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -33,9 +34,10 @@ func (sh shape) response(chunk bool, c choice) *response {
 // collector is the emitter of a non-streaming request: one JSON body at the
 // end.
 type collector struct {
-	sh  shape
-	w   http.ResponseWriter
-	buf strings.Builder
+	sh      shape
+	w       http.ResponseWriter
+	timeout time.Duration // of the body's write (writeJSON)
+	buf     strings.Builder
 }
 
 func (c *collector) begin() error { return nil }
@@ -55,7 +57,7 @@ func (c *collector) end(o *outcome) error {
 	}
 	r := c.sh.response(false, ch)
 	r.Usage = o.usage()
-	return writeJSON(c.w, http.StatusOK, r)
+	return writeJSON(c.w, c.timeout, http.StatusOK, r)
 }
 
 // sse is the emitter of a streaming request: server-sent events, one chunk
@@ -130,7 +132,7 @@ func (e *sse) event(v any) error {
 }
 
 func (e *sse) raw(b []byte) error {
-	if err := e.rc.SetWriteDeadline(time.Now().Add(e.timeout)); err != nil && err != http.ErrNotSupported {
+	if err := e.rc.SetWriteDeadline(time.Now().Add(e.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
 	if _, err := e.w.Write(b); err != nil {
@@ -140,15 +142,31 @@ func (e *sse) raw(b []byte) error {
 }
 
 func (e *sse) flush() error {
-	if err := e.rc.Flush(); err != nil && err != http.ErrNotSupported {
+	if err := e.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
 	return nil
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) error {
+// writeBy sets the deadline of w's writes to timeout from now (a
+// ResponseWriter without deadlines, such as a test's recorder, has none).
+func writeBy(w http.ResponseWriter, timeout time.Duration) error {
+	if err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+// writeJSON writes v as the response's JSON body with status. The write
+// gets a deadline timeout from now: a generation's body is written when
+// it ends, minutes after the exchange's first deadline (route), and a
+// client that stops reading must not hold the decode slot while it is.
+func writeJSON(w http.ResponseWriter, timeout time.Duration, status int, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
+		return err
+	}
+	if err := writeBy(w, timeout); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -55,6 +56,9 @@ func (s *Server) route(method string, auth bool, h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		x := &exchange{id: s.newID(), start: time.Now(), w: &recorder{ResponseWriter: w}, r: r}
 		defer s.finish(x)
+		// every write has a deadline: this one for the quick answers,
+		// writeJSON's and the event stream's own for a generation's
+		_ = writeBy(x.w, s.o.WriteTimeout)
 		switch {
 		case !s.admit(x):
 		case auth && !s.authorized(r):
@@ -74,8 +78,10 @@ func (s *Server) newID() string {
 	return fmt.Sprintf("%s-%d", s.idBase, s.nextID.Add(1))
 }
 
-// finish recovers a panic, resets the connection's write deadline for the
-// next request on it, counts the status and logs the `request` event.
+// finish recovers a panic, gives net/http's last flush of the response
+// (after the handler returns) its own write deadline, counts the status
+// and logs the `request` event. The next request on the connection sets
+// its own deadline before it writes (route).
 func (s *Server) finish(x *exchange) {
 	if p := recover(); p != nil {
 		x.err = fmt.Errorf("panic: %v", p)
@@ -83,7 +89,7 @@ func (s *Server) finish(x *exchange) {
 			s.fail(x, http.StatusInternalServerError, "server_error", errors.New("internal error"))
 		}
 	}
-	_ = http.NewResponseController(x.w).SetWriteDeadline(time.Time{})
+	_ = writeBy(x.w, s.o.WriteTimeout)
 	status := x.w.status
 	if status == 0 {
 		status = http.StatusOK
@@ -143,7 +149,7 @@ func logOutcome(ev *zerolog.Event, o *outcome) {
 func (s *Server) fail(x *exchange, status int, typ string, err error) {
 	x.err = err
 	code := status
-	_ = writeJSON(x.w, status, apiError{Error: apiErrorBody{Message: err.Error(), Type: typ, Code: &code}})
+	_ = writeJSON(x.w, s.o.WriteTimeout, status, apiError{Error: apiErrorBody{Message: err.Error(), Type: typ, Code: &code}})
 }
 
 // failGen answers a failed generation: an error status when nothing was sent
@@ -198,7 +204,7 @@ func (s *Server) complete(x *exchange, chat bool) {
 		return
 	}
 	sh := shape{chat: chat, id: prefix + x.id, model: s.o.ModelID, created: time.Now().Unix()}
-	var em emitter = &collector{sh: sh, w: x.w}
+	var em emitter = &collector{sh: sh, w: x.w, timeout: s.o.WriteTimeout}
 	var st *sse
 	if j.stream {
 		st = &sse{sh: sh, w: x.w, rc: http.NewResponseController(x.w), timeout: s.o.WriteTimeout}
@@ -236,7 +242,7 @@ func (s *Server) knownModel(x *exchange, name string) bool {
 	}
 	x.err = fmt.Errorf("the model %q does not exist: this server serves %q", name, s.o.ModelID)
 	param := "model"
-	_ = writeJSON(x.w, http.StatusNotFound, apiError{Error: apiErrorBody{Message: x.err.Error(),
+	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusNotFound, apiError{Error: apiErrorBody{Message: x.err.Error(),
 		Type: "invalid_request_error", Param: &param, Code: "model_not_found"}})
 	return false
 }
@@ -248,19 +254,25 @@ func (s *Server) models(x *exchange) {
 		Created int64  `json:"created"`
 		OwnedBy string `json:"owned_by"`
 	}
-	_ = writeJSON(x.w, http.StatusOK, struct {
+	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, struct {
 		Object string  `json:"object"`
 		Data   []entry `json:"data"`
 	}{"list", []entry{{ID: s.o.ModelID, Object: "model", Created: s.created, OwnedBy: "pipe"}}})
 }
 
 func (s *Server) health(x *exchange) {
-	_ = writeJSON(x.w, http.StatusOK, map[string]string{"status": "ok"})
+	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 func (s *Server) metrics(x *exchange) {
+	// rendered first: the meters' lock is not held while a client reads
+	var b bytes.Buffer
+	if x.err = s.met.write(&b); x.err != nil {
+		s.fail(x, http.StatusInternalServerError, "server_error", x.err)
+		return
+	}
 	x.w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	x.err = s.met.write(x.w)
+	_, x.err = x.w.Write(b.Bytes())
 }
 
 func (s *Server) notFound(x *exchange) {

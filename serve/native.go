@@ -188,7 +188,7 @@ func (n *native) end(o *outcome) error {
 		f.Content = ""
 		return n.stream.event(f)
 	}
-	return writeJSON(n.w, http.StatusOK, f)
+	return writeJSON(n.w, n.s.o.WriteTimeout, http.StatusOK, f)
 }
 
 func nonNil(ids []int32) []int32 {
@@ -267,7 +267,7 @@ func (s *Server) tokenize(x *exchange) {
 			out = append(out, withPiece{ID: id, Piece: piece})
 		}
 	}
-	_ = writeJSON(x.w, http.StatusOK, map[string]any{"tokens": out})
+	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]any{"tokens": out})
 }
 
 // detokenize is POST /detokenize: {"tokens"} → {"content"}.
@@ -291,13 +291,13 @@ func (s *Server) detokenize(x *exchange) {
 			return
 		}
 	}
-	_ = writeJSON(x.w, http.StatusOK, map[string]string{"content": tok.Decode(r.Tokens, true)})
+	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]string{"content": tok.Decode(r.Tokens, true)})
 }
 
 // props is GET /props: the server's defaults and model, as llama-server's.
 func (s *Server) props(x *exchange) {
 	tok := s.o.Model.Tokenizer()
-	_ = writeJSON(x.w, http.StatusOK, map[string]any{
+	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]any{
 		"default_generation_settings": map[string]any{"params": s.settings(nil, s.o.MaxTokens), "n_ctx": s.sess.Ctx()},
 		"total_slots":                 1,
 		"model_alias":                 s.o.ModelID,
@@ -317,7 +317,7 @@ func (s *Server) props(x *exchange) {
 // slots is GET /slots: the one decode slot, as llama-server's array.
 func (s *Server) slots(x *exchange) {
 	busy := s.met.running()
-	_ = writeJSON(x.w, http.StatusOK, []map[string]any{{
+	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, []map[string]any{{
 		"id": 0, "n_ctx": s.sess.Ctx(), "speculative": false, "is_processing": busy,
 		"params": s.settings(nil, s.o.MaxTokens),
 	}})

@@ -114,6 +114,13 @@ func start(t *testing.T, tune func(*Options)) *harness {
 // startModel is start with the model's options changed by load (nil: none).
 func startModel(t *testing.T, load func(*decode.Options), tune func(*Options)) *harness {
 	t.Helper()
+	return startOn(t, load, tune, nil)
+}
+
+// startOn is startModel serving on wrap(the loopback listener) (nil: the
+// listener itself).
+func startOn(t *testing.T, load func(*decode.Options), tune func(*Options), wrap func(net.Listener) net.Listener) *harness {
+	t.Helper()
 	logs := &syncBuf{}
 	log := zerolog.New(logs).With().Timestamp().Logger()
 	do := decode.Options{
@@ -142,12 +149,16 @@ func startModel(t *testing.T, load func(*decode.Options), tune func(*Options)) *
 		m.Close()
 		t.Fatal(err)
 	}
+	url := "http://" + ln.Addr().String()
+	if wrap != nil {
+		ln = wrap(ln)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	var once sync.Once
 	var serr error
-	h := &harness{t: t, url: "http://" + ln.Addr().String(), m: m, logs: logs}
+	h := &harness{t: t, url: url, m: m, logs: logs}
 	h.stop = func() error {
 		once.Do(func() {
 			cancel()
