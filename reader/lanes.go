@@ -309,9 +309,16 @@ func (ln *lane) read(t *task) error {
 // help is a piece helper's loop: join each read the lane starts.
 func (ln *lane) help() {
 	for range ln.start {
-		ln.work()
-		ln.busy.Done()
+		ln.helpOne()
 	}
+}
+
+// helpOne joins one read; it is done with it also when it panics (the
+// panic goes on to the lanes' WaitGroup, re-raised by Close), so the lane
+// waiting in read is not left waiting for it.
+func (ln *lane) helpOne() {
+	defer ln.busy.Done()
+	ln.work()
 }
 
 // work reads pieces of the current task until none is left or one fails.

@@ -48,10 +48,25 @@ type lifetime struct {
 	err    error // the first goroutine error
 }
 
-// Go runs f as a stage goroutine.
+// errStagePanic is the lifetime's cause when a stage goroutine panicked;
+// Close re-raises the panic itself.
+var errStagePanic = errors.New("stages: a stage goroutine panicked")
+
+// Go runs f as a stage goroutine. A panic in f also cancels the lifetime
+// (the panic goes on to conc, which re-raises it at wait): the goroutines
+// and callers waiting for f's stage are released instead of waiting for
+// it forever.
 func (l *lifetime) Go(f func() error) {
 	l.wg.Go(func() {
-		if err := f(); err != nil {
+		returned := false
+		defer func() {
+			if !returned {
+				l.cancel(errStagePanic)
+			}
+		}()
+		err := f()
+		returned = true
+		if err != nil {
 			l.mu.Lock()
 			if l.err == nil {
 				l.err = err
