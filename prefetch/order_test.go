@@ -36,7 +36,7 @@ func TestHitsBeforeMisses(t *testing.T) {
 	}
 	files, err := reader.Open([]string{path}, reader.Options{NoODirect: true, Open: func(p string, direct bool) (reader.File, error) {
 		f, err := os.Open(p)
-		return slowFile{f, delay}, err
+		return slowFile{f: f, delay: delay}, err
 	}})
 	if err != nil {
 		t.Fatal(err)

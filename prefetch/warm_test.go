@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,11 +17,15 @@ import (
 
 // slowFile delays every read, like a slow disk.
 type slowFile struct {
-	f     *os.File
-	delay time.Duration
+	f       *os.File
+	delay   time.Duration
+	started *atomic.Int32 // reads begun (nil: not counted)
 }
 
 func (s slowFile) ReadAt(p []byte, off int64) (int, error) {
+	if s.started != nil {
+		s.started.Add(1)
+	}
 	time.Sleep(s.delay)
 	return s.f.ReadAt(p, off)
 }
@@ -30,6 +35,15 @@ func (s slowFile) Close() error { return s.f.Close() }
 // warmSetup is setup with one lane over a slow file and budget slots.
 func warmSetup(t *testing.T, budget int64, delay time.Duration) (*Planner, *cache.Cache, fileLayout, []byte) {
 	t.Helper()
+	p, c, lay, data, _ := warmSetupReads(t, budget, delay)
+	return p, c, lay, data
+}
+
+// warmSetupReads is warmSetup that also returns the count of file reads
+// begun.
+func warmSetupReads(t *testing.T, budget int64, delay time.Duration) (*Planner, *cache.Cache, fileLayout, []byte, *atomic.Int32) {
+	t.Helper()
+	started := new(atomic.Int32)
 	const layers, experts = 3, 6
 	var lay fileLayout
 	off := int64(123)
@@ -56,7 +70,7 @@ func warmSetup(t *testing.T, budget int64, delay time.Duration) (*Planner, *cach
 	}
 	files, err := reader.Open([]string{path}, reader.Options{NoODirect: true, Open: func(p string, direct bool) (reader.File, error) {
 		f, err := os.Open(p)
-		return slowFile{f, delay}, err
+		return slowFile{f: f, delay: delay, started: started}, err
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +96,7 @@ func warmSetup(t *testing.T, budget int64, delay time.Duration) (*Planner, *cach
 		}
 		files.Close()
 	})
-	return p, c, lay, data
+	return p, c, lay, data, started
 }
 
 func allKeys(layers, experts int) []cache.Key {
@@ -182,16 +196,17 @@ func TestWarmFillsFreeSlotsOnly(t *testing.T) {
 // TestWarmWithdrawnOnCancel: ending the warm start's context takes back the
 // reads no lane has started; their slots are free again.
 func TestWarmWithdrawnOnCancel(t *testing.T) {
-	p, c, _, _ := warmSetup(t, 12, 50*time.Millisecond)
+	p, c, _, _, started := warmSetupReads(t, 12, 50*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan WarmStats, 1)
 	go func() {
 		st, _ := p.Warm(ctx, allKeys(3, 6), 6)
 		done <- st
 	}()
-	// Cancel once the first read is with the lane (not after a fixed sleep,
-	// which a loaded machine can outlast before any read starts).
-	for wait := time.Now().Add(5 * time.Second); p.WarmStats().Issued == 0; time.Sleep(time.Millisecond) {
+	// Cancel once the lane is reading the first expert (not once a read is
+	// issued: on a loaded machine the lane may not have taken it yet, and
+	// then every read is withdrawn).
+	for wait := time.Now().Add(5 * time.Second); started.Load() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(wait) {
 			t.Fatal("no warm read issued within 5 s")
 		}
