@@ -320,22 +320,22 @@ func TestJobReuse(t *testing.T) {
 	}
 }
 
-// bounded sends a value for each expert of j.Order, at most slots of them
-// unreleased at any time (a cache with slots free slots): the next send
-// waits until the consumer releases one. The value at errAt carries errBoom.
-func bounded(j *Job, slots, errAt int, released *atomic.Int32) <-chan expert.Ready {
-	ch := make(chan expert.Ready, len(j.Order))
-	free := make(chan struct{}, slots)
+// feed sends a value for each expert of order on a new channel (buffered
+// for all of them), calling before(i) ahead of the i-th send (false: stop
+// sending). The value at errAt carries errBoom; releasing a value counts in
+// released, then calls freed (if not nil).
+func feed(order []int, errAt int, released *atomic.Int32, before func(i int) bool, freed func()) <-chan expert.Ready {
+	ch := make(chan expert.Ready, len(order))
 	go func() {
-		for i, e := range j.Order {
-			select {
-			case free <- struct{}{}:
-			case <-time.After(10 * time.Second):
-				return // the consumer holds every slot: it fails on its deadline
+		for i, e := range order {
+			if !before(i) {
+				return
 			}
 			r := expert.Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() {
 				released.Add(1)
-				<-free
+				if freed != nil {
+					freed()
+				}
 			})}
 			if i == errAt {
 				r.Err = errBoom
@@ -344,6 +344,21 @@ func bounded(j *Job, slots, errAt int, released *atomic.Int32) <-chan expert.Rea
 		}
 	}()
 	return ch
+}
+
+// bounded feeds j.Order with at most slots values unreleased at any time
+// (a cache with slots free slots): the next send waits until the consumer
+// releases one.
+func bounded(j *Job, slots, errAt int, released *atomic.Int32) <-chan expert.Ready {
+	free := make(chan struct{}, slots)
+	return feed(j.Order, errAt, released, func(int) bool {
+		select {
+		case free <- struct{}{}:
+			return true
+		case <-time.After(10 * time.Second):
+			return false // the consumer holds every slot: it fails on its deadline
+		}
+	}, func() { <-free })
 }
 
 // TestErrorHoldsNoSlot: after a wave's first error, Consume releases each

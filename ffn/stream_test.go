@@ -17,24 +17,16 @@ import (
 // random order, with pauses (misses landing one by one), marking value err
 // (if ≥ 0) as failed; released counts the Release calls.
 func trickle(rng *rand.Rand, j *Job, errAt int, released *atomic.Int32) <-chan expert.Ready {
-	ch := make(chan expert.Ready, len(j.Order))
 	order := append([]int(nil), j.Order...)
 	rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 	pauses := make([]time.Duration, len(order))
 	for i := range pauses {
 		pauses[i] = time.Duration(rng.IntN(200)) * time.Microsecond
 	}
-	go func() {
-		for i, e := range order {
-			time.Sleep(pauses[i])
-			r := expert.Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() { released.Add(1) })}
-			if i == errAt {
-				r.Err = errBoom
-			}
-			ch <- r
-		}
-	}()
-	return ch
+	return feed(order, errAt, released, func(i int) bool {
+		time.Sleep(pauses[i])
+		return true
+	}, nil)
 }
 
 // TestStreamedPrefillOnThreads: when a multi-token job's experts arrive one
