@@ -177,9 +177,12 @@ type RunResult struct {
 	// WarmupTokens and First5Ms are the trailer's warmup_tokens and first5_wall_ms.
 	WarmupTokens int     `json:"warmup_tokens"`
 	First5Ms     float64 `json:"first5_wall_ms"`
-	PeakRSSMiB   float64 `json:"peak_rss_MiB"`
-	CgroupPeak   float64 `json:"cgroup_peak_MiB,omitempty"`
-	MajFlt       int64   `json:"majflt"`
+	// PeakRSSMiB is a pipe run's own peak (its trailer's peak_rss_MiB),
+	// else the child's rusage maxrss, which on Linux also counts the
+	// memory of the process that started it.
+	PeakRSSMiB float64 `json:"peak_rss_MiB"`
+	CgroupPeak float64 `json:"cgroup_peak_MiB,omitempty"`
+	MajFlt     int64   `json:"majflt"`
 	// DiskReadMiB is what the run's processes read from block devices
 	// (rusage inblock: the kernel's read_bytes, O_DIRECT and page-cache
 	// misses alike, of the child and the descendants it waited for; NaN
@@ -515,6 +518,12 @@ func pipeResult(res *RunResult) {
 	res.HitPct = math.NaN() // no cache: the trailer has none (an older pipe wrote -1)
 	if v, err := strconv.ParseFloat(sum["cache_hit_pct"], 64); err == nil && v >= 0 {
 		res.HitPct = v
+	}
+	// pipe's own peak: the child's rusage also counts the memory of the
+	// process that started it (Linux keeps the pre-exec peak), which for a
+	// test binary that just generated a model is larger than the run's
+	if v, err := strconv.ParseFloat(sum["peak_rss_MiB"], 64); err == nil && v > 0 {
+		res.PeakRSSMiB = v
 	}
 	res.MiBPerTok = num(sum, "MiB_per_token")
 	res.WarmupTokens = int(num(sum, "warmup_tokens"))

@@ -130,7 +130,8 @@ func fakeRun(args []string) int {
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(f, "%d,1,%.1f,0,0,0,50,0,0,0,0,-1\n", i, 1000/tokS)
 	}
-	ttft := fmt.Sprintf(" ttft_ms=%.1f", 1000/float64(lanes)) // none with --overlap=false
+	// none with --overlap=false: bench falls back on rusage for the peak
+	ttft := fmt.Sprintf(" ttft_ms=%.1f peak_rss_MiB=%.1f", 1000/float64(lanes), 7.5*float64(lanes))
 	if flags["overlap"] == "false" {
 		ttft = ""
 	}
@@ -187,10 +188,10 @@ func TestMatrixInterleavedTable(t *testing.T) {
 		if c.Label != w.label || math.Abs(c.SteadyTokS-w.steady) > 1e-9 || math.Abs(c.Ratio-w.steady/1.5) > 1e-9 {
 			t.Errorf("config %d: %s steady %.3f ratio %.3f, want %s %.3f ratio %.3f", i, c.Label, c.SteadyTokS, c.Ratio, w.label, w.steady, w.steady/1.5)
 		}
-		if c.PeakRSSMiB <= 0 {
-			t.Errorf("config %d: no peak RSS", i)
-		}
 		lanes := float64(int(1) << (i / 2))
+		if c.PeakRSSMiB <= 0 || i%2 == 0 && c.PeakRSSMiB != 7.5*lanes {
+			t.Errorf("config %d: peak RSS %v MiB, want the trailer's %v (overlap) or rusage's", i, c.PeakRSSMiB, 7.5*lanes)
+		}
 		wantTTFT := 1000 / lanes
 		if i%2 == 1 {
 			wantTTFT = math.NaN() // no ttft_ms in those trailers

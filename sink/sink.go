@@ -25,8 +25,10 @@
 // cache_hit_pct stall_share mgmt_share majflt_per_token cpu_occupancy load_s
 // prefill_tokens prefill_s prefill_tok_s ttft_ms prefill_read_MiB
 // prefill_read_GB_s cache_budget_MiB dense_MiB expert_MiB o_direct io_threads
-// threads status, then the caller's Set keys in call order (a Set of a key
-// listed here replaces its value). Values never contain whitespace.
+// threads peak_rss_MiB status, then the caller's Set keys in call order (a
+// Set of a key listed here replaces its value). Values never contain
+// whitespace. peak_rss_MiB is the process's own peak resident set when the
+// trailer is written (sysmem.PeakRSS), which `pipe bench` reports.
 //
 // # Names
 //
@@ -81,6 +83,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pipe-engine/pipe/internal/sysmem"
 	"github.com/pipe-engine/pipe/metrics"
 	"github.com/rs/zerolog"
 )
@@ -438,6 +441,9 @@ func (s *Sink) trailer(sum metrics.Summary) []Field {
 	}
 	if t := s.threads(); t > 0 {
 		out = append(out, Field{"threads", t})
+	}
+	if p := sysmem.PeakRSS(); p >= 0 {
+		num("peak_rss_MiB", float64(p)/(1<<20), 1)
 	}
 	out = append(out, Field{"status", s.status()})
 	for _, f := range s.extra {

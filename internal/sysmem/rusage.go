@@ -74,3 +74,42 @@ func readBytesField(b []byte) int64 {
 	}
 	return v
 }
+
+// PeakRSS is the process's peak resident set size in bytes since its
+// exec (/proc/self/status VmHWM), or -1 when unavailable. Unlike
+// getrusage's ru_maxrss, which Linux carries across exec from the memory
+// of the process that forked it (so a child started by a large parent
+// reports at least the parent's size), it covers this program only.
+func PeakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	return vmHWM(b)
+}
+
+// vmHWM parses the VmHWM line ("VmHWM:   123456 kB") of a
+// /proc/<pid>/status text into bytes, or returns -1.
+func vmHWM(b []byte) int64 {
+	const key = "VmHWM:"
+	i := bytes.Index(b, []byte(key))
+	if i < 0 || (i > 0 && b[i-1] != '\n') {
+		return -1
+	}
+	line := b[i+len(key):]
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	f := bytes.Fields(line)
+	if len(f) != 2 || string(f[1]) != "kB" {
+		return -1
+	}
+	var v int64
+	for _, c := range f[0] {
+		if c < '0' || c > '9' {
+			return -1
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v << 10
+}

@@ -80,3 +80,35 @@ func TestReadBytesField(t *testing.T) {
 		}
 	}
 }
+
+// TestPeakRSS: the peak covers memory this process touched (a 64 MiB
+// buffer written through is counted), and VmHWM parses only from its own
+// line with its kB unit.
+func TestPeakRSS(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no /proc/self/status under CI: %v", err)
+		}
+		t.Skip("no /proc/self/status on this system")
+	}
+	b := make([]byte, 64<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	if p := PeakRSS(); p < int64(len(b)) {
+		t.Errorf("peak RSS %d bytes after touching a %d-byte buffer", p, len(b))
+	}
+	b[len(b)-1] = 2 // b stays live until here
+	for in, want := range map[string]int64{
+		"Name:\tx\nVmPeak:\t  9 kB\nVmHWM:\t   1234 kB\nVmRSS:\t 1000 kB\n": 1234 << 10,
+		"VmHWM: 7 kB":        7 << 10,
+		"VmRSS:\t 1000 kB\n": -1,
+		"XVmHWM:\t 5 kB\n":   -1,
+		"VmHWM:\t 5 MB\n":    -1,
+		"VmHWM:\t 5x kB\n":   -1,
+	} {
+		if got := vmHWM([]byte(in)); got != want {
+			t.Errorf("%q: %d, want %d", in, got, want)
+		}
+	}
+}
