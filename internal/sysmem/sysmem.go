@@ -4,7 +4,9 @@
 // memory limit of its cgroup and ancestors, which --cache-mb auto sizes the
 // expert cache from), the process's memory cgroup directories (where
 // `pipe bench --mem-cap` nests its cgroups), and the per-token counters of
-// the CSV (getrusage major faults and CPU time, /proc/self/io read_bytes).
+// the CSV (getrusage major faults and CPU time, /proc/self/io read_bytes)
+// and the run's own peak resident set (/proc/self/status VmHWM, the
+// summary's peak_rss_MiB).
 //
 // Probes take the proc and cgroup roots as arguments where tests need fake
 // trees; "" means the system's. They only read files and never cache values;
