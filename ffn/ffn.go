@@ -162,9 +162,15 @@ func (s *Stage) Begin(j *Job) {
 // streams); without, the stage first waits until all want experts are ready
 // (the serial A/B baseline). Every received value is released, also on
 // error.
-func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan expert.Ready, want int, overlap bool, st *Stats) error {
+//
+// Two contexts bound it. recv bounds the receives: the producer's lifetime,
+// while which it delivers every value of the wave (a value left in ch would
+// stay pinned). ctx bounds the compute: once it is done (a cancelled
+// request), no more expert is computed, the wave's remaining values are
+// received and released as they arrive, and Consume returns ctx's error.
+func (s *Stage) Consume(recv, ctx context.Context, j *Job, ch <-chan expert.Ready, want int, overlap bool, st *Stats) error {
 	if s.streams(j, ch, want, overlap) {
-		return s.consumeStream(ctx, j, ch, want, st)
+		return s.consumeStream(recv, ctx, j, ch, want, st)
 	}
 	pending := s.pending[:0]
 	defer func() {
@@ -174,7 +180,7 @@ func (s *Stage) Consume(ctx context.Context, j *Job, ch <-chan expert.Ready, wan
 	var firstErr error
 	for got := 0; got < want; {
 		t0 := time.Now()
-		r, err := receive(ctx, ch, t0)
+		r, err := receive(recv, ch, t0)
 		if err != nil {
 			return err
 		}

@@ -65,7 +65,7 @@ func run(t *testing.T, j *Job, order []int, overlap bool, f *fakeFFN) ([][]float
 		ch <- expert.Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() { released++ })}
 	}
 	var st Stats
-	err := s.Consume(context.Background(), j, ch, len(order), overlap, &st)
+	err := s.Consume(context.Background(), context.Background(), j, ch, len(order), overlap, &st)
 	if err == nil {
 		s.Finish(j, &st)
 	}
@@ -159,7 +159,7 @@ func TestErrorsReleaseEverything(t *testing.T) {
 		ch <- r
 	}
 	var st Stats
-	if err := s.Consume(context.Background(), j, ch, len(j.Order), true, &st); !errors.Is(err, readErr) {
+	if err := s.Consume(context.Background(), context.Background(), j, ch, len(j.Order), true, &st); !errors.Is(err, readErr) {
 		t.Fatalf("err %v", err)
 	}
 	if released != len(j.Order)-1 {
@@ -168,7 +168,7 @@ func TestErrorsReleaseEverything(t *testing.T) {
 	// an expert that was not routed
 	s.Begin(j)
 	ch <- expert.Ready{Expert: 99, Parts: [][]byte{{1}}}
-	if err := s.Consume(context.Background(), j, ch, 1, true, &st); !errors.Is(err, ErrNotRouted) {
+	if err := s.Consume(context.Background(), context.Background(), j, ch, 1, true, &st); !errors.Is(err, ErrNotRouted) {
 		t.Fatalf("err %v, want ErrNotRouted", err)
 	}
 }
@@ -181,7 +181,7 @@ func TestConsumeCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var st Stats
-	if err := s.Consume(ctx, j, make(chan expert.Ready), 1, true, &st); !errors.Is(err, context.Canceled) {
+	if err := s.Consume(ctx, ctx, j, make(chan expert.Ready), 1, true, &st); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -228,7 +228,7 @@ func TestBatchedExperts(t *testing.T) {
 				ch <- expert.Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() { released++ })}
 			}
 			var st Stats
-			if err := s.Consume(context.Background(), j, ch, len(j.Order), ov, &st); err != nil {
+			if err := s.Consume(context.Background(), context.Background(), j, ch, len(j.Order), ov, &st); err != nil {
 				t.Fatal(err)
 			}
 			s.Finish(j, &st)
@@ -264,7 +264,7 @@ func TestBatchedExperts(t *testing.T) {
 		ch <- expert.Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() { released++ })}
 	}
 	var st Stats
-	if err := s.Consume(context.Background(), j, ch, len(j.Order), true, &st); !errors.Is(err, errBoom) {
+	if err := s.Consume(context.Background(), context.Background(), j, ch, len(j.Order), true, &st); !errors.Is(err, errBoom) {
 		t.Fatalf("err %v", err)
 	}
 	if released != len(j.Order) {
@@ -309,7 +309,7 @@ func TestJobReuse(t *testing.T) {
 		for _, e := range reused.Order {
 			ch <- expert.Ready{Expert: e, Parts: parts}
 		}
-		if err := s.Consume(context.Background(), reused, ch, len(reused.Order), true, &st); err != nil {
+		if err := s.Consume(context.Background(), context.Background(), reused, ch, len(reused.Order), true, &st); err != nil {
 			t.Fatal(err)
 		}
 		s.Finish(reused, &st)
@@ -386,7 +386,7 @@ func TestErrorHoldsNoSlot(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				var st Stats
-				done <- s.Consume(context.Background(), j, ch, len(j.Order), overlap, &st)
+				done <- s.Consume(context.Background(), context.Background(), j, ch, len(j.Order), overlap, &st)
 			}()
 			select {
 			case err := <-done:

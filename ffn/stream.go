@@ -12,7 +12,8 @@ import (
 
 // streamed is the state of one streaming Consume, read by the pool threads.
 type streamed struct {
-	ctx    context.Context
+	recv   context.Context // bounds the receives
+	stop   context.Context // bounds the compute
 	job    *Job
 	ch     <-chan expert.Ready
 	failed atomic.Bool // a value carried an error or a compute failed: release the rest uncomputed
@@ -33,17 +34,18 @@ func (s *Stage) streams(j *Job, ch <-chan expert.Ready, want int, overlap bool) 
 // thread receiving the next value as soon as it is free and computing that
 // expert whole on its own scratch (kernels.Pool.ParallelWith, one index per
 // value). Stall is the threads' mean time waiting for a value; Compute the
-// rest of the call's wall time. Every received value is released.
-func (s *Stage) consumeStream(ctx context.Context, j *Job, ch <-chan expert.Ready, want int, st *Stats) error {
+// rest of the call's wall time. Every received value is released; recv
+// and ctx bound it as they bound Consume.
+func (s *Stage) consumeStream(recv, ctx context.Context, j *Job, ch <-chan expert.Ready, want int, st *Stats) error {
 	t0 := time.Now()
-	s.stream.ctx, s.stream.job, s.stream.ch = ctx, j, ch
+	s.stream.recv, s.stream.stop, s.stream.job, s.stream.ch = recv, ctx, j, ch
 	s.stream.failed.Store(false)
 	s.errs = buf.Grow(s.errs, want)
 	for i := range s.threads {
 		s.threads[i].wait, s.threads[i].experts = 0, 0
 	}
 	err := s.pool.ParallelWith(want, s.takeFn)
-	s.stream.ctx, s.stream.job, s.stream.ch = nil, nil, nil
+	s.stream.recv, s.stream.stop, s.stream.job, s.stream.ch = nil, nil, nil, nil
 	wall := time.Since(t0)
 	var wait time.Duration
 	for i := range s.threads {
@@ -67,7 +69,7 @@ func (s *Stage) consumeStream(ctx context.Context, j *Job, ch <-chan expert.Read
 func (s *Stage) takeOne(t, i int) {
 	c, th := &s.stream, &s.threads[t]
 	t0 := time.Now()
-	r, err := receive(c.ctx, c.ch, t0)
+	r, err := receive(c.recv, c.ch, t0)
 	th.wait += time.Since(t0)
 	if err != nil {
 		s.errs[i] = err
@@ -79,6 +81,8 @@ func (s *Stage) takeOne(t, i int) {
 		err = r.Err
 	case c.failed.Load():
 		return
+	case c.stop.Err() != nil:
+		err = c.stop.Err()
 	default:
 		err = s.computeWhole(c.job, r, th)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/kernels"
+	"github.com/pipe-engine/pipe/model"
 )
 
 // trickle sends the job's experts into an empty channel one at a time, in a
@@ -50,7 +51,7 @@ func TestStreamedPrefillOnThreads(t *testing.T) {
 			s.Begin(j)
 			var released atomic.Int32
 			var st Stats
-			err := s.Consume(context.Background(), j, trickle(rng, j, -1, &released), len(j.Order), true, &st)
+			err := s.Consume(context.Background(), context.Background(), j, trickle(rng, j, -1, &released), len(j.Order), true, &st)
 			p.Close()
 			if err != nil {
 				t.Fatal(err)
@@ -98,7 +99,7 @@ func TestStreamedErrors(t *testing.T) {
 		s.Begin(j)
 		var released atomic.Int32
 		var st Stats
-		err := s.Consume(context.Background(), j, trickle(rng, j, c.errAt, &released), len(j.Order), true, &st)
+		err := s.Consume(context.Background(), context.Background(), j, trickle(rng, j, c.errAt, &released), len(j.Order), true, &st)
 		if !errors.Is(err, errBoom) || int(released.Load()) != len(j.Order) {
 			t.Fatalf("%s: err %v, released %d of %d", c.name, err, released.Load(), len(j.Order))
 		}
@@ -111,7 +112,7 @@ func TestStreamedErrors(t *testing.T) {
 	ch <- expert.Ready{Expert: j.Order[0], Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() { released.Add(1) })}
 	time.AfterFunc(5*time.Millisecond, cancel)
 	var st Stats
-	if err := s.Consume(ctx, j, ch, len(j.Order), true, &st); !errors.Is(err, context.Canceled) || released.Load() != 1 {
+	if err := s.Consume(ctx, ctx, j, ch, len(j.Order), true, &st); !errors.Is(err, context.Canceled) || released.Load() != 1 {
 		t.Fatalf("cancelled: err %v, released %d of 1", err, released.Load())
 	}
 }
@@ -136,7 +137,7 @@ func TestStreamedCancelRace(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
 			var st Stats
-			done <- s.Consume(ctx, j, ch, len(j.Order), true, &st)
+			done <- s.Consume(ctx, ctx, j, ch, len(j.Order), true, &st)
 		}()
 		select {
 		case err := <-done:
@@ -152,4 +153,53 @@ func TestStreamedCancelRace(t *testing.T) {
 		cancel()
 	}
 	p.Close() // not deferred: a stuck Consume holds the pool
+}
+
+// cancelFFN is fakeFFN that cancels a context when its at-th expert
+// computes, counting the computes.
+type cancelFFN struct {
+	fakeFFN
+	at     int32
+	n      atomic.Int32
+	cancel context.CancelFunc
+}
+
+func (f *cancelFFN) ComputeExpert(l, e int, parts [][]byte, n int, x, out []float32, s *model.Scratch) error {
+	if f.n.Add(1) == f.at {
+		f.cancel()
+	}
+	return f.fakeFFN.ComputeExpert(l, e, parts, n, x, out, s)
+}
+
+// TestCancelStopsCompute: once the compute context is cancelled mid-wave,
+// no further expert is computed, yet every value of the wave is still
+// received (under the receive context) and released, and Consume returns
+// the cancellation — on one thread (values in ready groups) and on a pool
+// (values taken one per thread).
+func TestCancelStopsCompute(t *testing.T) {
+	const E = 8
+	rng := rand.New(rand.NewPCG(17, 18))
+	j := makeJob(rng, 16, 2, 12, E)
+	for _, threads := range []int{1, 2} {
+		var p *kernels.Pool
+		if threads > 1 {
+			p = kernels.NewPool(threads)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		f := &cancelFFN{fakeFFN: fakeFFN{nEmbd: E, fail: -1}, at: 2, cancel: cancel}
+		s := New(f, E, p)
+		s.Begin(j)
+		var released atomic.Int32
+		ch := feed(j.Order, -1, &released, func(int) bool { time.Sleep(time.Millisecond); return true }, nil)
+		var st Stats
+		err := s.Consume(context.Background(), ctx, j, ch, len(j.Order), true, &st)
+		if p != nil {
+			p.Close()
+		}
+		// a thread may be computing when the cancel lands: at most one
+		// more expert per thread after the at-th
+		if n := int(f.n.Load()); !errors.Is(err, context.Canceled) || n > int(f.at)+threads || int(released.Load()) != len(j.Order) {
+			t.Fatalf("%d threads: err %v, %d of %d experts computed, %d released", threads, err, n, len(j.Order), released.Load())
+		}
+	}
 }

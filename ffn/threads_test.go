@@ -51,7 +51,7 @@ func consumeAll(t *testing.T, s *Stage, j *Job) ([][]float32, int, error) {
 		ch <- expert.Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() { released++ })}
 	}
 	var st Stats
-	err := s.Consume(context.Background(), j, ch, len(j.Order), true, &st)
+	err := s.Consume(context.Background(), context.Background(), j, ch, len(j.Order), true, &st)
 	if err != nil {
 		return nil, released, err
 	}

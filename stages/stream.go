@@ -136,11 +136,12 @@ func (s *streamSource) waves(ctx context.Context, job *ffn.Job, routerIn [][]flo
 			}
 			first = false
 		}
-		// The wave is consumed under the engine's lifetime, not ctx: the
+		// The wave is received under the engine's lifetime, not ctx: the
 		// planner and lanes deliver every expert of it, and one left unread
 		// in out would stay pinned in the cache for good. A cancelled ctx
-		// ends the pass at the next wave or layer (the sends above).
-		cerr := s.ffn.Consume(life, job, s.out, len(w), s.cfg.Overlap, st)
+		// stops its compute at once (the rest is received and released
+		// uncomputed) and ends the pass.
+		cerr := s.ffn.Consume(life, ctx, job, s.out, len(w), s.cfg.Overlap, st)
 		var perr error
 		select {
 		case perr = <-s.done:
