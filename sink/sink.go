@@ -27,8 +27,9 @@
 // prefill_read_GB_s cache_budget_MiB dense_MiB expert_MiB o_direct io_threads
 // threads peak_rss_MiB status, then the caller's Set keys in call order (a
 // Set of a key listed here replaces its value). Values never contain
-// whitespace. peak_rss_MiB is the process's own peak resident set when the
-// trailer is written (sysmem.PeakRSS), which `pipe bench` reports.
+// whitespace. peak_rss_MiB, with Options.PeakRSS (`pipe run` and `pipe
+// serve` set it), is the process's own peak resident set when the trailer
+// is written, which `pipe bench` reports.
 //
 // # Names
 //
@@ -83,7 +84,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pipe-engine/pipe/internal/sysmem"
 	"github.com/pipe-engine/pipe/metrics"
 	"github.com/rs/zerolog"
 )
@@ -152,6 +152,11 @@ type Options struct {
 	// CSV); N > 0 keeps running sums and the first and last N tokens' times
 	// (metrics.Stream), for a process that decodes without end (a server).
 	SummaryWindow int
+	// PeakRSS, if set, is read when the trailer is written for its
+	// peak_rss_MiB (the process's peak resident bytes, sysmem.PeakRSS; a
+	// negative value omits the key). Unset, the trailer has no such key and
+	// depends only on the tokens and Set values.
+	PeakRSS func() int64
 }
 
 // Sink collects per-token metrics. Create it with New and always Close it.
@@ -442,8 +447,10 @@ func (s *Sink) trailer(sum metrics.Summary) []Field {
 	if t := s.threads(); t > 0 {
 		out = append(out, Field{"threads", t})
 	}
-	if p := sysmem.PeakRSS(); p >= 0 {
-		num("peak_rss_MiB", float64(p)/(1<<20), 1)
+	if s.o.PeakRSS != nil {
+		if p := s.o.PeakRSS(); p >= 0 {
+			num("peak_rss_MiB", float64(p)/(1<<20), 1)
+		}
 	}
 	out = append(out, Field{"status", s.status()})
 	for _, f := range s.extra {

@@ -100,7 +100,7 @@ func TestCSVExactAndFlushedPerRow(t *testing.T) {
 // report's analysis of the file agrees with the trailer.
 func TestSummaryReadByReport(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.csv")
-	s, err := New(Options{CSV: path, Warmup: -1})
+	s, err := New(Options{CSV: path, Warmup: -1, PeakRSS: func() int64 { return 3 << 20 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +151,7 @@ func TestSummaryReadByReport(t *testing.T) {
 		"o_direct":         "0",
 		"io_threads":       "4",
 		"threads":          "2",
+		"peak_rss_MiB":     "3.0",
 		"cpu_occupancy":    strconv.FormatFloat(a.Summary.CPUOccupancy, 'f', 2, 64),
 		"majflt_per_token": "6.5",
 		"status":           "ok",

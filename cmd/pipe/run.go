@@ -16,6 +16,7 @@ import (
 	"github.com/pipe-engine/pipe/decode"
 	"github.com/pipe-engine/pipe/internal/affinity"
 	"github.com/pipe-engine/pipe/internal/safefile"
+	"github.com/pipe-engine/pipe/internal/sysmem"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/replay"
 	"github.com/pipe-engine/pipe/sample"
@@ -128,7 +129,7 @@ func (c *RunCmd) options(g *Globals, path string, demo bool, seed uint64) (decod
 			o.Ctx = decode.DefaultCtx // -n -1 runs until the context is full
 		}
 	}
-	o.Sink = sink.Options{CSV: c.CSV, Warmup: -1}
+	o.Sink = sink.Options{CSV: c.CSV, Warmup: -1, PeakRSS: sysmem.PeakRSS}
 	o.Progress = showProgress(g.Status)
 	if c.Progress && !sameTerminal(g.Stdout, g.Stderr) {
 		o.Sink.Progress = sink.NewProgress(g.Status)

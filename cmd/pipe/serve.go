@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/pipe-engine/pipe/decode"
+	"github.com/pipe-engine/pipe/internal/sysmem"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/serve"
 	"github.com/pipe-engine/pipe/sink"
@@ -131,7 +132,7 @@ func (c *ServeCmd) options(g *Globals, path string, demo bool) (decode.Options, 
 		return decode.Options{}, err
 	}
 	o := decode.Options{Engine: cfg, Stream: decode.StreamMode(c.MoeStream), KV: model.KVF16, Ctx: c.Ctx,
-		Sink: sink.Options{Warmup: -1, SummaryWindow: serveSummaryWindow}, HotSet: c.HotSetFlags.options(), Progress: showProgress(g.Status, decode.PhaseLoad)}
+		Sink: sink.Options{Warmup: -1, SummaryWindow: serveSummaryWindow, PeakRSS: sysmem.PeakRSS}, HotSet: c.HotSetFlags.options(), Progress: showProgress(g.Status, decode.PhaseLoad)}
 	if demo {
 		o.Stream = decode.StreamOn
 		if cfg.Cache.Auto {
