@@ -23,13 +23,15 @@
 //
 // Ownership: a Stage owns its scratch buffers (one set per pool thread for
 // experts run whole) and is used by one goroutine at a time (the decode
-// loop); the pool's threads use them only inside the stage's calls. Ready values (package expert) lend expert bytes
-// to the stage until it calls their Release, which it does as soon as the
-// expert is computed — and, once a wave has failed, as soon as a value
+// loop); the pool's threads use them only inside the stage's calls. Ready
+// values (package expert) lend expert bytes to the stage until it calls
+// their Release, which it does as soon as the expert is computed — and,
+// once a wave has failed or its request was cancelled, as soon as a value
 // arrives, so the stage never holds a cache slot the producer needs to
-// deliver the rest of the wave. Every receive also selects on the context:
-// no pool thread waits on the hand-off channel after a cancellation. A Job may be reused layer after layer: Plan resets it,
-// keeping its buffers, so steady decode allocates nothing here.
+// deliver the rest of the wave. Every receive selects on the receive
+// context: no pool thread waits on the hand-off channel after the
+// producer's lifetime ends. A Job may be reused layer after layer: Plan
+// resets it, keeping its buffers, so steady decode allocates nothing here.
 package ffn
 
 import (
