@@ -118,8 +118,9 @@
 // spread the codes and look up their values, VPDPBUSD for the integer
 // lanes and VSCALEFPS for the block scales d·2^(e-128), which is exact: the
 // same correctly rounded product the reference computes. The pool cuts
-// products into chunks of whole four-row groups (groupChunk). The four-row loops prefetch the next group
-// in address order as they consume the current one: four interleaved
+// products into chunks of whole four-row groups (groupChunk). The four-row
+// loops prefetch the next group in address order as they consume the
+// current one: four interleaved
 // streams left the hardware prefetcher behind and ran slower than one row
 // at a time (BenchmarkMatVec, BenchmarkRowsHot; docs/measurements.md).
 //
