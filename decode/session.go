@@ -33,7 +33,7 @@ type Session struct {
 	m     *Model
 	o     SessionOptions
 	st    *stages.Session // nil until sized
-	smp   *sample.Sampler
+	smp   *sample.Chain
 	force []int32
 
 	hist      []int32 // tokens in the KV cache, in order
@@ -50,7 +50,7 @@ func (m *Model) NewSession(o SessionOptions) (*Session, error) {
 	if o.Ctx < 0 {
 		return nil, fmt.Errorf("%w: context %d must be >= 0", stages.ErrConfig, o.Ctx)
 	}
-	smp, err := sample.New(o.Sampling)
+	smp, err := sample.NewChain(o.Sampling, sample.Hooks{})
 	if err != nil {
 		return nil, err
 	}
@@ -82,13 +82,18 @@ func (s *Session) size(nCtx int) error {
 // SetSampling replaces the sampler (its history and random state start
 // afresh).
 func (s *Session) SetSampling(p sample.Params) error {
-	smp, err := sample.New(p)
+	smp, err := sample.NewChain(p, sample.Hooks{})
 	if err != nil {
 		return err
 	}
 	s.smp = smp
 	return nil
 }
+
+// SetChain replaces the sampler with c: a request's sampler and its hooks
+// (logit bias, mask, probability capture; see sample.Chain). The session
+// feeds c the prompt tokens it prefills and every token it generates.
+func (s *Session) SetChain(c *sample.Chain) { s.smp = c }
 
 // Ctx is the session's KV positions (0 before it is sized).
 func (s *Session) Ctx() int {
@@ -306,7 +311,7 @@ func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]floa
 	if s.m.eng.Config().Stream {
 		s.m.sink.Set("prefill_io_busy_ms", msRound(pt.IOBusy))
 	}
-	s.smp.AcceptAll(ids)
+	s.smp.AcceptPrompt(ids)
 	return rows[0], nil
 }
 
@@ -331,7 +336,9 @@ func (s *Session) sample(logits []float32, o GenOptions) (int32, error) {
 	if len(s.force) > 0 {
 		next, s.force = s.force[0], s.force[1:]
 	}
-	s.smp.Accept(next)
+	if err := s.smp.Accept(next); err != nil {
+		return 0, err
+	}
 	return next, nil
 }
 

@@ -37,6 +37,11 @@
 // same seed, logits and accepted ids give the same tokens on every platform
 // (it does not reproduce llama.cpp's mt19937 stream).
 //
+// A request's additions to the chain are a Chain's Hooks (chain.go): a logit
+// bias, a mask (a grammar's hook point) and the capture of the chosen and
+// most likely tokens' probabilities, as llama.cpp's server orders them. A
+// Chain without hooks samples exactly as its Sampler.
+//
 // Concurrency: a Sampler holds history and PRNG state and is not safe for
 // concurrent use. Sample does not modify or keep the caller's logits slice.
 package sample
@@ -418,18 +423,23 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
+	return s.draw(c), nil
+}
+
+// draw picks one of Candidates' survivors by their probabilities.
+func (s *Sampler) draw(c []Candidate) int32 {
 	if len(c) == 1 {
-		return c[0].ID, nil
+		return c[0].ID
 	}
 	u := s.rng.Float64()
 	cum := 0.0
 	for _, x := range c {
 		cum += x.P
 		if u < cum {
-			return x.ID, nil
+			return x.ID
 		}
 	}
-	return c[len(c)-1].ID, nil // rounding: cum ended just below 1
+	return c[len(c)-1].ID // rounding: cum ended just below 1
 }
 
 // String describes the effective chain, e.g. for the run log:
