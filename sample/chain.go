@@ -27,9 +27,10 @@ type Mask interface {
 type Hooks struct {
 	Bias []Bias
 	Mask Mask // nil: none
-	// Probs > 0 captures, for each sampled token, its probability and the
-	// Probs most likely tokens' (Chain.Probs).
-	Probs int
+	// Capture records, for each sampled token, its probability and the Top
+	// most likely tokens' (Chain.Probs).
+	Capture bool
+	Top     int
 	// PostSampling takes the probabilities from the candidates the chain
 	// left (after bias, mask, penalties, filters and temperature) instead of
 	// the softmax of the model's own logits (llama-server's
@@ -72,8 +73,8 @@ func NewChain(p Params, h Hooks) (*Chain, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.Probs < 0 {
-		return nil, fmt.Errorf("probabilities of %d tokens: %w (must be >= 0)", h.Probs, ErrParams)
+	if h.Top < 0 {
+		return nil, fmt.Errorf("probabilities of the top %d tokens: %w (must be >= 0)", h.Top, ErrParams)
 	}
 	for _, b := range h.Bias {
 		if b.ID < 0 || math.IsNaN(float64(b.Value)) || math.IsInf(float64(b.Value), 1) {
@@ -91,7 +92,7 @@ func (c *Chain) Params() Params { return c.s.Params() }
 // keeps). It does not call Accept.
 func (c *Chain) Sample(logits []float32) (int32, error) {
 	c.have = false
-	pre := c.h.Probs > 0 && !c.h.PostSampling
+	pre := c.h.Capture && !c.h.PostSampling
 	if pre {
 		c.topByLogit(logits)
 	}
@@ -99,7 +100,7 @@ func (c *Chain) Sample(logits []float32) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
-	if c.h.Probs == 0 || pre {
+	if !c.h.Capture || pre {
 		id, err := c.s.Sample(work)
 		if err != nil {
 			return 0, err
@@ -145,10 +146,13 @@ func (c *Chain) shaped(logits []float32) ([]float32, error) {
 	return nil, fmt.Errorf("the mask allows none of %d tokens: %w", len(c.work), ErrLogits)
 }
 
-// topByLogit keeps the Probs highest logits in c.heap, most likely first.
+// topByLogit keeps the Top highest logits in c.heap, most likely first.
 func (c *Chain) topByLogit(logits []float32) {
-	n := c.h.Probs
+	n := c.h.Top
 	c.heap = c.heap[:0]
+	if n == 0 {
+		return
+	}
 	for i, l := range logits {
 		if l != l {
 			continue
@@ -194,14 +198,14 @@ func (c *Chain) capturePre(logits []float32, id int32) {
 }
 
 // capturePost records the chain's survivors (most likely first): id's
-// probability and the first Probs with a probability above 0.
+// probability and the first Top with a probability above 0.
 func (c *Chain) capturePost(cand []Candidate, id int32) {
 	c.last = TokenProbs{ID: id, Top: c.last.Top[:0]}
 	for i, x := range cand {
 		if x.ID == id {
 			c.last.P = x.P
 		}
-		if i < c.h.Probs && x.P > 0 {
+		if i < c.h.Top && x.P > 0 {
 			c.last.Top = append(c.last.Top, Prob{ID: x.ID, P: x.P})
 		}
 	}
@@ -209,7 +213,7 @@ func (c *Chain) capturePost(cand []Candidate, id int32) {
 }
 
 // Probs returns the probabilities the last Sample captured (a copy); ok is
-// false when Hooks.Probs is 0 or Sample failed.
+// false without Hooks.Capture or when Sample failed.
 func (c *Chain) Probs() (tp TokenProbs, ok bool) {
 	if !c.have {
 		return TokenProbs{}, false

@@ -27,7 +27,7 @@ func TestChainWithoutHooksIsSampler(t *testing.T) {
 		{Temp: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1.1, RepeatLastN: 64, Seed: 7},
 		{Temp: 1.2, TopP: 1, RepeatPenalty: 1, Seed: 9},
 	} {
-		for _, h := range []Hooks{{}, {Probs: 5}, {Probs: 3, PostSampling: true}} {
+		for _, h := range []Hooks{{}, {Capture: true, Top: 5}, {Capture: true, Top: 3, PostSampling: true}, {Capture: true}} {
 			s, err := New(p)
 			if err != nil {
 				t.Fatal(err)
@@ -49,7 +49,7 @@ func TestChainWithoutHooksIsSampler(t *testing.T) {
 				if err := c.Accept(b); err != nil {
 					t.Fatal(err)
 				}
-				if _, ok := c.Probs(); ok != (h.Probs > 0) {
+				if _, ok := c.Probs(); ok != h.Capture {
 					t.Fatalf("%+v: Probs ok %v", h, ok)
 				}
 			}
@@ -92,8 +92,8 @@ func TestChainBias(t *testing.T) {
 			t.Fatalf("bias %v: %v, want ErrParams", b, err)
 		}
 	}
-	if _, err := NewChain(greedy, Hooks{Probs: -1}); !errors.Is(err, ErrParams) {
-		t.Fatalf("Probs -1: %v", err)
+	if _, err := NewChain(greedy, Hooks{Capture: true, Top: -1}); !errors.Is(err, ErrParams) {
+		t.Fatalf("Top -1: %v", err)
 	}
 }
 
@@ -161,7 +161,7 @@ func TestChainProbs(t *testing.T) {
 	soft := []float64{0.0320586, 0.0871443, 0.2368828, 0.6439142}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
 	greedy := Params{Temp: 0, TopP: 1, RepeatPenalty: 1}
-	ch, _ := NewChain(greedy, Hooks{Probs: 2, Bias: []Bias{{3, float32(math.Inf(-1))}}})
+	ch, _ := NewChain(greedy, Hooks{Capture: true, Top: 2, Bias: []Bias{{3, float32(math.Inf(-1))}}})
 	id, err := ch.Sample(l)
 	if err != nil || id != 2 {
 		t.Fatalf("%d %v", id, err)
@@ -171,8 +171,14 @@ func TestChainProbs(t *testing.T) {
 		tp.Top[0].ID != 3 || !near(tp.Top[0].P, soft[3]) || tp.Top[1].ID != 2 || !near(tp.Top[1].P, soft[2]) {
 		t.Fatalf("pre-sampling probs %+v", tp)
 	}
+	// the chosen token alone (Top 0)
+	ch, _ = NewChain(greedy, Hooks{Capture: true})
+	ch.Sample(l)
+	if tp, ok := ch.Probs(); !ok || tp.ID != 3 || !near(tp.P, soft[3]) || len(tp.Top) != 0 {
+		t.Fatalf("Top 0: %+v", tp)
+	}
 	// post-sampling, greedy: the one survivor with P 1
-	ch, _ = NewChain(greedy, Hooks{Probs: 3, PostSampling: true})
+	ch, _ = NewChain(greedy, Hooks{Capture: true, Top: 3, PostSampling: true})
 	if id, _ := ch.Sample(l); id != 3 {
 		t.Fatalf("greedy %d", id)
 	}
@@ -180,7 +186,7 @@ func TestChainProbs(t *testing.T) {
 		t.Fatalf("post-sampling greedy %+v", tp)
 	}
 	// post-sampling, top-k 2 at temperature 1: (3, 4) → 0.26894, 0.73106
-	ch, _ = NewChain(Params{Temp: 1, TopK: 2, TopP: 1, RepeatPenalty: 1, Seed: 5}, Hooks{Probs: 5, PostSampling: true})
+	ch, _ = NewChain(Params{Temp: 1, TopK: 2, TopP: 1, RepeatPenalty: 1, Seed: 5}, Hooks{Capture: true, Top: 5, PostSampling: true})
 	id, _ = ch.Sample(l)
 	tp, _ = ch.Probs()
 	if len(tp.Top) != 2 || tp.Top[0].ID != 3 || !near(tp.Top[0].P, 0.7310586) || !near(tp.Top[1].P, 0.2689414) {
