@@ -29,6 +29,8 @@ type samplingFields struct {
 	RepeatPenalty    *float32 `json:"repeat_penalty"`
 	FrequencyPenalty *float32 `json:"frequency_penalty"`
 	PresencePenalty  *float32 `json:"presence_penalty"`
+	RepeatLastN      *int     `json:"repeat_last_n"`
+	MinKeep          *int     `json:"min_keep"`
 	Seed             *int64   `json:"seed"`
 }
 
@@ -44,18 +46,27 @@ type commonFields struct {
 	// PromptCacheKey (OpenAI's prompt_cache_key) names the client whose
 	// earlier prompts' KV this request may reuse (see tenant).
 	PromptCacheKey string `json:"prompt_cache_key"`
+	// Sampler hooks (probs.go): logit_bias, ignore_eos (llama-server's: a
+	// banned end-of-generation), n_probs and post_sampling_probs.
+	LogitBias         json.RawMessage `json:"logit_bias"`
+	IgnoreEOS         bool            `json:"ignore_eos"`
+	NProbs            *int            `json:"n_probs"`
+	PostSamplingProbs bool            `json:"post_sampling_probs"`
 	samplingFields
 }
 
 // chatRequest is POST /v1/chat/completions.
 type chatRequest struct {
-	Messages []chatMessage `json:"messages"`
+	Messages    []chatMessage `json:"messages"`
+	Logprobs    *bool         `json:"logprobs"`
+	TopLogprobs *int          `json:"top_logprobs"`
 	commonFields
 }
 
 // completionRequest is POST /v1/completions.
 type completionRequest struct {
-	Prompt promptField `json:"prompt"`
+	Prompt   promptField `json:"prompt"`
+	Logprobs *int        `json:"logprobs"` // n_probs' alias
 	commonFields
 }
 
@@ -132,7 +143,6 @@ const maxStops = 16
 // job is a validated request, ready for the decode slot.
 type job struct {
 	chat      bool
-	model     string              // as requested ("" = the served one)
 	messages  []tokenizer.Message // chat
 	prompt    string              // completion
 	given     []int32             // /completion's prompt given as token ids
@@ -145,6 +155,10 @@ type job struct {
 	cacheKey  string // prompt_cache_key
 	who       tenant // set by the handler
 	ids       []int32
+	probs     probsReq        // logprobs, n_probs
+	biasRaw   json.RawMessage // logit_bias as given
+	ignoreEOS bool
+	bias      []sample.Bias // logit_bias and ignore_eos, resolved by prepare
 }
 
 // textBytes is the length of the job's text: its tokens are at least
@@ -164,7 +178,7 @@ func (c *commonFields) toJob(def sample.Params, j *job) error {
 	if c.N != nil && *c.N != 1 {
 		return badRequest("n=%d: only n=1 is supported", *c.N)
 	}
-	j.maxTokens, j.model = -1, c.Model
+	j.maxTokens = -1 // "model" may name anything: one model is served
 	for _, v := range []*int{c.MaxTokens, c.MaxCompletionTokens} {
 		if v != nil {
 			if *v < 1 {
@@ -195,7 +209,11 @@ func (c *commonFields) toJob(def sample.Params, j *job) error {
 	if p.Temp > 2 || p.Temp < 0 {
 		return badRequest("temperature %v must be in [0, 2]", p.Temp)
 	}
+	if v := c.RepeatLastN; v != nil && *v < -1 {
+		return badRequest("repeat_last_n %d must be >= 0, or -1 (the whole history)", *v)
+	}
 	j.params, j.seed, j.cacheKey = p, c.Seed, c.PromptCacheKey
+	j.probs.post, j.biasRaw, j.ignoreEOS = c.PostSamplingProbs, c.LogitBias, c.IgnoreEOS
 	return nil
 }
 
@@ -217,10 +235,19 @@ func (f *samplingFields) apply(def sample.Params) sample.Params {
 	if f.TopK != nil {
 		p.TopK = *f.TopK
 	}
+	if f.RepeatLastN != nil {
+		p.RepeatLastN = *f.RepeatLastN
+	}
+	if f.MinKeep != nil {
+		p.MinKeep = *f.MinKeep
+	}
 	return p
 }
 
 func parseChat(body []byte, def sample.Params) (job, error) {
+	if err := checkFields(body); err != nil {
+		return job{}, err
+	}
 	var r chatRequest
 	if err := json.Unmarshal(body, &r); err != nil {
 		return job{}, jsonError(err)
@@ -239,10 +266,16 @@ func parseChat(body []byte, def sample.Params) (job, error) {
 		}
 		j.messages = append(j.messages, tokenizer.Message{Role: m.Role, Content: string(m.Content)})
 	}
-	return j, r.toJob(def, &j)
+	if err := r.toJob(def, &j); err != nil {
+		return j, err
+	}
+	return j, chatProbs(r.Logprobs, r.TopLogprobs, &j)
 }
 
 func parseCompletion(body []byte, def sample.Params) (job, error) {
+	if err := checkFields(body); err != nil {
+		return job{}, err
+	}
 	var r completionRequest
 	if err := json.Unmarshal(body, &r); err != nil {
 		return job{}, jsonError(err)
@@ -251,7 +284,10 @@ func parseCompletion(body []byte, def sample.Params) (job, error) {
 	if j.prompt == "" {
 		return j, badRequest("prompt: a non-empty prompt is required")
 	}
-	return j, r.toJob(def, &j)
+	if err := r.toJob(def, &j); err != nil {
+		return j, err
+	}
+	return j, nProbs(r.NProbs, r.Logprobs, true, &j)
 }
 
 // usage is the OpenAI usage object.
@@ -281,9 +317,9 @@ type chatDelta struct {
 type choice struct {
 	Index        int         `json:"index"`
 	Message      *chatMsgOut `json:"message,omitempty"`
-	Delta        *chatDelta  `json:"delta,omitempty"`
+	Delta        any         `json:"delta,omitempty"` // *chatDelta or roleDelta
 	Text         *string     `json:"text,omitempty"`
-	Logprobs     *struct{}   `json:"logprobs"`
+	Logprobs     any         `json:"logprobs"` // nil: null
 	FinishReason *string     `json:"finish_reason"`
 }
 

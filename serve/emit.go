@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/pipe-engine/pipe/sample"
 )
 
 // shape is what distinguishes a chat completion from a text completion on
@@ -15,6 +17,15 @@ type shape struct {
 	id      string
 	model   string
 	created int64
+	pf      *probFormat // nil: the request asked for no log-probabilities
+}
+
+// logprobs is a choice's "logprobs" for tps: null when none were asked for.
+func (sh shape) logprobs(tps []sample.TokenProbs) any {
+	if sh.pf == nil {
+		return nil
+	}
+	return sh.pf.logprobs(tps, !sh.chat)
 }
 
 func (sh shape) object(chunk bool) string {
@@ -38,18 +49,20 @@ type collector struct {
 	w       http.ResponseWriter
 	timeout time.Duration // of the body's write (writeJSON)
 	buf     strings.Builder
+	probs   []sample.TokenProbs
 }
 
 func (c *collector) begin() error { return nil }
 
 func (c *collector) text(p piece) error {
 	c.buf.WriteString(p.text)
+	c.probs = append(c.probs, p.probs...)
 	return nil
 }
 
 func (c *collector) end(o *outcome) error {
 	txt := c.buf.String()
-	ch := choice{FinishReason: &o.finish}
+	ch := choice{FinishReason: &o.finish, Logprobs: c.sh.logprobs(c.probs)}
 	if c.sh.chat {
 		ch.Message = &chatMsgOut{Role: "assistant", Content: txt}
 	} else {
@@ -82,12 +95,21 @@ func (e *sse) begin() error {
 	if !e.sh.chat {
 		return e.flush()
 	}
-	empty := ""
-	return e.event(e.sh.response(true, choice{Delta: &chatDelta{Role: "assistant", Content: &empty}}))
+	// llama-server's (and OpenAI's) first delta: the role, content null
+	return e.event(e.sh.response(true, choice{Delta: roleDelta{Role: "assistant"}}))
+}
+
+// roleDelta is a stream's first delta.
+type roleDelta struct {
+	Role    string  `json:"role"`
+	Content *string `json:"content"`
 }
 
 func (e *sse) text(p piece) error {
 	c := choice{}
+	if len(p.probs) > 0 {
+		c.Logprobs = e.sh.logprobs(p.probs)
+	}
 	if e.sh.chat {
 		c.Delta = &chatDelta{Content: &p.text}
 	} else {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/pipe-engine/pipe/decode"
 	"github.com/pipe-engine/pipe/metrics"
+	"github.com/pipe-engine/pipe/sample"
 )
 
 // outcome is what one generation did, for the response's usage, the request
@@ -24,6 +26,7 @@ type outcome struct {
 	ttft         time.Duration // request arrival → first generated token
 	prefill      time.Duration
 	decode       time.Duration
+	lastTok      time.Duration    // the first generated token → the last (llama-server's predicted_ms)
 	eng          metrics.Counters // the engine counters' change during the generation
 }
 
@@ -52,9 +55,10 @@ type emitter interface {
 // piece is text that is safe to send, the tokens it completes, and the
 // engine's work for the last of them.
 type piece struct {
-	text string
-	ids  []int32
-	tel  *telemetry
+	text  string
+	ids   []int32
+	probs []sample.TokenProbs // of ids, when the request asked for them
+	tel   *telemetry
 }
 
 // acquire waits for the decode slot (requests are decoded one at a time, in
@@ -120,6 +124,24 @@ func (s *Server) prepare(j *job) error {
 			errContext, len(ids), s.nCtx)
 	}
 	j.ids = ids
+	return s.resolveHooks(j)
+}
+
+// resolveHooks turns a job's logit_bias and ignore_eos into the sampler's
+// bias and bounds its top probabilities by the vocabulary.
+func (s *Server) resolveHooks(j *job) error {
+	tok := s.o.Model.Tokenizer()
+	bias, err := parseBias(j.biasRaw, tok)
+	if err != nil {
+		return err
+	}
+	if j.ignoreEOS {
+		for _, id := range tok.EOGs() {
+			bias = append(bias, sample.Bias{ID: id, Value: float32(math.Inf(-1))})
+		}
+	}
+	j.bias = bias
+	j.probs.top = min(j.probs.top, tok.NVocab())
 	return nil
 }
 
@@ -141,9 +163,11 @@ func (s *Server) generate(ctx context.Context, j *job, em emitter, start time.Ti
 		seed = *j.seed
 	}
 	p.Seed = decode.ResolveSeed(seed)
-	if err := s.sess.SetSampling(p); err != nil {
+	chain, err := sample.NewChain(p, j.hooks())
+	if err != nil {
 		return badRequest("%v", err)
 	}
+	s.sess.SetChain(chain)
 	if err := em.begin(); err != nil {
 		return err
 	}
@@ -159,7 +183,7 @@ func (s *Server) generate(ctx context.Context, j *job, em emitter, start time.Ti
 		s.met.setEngine(now)
 		s.met.generation(*o)
 	}()
-	return s.run(ctx, j, ids[o.cachedTokens:], em, start, o)
+	return s.run(ctx, j, chain, ids[o.cachedTokens:], em, start, o)
 }
 
 // limit is the tokens a request may generate: what it asked for (negative:
@@ -178,13 +202,14 @@ func (s *Server) limit(asked, room int) int {
 // errContext: the request does not fit the server's context (HTTP 400).
 var errContext = fmt.Errorf("%w: context length exceeded", ErrRequest)
 
-func (s *Server) run(ctx context.Context, j *job, feed []int32, em emitter, start time.Time, o *outcome) error {
+func (s *Server) run(ctx context.Context, j *job, chain *sample.Chain, feed []int32, em emitter, start time.Time, o *outcome) error {
 	st := stopper{stops: j.stops}
 	byString := false
 	eng := s.o.Model.Engine()
 	tel := s.newTelemetry(start)
-	var ids []int32     // tokens whose text is not sent yet
-	var first time.Time // the first token's callback: the prompt pass is over
+	var ids []int32               // tokens whose text is not sent yet
+	var probs []sample.TokenProbs // and their probabilities (j.probs)
+	var first time.Time           // the first token's callback: the prompt pass is over
 	res, err := s.sess.Generate(ctx, feed, decode.GenOptions{MaxTokens: o.maxTokens}, func(t decode.Token) error {
 		if first.IsZero() {
 			first = time.Now()
@@ -195,11 +220,16 @@ func (s *Server) run(ctx context.Context, j *job, feed []int32, em emitter, star
 		}
 		now := eng.Metrics().Counters
 		s.met.setEngine(now)
+		o.lastTok = time.Since(first)
 		ids = append(ids, t.ID)
+		if tp, ok := chain.Probs(); ok {
+			probs = append(probs, tp)
+		}
 		p := piece{}
 		p.text, byString = st.add(t.Text)
 		if p.text != "" || byString {
 			p.ids, ids, p.tel = ids, nil, tel.take(now, len(ids))
+			p.probs, probs = probs, nil
 			if err := em.text(p); err != nil {
 				return err
 			}
@@ -218,7 +248,7 @@ func (s *Server) run(ctx context.Context, j *job, feed []int32, em emitter, star
 	}
 	if !byString {
 		if tail := st.flush(); tail != "" || len(ids) > 0 {
-			if err := em.text(piece{text: tail, ids: ids}); err != nil {
+			if err := em.text(piece{text: tail, ids: ids, probs: probs}); err != nil {
 				return err
 			}
 		}

@@ -145,11 +145,16 @@ func logOutcome(ev *zerolog.Event, o *outcome) {
 	}
 }
 
-// fail answers with an OpenAI-style error body.
+// fail answers with an OpenAI-style error body; param names the request
+// field at fault when the error does (fieldError).
 func (s *Server) fail(x *exchange, status int, typ string, err error) {
 	x.err = err
 	code := status
-	_ = writeJSON(x.w, s.o.WriteTimeout, status, apiError{Error: apiErrorBody{Message: err.Error(), Type: typ, Code: &code}})
+	body := apiErrorBody{Message: err.Error(), Type: typ, Code: &code}
+	if f, ok := fieldOf(err); ok {
+		body.Param = &f
+	}
+	_ = writeJSON(x.w, s.o.WriteTimeout, status, apiError{Error: body})
 }
 
 // failGen answers a failed generation: an error status when nothing was sent
@@ -203,7 +208,7 @@ func (s *Server) complete(x *exchange, chat bool) {
 	if !s.admitJob(x, &j, err) {
 		return
 	}
-	sh := shape{chat: chat, id: prefix + x.id, model: s.o.ModelID, created: time.Now().Unix()}
+	sh := shape{chat: chat, id: prefix + x.id, model: s.o.ModelID, created: time.Now().Unix(), pf: s.probFormat(&j)}
 	var em emitter = &collector{sh: sh, w: x.w, timeout: s.o.WriteTimeout}
 	var st *sse
 	if j.stream {
@@ -227,24 +232,8 @@ func (s *Server) admitJob(x *exchange, j *job, err error) bool {
 		s.failGen(x, nil, err)
 		return false
 	}
-	if !s.knownModel(x, j.model) {
-		return false
-	}
 	j.who = tenantOf(x.r, j.cacheKey)
 	return true
-}
-
-// knownModel reports whether a request's "model" is the served one (or
-// absent); else it answers 404 as OpenAI does.
-func (s *Server) knownModel(x *exchange, name string) bool {
-	if name == "" || name == s.o.ModelID || name == s.o.ModelID+".gguf" {
-		return true
-	}
-	x.err = fmt.Errorf("the model %q does not exist: this server serves %q", name, s.o.ModelID)
-	param := "model"
-	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusNotFound, apiError{Error: apiErrorBody{Message: x.err.Error(),
-		Type: "invalid_request_error", Param: &param, Code: "model_not_found"}})
-	return false
 }
 
 func (s *Server) models(x *exchange) {
@@ -273,6 +262,14 @@ func (s *Server) metrics(x *exchange) {
 	}
 	x.w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, x.err = x.w.Write(b.Bytes())
+}
+
+// notSupported answers an endpoint the server was started without, as
+// llama-server does (501, not_supported_error).
+func (s *Server) notSupported(msg string) handler {
+	return func(x *exchange) {
+		s.fail(x, http.StatusNotImplemented, "not_supported_error", errors.New(msg))
+	}
 }
 
 func (s *Server) notFound(x *exchange) {

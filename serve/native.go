@@ -20,6 +20,7 @@ type nativeRequest struct {
 	Prompt       nativePrompt `json:"prompt"`
 	CachePrompt  *bool        `json:"cache_prompt"` // default true
 	ReturnTokens bool         `json:"return_tokens"`
+	Logprobs     *int         `json:"logprobs"` // n_probs' alias
 	commonFields
 }
 
@@ -49,6 +50,9 @@ func (p *nativePrompt) UnmarshalJSON(b []byte) error {
 }
 
 func parseNative(body []byte, def sample.Params) (job, bool, error) {
+	if err := checkFields(body); err != nil {
+		return job{}, false, err
+	}
 	var r nativeRequest
 	if err := json.Unmarshal(body, &r); err != nil {
 		return job{}, false, jsonError(err)
@@ -57,7 +61,10 @@ func parseNative(body []byte, def sample.Params) (job, bool, error) {
 	if j.prompt == "" && j.given == nil {
 		return j, false, badRequest("prompt: a non-empty prompt is required")
 	}
-	return j, r.ReturnTokens, r.toJob(def, &j)
+	if err := r.toJob(def, &j); err != nil {
+		return j, false, err
+	}
+	return j, r.ReturnTokens, nProbs(r.NProbs, r.Logprobs, false, &j)
 }
 
 func (s *Server) nativeCompletion(x *exchange) {
@@ -70,7 +77,7 @@ func (s *Server) nativeCompletion(x *exchange) {
 		return
 	}
 	x.gen = &outcome{}
-	n := &native{s: s, j: &j, o: x.gen, w: x.w, returnTokens: returnTokens}
+	n := &native{s: s, j: &j, o: x.gen, w: x.w, returnTokens: returnTokens, pf: s.probFormat(&j)}
 	var em emitter = n
 	var st *sse
 	if j.stream {
@@ -94,18 +101,22 @@ type native struct {
 	buf          strings.Builder
 	ids          []int32
 	predicted    int
+	pf           *probFormat // nil: no n_probs
+	probs        []sample.TokenProbs
 }
 
 // nativeChunk is one streamed piece.
 type nativeChunk struct {
-	Index           int        `json:"index"`
-	Content         string     `json:"content"`
-	Tokens          []int32    `json:"tokens"`
-	Stop            bool       `json:"stop"`
-	IDSlot          int        `json:"id_slot"`
-	TokensPredicted int        `json:"tokens_predicted"`
-	TokensEvaluated int        `json:"tokens_evaluated"`
-	Pipe            *telemetry `json:"pipe,omitempty"`
+	Index           int     `json:"index"`
+	Content         string  `json:"content"`
+	Tokens          []int32 `json:"tokens"`
+	Stop            bool    `json:"stop"`
+	IDSlot          int     `json:"id_slot"`
+	TokensPredicted int     `json:"tokens_predicted"`
+	TokensEvaluated int     `json:"tokens_evaluated"`
+	// CompletionProbabilities are the piece's tokens' (n_probs).
+	CompletionProbabilities []map[string]any `json:"completion_probabilities,omitempty"`
+	Pipe                    *telemetry       `json:"pipe,omitempty"`
 }
 
 // nativeFinal is the whole answer, or the stream's last event.
@@ -126,6 +137,8 @@ type nativeFinal struct {
 	StoppingWord       string         `json:"stopping_word"`
 	TokensCached       int            `json:"tokens_cached"`
 	Timings            timings        `json:"timings"`
+	// CompletionProbabilities are every token's (n_probs; not streamed).
+	CompletionProbabilities []map[string]any `json:"completion_probabilities,omitempty"`
 }
 
 // timings are llama-server's per-request timings.
@@ -149,9 +162,11 @@ func timingsOf(o *outcome) timings {
 		return ms(d) / float64(n), float64(n) / d.Seconds()
 	}
 	t := timings{CacheN: o.cachedTokens, PromptN: o.promptTokens - o.cachedTokens, PromptMs: ms(o.prefill),
-		PredictedN: o.genTokens, PredictedMs: ms(o.decode)}
+		PredictedN: o.genTokens, PredictedMs: ms(o.lastTok)}
 	t.PromptPerTokenMs, t.PromptPerSecond = per(t.PromptN, o.prefill)
-	t.PredictedPerTokenMs, t.PredictedPerSecond = per(o.genTokens, o.decode)
+	// as llama-server's: the first token comes from the prompt pass, so the
+	// rate is over the steps after it (the first token to the last)
+	t.PredictedPerTokenMs, t.PredictedPerSecond = per(max(o.genTokens-1, 0), o.lastTok)
 	return t
 }
 
@@ -165,10 +180,15 @@ func (n *native) begin() error {
 func (n *native) text(p piece) error {
 	n.predicted += len(p.ids)
 	if n.stream != nil {
-		return n.stream.event(nativeChunk{Content: p.text, Tokens: nonNil(p.ids), TokensPredicted: n.predicted,
-			TokensEvaluated: n.o.promptTokens, Pipe: p.tel})
+		c := nativeChunk{Content: p.text, Tokens: nonNil(p.ids), TokensPredicted: n.predicted,
+			TokensEvaluated: n.o.promptTokens, Pipe: p.tel}
+		if n.pf != nil && len(p.probs) > 0 {
+			c.CompletionProbabilities = n.pf.entries(p.probs)
+		}
+		return n.stream.event(c)
 	}
 	n.buf.WriteString(p.text)
+	n.probs = append(n.probs, p.probs...)
 	if n.returnTokens {
 		n.ids = append(n.ids, p.ids...)
 	}
@@ -188,6 +208,9 @@ func (n *native) end(o *outcome) error {
 		f.Content = ""
 		return n.stream.event(f)
 	}
+	if n.pf != nil && len(n.probs) > 0 {
+		f.CompletionProbabilities = n.pf.entries(n.probs)
+	}
 	return writeJSON(n.w, n.s.o.WriteTimeout, http.StatusOK, f)
 }
 
@@ -204,8 +227,12 @@ func (s *Server) settings(j *job, maxTokens int) map[string]any {
 	p := s.o.Sampling
 	var stops []string
 	stream, cachePrompt := false, true
+	var probs probsReq
+	var bias []sample.Bias
+	ignoreEOS := false
 	if j != nil {
 		p, stops, stream, cachePrompt = j.params, j.stops, j.stream, !j.noCache
+		probs, bias, ignoreEOS = j.probs, j.bias, j.ignoreEOS
 	}
 	seed := s.o.Seed
 	if j != nil && j.seed != nil {
@@ -216,6 +243,8 @@ func (s *Server) settings(j *job, maxTokens int) map[string]any {
 		"min_p": p.MinP, "repeat_penalty": p.RepeatPenalty, "repeat_last_n": p.RepeatLastN,
 		"frequency_penalty": p.FreqPenalty, "presence_penalty": p.PresencePenalty,
 		"stop": nonNilStrings(stops), "stream": stream, "cache_prompt": cachePrompt,
+		"min_keep": p.MinKeep, "n_probs": probs.top, "post_sampling_probs": probs.post, "ignore_eos": ignoreEOS,
+		"logit_bias": biasJSON(bias),
 	}
 }
 
@@ -303,9 +332,9 @@ func (s *Server) props(x *exchange) {
 		"model_alias":                 s.o.ModelID,
 		"model_path":                  s.o.ModelPath,
 		"modalities":                  map[string]bool{"vision": false, "video": false, "audio": false},
-		"endpoint_slots":              true,
+		"endpoint_slots":              !s.o.NoSlots,
 		"endpoint_props":              false,
-		"endpoint_metrics":            true,
+		"endpoint_metrics":            !s.o.NoMetrics,
 		"chat_template":               tok.ChatTemplate(),
 		"bos_token":                   tok.TokenText(tok.BOS()),
 		"eos_token":                   tok.TokenText(tok.EOS()),

@@ -3,26 +3,36 @@
 //
 // # Routes
 //
-//   - POST /v1/chat/completions and POST /v1/completions: OpenAI request and
-//     response shapes (messages or prompt, max_tokens, temperature, top_p,
-//     top_k, min_p, repeat_penalty, frequency_penalty, presence_penalty,
-//     seed, stop, stream); with "stream": true the reply is server-sent
-//     events, a last chunk with finish_reason and usage, then
-//     `data: [DONE]`. usage.prompt_tokens_details.cached_tokens counts the
-//     prompt tokens whose KV was reused.
+//   - POST /v1/chat/completions (also /chat/completions) and POST
+//     /v1/completions: OpenAI request and response shapes (messages or
+//     prompt, max_tokens, temperature, top_p, top_k, min_p, repeat_penalty,
+//     repeat_last_n, frequency_penalty, presence_penalty, min_keep, seed,
+//     stop, stream, logprobs / top_logprobs, logit_bias); with "stream":
+//     true the reply is server-sent events (a chat's first delta is the
+//     role with content null), a last chunk with finish_reason and usage,
+//     then `data: [DONE]`. usage.prompt_tokens_details.cached_tokens counts
+//     the prompt tokens whose KV was reused.
 //     n_predict (llama-server's name) wins over max_tokens; the server's
 //     MaxTokens (-n) caps both; a limit past the context is clamped to what
-//     fits (finish_reason "length"); a model other than the served one is
-//     a 404 with OpenAI's model_not_found. Streamed chunks carry the
-//     engine's telemetry in an extension field "pipe" (telemetry.go).
-//   - GET /v1/models, GET /health, GET /metrics (Prometheus text format).
-//     The same routes answer without the /v1 prefix, as llama-server's do.
+//     fits (finish_reason "length"); any "model" is answered by the one
+//     served. Streamed chunks carry the engine's telemetry in an extension
+//     field "pipe" (telemetry.go).
+//   - GET /v1/models, GET /health, GET /metrics (Prometheus text format;
+//     501 with NoMetrics). /models and /health also answer with /v1, as
+//     llama-server's do.
 //   - GET /: the chat page (page.go), embedded in the binary; it streams a
 //     chat and draws the telemetry.
-//   - llama-server's native API (native.go): POST /completion (prompt as
-//     text or token ids, n_predict, stream, cache_prompt, return_tokens;
-//     content, tokens, stop_type, timings), POST /tokenize and
-//     /detokenize, GET /props and /slots.
+//   - llama-server's native API (native.go): POST /completion and
+//     /completions (prompt as text or token ids, n_predict, stream,
+//     cache_prompt, return_tokens, n_probs, post_sampling_probs; content,
+//     tokens, stop_type, timings, completion_probabilities), POST /tokenize
+//     and /detokenize, GET /props and /slots (501 with NoSlots).
+//
+// A request's sampling hooks — logit_bias (token ids or strings, pairs or an
+// object), ignore_eos, and the capture of each token's probabilities — are
+// a sample.Chain the session samples with (probs.go; docs/slots.md); a
+// request field pipe cannot honour (a grammar, tools, samplers pipe does not
+// have) is a 400 naming it, never ignored (fields.go).
 //
 // Anything else is 404; a wrong method 405; bad JSON, bad fields and a
 // request that does not fit the context 400; an oversized body 413 (the
@@ -119,6 +129,10 @@ type Options struct {
 	// preflights of allowed ones are answered.
 	AllowedOrigins []string
 	Log            zerolog.Logger
+	// NoSlots and NoMetrics turn GET /slots and GET /metrics off (501, as
+	// llama-server's --no-slots; llama-server's /metrics is off unless
+	// --metrics, pipe's on unless --no-metrics).
+	NoSlots, NoMetrics bool
 	// MaxBodyBytes bounds a request body (0: what the context can use,
 	// bodyLimit).
 	MaxBodyBytes int64
@@ -204,16 +218,26 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, p := range []string{"", "/v1"} {
 		mux.Handle(p+"/chat/completions", s.route(http.MethodPost, true, s.chat))
-		mux.Handle(p+"/completions", s.route(http.MethodPost, true, s.completion))
 		mux.Handle(p+"/models", s.route(http.MethodGet, true, s.models))
+		mux.Handle(p+"/health", s.route(http.MethodGet, false, s.health))
 	}
+	// as llama-server's: /v1/completions is OpenAI's, /completions (and
+	// /completion) the native one
+	mux.Handle("/v1/completions", s.route(http.MethodPost, true, s.completion))
+	mux.Handle("/completions", s.route(http.MethodPost, true, s.nativeCompletion))
 	mux.Handle("/completion", s.route(http.MethodPost, true, s.nativeCompletion))
 	mux.Handle("/tokenize", s.route(http.MethodPost, true, s.tokenize))
 	mux.Handle("/detokenize", s.route(http.MethodPost, true, s.detokenize))
 	mux.Handle("/props", s.route(http.MethodGet, true, s.props))
-	mux.Handle("/slots", s.route(http.MethodGet, true, s.slots))
-	mux.Handle("/health", s.route(http.MethodGet, false, s.health))
-	mux.Handle("/metrics", s.route(http.MethodGet, true, s.metrics))
+	slots, metrics := s.slots, s.metrics
+	if s.o.NoSlots {
+		slots = s.notSupported("This server does not support slots endpoint. Start it with `--slots`")
+	}
+	if s.o.NoMetrics {
+		metrics = s.notSupported("This server does not support metrics endpoint. Start it without `--no-metrics`")
+	}
+	mux.Handle("/slots", s.route(http.MethodGet, true, slots))
+	mux.Handle("/metrics", s.route(http.MethodGet, true, metrics))
 	mux.Handle("GET /{$}", s.route(http.MethodGet, false, s.page))
 	mux.Handle("GET /page/", s.route(http.MethodGet, false, s.page))
 	mux.Handle("/", s.route("", true, s.notFound))

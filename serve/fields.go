@@ -1,0 +1,165 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// Request fields pipe serve cannot honour. OpenAI's and llama-server's
+// generation requests have many more fields than pipe implements; one that
+// would change what is generated, or how, is refused with a 400 that names
+// it instead of being ignored with a 200. A field set to its neutral value
+// (null, false, "", 0, [], {}, or the value below that means "off") is
+// accepted. Fields that change nothing pipe does (user, metadata, store,
+// stream_options, cache_prompt, id_slot, n_keep, timings_per_token, …)
+// and fields neither API has are accepted as llama-server accepts them.
+
+// unsupportedField is one refused field and the values that are neutral.
+type unsupportedField struct {
+	name    string
+	why     string
+	neutral func(json.RawMessage) bool // the values that change nothing besides null (nil: the empty ones)
+}
+
+const (
+	grammarWhy  = "pipe serve has no constrained sampling (grammars, JSON schemas) yet"
+	toolsWhy    = "pipe serve has no tool calls yet"
+	samplerWhy  = "pipe's sampler has temperature, top-k, top-p, min-p, the repeat, frequency and presence penalties, logit_bias and min_keep"
+	templateWhy = "pipe serve renders chats with the model's template as it is, with the generation prompt"
+	reasonWhy   = "pipe serve returns a thinking model's reasoning as part of the content"
+	mediaWhy    = "pipe serve runs text models only"
+)
+
+var unsupportedFields = []unsupportedField{
+	{"grammar", grammarWhy, nil},
+	{"json_schema", grammarWhy, nil},
+	{"grammar_lazy", grammarWhy, nil},
+	{"grammar_triggers", grammarWhy, nil},
+	{"response_format", grammarWhy, responseFormatText},
+	{"tools", toolsWhy, nil},
+	{"functions", toolsWhy, nil},
+	{"function_call", toolsWhy, stringIn("none", "auto")},
+	{"tool_choice", toolsWhy, stringIn("none", "auto")},
+	{"mirostat", samplerWhy, nil},
+	{"typical_p", samplerWhy, numberAtLeast(1)},
+	{"top_n_sigma", samplerWhy, numberAtMost(0)},
+	{"xtc_probability", samplerWhy, nil},
+	{"dynatemp_range", samplerWhy, nil},
+	{"dry_multiplier", samplerWhy, nil},
+	{"adaptive_target", samplerWhy, numberAtMost(0)},
+	{"samplers", samplerWhy, nil},
+	{"n_indent", "pipe serve has no indentation limit", nil},
+	{"t_max_predict_ms", "pipe serve has no time limit on a generation", nil},
+	{"t_max_prompt_ms", "pipe serve has no time limit on a prompt", nil},
+	{"n_cmpl", "pipe serve generates one completion per request", numberIs(1)},
+	{"best_of", "pipe serve generates one completion per request", numberIs(1)},
+	{"echo", "pipe serve does not repeat the prompt in the answer", nil},
+	{"suffix", "pipe serve has no fill-in-the-middle", nil},
+	{"input_prefix", "pipe serve has no fill-in-the-middle", nil},
+	{"input_suffix", "pipe serve has no fill-in-the-middle", nil},
+	{"input_extra", "pipe serve has no fill-in-the-middle", nil},
+	{"lora", "pipe loads no adapters", nil},
+	{"chat_template_kwargs", templateWhy, nil},
+	{"add_generation_prompt", templateWhy, isTrue},
+	{"continue_final_message", templateWhy, nil},
+	{"chat_template", templateWhy, nil},
+	{"reasoning_format", reasonWhy, stringIn("none")},
+	{"reasoning_effort", reasonWhy, nil},
+	{"reasoning_budget", reasonWhy, numberIs(-1)},
+	{"reasoning_budget_tokens", reasonWhy, numberIs(-1)},
+	{"thinking_budget_tokens", reasonWhy, numberIs(-1)},
+	{"image_data", mediaWhy, nil},
+	{"multimodal_data", mediaWhy, nil},
+	{"audio", mediaWhy, nil},
+	{"modalities", mediaWhy, onlyText},
+	{"prediction", "pipe serve has no predicted outputs", nil},
+	{"web_search_options", "pipe serve has no web search", nil},
+}
+
+// checkFields refuses a request body that sets a field pipe cannot honour
+// (the error names it). The body is valid JSON by then, or the field check
+// is left to the request's own decoding.
+func checkFields(body []byte) error {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return nil
+	}
+	for _, f := range unsupportedFields {
+		v, ok := m[f.name]
+		switch {
+		case !ok || string(bytes.TrimSpace(v)) == "null":
+			continue
+		case f.neutral == nil && empty(v), f.neutral != nil && f.neutral(v):
+			continue
+		}
+		return fieldErr(f.name, "%s: not supported: %s", f.name, f.why)
+	}
+	return nil
+}
+
+// empty reports a null, false, "", 0, [] or {}.
+func empty(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	switch string(v) {
+	case "null", "false", `""`, "[]", "{}":
+		return true
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	return err == nil && f == 0
+}
+
+func numberIs(want float64) func(json.RawMessage) bool {
+	return func(v json.RawMessage) bool {
+		var f float64
+		return json.Unmarshal(v, &f) == nil && f == want
+	}
+}
+
+func numberAtLeast(limit float64) func(json.RawMessage) bool {
+	return func(v json.RawMessage) bool {
+		var f float64
+		return json.Unmarshal(v, &f) == nil && f >= limit
+	}
+}
+
+func numberAtMost(limit float64) func(json.RawMessage) bool {
+	return func(v json.RawMessage) bool {
+		var f float64
+		return json.Unmarshal(v, &f) == nil && f <= limit
+	}
+}
+
+func stringIn(ok ...string) func(json.RawMessage) bool {
+	return func(v json.RawMessage) bool {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return false
+		}
+		for _, o := range ok {
+			if s == o {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func isTrue(v json.RawMessage) bool {
+	var b bool
+	return json.Unmarshal(v, &b) == nil && b
+}
+
+// responseFormatText: {"type": "text"} is what pipe does anyway.
+func responseFormatText(v json.RawMessage) bool {
+	var rf struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(v, &rf) == nil && (rf.Type == "text" || rf.Type == "")
+}
+
+// onlyText: modalities ["text"] (or none).
+func onlyText(v json.RawMessage) bool {
+	var ms []string
+	return json.Unmarshal(v, &ms) == nil && (len(ms) == 0 || len(ms) == 1 && ms[0] == "text")
+}
