@@ -78,6 +78,8 @@ var llamaTable = []llamaFlag{
 	{"--log-disable", llamaSupported, "--log-level error"},
 	{"--host --port --api-key", llamaSupported, "the same (serve)"},
 	{"-a --alias", llamaSupported, "the same (serve)"},
+	{"--metrics", llamaSupported, "the same, and the default of pipe serve (--no-metrics turns /metrics off: 501)"},
+	{"--slots --no-slots", llamaSupported, "the same (serve: --no-slots answers /slots with 501); /slots shows no prompt text"},
 	{"--jinja --no-jinja", llamaSupported, "the same: the GGUF's tokenizer.chat_template run as Jinja (github.com/ardanlabs/jinja) instead of the built-in ChatML, harmony or Gemma 4 renderer (the default)"},
 	{"--chat-template --chat-template-file", llamaSupported, "the same: a built-in name (chatml, harmony, gemma4), a Jinja file or Jinja source"},
 
@@ -90,8 +92,6 @@ var llamaTable = []llamaFlag{
 	{"-dio --direct-io", llamaAccepted, "O_DIRECT is pipe's default (--no-odirect turns it off)"},
 	{"--offline", llamaAccepted, "pipe never goes online"},
 	{"--simple-io", llamaAccepted, "pipe reads stdin line by line already"},
-	{"--metrics", llamaAccepted, "pipe serve always answers /metrics"},
-	{"--slots --no-slots", llamaAccepted, "pipe serve always answers /slots, which shows no prompt text"},
 	{"--ui --webui", llamaAccepted, "pipe serve always serves its chat page at /"},
 	{"--cache-prompt", llamaAccepted, "pipe serve reuses the KV of a shared prefix by default"},
 	{"--kv-unified -kvu", llamaAccepted, "pipe has one sequence and one KV cache"},

@@ -33,6 +33,8 @@ type ServeCmd struct {
 	KVType         string   `name:"kv-type" help:"KV cache element type: f16 or f32." enum:"f16,f32" default:"f16" group:"Model"`
 	Reverse        []string `short:"r" name:"reverse-prompt" help:"Stop every reply at this text, besides a request's own stop sequences (repeatable), as llama-server's -r." group:"Server"`
 	N              int      `short:"n" name:"n-predict" aliases:"predict" help:"Most tokens one request may generate, and the limit of a request that sets none (-1 = none: up to the context), as llama-server's -n." default:"-1" group:"Server"`
+	Slots          bool     `help:"Answer GET /slots (--no-slots: 501, as llama-server's)." default:"true" negatable:"" group:"Server"`
+	Metrics        bool     `help:"Answer GET /metrics (--no-metrics: 501; llama-server's is off unless --metrics)." default:"true" negatable:"" group:"Server"`
 
 	NoThink bool `name:"no-think" help:"Qwen3: render chats with an empty think block." group:"Model"`
 
@@ -100,7 +102,8 @@ func (c *ServeCmd) Run(g *Globals) error {
 	}
 	srv, err := serve.New(serve.Options{Model: m, ModelID: c.modelID(path), ModelPath: path, Version: versionString(),
 		Ctx: c.Ctx, Sampling: params, Seed: c.Seed, MaxTokens: c.N, Stops: c.Reverse, NoThink: c.NoThink, APIKey: c.APIKey,
-		AllowedHosts: append(c.AllowedHosts, c.Host), AllowedOrigins: c.AllowedOrigins, Log: g.Log})
+		AllowedHosts: append(c.AllowedHosts, c.Host), AllowedOrigins: c.AllowedOrigins, NoSlots: !c.Slots, NoMetrics: !c.Metrics,
+		Log: g.Log})
 	if err != nil {
 		m.Close()
 		return err

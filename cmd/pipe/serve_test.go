@@ -15,15 +15,16 @@ import (
 )
 
 // TestServeProcess runs a real `pipe serve` process: it logs where it
-// listens, answers a streamed chat completion, and on SIGTERM shuts down and
-// exits 0, every stderr line a JSON object.
+// listens, answers a streamed chat completion, answers /slots with 501 under
+// --no-slots, and on SIGTERM shuts down and exits 0, every stderr line a JSON
+// object.
 func TestServeProcess(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "serve", "-m", "../../testdata/golden/models/tiny-qwen3moe-Q8_0.gguf", "--port", "0",
-		"-c", "256", "--temp", "0", "--cache-mb", "4", "-t", "2")
+		"-c", "256", "--temp", "0", "--cache-mb", "4", "-t", "2", "--no-slots")
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -66,6 +67,17 @@ func TestServeProcess(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
 		t.Fatalf("status %d, body %q", resp.StatusCode, body)
+	}
+	// --no-slots turns /slots off (501); /metrics is on by default
+	for path, want := range map[string]int{"/slots": 501, "/metrics": 200} {
+		r, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, r.StatusCode, want)
+		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
