@@ -269,6 +269,10 @@ func parseChat(body []byte, def sample.Params) (job, error) {
 	if err := r.toJob(def, &j); err != nil {
 		return j, err
 	}
+	if r.Logprobs == nil && r.TopLogprobs == nil {
+		// llama-server takes its native n_probs on the chat route too
+		return j, nProbs(r.NProbs, nil, false, &j)
+	}
 	return j, chatProbs(r.Logprobs, r.TopLogprobs, &j)
 }
 

@@ -93,6 +93,10 @@ func TestChatLogprobs(t *testing.T) {
 	if text := checkLogprobs(t, entriesOf(t, lp["content"]), ids, 3); text != want {
 		t.Fatalf("tokens spell %q, the reply is %q", text, want)
 	}
+	// llama-server's n_probs on the chat route
+	r = h.do("/v1/chat/completions", `{"messages":`+msgs+`,"max_tokens":2,"temperature":0,"n_probs":4}`, 200)
+	lp = r["choices"].([]any)[0].(map[string]any)["logprobs"].(map[string]any)
+	checkLogprobs(t, entriesOf(t, lp["content"]), ids[:2], 4)
 	// top_logprobs defaults to llama-server's 20
 	r = h.do("/v1/chat/completions", `{"messages":`+msgs+`,"max_tokens":2,"temperature":0,"logprobs":true}`, 200)
 	lp = r["choices"].([]any)[0].(map[string]any)["logprobs"].(map[string]any)
@@ -396,5 +400,14 @@ func TestTimingsExcludeFirstToken(t *testing.T) {
 	}
 	if tm := timingsOf(&outcome{genTokens: 1}); tm.PredictedPerSecond != 0 || tm.PredictedPerTokenMs != 0 {
 		t.Fatalf("one token: %+v", tm)
+	}
+	// through the API: one token is the prompt pass's alone, no decode rate
+	h := start(t, nil)
+	for n, positive := range map[int]bool{1: false, 4: true} {
+		r := h.do("/completion", fmt.Sprintf(`{"prompt":"hello","n_predict":%d}`, n), 200)
+		tm := r["timings"].(map[string]any)
+		if tm["predicted_n"] != float64(n) || (tm["predicted_per_second"].(float64) > 0) != positive {
+			t.Fatalf("n_predict %d: timings %v", n, tm)
+		}
 	}
 }
