@@ -230,6 +230,9 @@ func (s *Server) run(ctx context.Context, j *job, chain *sample.Chain, feed []in
 		if p.text != "" || byString {
 			p.ids, ids, p.tel = ids, nil, tel.take(now, len(ids))
 			p.probs, probs = probs, nil
+			if byString {
+				p.probs = s.dropStop(p.probs, st.word)
+			}
 			if err := em.text(p); err != nil {
 				return err
 			}
@@ -261,4 +264,12 @@ func (s *Server) run(ctx context.Context, j *job, chain *sample.Chain, feed []in
 		o.finish, o.stopType = "length", "limit"
 	}
 	return em.end(o)
+}
+
+// dropStop drops the probabilities of the tokens that spelled the stop
+// sequence word from the end of tps, as llama-server does (as many as word
+// has tokens): the text they belong to is not sent.
+func (s *Server) dropStop(tps []sample.TokenProbs, word string) []sample.TokenProbs {
+	n := len(s.o.Model.Tokenizer().Encode(word, false, false))
+	return tps[:max(len(tps)-n, 0)]
 }

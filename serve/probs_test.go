@@ -93,6 +93,17 @@ func TestChatLogprobs(t *testing.T) {
 	if text := checkLogprobs(t, entriesOf(t, lp["content"]), ids, 3); text != want {
 		t.Fatalf("tokens spell %q, the reply is %q", text, want)
 	}
+	// a stop sequence: the tokens that spelled it are not shown (want is
+	// "7France…"; the reply stops before "Fra")
+	r = h.do("/v1/chat/completions", `{"messages":`+msgs+`,"max_tokens":8,"temperature":0,"logprobs":true,"stop":"Fra"}`, 200)
+	ch = r["choices"].([]any)[0].(map[string]any)
+	var spelled strings.Builder
+	for _, e := range entriesOf(t, ch["logprobs"].(map[string]any)["content"]) {
+		spelled.WriteString(e.Token)
+	}
+	if reply := ch["message"].(map[string]any)["content"]; spelled.String() != reply || reply != want[:strings.Index(want, "Fra")] {
+		t.Fatalf("with a stop: tokens spell %q, the reply is %q", spelled.String(), reply)
+	}
 	// llama-server's n_probs on the chat route
 	r = h.do("/v1/chat/completions", `{"messages":`+msgs+`,"max_tokens":2,"temperature":0,"n_probs":4}`, 200)
 	lp = r["choices"].([]any)[0].(map[string]any)["logprobs"].(map[string]any)
