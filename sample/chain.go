@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/pipe-engine/pipe/kernels"
 )
 
 // Bias is added to one token's logit before the chain (llama.cpp's logit-bias
@@ -61,6 +63,7 @@ type Chain struct {
 	s    *Sampler
 	h    Hooks
 	work []float32
+	soft []float32 // capturePre's softmax
 	heap []Candidate
 	last TokenProbs
 	have bool
@@ -169,30 +172,21 @@ func (c *Chain) topByLogit(logits []float32) {
 	slices.SortFunc(c.heap, cmpCand)
 }
 
-// capturePre records the softmax of the model's logits: id's probability and
-// the top tokens' (topByLogit ran before).
+// capturePre records the softmax of the model's logits (kernels.Softmax on a
+// copy: float32 exponentials summed in float64, as the attention's; NaN
+// logits count as -Inf): id's probability and the top tokens' (topByLogit
+// ran before).
 func (c *Chain) capturePre(logits []float32, id int32) {
-	maxL := math.Inf(-1)
-	for _, l := range logits {
-		if l == l {
-			maxL = max(maxL, float64(l))
+	c.soft = append(c.soft[:0], logits...)
+	for i, l := range c.soft {
+		if l != l {
+			c.soft[i] = float32(math.Inf(-1))
 		}
 	}
-	sum := 0.0
-	for _, l := range logits {
-		if l == l {
-			sum += math.Exp(float64(l) - maxL)
-		}
-	}
-	p := func(l float32) float64 {
-		if l != l || sum == 0 {
-			return 0
-		}
-		return math.Exp(float64(l)-maxL) / sum
-	}
-	c.last = TokenProbs{ID: id, P: p(logits[id]), Top: c.last.Top[:0]}
+	kernels.Softmax(c.soft)
+	c.last = TokenProbs{ID: id, P: float64(c.soft[id]), Top: c.last.Top[:0]}
 	for _, x := range c.heap {
-		c.last.Top = append(c.last.Top, Prob{ID: x.ID, P: p(x.Logit)})
+		c.last.Top = append(c.last.Top, Prob{ID: x.ID, P: float64(c.soft[x.ID])})
 	}
 	c.have = true
 }

@@ -223,6 +223,9 @@ const lowestLogprob = -math.MaxFloat32
 
 // value is the "logprob" (or, post-sampling, "prob") of p.
 func (f *probFormat) value(p float64) (string, float64) {
+	if p != p { // a softmax of logits that were all -Inf
+		p = 0
+	}
 	if f.post {
 		return "prob", p
 	}
