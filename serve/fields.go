@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 // Request fields pipe serve cannot honour. OpenAI's and llama-server's
@@ -48,7 +49,7 @@ var unsupportedFields = []unsupportedField{
 	{"dynatemp_range", samplerWhy, nil},
 	{"dry_multiplier", samplerWhy, nil},
 	{"adaptive_target", samplerWhy, numberAtMost(0)},
-	{"samplers", samplerWhy, nil},
+	{"samplers", "pipe's sampler chain is penalties, top-k, top-p, min-p, temperature, in that order", pipeOrder},
 	{"n_indent", "pipe serve has no indentation limit", nil},
 	{"t_max_predict_ms", "pipe serve has no time limit on a generation", nil},
 	{"t_max_prompt_ms", "pipe serve has no time limit on a prompt", nil},
@@ -162,4 +163,48 @@ func responseFormatText(v json.RawMessage) bool {
 func onlyText(v json.RawMessage) bool {
 	var ms []string
 	return json.Unmarshal(v, &ms) == nil && (len(ms) == 0 || len(ms) == 1 && ms[0] == "text")
+}
+
+// llamaSamplers maps llama.cpp's sampler names and chars (common/sampling.cpp)
+// to the position of pipe's sampler of that kind in its chain, or -1 for a
+// sampler pipe has not (whose parameters are checked as fields of their own).
+var llamaSamplers = map[string]int{
+	"penalties": 0, "e": 0,
+	"top_k": 1, "top-k": 1, "topk": 1, "k": 1,
+	"top_p": 2, "top-p": 2, "topp": 2, "nucleus": 2, "p": 2,
+	"min_p": 3, "min-p": 3, "minp": 3, "m": 3,
+	"temperature": 4, "temp": 4, "t": 4,
+	"dry": -1, "d": -1, "typ_p": -1, "typ-p": -1, "typp": -1, "typical_p": -1, "typical-p": -1, "typicalp": -1, "typ": -1, "y": -1,
+	"top_n_sigma": -1, "top-n-sigma": -1, "topnsigma": -1, "s": -1, "xtc": -1, "x": -1,
+	"adaptive_p": -1, "adaptive-p": -1, "adaptivep": -1, "a": -1,
+}
+
+// pipeOrder: a "samplers" list (names, or a string of chars) that names each
+// of pipe's samplers once, in pipe's order (llama.cpp's default order is
+// such a list); samplers pipe has not may stand anywhere. Anything else
+// (infill, an omitted or reordered sampler) would sample differently.
+func pipeOrder(v json.RawMessage) bool {
+	var names []string
+	var chars string
+	if json.Unmarshal(v, &chars) == nil {
+		for _, c := range chars {
+			names = append(names, string(c))
+		}
+	} else if json.Unmarshal(v, &names) != nil {
+		return false
+	}
+	next := 0
+	for _, n := range names {
+		pos, ok := llamaSamplers[strings.ToLower(n)]
+		switch {
+		case !ok:
+			return false
+		case pos < 0:
+		case pos != next:
+			return false
+		default:
+			next++
+		}
+	}
+	return next == 5
 }

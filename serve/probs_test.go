@@ -342,10 +342,15 @@ func TestUnsupportedFields(t *testing.T) {
 		{"/v1/chat/completions", chat(`"logit_bias":7`), "logit_bias"},
 		{"/v1/completions", `{"prompt":"x","echo":true}`, "echo"},
 		{"/v1/completions", `{"prompt":"x","logprobs":-1}`, "logprobs"},
-		{"/completion", `{"prompt":"x","json_schema":{}}`, ""},
+		{"/completion", `{"prompt":"x","json_schema":{},"n_predict":1}`, ""},
 		{"/completion", `{"prompt":"x","grammar":"root ::= \"a\""}`, "grammar"},
 		{"/completion", `{"prompt":"x","n_probs":-2}`, "n_probs"},
 		{"/completion", `{"prompt":"x","dry_multiplier":0.8}`, "dry_multiplier"},
+		{"/completion", `{"prompt":"x","samplers":["top_k","temperature"]}`, "samplers"},
+		{"/completion", `{"prompt":"x","samplers":"ektpm"}`, "samplers"},
+		{"/completion", `{"prompt":"x","samplers":"edkypmixt"}`, "samplers"},
+		{"/completion", `{"prompt":"x","samplers":"edkypmxt","n_predict":1}`, ""},
+		{"/completion", `{"prompt":"x","samplers":["penalties","dry","top_k","typ_p","top_p","min_p","xtc","temperature"],"n_predict":1}`, ""},
 	} {
 		if c.field == "" { // a neutral value: accepted
 			h.do(c.path, c.body, 200)
