@@ -79,6 +79,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/pipe-engine/pipe/metrics"
 )
 
 // Sentinel errors; match them with errors.Is.
@@ -184,13 +186,10 @@ type Stats struct {
 	TransientSlots int
 }
 
-// HitRate is (Hits+Joins) / lookups in percent, or -1 before any lookup.
-func (s Stats) HitRate() float64 {
-	n := s.Hits + s.Joins + s.Misses
-	if n == 0 {
-		return -1
-	}
-	return 100 * float64(s.Hits+s.Joins) / float64(n)
+// Lookups are the Acquire calls by outcome. Their HitPct is the hit rate
+// every output reports (metrics.Lookups defines it: a join is not a hit).
+func (s Stats) Lookups() metrics.Lookups {
+	return metrics.Lookups{Hits: s.Hits, Joins: s.Joins, Misses: s.Misses}
 }
 
 // Cache is the expert cache. See the package comment.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -142,8 +143,8 @@ func TestHitMissStats(t *testing.T) {
 	if s != want {
 		t.Errorf("stats\n got %+v\nwant %+v", s, want)
 	}
-	if r := s.HitRate(); r != 50 {
-		t.Errorf("HitRate = %v", r)
+	if r, ok := s.Lookups().HitPct(); !ok || r != 50 {
+		t.Errorf("hit rate = %v, %v; want 50", r, ok)
 	}
 	// OnHit once per key per batch, OnAdmit on the miss.
 	wantLog := "batch 0/0|admit L0/E1 8192|batch 0/1|hit L0/E1|admit L0/E2 8192"
@@ -532,6 +533,11 @@ func TestPrefetch(t *testing.T) {
 	s := c.Stats()
 	if s.Prefetches != 1 || s.Misses != 1 || s.Joins != 1 || s.Hits != 1 || s.Transient != 0 {
 		t.Errorf("stats %+v", s)
+	}
+	// The join waited for the prefetch's read: it is not a hit (one hit of
+	// three lookups), as in the CSV and /metrics.
+	if pct, ok := s.Lookups().HitPct(); !ok || math.Abs(pct-100.0/3) > 1e-9 {
+		t.Errorf("hit rate %v %%, want 33.3 (a join is not a hit)", pct)
 	}
 	if got := strings.Join(rp.log, "|"); got != "batch 0/0|admit L1/E4 8192|admit L0/E0 8192" {
 		t.Errorf("policy calls %s", got)

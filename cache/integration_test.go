@@ -132,8 +132,9 @@ func TestWithReaderLanes(t *testing.T) {
 			if budgetSlots == 0 && s.Hits != 0 {
 				t.Errorf("%d hits with budget 0", s.Hits)
 			}
+			hit, _ := s.Lookups().HitPct()
 			t.Logf("hit rate %.1f %%, %d misses, %d transient, %d evictions, lanes read %d bytes",
-				s.HitRate(), s.Misses, s.Transient, s.Evictions, lanes.Stats().Bytes)
+				hit, s.Misses, s.Transient, s.Evictions, lanes.Stats().Bytes)
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/metrics"
 )
 
 // ErrPolicy is wrapped when a policy breaks the cache.Policy contract during
@@ -136,12 +137,12 @@ type Result struct {
 	PeakBytes int64 // largest residency seen (inside a batch it may exceed Budget)
 }
 
-// HitRate is Hits/Lookups in percent (0 when nothing was looked up).
+// HitRate is the hit rate of the counted lookups in percent, as
+// metrics.Lookups defines it (a replay has no reads in flight, so every
+// lookup that is not a hit is a miss); 0 when nothing was looked up.
 func (r Result) HitRate() float64 {
-	if r.Lookups == 0 {
-		return 0
-	}
-	return 100 * float64(r.Hits) / float64(r.Lookups)
+	pct, _ := metrics.Lookups{Hits: r.Hits, Misses: r.Lookups - r.Hits}.HitPct()
+	return pct
 }
 
 // MiBPerToken is the bytes read by counted misses per counted token, in MiB.
