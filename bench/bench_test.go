@@ -306,17 +306,6 @@ func TestParse(t *testing.T) {
 			t.Errorf("ParseVary(%q) = %v", s, err)
 		}
 	}
-	sizes := map[string]int64{"8G": 8 << 30, "512M": 512 << 20, "1.5GiB": 3 << 29, "4096": 4096, "2k": 2048}
-	for s, want := range sizes {
-		if got, err := ParseSize(s); err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v", s, got, err)
-		}
-	}
-	for _, s := range []string{"", "G", "-1G", "8X", "abc"} {
-		if _, err := ParseSize(s); err == nil {
-			t.Errorf("ParseSize(%q) accepted", s)
-		}
-	}
 	if len(Matrix(nil)) != 1 || Matrix(nil)[0].Label != "default" {
 		t.Error("empty matrix")
 	}

@@ -583,31 +583,3 @@ func maxrssMiB(ru *syscall.Rusage) float64 {
 	}
 	return float64(ru.Maxrss) / 1024
 }
-
-// ParseSize parses a memory size: plain bytes or with a K/M/G/T suffix
-// (binary units, optional trailing B or iB).
-func ParseSize(s string) (int64, error) {
-	t := strings.TrimSpace(strings.ToUpper(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'K':
-			mult = 1 << 10
-		case 'M':
-			mult = 1 << 20
-		case 'G':
-			mult = 1 << 30
-		case 'T':
-			mult = 1 << 40
-		}
-		if mult > 1 {
-			t = t[:n-1]
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if b := v * float64(mult); err != nil || !(v > 0) || !(b < 1<<62) {
-		return 0, fmt.Errorf("bad size %q (want e.g. 8G, 512M, 1073741824; at most 4 EiB)", s)
-	}
-	return int64(v * float64(mult)), nil
-}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pipe-engine/pipe/bench"
 	"github.com/pipe-engine/pipe/internal/safefile"
+	"github.com/pipe-engine/pipe/internal/size"
 )
 
 // BenchCmd is `pipe bench`: run a matrix of `pipe run` configurations side by
@@ -76,7 +77,7 @@ func (c *BenchCmd) Run(g *Globals) error {
 		return fmt.Errorf("bench: %w", err)
 	}
 	if c.MemCap != "" {
-		if o.MemCap, err = bench.ParseSize(c.MemCap); err != nil {
+		if o.MemCap, err = size.Parse(c.MemCap); err != nil {
 			return fmt.Errorf("bench: --mem-cap: %w", err)
 		}
 	}

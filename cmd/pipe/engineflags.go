@@ -2,12 +2,11 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/rs/zerolog"
 
-	"github.com/pipe-engine/pipe/bench"
 	"github.com/pipe-engine/pipe/dense"
+	"github.com/pipe-engine/pipe/internal/size"
 	"github.com/pipe-engine/pipe/router"
 	"github.com/pipe-engine/pipe/stages"
 )
@@ -81,15 +80,9 @@ func (f *EngineFlags) config(path string, threads int, log zerolog.Logger) (stag
 // parseCacheSize reads --cache-mb: a plain number is MiB (0 = no cache); a
 // number with a unit (K, M, G, T; e.g. 512M, 6G, 1.5G) is that size.
 func parseCacheSize(s string) (int64, error) {
-	if mb, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if mb < 0 || mb > 1<<43 {
-			return 0, fmt.Errorf("%w: --cache-mb %s: want MiB in 0..2^43, a size like 6G, or auto", errFlag, s)
-		}
-		return mb << 20, nil
-	}
-	b, err := bench.ParseSize(s)
+	b, err := size.ParseMiB(s)
 	if err != nil {
-		return 0, fmt.Errorf("%w: --cache-mb: %w (or a number of MiB, or auto)", errFlag, err)
+		return 0, fmt.Errorf("%w: --cache-mb: %w (or auto)", errFlag, err)
 	}
 	return b, nil
 }
