@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pipe-engine/pipe/sample"
+	"github.com/pipe-engine/pipe/stages"
 )
 
 // genMallocs is the heap allocations of one Generate of n tokens on a new
@@ -36,7 +37,7 @@ func genMallocs(t *testing.T, m *Model, p sample.Params, ids []int32, n int) uin
 // token beyond the token's text, measured as the difference between a
 // long and a short generation.
 func TestDecodeTokenAllocs(t *testing.T) {
-	m := open(t, StreamAuto, 256)
+	m := open(t, stages.StreamOn, 256)
 	ids, _, err := m.Encode(Prompt{Text: "Once upon a time"})
 	if err != nil {
 		t.Fatal(err)

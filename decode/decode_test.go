@@ -42,12 +42,12 @@ func loadGolden(t *testing.T, name string) golden {
 	return g
 }
 
-func open(t *testing.T, mode StreamMode, ctxLen int) *Model {
+func open(t *testing.T, mode stages.StreamMode, ctxLen int) *Model {
 	t.Helper()
 	m, err := Open(context.Background(), Options{
 		Engine: stages.Config{Path: tinyQ8, IO: stages.IOConfig{Lanes: 2}, Cache: stages.CacheConfig{Bytes: 4 << 20, Policy: "lru"},
-			Overlap: true, Threads: 2, Log: zerolog.Nop()},
-		Stream: mode, KV: model.KVF32, Ctx: ctxLen,
+			Stream: mode, Threads: 2, Log: zerolog.Nop()},
+		KV: model.KVF32, Ctx: ctxLen,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -67,11 +67,11 @@ var greedy = sample.Params{Temp: 0, TopP: 1, RepeatPenalty: 1}
 // callback's texts add up to the streamed text with its final flush.
 func TestGenerateGolden(t *testing.T) {
 	for _, name := range []string{"p1_village", "chat0_weather"} {
-		for _, mode := range []StreamMode{StreamAuto, StreamOff} {
+		for _, mode := range []stages.StreamMode{stages.StreamOn, stages.StreamOff} {
 			t.Run(name+"/"+string(mode), func(t *testing.T) {
 				g := loadGolden(t, name)
 				m := open(t, mode, 0)
-				if m.Streaming() != (mode != StreamOff) || m.Engine().Metrics().Counters.Streaming != m.Streaming() {
+				if m.Streaming() != (mode != stages.StreamOff) || m.Engine().Metrics().Counters.Streaming != m.Streaming() {
 					t.Fatalf("mode %s: streaming %v, cache %v", mode, m.Streaming(), m.Engine().Metrics().Counters.Streaming)
 				}
 				ids, _, err := m.Encode(Prompt{Text: g.UserText, Chat: g.Chat})
@@ -119,7 +119,7 @@ func TestGenerateGolden(t *testing.T) {
 // exactly as an uninterrupted run would.
 func TestStopReuse(t *testing.T) {
 	g := loadGolden(t, "p1_village")
-	m := open(t, StreamOn, 64)
+	m := open(t, stages.StreamOn, 64)
 	s, err := m.NewSession(SessionOptions{Sampling: greedy})
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestStopReuse(t *testing.T) {
 // ErrContextFull before anything runs.
 func TestContext(t *testing.T) {
 	g := loadGolden(t, "p1_village")
-	m := open(t, StreamOn, len(g.PromptTokens)+4)
+	m := open(t, stages.StreamOn, len(g.PromptTokens)+4)
 	s, err := m.NewSession(SessionOptions{Sampling: greedy})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestContext(t *testing.T) {
 // stays, the end of the first reply is closed — and replies are
 // deterministic.
 func TestChat(t *testing.T) {
-	m := open(t, StreamOn, 0)
+	m := open(t, stages.StreamOn, 0)
 	s, err := m.NewSession(SessionOptions{Sampling: greedy})
 	if err != nil {
 		t.Fatal(err)

@@ -48,7 +48,7 @@ type hotState struct {
 	warm   bool          // a warm start was started
 }
 
-// hotLoader is the engine's Config.WarmKeys: when the model is described it
+// hotLoader is the engine's Inputs.WarmKeys: when the model is described it
 // resolves the hot-set path and reads the hot set (a stale or corrupt one is
 // ignored with a warning), and with HotSetOptions.Warm it answers with the
 // hot set's experts, hottest first, which the engine starts reading before

@@ -23,8 +23,8 @@ func hotRun(t *testing.T, path string, warm bool) ([][]float32, string, string, 
 	var csv, log bytes.Buffer
 	m, err := Open(context.Background(), Options{
 		Engine: stages.Config{Path: tinyQ8, IO: stages.IOConfig{Lanes: 2}, Cache: stages.CacheConfig{Bytes: 8 << 20, Policy: "layer"},
-			Overlap: true, Threads: 2, Log: zerolog.New(zerolog.SyncWriter(&log))}, // the warm start logs from its goroutine
-		Stream: StreamOn, KV: model.KVF32, Sink: sink.Options{CSVWriter: &csv, Warmup: -1},
+			Threads: 2, Log: zerolog.New(zerolog.SyncWriter(&log))}, // the warm start logs from its goroutine
+		KV: model.KVF32, Sink: sink.Options{CSVWriter: &csv, Warmup: -1},
 		HotSet: HotSetOptions{Path: path, Warm: warm},
 	})
 	if err != nil {

@@ -1,14 +1,14 @@
 // Package decode is the library decode loop: it loads a model onto a
 // stages.Engine and turns prompts into generated tokens. It owns what every
 // front end needs and none should repeat — tokenization and chat rendering
-// (through package tokenizer), sampling, end-of-generation, KV sizing, the
-// --moe-stream auto rule and the per-token sink — so `pipe run`,
+// (through package tokenizer), sampling, end-of-generation, KV sizing and
+// the per-token sink — so `pipe run`,
 // `pipe run -i` and `pipe serve` differ only in where prompts come from and
 // where text goes.
 //
 // # Use
 //
-//	m, err := decode.Open(ctx, decode.Options{Engine: cfg, Stream: decode.StreamAuto})
+//	m, err := decode.Open(ctx, decode.Options{Engine: cfg})
 //	defer m.Close()
 //	s, err := m.NewSession(decode.SessionOptions{Sampling: params})
 //	ids, _, err := m.Encode(decode.Prompt{Text: "…", Chat: true})
@@ -26,7 +26,7 @@
 // With Options.HotSet, Open reads the model's hot set (the experts' routing
 // popularity saved by earlier runs; a stale or corrupt one is ignored with a
 // warning) and starts reading its hottest experts into the expert cache in
-// the background while the dense weights load (stages.Config.WarmKeys);
+// the background while the dense weights load (stages.Inputs.WarmKeys);
 // every routing is counted, and
 // Close saves this run's counts plus half the earlier popularity
 // (SaveHotSet, which a server may also call itself).
@@ -69,29 +69,13 @@ import (
 // DefaultCtx is the context of a chat or served session when none is given.
 const DefaultCtx = 4096
 
-// StreamMode is --moe-stream.
-type StreamMode string
-
-const (
-	// StreamAuto streams: with --cache-mb auto a model that fits in memory
-	// gets a cache that holds every expert, which decodes faster than the
-	// whole-file mmap (no 4 KiB page-cache faults; huge pages).
-	StreamAuto StreamMode = "auto"
-	// StreamOn streams routed experts with O_DIRECT into the expert cache.
-	StreamOn StreamMode = "true"
-	// StreamOff mmaps the whole file, as llama.cpp does.
-	StreamOff StreamMode = "false"
-)
-
-// Streams reports whether the mode streams experts.
-func (m StreamMode) Streams() bool { return m != StreamOff }
-
 // Options configure Open.
 type Options struct {
-	// Engine is the pipeline's configuration. Open sets its Stream from
-	// Stream and its KV fields from KV, Ctx and Reserve.
+	// Engine is the user's configuration of the pipeline; Open passes it to
+	// stages.OpenWith as it is, with the inputs it derives from the fields
+	// below (the KV cache from KV, Ctx and Reserve; the load progress; the
+	// warm start).
 	Engine stages.Config
-	Stream StreamMode
 	KV     model.KVType
 	// Ctx is the KV positions of a session made with size 0 (-c); 0 sizes
 	// each session at its first use (see the package doc).
@@ -99,6 +83,9 @@ type Options struct {
 	// Reserve is the KV positions --cache-mb auto keeps room for when Ctx is
 	// 0 (EstimatePositions bounds a one-shot run); 0 means DefaultCtx.
 	Reserve int
+	// AutoCache, when above 0, is the expert-cache budget that --cache-mb
+	// auto stands for (stages.Inputs.AutoBytes; the demo model's).
+	AutoCache int64
 	// Sink configures the per-token CSV, log events and status line; Open
 	// fills its Log and Threads from Engine.
 	Sink sink.Options
@@ -158,33 +145,22 @@ type Model struct {
 // Open loads the model at o.Engine.Path, starts its pipeline and opens the
 // sink (creating the CSV).
 func Open(ctx context.Context, o Options) (*Model, error) {
-	if o.Stream == "" {
-		o.Stream = StreamAuto
-	}
-	switch o.Stream {
-	case StreamAuto, StreamOn, StreamOff:
-	default:
-		return nil, fmt.Errorf("%w: --moe-stream %q (want auto, true or false)", stages.ErrConfig, o.Stream)
-	}
 	if o.Ctx < 0 || o.Reserve < 0 {
 		return nil, fmt.Errorf("%w: context %d / reserve %d must be >= 0", stages.ErrConfig, o.Ctx, o.Reserve)
 	}
-	cfg := o.Engine
-	cfg.Stream = o.Stream.Streams()
-	cfg.Cache.KVElemBytes = 2
+	in := stages.Inputs{KVElemBytes: 2, KVPositions: cmp.Or(o.Ctx, o.Reserve, DefaultCtx), AutoBytes: o.AutoCache}
 	if o.KV == model.KVF32 {
-		cfg.Cache.KVElemBytes = 4
+		in.KVElemBytes = 4
 	}
-	cfg.Cache.KVPositions = cmp.Or(o.Ctx, o.Reserve, DefaultCtx)
 	if o.Progress != nil {
-		cfg.LoadProgress = func(done, total int64) { o.Progress(Progress{Phase: PhaseLoad, Done: done, Total: total}) }
+		in.LoadProgress = func(done, total int64) { o.Progress(Progress{Phase: PhaseLoad, Done: done, Total: total}) }
 	}
 	var hot *hotLoader
 	if o.HotSet.Path != "" {
-		hot = &hotLoader{o: o.HotSet, log: cfg.Log}
-		cfg.WarmKeys = hot.keys
+		hot = &hotLoader{o: o.HotSet, log: o.Engine.Log}
+		in.WarmKeys = hot.keys
 	}
-	eng, err := stages.Open(ctx, cfg)
+	eng, err := stages.OpenWith(ctx, o.Engine, in)
 	if err != nil {
 		return nil, err
 	}
@@ -216,8 +192,8 @@ func (m *Model) init(hot *hotLoader) error {
 		return err
 	}
 	d, met := m.eng.Desc(), m.eng.Metrics()
-	extra := append([]sink.Field{sink.F("model", cfg.Path), sink.F("arch", d.Arch), sink.F("moe_stream", cfg.Stream),
-		sink.F("dense_weights", string(cfg.Dense)), sink.F("overlap", cfg.Overlap), sink.F("working_set_bytes", cfg.WorkingSet),
+	extra := append([]sink.Field{sink.F("model", cfg.Path), sink.F("arch", d.Arch), sink.F("moe_stream", cfg.Streams()),
+		sink.F("dense_weights", string(cfg.Dense)), sink.F("overlap", !cfg.NoOverlap), sink.F("working_set_bytes", cfg.WorkingSet),
 		sink.F("kernels", kernels.Implementation())},
 		m.o.LoadFields...)
 	m.sink.Load(sink.LoadInfo{
@@ -225,9 +201,9 @@ func (m *Model) init(hot *hotLoader) error {
 		BudgetBytes: cfg.Cache.Bytes, ODirect: met.ODirect, Lanes: cfg.IO.Lanes, Threads: cfg.Threads, Extra: extra,
 	})
 	m.sink.Set("model", cfg.Path)
-	m.sink.Set("moe_stream", cfg.Stream)
+	m.sink.Set("moe_stream", cfg.Streams())
 	m.sink.Set("dense", string(cfg.Dense))
-	m.sink.Set("overlap", cfg.Overlap)
+	m.sink.Set("overlap", !cfg.NoOverlap)
 	m.setLossy()
 	m.eng.Observe(m.route)
 	m.initHotSet(hot)
@@ -242,7 +218,7 @@ func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
 
 // Streaming reports whether routed experts are streamed (the resolved
 // --moe-stream).
-func (m *Model) Streaming() bool { return m.o.Stream.Streams() }
+func (m *Model) Streaming() bool { return m.eng.Config().Streams() }
 
 // Prompt is a prompt before tokenization.
 type Prompt struct {

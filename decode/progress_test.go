@@ -15,13 +15,13 @@ import (
 // each prompt pass layer by layer, never going back, each phase ending at
 // Done == Total; a second prompt (a chat turn) reports its own pass.
 func TestProgress(t *testing.T) {
-	for _, mode := range []StreamMode{StreamOn, StreamOff} {
+	for _, mode := range []stages.StreamMode{stages.StreamOn, stages.StreamOff} {
 		t.Run(string(mode), func(t *testing.T) {
 			var got []Progress
 			m, err := Open(context.Background(), Options{
 				Engine: stages.Config{Path: tinyQ8, IO: stages.IOConfig{Lanes: 2}, Cache: stages.CacheConfig{Bytes: 4 << 20, Policy: "lru"},
-					Overlap: true, Threads: 2, Log: zerolog.Nop()},
-				Stream: mode, KV: model.KVF32, Ctx: 256,
+					Stream: mode, Threads: 2, Log: zerolog.Nop()},
+				KV: model.KVF32, Ctx: 256,
 				Progress: func(p Progress) { got = append(got, p) },
 			})
 			if err != nil {

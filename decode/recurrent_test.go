@@ -25,8 +25,8 @@ func TestReuseRecurrent(t *testing.T) {
 	}
 	m, err := Open(context.Background(), Options{
 		Engine: stages.Config{Path: path, IO: stages.IOConfig{Lanes: 2}, Cache: stages.CacheConfig{Bytes: 1 << 20, Policy: "lru"},
-			Overlap: true, Threads: 2, Log: zerolog.Nop()},
-		Stream: StreamOn, KV: model.KVF32, Ctx: 96,
+			Threads: 2, Log: zerolog.Nop()},
+		KV: model.KVF32, Ctx: 96,
 	})
 	if err != nil {
 		t.Fatal(err)

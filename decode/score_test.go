@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/stages"
 )
 
 // scoreRows scores ids on s from `from` and returns copies of the rows.
@@ -36,7 +37,7 @@ func scoreBatch(t *testing.T, s *Session, ids []int32, from, batch int) [][]floa
 // and a sequence longer than one prompt pass hands over the rows of the
 // later pass only, with the bits of a score from position 0.
 func TestScoreRewindsAndSpansPasses(t *testing.T) {
-	m := open(t, StreamAuto, 0)
+	m := open(t, stages.StreamOn, 0)
 	g := loadGolden(t, "p1_village")
 	seq := make([]int32, 0, 530)
 	for len(seq) < 530 {
@@ -83,7 +84,7 @@ func TestScoreRewindsAndSpansPasses(t *testing.T) {
 // TestScoreTokenByToken: one token a forward pass (as decode runs) scores
 // the same logits as one prompt pass, bit for bit.
 func TestScoreTokenByToken(t *testing.T) {
-	m := open(t, StreamAuto, 0)
+	m := open(t, stages.StreamOn, 0)
 	g := loadGolden(t, "p1_village")
 	seq := append(slices.Clone(g.PromptTokens), g.GeneratedTokens...)
 	s, err := m.NewSession(SessionOptions{Ctx: len(seq), Sampling: greedy})

@@ -308,7 +308,7 @@ func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]floa
 	pt := s.st.PrefillTimes()
 	s.m.sink.Set("prefill_stall_ms", msRound(pt.Stall))
 	s.m.sink.Set("prefill_compute_ms", msRound(pt.Compute))
-	if s.m.eng.Config().Stream {
+	if s.m.eng.Config().Streams() {
 		s.m.sink.Set("prefill_io_busy_ms", msRound(pt.IOBusy))
 	}
 	s.smp.AcceptPrompt(ids)

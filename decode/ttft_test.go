@@ -21,8 +21,8 @@ func TestTTFT(t *testing.T) {
 	var csv bytes.Buffer
 	m, err := Open(context.Background(), Options{
 		Engine: stages.Config{Path: tinyQ8, IO: stages.IOConfig{Lanes: 2}, Cache: stages.CacheConfig{Bytes: 4 << 20, Policy: "lru"},
-			Overlap: true, Threads: 2, Log: zerolog.Nop()},
-		Stream: StreamOn, KV: model.KVF32, Sink: sink.Options{CSVWriter: &csv, Warmup: -1},
+			Threads: 2, Log: zerolog.Nop()},
+		KV: model.KVF32, Sink: sink.Options{CSVWriter: &csv, Warmup: -1},
 	})
 	if err != nil {
 		t.Fatal(err)

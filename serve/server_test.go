@@ -125,8 +125,8 @@ func startOn(t *testing.T, load func(*decode.Options), tune func(*Options), wrap
 	log := zerolog.New(logs).With().Timestamp().Logger()
 	do := decode.Options{
 		Engine: stages.Config{Path: tinyQ8, IO: stages.IOConfig{Lanes: 2}, Cache: stages.CacheConfig{Bytes: 4 << 20, Policy: "lru"},
-			Overlap: true, Threads: 2, Log: zerolog.Nop()},
-		Stream: decode.StreamOn, KV: model.KVF32, Ctx: 256,
+			Threads: 2, Log: zerolog.Nop()},
+		KV: model.KVF32, Ctx: 256,
 	}
 	if load != nil {
 		load(&do)

@@ -45,9 +45,9 @@ func decodeModes() []struct {
 		name string
 		cfg  func() Config
 	}{
-		{"mmap", func() Config { c := baseCfg(); c.Stream = false; c.Dense = dense.Mmap; return c }},
+		{"mmap", func() Config { c := baseCfg(); c.Stream = StreamOff; c.Dense = dense.Mmap; return c }},
 		{"stream-cache-all", func() Config { c := baseCfg(); c.Cache.Bytes = 64 << 20; return c }},
-		{"stream-cache-0", func() Config { c := baseCfg(); c.Cache.Bytes = 0; return c }},
+		{"stream-cache-0", func() Config { c := baseCfg(); c.Cache.Bytes = NoCache; return c }},
 		{"stream-cache-part-layer", func() Config { c := baseCfg(); c.Cache.Bytes = 1 << 20; c.Cache.Policy = "layer"; return c }},
 	}
 }
@@ -118,7 +118,7 @@ func BenchmarkRunMoE(b *testing.B) {
 		cfg  func() Config
 	}{
 		{"stream-cache-all", func() Config { c := baseCfg(); c.Cache.Bytes = 64 << 20; return c }},
-		{"mmap", func() Config { c := baseCfg(); c.Stream = false; c.Dense = dense.Mmap; return c }},
+		{"mmap", func() Config { c := baseCfg(); c.Stream = StreamOff; c.Dense = dense.Mmap; return c }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			e, run := moeCase(b, bc.cfg())

@@ -38,7 +38,7 @@ func stepRows(t *testing.T, n int, readDelay time.Duration, observer func()) []s
 	// scheduling delay on a loaded machine would count as compute (it is
 	// time the compute stage is busy, but not what this test is about).
 	cfg.Threads = 1
-	cfg.Cache.Bytes = 0
+	cfg.Cache.Bytes = NoCache
 	cfg.Dense = dense.Mmap // dense bytes via mmap: only expert reads go through the slow file
 	cfg.IO.Open = func(path string, direct bool) (reader.File, error) {
 		f, err := reader.OpenOS(path, direct)

@@ -4,10 +4,12 @@
 //
 // # Types
 //
-// Engine opens the model, resolves the configuration once (Config →
-// EnsureDefaults, Validate → resolve → Resolved, which Engine.Config
-// returns and nothing edits), picks the expert source, builds the
-// architecture and runs forward passes; Session is a decode sequence on it.
+// Engine opens the model, resolves the configuration once (the user's
+// Config → EnsureDefaults, the one place defaults are written, and Validate,
+// its one check → resolve, with the caller's Inputs and the model →
+// Resolved, which Engine.Config returns and nothing edits), picks the expert
+// source, builds the architecture and runs forward passes; Session is a
+// decode sequence on it.
 // The per-layer flow is the pipeline type (pipeline.go), which the model's
 // Forward calls as its model.MoE: route, plan the ffn.Job, have the expert
 // source deliver the experts, finish the rank-order sum.
@@ -138,8 +140,8 @@
 //
 // # Files
 //
-// engine.go: Engine, Open, load, Close; config.go: Config, EnsureDefaults,
-// Validate, Resolved and resolve; limits.go and budget.go: the memory checks
+// engine.go: Engine, Open, OpenWith, load, Close; config.go: Config,
+// EnsureDefaults, Validate, Inputs, Resolved and resolve; limits.go and budget.go: the memory checks
 // and the expert-cache budget resolve applies; pipeline.go: the per-layer
 // flow and the per-token meter; lossy.go: the lossy routing modes between
 // the router and the source; source.go: the expert-source seam and the

@@ -146,10 +146,18 @@ func newLayout(d *model.Desc) expertLayout {
 	return l
 }
 
-// Open loads the model at cfg.Path and starts the pipeline.
+// Open loads the model at cfg.Path and starts the pipeline, with no
+// Inputs of the caller's (OpenWith).
 func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	return OpenWith(ctx, cfg, Inputs{})
+}
+
+// OpenWith loads the model at cfg.Path and starts the pipeline: cfg with its
+// defaults (EnsureDefaults) is validated, then resolved with in once the
+// model is described (Engine.Config).
+func OpenWith(ctx context.Context, cfg Config, in Inputs) (*Engine, error) {
 	t0 := time.Now()
-	if err := cfg.EnsureDefaults().Validate(); err != nil {
+	if err := errors.Join(cfg.EnsureDefaults().Validate(), in.Validate()); err != nil {
 		return nil, err
 	}
 	f, err := gguf.Open(cfg.Path)
@@ -164,7 +172,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("%s: %w: %q (pipe runs: %v)", cfg.Path, model.ErrUnsupportedArch, d.Arch, model.Architectures())
 	}
 	layout := newLayout(d)
-	rc, err := resolve(cfg, d, layout)
+	rc, err := resolve(cfg, in, d, layout)
 	if err != nil {
 		return nil, err
 	}
@@ -194,8 +202,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 func (e *Engine) load(f *gguf.File) error {
 	cfg := &e.cfg
 	var stream *streamSource
-	do := dense.Options{Mode: cfg.Dense, Stream: cfg.Stream, HugePages: cfg.HugePages, Ctx: e.life.ctx, Progress: cfg.LoadProgress}
-	if cfg.Stream {
+	do := dense.Options{Mode: cfg.Dense, Stream: cfg.Streams(), HugePages: !cfg.NoHugePages, Ctx: e.life.ctx, Progress: cfg.LoadProgress}
+	if cfg.Streams() {
 		var paths []string
 		for _, sh := range f.Shards {
 			paths = append(paths, sh.Path)

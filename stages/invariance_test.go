@@ -26,7 +26,7 @@ func TestOutputInvariance(t *testing.T) {
 	}
 	const mib = 1 << 20
 	pf := func(n int, policy string, lanes int) PrefetchConfig {
-		return PrefetchConfig{N: n, Policy: policy, Lanes: lanes}
+		return PrefetchConfig{N: n, Policy: policy, Lanes: lanes, NoPrompt: true}
 	}
 	configs := []struct {
 		name string
@@ -35,11 +35,11 @@ func TestOutputInvariance(t *testing.T) {
 		{"lanes 1", func(c *Config) { c.IO.Lanes = 1 }},
 		{"lanes 2", func(c *Config) { c.IO.Lanes = 2 }},
 		{"lanes 8", func(c *Config) { c.IO.Lanes = 8 }},
-		{"cache 0", func(c *Config) { c.Cache.Bytes = 0 }},
+		{"cache 0", func(c *Config) { c.Cache.Bytes = NoCache }},
 		{"cache 3", func(c *Config) { c.Cache.Bytes = 3 * mib }},
 		{"cache 12", func(c *Config) { c.Cache.Bytes = 12 * mib }},
-		{"cache 30 no overlap", func(c *Config) { c.Cache.Bytes = 30 * mib; c.Overlap = false }},
-		{"cache 3 no overlap lanes 1", func(c *Config) { c.Cache.Bytes = 3 * mib; c.Overlap = false; c.IO.Lanes = 1 }},
+		{"cache 30 no overlap", func(c *Config) { c.Cache.Bytes = 30 * mib; c.NoOverlap = true }},
+		{"cache 3 no overlap lanes 1", func(c *Config) { c.Cache.Bytes = 3 * mib; c.NoOverlap = true; c.IO.Lanes = 1 }},
 		{"lru cache 3", func(c *Config) { c.Cache.Bytes = 3 * mib; c.Cache.Policy = "lru" }},
 		{"threads 1", func(c *Config) { c.Threads = 1 }},
 		{"threads 3", func(c *Config) { c.Threads = 3 }},
@@ -49,27 +49,27 @@ func TestOutputInvariance(t *testing.T) {
 		{"prefetch 2 temporal", func(c *Config) { c.Cache.Bytes = 12 * mib; c.Prefetch = pf(2, "temporal", 1) }},
 		{"cache 3 prefetch 8 lanes 1", func(c *Config) { c.Cache.Bytes = 3 * mib; c.Prefetch = pf(8, "next-layer", 1); c.IO.Lanes = 1 }},
 		{"prefetch 4 popular", func(c *Config) { c.Cache.Bytes = 12 * mib; c.Prefetch = pf(4, "popular", 1) }},
-		{"prefetch 8 on all lanes", func(c *Config) { c.Cache.Bytes = 12 * mib; c.Prefetch = pf(8, "next-layer", 0); c.IO.Lanes = 4 }},
-		{"cache 3 no huge pages prefetch 8", func(c *Config) { c.Cache.Bytes = 3 * mib; c.HugePages = false; c.Prefetch = pf(8, "next-layer", 2) }},
-		{"prompt prefetch", func(c *Config) { c.Cache.Bytes = 12 * mib; c.Prefetch.Prompt = true }},
-		{"cache 3 prompt prefetch lanes 1", func(c *Config) { c.Cache.Bytes = 3 * mib; c.Prefetch.Prompt = true; c.IO.Lanes = 1 }},
-		{"cache 0 prompt prefetch", func(c *Config) { c.Cache.Bytes = 0; c.Prefetch.Prompt = true }},
+		{"prefetch 8 on all lanes", func(c *Config) { c.Cache.Bytes = 12 * mib; c.Prefetch = pf(8, "next-layer", AllLanes); c.IO.Lanes = 4 }},
+		{"cache 3 no huge pages prefetch 8", func(c *Config) { c.Cache.Bytes = 3 * mib; c.NoHugePages = true; c.Prefetch = pf(8, "next-layer", 2) }},
+		{"prompt prefetch", func(c *Config) { c.Cache.Bytes = 12 * mib; c.Prefetch.NoPrompt = false }},
+		{"cache 3 prompt prefetch lanes 1", func(c *Config) { c.Cache.Bytes = 3 * mib; c.Prefetch.NoPrompt = false; c.IO.Lanes = 1 }},
+		{"cache 0 prompt prefetch", func(c *Config) { c.Cache.Bytes = NoCache; c.Prefetch.NoPrompt = false }},
 		{"prompt prefetch and prefetch 8", func(c *Config) {
 			c.Cache.Bytes = 12 * mib
-			c.Prefetch = pf(8, "next-layer", 0)
-			c.Prefetch.Prompt = true
+			c.Prefetch = pf(8, "next-layer", AllLanes)
+			c.Prefetch.NoPrompt = false
 		}},
 		{"buffered reads", func(c *Config) { c.IO.NoODirect = true }},
-		{"mmap threads 1", func(c *Config) { c.Stream = false; c.Threads = 1 }},
-		{"mmap lazy dense", func(c *Config) { c.Stream = false; c.Dense = dense.Mmap }},
+		{"mmap threads 1", func(c *Config) { c.Stream = StreamOff; c.Threads = 1 }},
+		{"mmap lazy dense", func(c *Config) { c.Stream = StreamOff; c.Dense = dense.Mmap }},
 	}
 	for _, m := range models {
 		base := baseCfg()
 		base.Path = fmt.Sprintf("../testdata/golden/models/%s.gguf", m)
 		base.Cache = CacheConfig{Bytes: 20 * mib, Policy: "layer"}
-		base.HugePages = true
+		base.NoHugePages = false
 		ref := base
-		ref.Stream = false
+		ref.Stream = StreamOff
 		want, err := decode(context.Background(), t, ref, 12)
 		if err != nil {
 			t.Fatal(err)

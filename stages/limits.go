@@ -9,25 +9,7 @@ import (
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/dense"
 	"github.com/pipe-engine/pipe/model"
-	"github.com/pipe-engine/pipe/prefetch"
 )
-
-// checkPolicies validates the policy names even when nothing streams: a typo
-// must not be accepted silently because the flag has no effect in this mode.
-func checkPolicies(cfg Config, layers int) error {
-	layers = max(layers, 1)
-	if name := cfg.Cache.Policy; name != "" {
-		if _, err := cache.NewPolicy(name, cache.PolicyOptions{Layers: layers, Seed: 1}); err != nil {
-			return fmt.Errorf("%w: --cache-policy: %w", ErrConfig, err)
-		}
-	}
-	if name := cfg.Prefetch.Policy; name != "" {
-		if _, err := prefetch.NewPolicy(name, layers); err != nil {
-			return fmt.Errorf("%w: --prefetch-policy: %w", ErrConfig, err)
-		}
-	}
-	return nil
-}
 
 // kvBytes is the KV cache of positions positions: attention layers ×
 // positions × a position's row (K and V, or the latent of latent
@@ -54,14 +36,10 @@ func checkKV(hp model.HParams, positions, elemBytes int) error {
 		ErrConfig, positions, mib(need), mib(avail), source)
 }
 
-// checkBudget is an explicit --cache-mb clamped to all, what every expert of
+// checkBudget is an explicit --cache-mb (or Inputs.AutoBytes) clamped to all, what every expert of
 // the model needs (a larger cache holds nothing more); checkMemory then
 // weighs it with everything else resident.
-func (r *Resolved) checkBudget(all int64) (int64, error) {
-	b := r.Cache.Bytes
-	if b == 0 {
-		return 0, nil
-	}
+func (r *Resolved) checkBudget(b, all int64) (int64, error) {
 	if all > 0 && b > all {
 		r.Log.Info().Str("event", "cache_budget").Int64("budget_bytes", all).Int64("asked_bytes", b).
 			Msgf("--cache-mb %d is more than every expert of the model needs: cache budget %s", b>>20, mib(all))
@@ -90,7 +68,7 @@ func (r *Resolved) need(d *model.Desc) memoryNeed {
 	if r.Dense == dense.Anon || r.Dense == "" {
 		n.dense = d.DenseBytes
 	}
-	if r.Stream {
+	if r.Streams() {
 		n.scratch = int64(max(r.K, cache.DefaultTransientSlots)) * r.SlotBytes
 	}
 	return n

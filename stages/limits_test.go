@@ -18,8 +18,7 @@ import (
 func TestLimitsBeforeAllocation(t *testing.T) {
 	ctx := context.Background()
 	c := baseCfg()
-	c.Cache.KVPositions, c.Cache.KVElemBytes = 1_000_000_000, 2
-	if _, err := Open(ctx, c); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "-c") {
+	if _, err := OpenWith(ctx, c, Inputs{KVPositions: 1_000_000_000, KVElemBytes: 2}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "-c") {
 		t.Fatalf("-c 1e9 at Open: err = %v, want ErrConfig naming -c", err)
 	}
 	e, err := Open(ctx, baseCfg())
@@ -43,8 +42,8 @@ func TestLimitsBeforeAllocation(t *testing.T) {
 	e.Close()
 
 	for _, mod := range []func(*Config){
-		func(c *Config) { c.Stream = false; c.Cache.Policy = "foo" },
-		func(c *Config) { c.Stream = false; c.Prefetch.Policy = "foo" },
+		func(c *Config) { c.Stream = StreamOff; c.Cache.Policy = "foo" },
+		func(c *Config) { c.Stream = StreamOff; c.Prefetch.Policy = "foo" },
 	} {
 		c := baseCfg()
 		mod(&c)

@@ -45,7 +45,7 @@ func overlapRun(t *testing.T, overlap bool, patience time.Duration) (released, w
 	var rel, wait atomic.Int64
 	var e *Engine
 	c := baseCfg()
-	c.Overlap = overlap
+	c.NoOverlap = !overlap
 	c.Dense = "mmap" // only expert reads go through the latch
 	c.IO.Lanes = 1
 	c.IO.Open = func(path string, direct bool) (reader.File, error) {

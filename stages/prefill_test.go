@@ -19,7 +19,7 @@ import (
 func TestPrefillPassOverBudget(t *testing.T) {
 	ctx := context.Background()
 	ref := baseCfg()
-	ref.Stream, ref.Dense = false, "mmap"
+	ref.Stream, ref.Dense = StreamOff, "mmap"
 	want, err := decode(ctx, t, ref, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func TestPrefillPassesCompose(t *testing.T) {
 func TestPromptPrefetch(t *testing.T) {
 	ctx := context.Background()
 	ref := baseCfg()
-	ref.Stream, ref.Dense = false, "mmap"
+	ref.Stream, ref.Dense = StreamOff, "mmap"
 	want, err := decode(ctx, t, ref, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestPromptPrefetch(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		cfg := baseCfg()
 		cfg.Cache.Bytes = 30 << 20 // every expert: a guess is never evicted before its layer
-		cfg.Prefetch.Prompt = on
+		cfg.Prefetch.NoPrompt = !on
 		var procs []int // GOMAXPROCS seen at each routed layer
 		got, err := decodeWith(ctx, t, cfg, 2, func(e *Engine) {
 			ps := e.Metrics().Speculation

@@ -119,7 +119,7 @@ const PromptProcs = 2
 func (e *Engine) promptProcs() (restore func()) {
 	want := e.cfg.Threads + PromptProcs
 	prev := runtime.GOMAXPROCS(0)
-	if !e.cfg.Stream || prev >= want || os.Getenv("GOMAXPROCS") != "" {
+	if !e.cfg.Streams() || prev >= want || os.Getenv("GOMAXPROCS") != "" {
 		return func() {}
 	}
 	runtime.GOMAXPROCS(want)

@@ -29,8 +29,8 @@ const goldenF32 = "../testdata/golden/models/tiny-qwen3moe-F32.gguf"
 var prompt = []int32{284, 444, 330, 107, 285, 426, 110, 458, 32, 106, 319, 112, 115}
 
 func baseCfg() Config {
-	return Config{Path: goldenF32, Stream: true, IO: IOConfig{Lanes: 2}, Cache: CacheConfig{Bytes: 4 << 20, Policy: "lru"},
-		Overlap: true, Dense: dense.Anon, Threads: 2, Log: zerolog.Nop()}
+	return Config{Path: goldenF32, Stream: StreamOn, IO: IOConfig{Lanes: 2}, Cache: CacheConfig{Bytes: 4 << 20, Policy: "lru"},
+		Dense: dense.Anon, Threads: 2, Log: zerolog.Nop(), NoHugePages: true, Prefetch: PrefetchConfig{NoPrompt: true}}
 }
 
 // decode runs the prompt and n greedy steps and returns every logit row.
@@ -43,7 +43,13 @@ func decode(ctx context.Context, t *testing.T, cfg Config, n int) ([][]float32, 
 // step, before it is closed, and each of setup with it before the prompt.
 func decodeWith(ctx context.Context, t *testing.T, cfg Config, n int, done func(*Engine), setup ...func(*Engine)) ([][]float32, error) {
 	t.Helper()
-	e, err := Open(ctx, cfg)
+	return decodeIn(ctx, t, cfg, Inputs{}, n, done, setup...)
+}
+
+// decodeIn is decodeWith with the caller's inputs in.
+func decodeIn(ctx context.Context, t *testing.T, cfg Config, in Inputs, n int, done func(*Engine), setup ...func(*Engine)) ([][]float32, error) {
+	t.Helper()
+	e, err := OpenWith(ctx, cfg, in)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +133,7 @@ func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func expertStart(t *testing.T) int64 {
-	e, err := Open(context.Background(), Config{Path: goldenF32, Threads: 1, Dense: dense.Mmap, Log: zerolog.Nop()})
+	e, err := Open(context.Background(), Config{Path: goldenF32, Stream: StreamOff, Threads: 1, Dense: dense.Mmap, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,9 +274,11 @@ func TestConfigErrors(t *testing.T) {
 		name string
 		mod  func(*Config)
 	}{
-		{"threads", func(c *Config) { c.Threads = 0 }},
-		{"lanes", func(c *Config) { c.IO.Lanes = 0 }},
-		{"budget", func(c *Config) { c.Cache.Bytes = -1 }},
+		{"threads", func(c *Config) { c.Threads = -1 }},
+		{"lanes", func(c *Config) { c.IO.Lanes = MaxLanes + 1 }},
+		{"budget", func(c *Config) { c.Cache.Bytes = NoCache - 1 }},
+		{"stream", func(c *Config) { c.Stream = "auto" }},
+		{"prefetch lanes", func(c *Config) { c.Prefetch.Lanes = AllLanes - 1 }},
 		{"dense", func(c *Config) { c.Dense = "swap" }},
 		{"policy", func(c *Config) { c.Cache.Policy = "nope" }},
 	} {
@@ -301,13 +309,13 @@ func TestConfigErrors(t *testing.T) {
 // including with a cache below the working set and without overlap.
 func TestStreamMatchesMmap(t *testing.T) {
 	m := baseCfg()
-	m.Stream = false
+	m.Stream = StreamOff
 	m.Dense = dense.Mmap
 	want, err := decode(context.Background(), t, m, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []Config{baseCfg(), func() Config { c := baseCfg(); c.Cache.Bytes = 0; c.Overlap = false; return c }(),
+	for _, c := range []Config{baseCfg(), func() Config { c := baseCfg(); c.Cache.Bytes = NoCache; c.NoOverlap = true; return c }(),
 		func() Config { c := baseCfg(); c.Cache.Bytes = 1 << 20; c.IO.Lanes = 1; c.Dense = dense.Warm; return c }()} {
 		got, err := decode(context.Background(), t, c, 4)
 		if err != nil {
@@ -327,8 +335,8 @@ func TestSteadyLayerAllocatesNothing(t *testing.T) {
 		"stream":     func(c *Config) { c.Cache.Bytes = 64 << 20 },
 		"next-layer": func(c *Config) { c.Cache.Bytes = 64 << 20; c.Prefetch = PrefetchConfig{N: 2, Policy: "next-layer"} },
 		"temporal":   func(c *Config) { c.Cache.Bytes = 64 << 20; c.Prefetch = PrefetchConfig{N: 2, Policy: "temporal"} },
-		"no-overlap": func(c *Config) { c.Cache.Bytes = 64 << 20; c.Overlap = false },
-		"mmap":       func(c *Config) { c.Stream = false; c.Dense = dense.Mmap },
+		"no-overlap": func(c *Config) { c.Cache.Bytes = 64 << 20; c.NoOverlap = true },
+		"mmap":       func(c *Config) { c.Stream = StreamOff; c.Dense = dense.Mmap },
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := baseCfg()

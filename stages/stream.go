@@ -49,7 +49,7 @@ func openStream(cfg *Resolved, d *model.Desc, l expertLayout, files *reader.File
 		return s, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	s.cache, err = cache.New(cache.Config{BudgetBytes: cfg.Cache.Bytes, SlotBytes: l.slotBytes, Policy: pol,
-		TransientSlots: max(cfg.K, cache.DefaultTransientSlots), HugePages: cfg.HugePages})
+		TransientSlots: max(cfg.K, cache.DefaultTransientSlots), HugePages: !cfg.NoHugePages})
 	if err != nil {
 		return s, err
 	}
@@ -72,7 +72,7 @@ func openStream(cfg *Resolved, d *model.Desc, l expertLayout, files *reader.File
 // routers, the hand-off channels and the planner goroutine.
 func (s *streamSource) begin(m model.Model, f *ffn.Stage, arch string) error {
 	s.ffn = f
-	if err := s.spec.begin(m, s.cfg.Prefetch.Prompt, arch); err != nil {
+	if err := s.spec.begin(m, !s.cfg.Prefetch.NoPrompt, arch); err != nil {
 		return err
 	}
 	s.plans = make(chan prefetch.Request, 2) // a demand request and the speculation that follows it
@@ -106,7 +106,7 @@ func (s *streamSource) waves(ctx context.Context, job *ffn.Job, routerIn [][]flo
 	// Without overlap the FFN waits for a whole wave; a wave must fit in the
 	// slots that can be pinned at once (the transient pool is at least k).
 	wave := len(order)
-	if !s.cfg.Overlap {
+	if s.cfg.NoOverlap {
 		wave = max(job.K, cache.DefaultTransientSlots)
 	}
 	life := s.life.ctx
@@ -141,7 +141,7 @@ func (s *streamSource) waves(ctx context.Context, job *ffn.Job, routerIn [][]flo
 		// in out would stay pinned in the cache for good. A cancelled ctx
 		// stops its compute at once (the rest is received and released
 		// uncomputed) and ends the pass.
-		cerr := s.ffn.Consume(life, ctx, job, s.out, len(w), s.cfg.Overlap, st)
+		cerr := s.ffn.Consume(life, ctx, job, s.out, len(w), !s.cfg.NoOverlap, st)
 		var perr error
 		select {
 		case perr = <-s.done:

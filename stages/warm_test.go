@@ -42,7 +42,8 @@ func TestWarmStartDuringDenseLoad(t *testing.T) {
 		return slowReads{f, 5 * time.Millisecond}, nil
 	}
 	asked := 0
-	cfg.WarmKeys = func(d *model.Desc) []cache.Key {
+	in := Inputs{}
+	in.WarmKeys = func(d *model.Desc) []cache.Key {
 		asked++
 		var keys []cache.Key
 		for l, exps := range d.Experts {
@@ -52,7 +53,7 @@ func TestWarmStartDuringDenseLoad(t *testing.T) {
 		}
 		return keys
 	}
-	e, err := Open(ctx, cfg)
+	e, err := OpenWith(ctx, cfg, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,14 +62,14 @@ func TestWarmStartDuringDenseLoad(t *testing.T) {
 	if asked != 1 || ws.Completed == 0 {
 		t.Fatalf("WarmKeys asked %d times, %d warm reads done when Open returned (%+v): want once, and reads done during the dense load", asked, ws.Completed, ws)
 	}
-	cfg.WarmKeys = func(d *model.Desc) []cache.Key {
+	in.WarmKeys = func(d *model.Desc) []cache.Key {
 		keys := []cache.Key{}
 		for x := range d.Experts[0] {
 			keys = append(keys, cache.Key{Layer: 0, Expert: x}, cache.Key{Layer: 2, Expert: x})
 		}
 		return keys
 	}
-	got, err := decodeWith(ctx, t, cfg, 4, func(e *Engine) {
+	got, err := decodeIn(ctx, t, cfg, in, 4, func(e *Engine) {
 		ws := e.Metrics().Warm
 		cs := cacheOf(e).Stats()
 		if !e.Metrics().WarmStarted || ws.Completed == 0 {

@@ -236,8 +236,5 @@ func parseRun(args []string) (*RunCmd, error) {
 	if err := rc.validate(); err != nil {
 		return nil, err
 	}
-	if _, err := rc.EngineFlags.config("", 1, zerolog.Nop()); err != nil {
-		return nil, err
-	}
 	return rc, nil
 }

@@ -28,8 +28,14 @@ func TestBenchChecks(t *testing.T) {
 	if code != 0 || strings.Count(out, `"event":"bench_vary_no_effect"`) != 2 {
 		t.Fatalf("cache-mb with mmap: exit %d, want two bench_vary_no_effect warnings:\n%s", code, out)
 	}
+	// A policy name is a flag error, refused before any run.
 	code, out = bench("--vary", "cache-policy=lru,bogus")
-	if code == 0 || !strings.Contains(out, "cache-policy=bogus: every run failed") || !strings.Contains(out, "unknown policy") {
+	if code == 0 || !strings.Contains(out, "cache-policy=bogus") || !strings.Contains(out, "unknown policy") || strings.Contains(out, "bench_run") {
+		t.Fatalf("bad --cache-policy value: exit %d, want a failure before any run:\n%s", code, out)
+	}
+	// More experts than the model has is known only once it is read.
+	code, out = bench("--vary", "n-expert-used=0,999")
+	if code == 0 || !strings.Contains(out, "n-expert-used=999: every run failed") || !strings.Contains(out, "exceeds the model's") {
 		t.Fatalf("a configuration whose runs all fail: exit %d:\n%s", code, out)
 	}
 	// Its numbers do not apply: null in the JSON table, never -1.

@@ -10,6 +10,16 @@ import (
 // model's experts, so the run streams and evicts.
 const demoCacheMB = 256
 
+// demoCache is the demo's input to the engine's resolution: the budget that
+// --cache-mb auto stands for (decode.Options.AutoCache), 0 for a model of the
+// user's.
+func demoCache(demo bool) int64 {
+	if demo {
+		return demoCacheMB << 20
+	}
+	return 0
+}
+
 // ensureDemo returns the path of the embedded default model, generating it
 // once under the user cache directory.
 func ensureDemo(g *Globals) (string, error) {

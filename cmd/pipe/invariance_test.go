@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/pipe-engine/pipe/stages"
 )
 
 // TestOutputInvarianceCLI is a smoke test of the determinism invariant
@@ -18,7 +23,7 @@ func TestOutputInvarianceCLI(t *testing.T) {
 	models := []string{"tiny-qwen3moe-Q4_K_M", "tiny-gemma4-Q4_K_M"}
 	configs := [][]string{
 		{"--moe-stream=true", "--cache-mb", "3", "--prefetch", "8", "--io-threads", "1"},
-		{"--moe-stream", "auto", "--cache-mb", "auto", "--dense-weights", "warm"},
+		{"--moe-stream", "true", "--cache-mb", "auto", "--dense-weights", "warm"},
 		{"--moe-stream=false", "-t", "1"},
 	}
 	prompt, err := os.ReadFile("../../testdata/golden/prompts/p1_village.txt")
@@ -60,7 +65,9 @@ func TestRunFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--io-threads", "0"}, "--io-threads 0"},
+		{[]string{"--io-threads=-1"}, "--io-threads -1"},
+		{[]string{"--moe-stream=auto"}, "auto, which always streamed, is gone"},
+		{[]string{"--threads=-1"}, "-t -1"},
 		{[]string{"--io-threads", "300"}, "--io-threads 300"},
 		{[]string{"--prefetch=-1"}, "--prefetch -1"},
 		{[]string{"--prefetch-lanes=-2"}, "--prefetch-lanes -2"},
@@ -75,5 +82,25 @@ func TestRunFlagErrors(t *testing.T) {
 		if code == 0 || out != "" || !strings.Contains(errOut, c.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want a one-line error naming %q", c.args, code, out, errOut, c.want)
 		}
+	}
+}
+
+// TestFlagDefaultsAreTheLibrarys: the engine flags left alone give the
+// configuration a library caller gets from a zero stages.Config: the flags
+// read their defaults from EnsureDefaults, so the two cannot drift apart
+// (--prefetch-policy was next-layer on the command line and temporal in the
+// library).
+func TestFlagDefaultsAreTheLibrarys(t *testing.T) {
+	rc, err := parseRun([]string{"run", "-p", "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rc.EngineFlags.config("", 0, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := stages.Config{Log: zerolog.Nop()}
+	if !reflect.DeepEqual(*got.EnsureDefaults(), *want.EnsureDefaults()) {
+		t.Errorf("flags' defaults\n %+v\nlibrary's\n %+v", got, want)
 	}
 }

@@ -82,6 +82,7 @@ func parser(cli *CLI, stdout, stderr io.Writer, exit func(int)) (*kong.Kong, err
 		kong.Description("Run Mixture-of-Experts models larger than RAM by streaming routed experts from flash."),
 		kong.UsageOnError(),
 		kong.Vars{"version": versionString()},
+		engineVars(),
 		kong.Writers(stdout, stderr),
 		kong.Exit(exit),
 		kong.ConfigureHelp(kong.HelpOptions{WrapUpperBound: 100}),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
 
 	"github.com/pipe-engine/pipe/decode"
@@ -43,8 +42,6 @@ func (c *PerplexityCmd) validate() error {
 		return fmt.Errorf("%w: --chunks %d must be -1 (all) or >= 1", errFlag, c.Chunks)
 	case c.Ctx > maxPositions:
 		return checkPositions("-c", c.Ctx, 4)
-	case checkThreads(c.Thr) != nil:
-		return checkThreads(c.Thr)
 	case c.Batch < 0:
 		return fmt.Errorf("%w: --score-batch %d must be >= 0", errFlag, c.Batch)
 	case c.KL && c.KLBase == "":
@@ -55,18 +52,17 @@ func (c *PerplexityCmd) validate() error {
 	if _, err := affinity.ParseList(c.CPUs); err != nil {
 		return fmt.Errorf("%w: --cpus: %w", errFlag, err)
 	}
-	return c.EngineFlags.validate()
+	return c.EngineFlags.check(threads(c.Thr, c.CPUs))
 }
 
-// threads resolves -t: 0 is the number of CPUs, or of --cpus.
+// threads is -t: with -t 0, the number of --cpus, or 0 without them
+// (stages.Config's default: the number of CPUs).
 func threads(t int, cpuList string) int {
 	if t != 0 {
 		return t
 	}
-	if cpus, _ := affinity.ParseList(cpuList); len(cpus) > 0 {
-		return len(cpus)
-	}
-	return runtime.NumCPU()
+	cpus, _ := affinity.ParseList(cpuList)
+	return len(cpus)
 }
 
 // Run implements the command.
@@ -131,7 +127,7 @@ func (c *PerplexityCmd) open(g *Globals, nCtx int) (*decode.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := decode.Options{Engine: cfg, Stream: decode.StreamMode(c.MoeStream), KV: model.KVF16, Ctx: nCtx}
+	o := decode.Options{Engine: cfg, KV: model.KVF16, Ctx: nCtx}
 	if c.KVType == "f32" {
 		o.KV = model.KVF32
 	}
@@ -148,7 +144,7 @@ func (c *PerplexityCmd) evaluate(g *Globals, m *decode.Model, text string, base 
 		return err
 	}
 	ev := &evaluator{s: sess, batch: c.Batch}
-	if c.lossy().On() {
+	if m.Engine().Config().Lossy.On() {
 		ev.batch = 1
 	}
 	o := quality.Options{NCtx: c.Ctx, Chunks: c.Chunks, AddBOS: tok.AddBOS(), BOS: tok.BOS(), NVocab: tok.NVocab(),

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -69,7 +68,7 @@ func (c *RunCmd) validate() error {
 	case c.N > maxPositions:
 		return checkPositions("-n", c.N, -1)
 	}
-	if err := errors.Join(checkThreads(c.Thr), checkPositions("-c", c.Ctx, 0)); err != nil {
+	if err := checkPositions("-c", c.Ctx, 0); err != nil {
 		return err
 	}
 	if _, err := affinity.ParseList(c.CPUs); err != nil {
@@ -78,7 +77,7 @@ func (c *RunCmd) validate() error {
 	if err := c.params(0).Validate(); err != nil {
 		return fmt.Errorf("%w: %w", errFlag, err)
 	}
-	return c.EngineFlags.validate()
+	return c.EngineFlags.check(threads(c.Thr, c.CPUs))
 }
 
 func parseIDs(s string) ([]int32, error) {
@@ -99,27 +98,12 @@ func parseIDs(s string) ([]int32, error) {
 
 // options turns the flags into the decode loop's options.
 func (c *RunCmd) options(g *Globals, path string, demo bool, seed uint64) (decode.Options, error) {
-	threads := c.Thr
-	if threads == 0 {
-		threads = runtime.NumCPU()
-		if cpus, _ := affinity.ParseList(c.CPUs); len(cpus) > 0 {
-			threads = len(cpus)
-		}
-	}
-	cfg, err := c.EngineFlags.config(path, threads, g.Log)
+	cfg, err := c.EngineFlags.config(path, threads(c.Thr, c.CPUs), g.Log)
 	if err != nil {
 		return decode.Options{}, err
 	}
-	if demo && cfg.Cache.Auto {
-		// The demo shows streaming with a cache smaller than the experts.
-		cfg.Cache.Auto = false
-		cfg.Cache.Bytes = demoCacheMB << 20
-	}
-	o := decode.Options{Engine: cfg, Stream: decode.StreamMode(c.MoeStream), KV: model.KVF16, Ctx: c.Ctx,
+	o := decode.Options{Engine: cfg, KV: model.KVF16, Ctx: c.Ctx, AutoCache: demoCache(demo),
 		LoadFields: []sink.Field{sink.F("seed", seed)}, HotSet: c.HotSetFlags.options()}
-	if demo {
-		o.Stream = decode.StreamOn
-	}
 	if c.KVType == "f32" {
 		o.KV = model.KVF32
 	}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 
@@ -51,10 +50,10 @@ func (c *ServeCmd) validate() error {
 	case c.N < -1 || c.N == 0 || c.N > maxPositions:
 		return fmt.Errorf("%w: -n %d must be in 1..%d, or -1 (no limit)", errFlag, c.N, maxPositions)
 	}
-	if err := errors.Join(checkThreads(c.Thr), checkPositions("-c", c.Ctx, 1)); err != nil {
+	if err := checkPositions("-c", c.Ctx, 1); err != nil {
 		return err
 	}
-	return c.EngineFlags.validate()
+	return c.EngineFlags.check(c.Thr)
 }
 
 // Run implements the command: load the model, listen, serve until SIGINT or
@@ -126,22 +125,12 @@ func (c *ServeCmd) modelID(path string) string {
 const serveSummaryWindow = 4096
 
 func (c *ServeCmd) options(g *Globals, path string, demo bool) (decode.Options, error) {
-	threads := c.Thr
-	if threads == 0 {
-		threads = runtime.NumCPU()
-	}
-	cfg, err := c.EngineFlags.config(path, threads, g.Log)
+	cfg, err := c.EngineFlags.config(path, c.Thr, g.Log)
 	if err != nil {
 		return decode.Options{}, err
 	}
-	o := decode.Options{Engine: cfg, Stream: decode.StreamMode(c.MoeStream), KV: model.KVF16, Ctx: c.Ctx,
+	o := decode.Options{Engine: cfg, KV: model.KVF16, Ctx: c.Ctx, AutoCache: demoCache(demo),
 		Sink: sink.Options{Warmup: -1, SummaryWindow: serveSummaryWindow, PeakRSS: sysmem.PeakRSS}, HotSet: c.HotSetFlags.options(), Progress: showProgress(g.Status, decode.PhaseLoad)}
-	if demo {
-		o.Stream = decode.StreamOn
-		if cfg.Cache.Auto {
-			o.Engine.Cache.Auto, o.Engine.Cache.Bytes = false, demoCacheMB<<20
-		}
-	}
 	if c.KVType == "f32" {
 		o.KV = model.KVF32
 	}
