@@ -72,7 +72,7 @@ const DefaultCtx = 4096
 // Options configure Open.
 type Options struct {
 	// Engine is the user's configuration of the pipeline; Open passes it to
-	// stages.OpenWith as it is, with the inputs it derives from the fields
+	// stages.Open as it is, with the inputs it derives from the fields
 	// below (the KV cache from KV, Ctx and Reserve; the load progress; the
 	// warm start).
 	Engine stages.Config
@@ -160,7 +160,7 @@ func Open(ctx context.Context, o Options) (*Model, error) {
 		hot = &hotLoader{o: o.HotSet, log: o.Engine.Log}
 		in.WarmKeys = hot.keys
 	}
-	eng, err := stages.OpenWith(ctx, o.Engine, in)
+	eng, err := stages.Open(ctx, o.Engine, in)
 	if err != nil {
 		return nil, err
 	}

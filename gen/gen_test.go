@@ -490,3 +490,12 @@ func TestEnsureDemo(t *testing.T) {
 		t.Errorf("cancelled generation left %v", m)
 	}
 }
+
+// Generate writes the model described by o to out as a GGUF stream.
+func Generate(ctx context.Context, o Options, out io.Writer) (*Result, error) {
+	m, err := Prepare(o)
+	if err != nil {
+		return nil, err
+	}
+	return m.Write(ctx, out)
+}

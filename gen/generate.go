@@ -113,15 +113,6 @@ type Result struct {
 	Elapsed time.Duration
 }
 
-// Generate writes the model described by o to out as a GGUF stream.
-func Generate(ctx context.Context, o Options, out io.Writer) (*Result, error) {
-	m, err := Prepare(o)
-	if err != nil {
-		return nil, err
-	}
-	return m.Write(ctx, out)
-}
-
 // GenerateFile writes the model to path atomically: it writes path's
 // directory/.name.tmp-*, syncs it and renames it over path. It refuses a path
 // that exists and is not a regular file (a device, a FIFO, a directory, a

@@ -626,22 +626,43 @@ func ShardPaths(path string) []string {
 	return out
 }
 
-func openShard(path string, shard int) (*Shard, []TensorInfo, error) {
+// openInput opens the file at path for reading and returns its size.
+func openInput(path string) (*os.File, int64, error) {
 	// A FIFO or device would block the open or the reads forever.
 	fd, err := safefile.OpenInput(path)
 	var pe *os.PathError
 	if errors.Is(err, safefile.ErrNotRegular) && errors.As(err, &pe) {
-		return nil, nil, &FormatError{File: path, Field: "file", Msg: pe.Err.Error(), Err: ErrUnsupported}
+		return nil, 0, &FormatError{File: path, Field: "file", Msg: pe.Err.Error(), Err: ErrUnsupported}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("gguf: %w", err)
+		return nil, 0, fmt.Errorf("gguf: %w", err)
 	}
-	defer fd.Close()
 	st, err := fd.Stat()
 	if err != nil {
-		return nil, nil, fmt.Errorf("gguf: %w", err)
+		fd.Close()
+		return nil, 0, fmt.Errorf("gguf: %w", err)
 	}
-	return decodeShard(path, fd, st.Size(), shard)
+	return fd, st.Size(), nil
+}
+
+// openShard decodes shard number shard of a split model, at path.
+func openShard(path string, shard int) (*Shard, []TensorInfo, error) {
+	fd, size, err := openInput(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer fd.Close()
+	return decodeShard(path, fd, size, shard)
+}
+
+// openFirst decodes the file at path (Decode), the first or only shard.
+func openFirst(path string) (*File, error) {
+	fd, size, err := openInput(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	return Decode(path, fd, size)
 }
 
 // Open reads the header, metadata and tensor infos of the GGUF file at path
@@ -649,12 +670,10 @@ func openShard(path string, shard int) (*Shard, []TensorInfo, error) {
 // others are found by llama.cpp's naming rule PREFIX-0000k-of-0000n.gguf in
 // the same directory). Tensor data is not read and no file stays open.
 func Open(path string) (*File, error) {
-	sh, tensors, err := openShard(path, 0)
+	f, err := openFirst(path)
 	if err != nil {
 		return nil, err
 	}
-	f := &File{Path: path, Version: sh.Version, Alignment: sh.Alignment, DataOffset: sh.DataOffset, KV: sh.KV, Tensors: tensors, Shards: []Shard{*sh}}
-	f.index()
 	count, no, isSplit, err := splitInfo(f, path)
 	if err != nil {
 		return nil, err

@@ -405,76 +405,11 @@ func BenchmarkOpen(b *testing.B) {
 	b.ReportMetric(float64(len(f.Tensors)), "tensors")
 }
 
-// TestTensorWriter: streaming a tensor in pieces gives the same file as
-// WriteTensor, and wrong sizes are refused.
-func TestTensorWriter(t *testing.T) {
-	rng := rand.New(rand.NewSource(5))
-	a := randomTensor(rng, quant.Q4_K, []uint64{256, 3})
-	b := randomTensor(rng, quant.F32, []uint64{5})
-	build := func(stream bool) []byte {
-		var buf bytes.Buffer
-		w := NewWriter(&buf)
-		if err := w.AddTensor("a", quant.Q4_K, []uint64{256, 3}); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.AddTensor("b", quant.F32, []uint64{5}); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.WriteHeader(); err != nil {
-			t.Fatal(err)
-		}
-		if stream {
-			tw, err := w.TensorWriter("a")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for off := 0; off < len(a); off += 100 {
-				if _, err := tw.Write(a[off:min(off+100, len(a))]); err != nil {
-					t.Fatal(err)
-				}
-			}
-			tw, err = w.TensorWriter("b")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tw.Write(b); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tw.Write([]byte{1}); !errors.Is(err, ErrWriter) {
-				t.Errorf("write past the size: %v", err)
-			}
-		} else {
-			if err := w.WriteTensor("a", a); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.WriteTensor("b", b); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
-	}
-	if !bytes.Equal(build(true), build(false)) {
-		t.Error("streamed file differs")
-	}
-	// A short stream is refused at the next call.
-	w := NewWriter(io.Discard)
-	_ = w.AddTensor("a", quant.F32, []uint64{4})
-	_ = w.AddTensor("b", quant.F32, []uint64{4})
-	_ = w.WriteHeader()
-	tw, _ := w.TensorWriter("a")
-	_, _ = tw.Write(make([]byte, 15))
-	if err := w.WriteTensor("b", make([]byte, 16)); !errors.Is(err, ErrWriter) {
-		t.Errorf("short stream then WriteTensor: %v", err)
-	}
-	w = NewWriter(io.Discard)
-	_ = w.AddTensor("a", quant.F32, []uint64{4})
-	_ = w.WriteHeader()
-	tw, _ = w.TensorWriter("a")
-	_, _ = tw.Write(make([]byte, 3))
-	if err := w.Close(); !errors.Is(err, ErrWriter) {
-		t.Errorf("short stream then Close: %v", err)
-	}
-}
+// Tensors returns the declared tensors with their offsets relative to the
+// data section (Offset is filled after WriteHeader).
+func (w *Writer) Tensors() []TensorInfo { return w.tensors }
+
+// DataSize returns the bytes of the data section as declared so far
+// (every tensor padded to the alignment): the file size is the header size
+// plus DataSize.
+func (w *Writer) DataSize() uint64 { return w.dataSize }

@@ -30,67 +30,11 @@ type Writer struct {
 	keys      map[string]bool
 	tensors   []TensorInfo
 	names     map[string]bool
-	dataSize  uint64        // bytes of the data section so far (padded)
-	header    bool          // WriteHeader done
-	next      int           // next tensor to write
-	written   uint64        // bytes written to out
-	err       error         // sticky write error
-	stream    *tensorStream // open TensorWriter, if any
-}
-
-// tensorStream accepts exactly one tensor's bytes.
-type tensorStream struct {
-	w    *Writer
-	name string
-	left uint64
-}
-
-func (s *tensorStream) Write(p []byte) (int, error) {
-	if s.w.stream != s {
-		return 0, werr("tensor %q: write after its data was finished", s.name)
-	}
-	if uint64(len(p)) > s.left {
-		return 0, werr("tensor %q: %d bytes more than its size", s.name, uint64(len(p))-s.left)
-	}
-	s.w.write(p)
-	if s.w.err != nil {
-		return 0, s.w.err
-	}
-	s.left -= uint64(len(p))
-	return len(p), nil
-}
-
-// finishStream closes an open TensorWriter: it must have received exactly
-// the tensor's size.
-func (w *Writer) finishStream() error {
-	s := w.stream
-	if s == nil {
-		return nil
-	}
-	w.stream = nil
-	if s.left != 0 {
-		return werr("tensor %q: %d bytes missing", s.name, s.left)
-	}
-	w.pad()
-	w.next++
-	return w.err
-}
-
-// TensorWriter starts the data of the next declared tensor (name must be
-// the next in declaration order) and returns a writer that accepts exactly
-// its size in bytes, for tensors too large to hold in memory at once. The
-// data is finished (checked and padded) by the next TensorWriter,
-// WriteTensor or Close call.
-func (w *Writer) TensorWriter(name string) (io.Writer, error) {
-	if err := w.finishStream(); err != nil {
-		return nil, err
-	}
-	t, err := w.nextTensor(name)
-	if err != nil {
-		return nil, err
-	}
-	w.stream = &tensorStream{w: w, name: name, left: t.Size}
-	return w.stream, nil
+	dataSize  uint64 // bytes of the data section so far (padded)
+	header    bool   // WriteHeader done
+	next      int    // next tensor to write
+	written   uint64 // bytes written to out
+	err       error  // sticky write error
 }
 
 func (w *Writer) nextTensor(name string) (*TensorInfo, error) {
@@ -147,9 +91,6 @@ func (w *Writer) SetAlignment(n uint64) error {
 	w.kv = append(w.kv, KV{Key: KeyAlignment, Value: v})
 	return nil
 }
-
-// Alignment returns the current data alignment.
-func (w *Writer) Alignment() uint64 { return w.alignment }
 
 // AddKV adds a metadata pair. v is any type NewValue accepts. Keys must be
 // unique; general.alignment (as u32) also sets the alignment.
@@ -219,10 +160,6 @@ func (w *Writer) AddTensor(name string, t quant.Type, dims []uint64) error {
 	w.tensors = append(w.tensors, ti)
 	return nil
 }
-
-// Tensors returns the declared tensors with their offsets relative to the
-// data section (Offset is filled after WriteHeader).
-func (w *Writer) Tensors() []TensorInfo { return w.tensors }
 
 func (w *Writer) write(p []byte) {
 	if w.err != nil {
@@ -297,11 +234,6 @@ func (w *Writer) WriteHeader() error {
 	return w.err
 }
 
-// DataSize returns the bytes of the data section as declared so far
-// (every tensor padded to the alignment): the file size is the header size
-// plus DataSize.
-func (w *Writer) DataSize() uint64 { return w.dataSize }
-
 func (w *Writer) value(v Value) error {
 	le := binary.LittleEndian
 	switch x := v.x.(type) {
@@ -364,9 +296,6 @@ func (w *Writer) value(v Value) error {
 // WriteTensor writes the data of the next declared tensor; name must be that
 // tensor's and len(data) its size. The data is followed by padding.
 func (w *Writer) WriteTensor(name string, data []byte) error {
-	if err := w.finishStream(); err != nil {
-		return err
-	}
 	t, err := w.nextTensor(name)
 	if err != nil {
 		return err
@@ -387,9 +316,6 @@ func (w *Writer) Close() error {
 		if err := w.WriteHeader(); err != nil {
 			return err
 		}
-	}
-	if err := w.finishStream(); err != nil {
-		return err
 	}
 	if w.next != len(w.tensors) {
 		return werr("Close: %d of %d tensors written (next: %q)", w.next, len(w.tensors), w.tensors[w.next].Name)

@@ -57,12 +57,6 @@ var refImpl = &implementation{
 // impl is the implementation in use, chosen once at init (see impl_*.go).
 var impl = bestImpl()
 
-// implementations lists every implementation usable on this machine, the
-// reference first (for tests and benchmarks).
-func implementations() []*implementation {
-	return append([]*implementation{refImpl}, nativeImpls()...)
-}
-
 // Implementation names the kernel set in use ("purego", "avx2", ...).
 func Implementation() string { return impl.name }
 
@@ -94,23 +88,4 @@ func checkAct(t quant.Type, cols int, a *Activation) error {
 		return fmt.Errorf("%w: activation is %v×%d, rows of %v×%d need %v×%d", ErrShape, a.typ, a.cols, t, cols, at, cols)
 	}
 	return nil
-}
-
-// Dot returns row · a for one row of type t (len(row) must be exactly one
-// row of a.Cols() elements).
-func Dot(t quant.Type, row []byte, a *Activation) (float32, error) {
-	if a == nil {
-		return 0, fmt.Errorf("%w: nil activation", ErrShape)
-	}
-	rb, err := rowBytes(t, row, 1, a.cols)
-	if err != nil {
-		return 0, err
-	}
-	if err := checkAct(t, a.cols, a); err != nil {
-		return 0, err
-	}
-	if len(row) != rb {
-		return 0, fmt.Errorf("%w: row has %d bytes, want %d", ErrShape, len(row), rb)
-	}
-	return impl.dots[t](row, a), nil
 }

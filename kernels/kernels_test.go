@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -502,4 +503,29 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// implementations lists every implementation usable on this machine, the
+// reference first (for tests and benchmarks).
+func implementations() []*implementation {
+	return append([]*implementation{refImpl}, nativeImpls()...)
+}
+
+// Dot returns row · a for one row of type t (len(row) must be exactly one
+// row of a.Cols() elements).
+func Dot(t quant.Type, row []byte, a *Activation) (float32, error) {
+	if a == nil {
+		return 0, fmt.Errorf("%w: nil activation", ErrShape)
+	}
+	rb, err := rowBytes(t, row, 1, a.cols)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkAct(t, a.cols, a); err != nil {
+		return 0, err
+	}
+	if len(row) != rb {
+		return 0, fmt.Errorf("%w: row has %d bytes, want %d", ErrShape, len(row), rb)
+	}
+	return impl.dots[t](row, a), nil
 }

@@ -278,9 +278,26 @@ func headerOnly(t *testing.T, arch string, kv map[string]any, tensors map[string
 		must(w.AddTensor(n, tensors[n].t, tensors[n].dims))
 	}
 	must(w.WriteHeader())
-	f, err := gguf.Decode(arch, bytes.NewReader(buf.Bytes()), int64(uint64(buf.Len())+w.DataSize()))
+	var data int64 // the data section as the Writer lays it out: each tensor padded to the alignment
+	for _, n := range names {
+		data += (tensorBytes(t, tensors[n].t, tensors[n].dims) + gguf.DefaultAlignment - 1) &^ (gguf.DefaultAlignment - 1)
+	}
+	f, err := gguf.Decode(arch, bytes.NewReader(buf.Bytes()), int64(buf.Len())+data)
 	must(err)
 	return f
+}
+
+// tensorBytes is the size of a tensor of type tt and shape dims.
+func tensorBytes(t *testing.T, tt quant.Type, dims []uint64) int64 {
+	t.Helper()
+	n, err := tt.RowSize(int64(dims[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dims[1:] {
+		n *= int64(d)
+	}
+	return n
 }
 
 type tspec = struct {
@@ -404,10 +421,10 @@ func TestDescribeSplitFile(t *testing.T) {
 		if err := w.WriteHeader(); err != nil {
 			t.Fatal(err)
 		}
-		for _, x := range w.Tensors() {
-			b := make([]byte, x.Size)
+		for _, x := range ts {
+			b := make([]byte, tensorBytes(t, x.tt, x.dims))
 			rng.Read(b)
-			if err := w.WriteTensor(x.Name, b); err != nil {
+			if err := w.WriteTensor(x.name, b); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -394,3 +394,13 @@ func TestRowSize(t *testing.T) {
 		t.Errorf("unknown type String() = %q", s)
 	}
 }
+
+// ParseType returns the type named name (ggml's spelling, case-sensitive).
+func ParseType(name string) (Type, bool) {
+	for t, tr := range traits {
+		if tr.Name == name {
+			return t, true
+		}
+	}
+	return 0, false
+}

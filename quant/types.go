@@ -129,13 +129,3 @@ func (t Type) RowSize(n int64) (int64, error) {
 	}
 	return nb * int64(tr.TypeSize), nil
 }
-
-// ParseType returns the type named name (ggml's spelling, case-sensitive).
-func ParseType(name string) (Type, bool) {
-	for t, tr := range traits {
-		if tr.Name == name {
-			return t, true
-		}
-	}
-	return 0, false
-}

@@ -35,18 +35,6 @@ func SpanBytes(rs []Range) int64 {
 	return s
 }
 
-// Offsets appends to dst, for each range of rs, the offset within the read
-// buffer at which that range's first byte lands, and returns the extended slice.
-func Offsets(dst []int64, rs []Range) []int64 {
-	var pos int64
-	for _, r := range rs {
-		start, l := Widen(r.Off, r.Len)
-		dst = append(dst, pos+r.Off-start)
-		pos += l
-	}
-	return dst
-}
-
 // Views appends to dst the exact slices of rs inside buf (a buffer filled by a
 // read of rs) and returns the extended slice. It fails with ErrBufferTooSmall if
 // buf is shorter than SpanBytes(rs).

@@ -362,3 +362,15 @@ func TestReadRangesErrors(t *testing.T) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
 	}
 }
+
+// Offsets appends to dst, for each range of rs, the offset within the read
+// buffer at which that range's first byte lands, and returns the extended slice.
+func Offsets(dst []int64, rs []Range) []int64 {
+	var pos int64
+	for _, r := range rs {
+		start, l := Widen(r.Off, r.Len)
+		dst = append(dst, pos+r.Off-start)
+		pos += l
+	}
+	return dst
+}

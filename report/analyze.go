@@ -173,16 +173,6 @@ func hitChange(s metrics.Summary) string {
 	return fmt.Sprintf("%.1f → %.1f %%", s.FirstHitPct, s.FinalHitPct)
 }
 
-// Row returns the step-table row of the given step.
-func (a *Analysis) Row(step int) (StepRow, bool) {
-	for _, t := range a.Run.Rows {
-		if t.Step == step {
-			return stepRow(t), true
-		}
-	}
-	return StepRow{}, false
-}
-
 func stepRow(t metrics.Token) StepRow {
 	tps := math.NaN()
 	if t.WallMS > 0 {

@@ -110,3 +110,13 @@ func TestSeedStepRows(t *testing.T) {
 		}
 	}
 }
+
+// Row returns the step-table row of the given step.
+func (a *Analysis) Row(step int) (StepRow, bool) {
+	for _, t := range a.Run.Rows {
+		if t.Step == step {
+			return stepRow(t), true
+		}
+	}
+	return StepRow{}, false
+}

@@ -427,11 +427,6 @@ type Comparison struct {
 	Text  string   `json:"text"`
 }
 
-// Compare returns the comparison of run b against base for every metric.
-func Compare(base, b *Analysis) []Comparison {
-	return compare([]*Analysis{base, b}, base, b)
-}
-
 func compare(all []*Analysis, base, b *Analysis) []Comparison {
 	var out []Comparison
 	for _, m := range cmpMetrics {

@@ -568,3 +568,8 @@ func TestReadErrorsCutLongValues(t *testing.T) {
 		}
 	}
 }
+
+// Compare returns the comparison of run b against base for every metric.
+func Compare(base, b *Analysis) []Comparison {
+	return compare([]*Analysis{base, b}, base, b)
+}

@@ -64,7 +64,7 @@ func steadySession(tb testing.TB, cfg Config, n int) (*Session, func()) {
 	tb.Helper()
 	cfg.Path = "../testdata/golden/models/tiny-qwen3moe-Q4_K_M.gguf"
 	ctx := context.Background()
-	e, err := Open(ctx, cfg)
+	e, err := Open(ctx, cfg, Inputs{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func steadySession(tb testing.TB, cfg Config, n int) (*Session, func()) {
 func moeCase(tb testing.TB, cfg Config) (*Engine, func(layer int) error) {
 	tb.Helper()
 	cfg.Path = "../testdata/golden/models/tiny-qwen3moe-Q4_K_M.gguf"
-	e, err := Open(context.Background(), cfg)
+	e, err := Open(context.Background(), cfg, Inputs{})
 	if err != nil {
 		tb.Fatal(err)
 	}

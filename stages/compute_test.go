@@ -48,7 +48,7 @@ func stepRows(t *testing.T, n int, readDelay time.Duration, observer func()) []s
 		return slowFile{File: f, delay: &delay}, nil
 	}
 	ctx := context.Background()
-	e, err := Open(ctx, cfg)
+	e, err := Open(ctx, cfg, Inputs{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,7 +140,7 @@
 //
 // # Files
 //
-// engine.go: Engine, Open, OpenWith, load, Close; config.go: Config,
+// engine.go: Engine, Open, load, Close; config.go: Config,
 // EnsureDefaults, Validate, Inputs, Resolved and resolve; limits.go and budget.go: the memory checks
 // and the expert-cache budget resolve applies; pipeline.go: the per-layer
 // flow and the per-token meter; lossy.go: the lossy routing modes between

@@ -146,16 +146,10 @@ func newLayout(d *model.Desc) expertLayout {
 	return l
 }
 
-// Open loads the model at cfg.Path and starts the pipeline, with no
-// Inputs of the caller's (OpenWith).
-func Open(ctx context.Context, cfg Config) (*Engine, error) {
-	return OpenWith(ctx, cfg, Inputs{})
-}
-
-// OpenWith loads the model at cfg.Path and starts the pipeline: cfg with its
-// defaults (EnsureDefaults) is validated, then resolved with in once the
-// model is described (Engine.Config).
-func OpenWith(ctx context.Context, cfg Config, in Inputs) (*Engine, error) {
+// Open loads the model at cfg.Path and starts the pipeline: cfg with its
+// defaults (EnsureDefaults) is validated, then resolved with the caller's
+// inputs in once the model is described (Engine.Config).
+func Open(ctx context.Context, cfg Config, in Inputs) (*Engine, error) {
 	t0 := time.Now()
 	if err := errors.Join(cfg.EnsureDefaults().Validate(), in.Validate()); err != nil {
 		return nil, err

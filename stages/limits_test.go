@@ -18,10 +18,10 @@ import (
 func TestLimitsBeforeAllocation(t *testing.T) {
 	ctx := context.Background()
 	c := baseCfg()
-	if _, err := OpenWith(ctx, c, Inputs{KVPositions: 1_000_000_000, KVElemBytes: 2}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "-c") {
+	if _, err := Open(ctx, c, Inputs{KVPositions: 1_000_000_000, KVElemBytes: 2}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "-c") {
 		t.Fatalf("-c 1e9 at Open: err = %v, want ErrConfig naming -c", err)
 	}
-	e, err := Open(ctx, baseCfg())
+	e, err := Open(ctx, baseCfg(), Inputs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestLimitsBeforeAllocation(t *testing.T) {
 
 	c = baseCfg()
 	c.Cache.Bytes = 1 << 50 // far above every expert of the tiny model
-	e, err = Open(ctx, c)
+	e, err = Open(ctx, c, Inputs{})
 	if err != nil {
 		t.Fatalf("a budget above every expert: %v", err)
 	}
@@ -47,7 +47,7 @@ func TestLimitsBeforeAllocation(t *testing.T) {
 	} {
 		c := baseCfg()
 		mod(&c)
-		if _, err := Open(ctx, c); !errors.Is(err, ErrConfig) {
+		if _, err := Open(ctx, c, Inputs{}); !errors.Is(err, ErrConfig) {
 			t.Fatalf("bad policy without streaming: err = %v, want ErrConfig", err)
 		}
 	}

@@ -24,7 +24,7 @@ func TestPrefillPassOverBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	probe, err := Open(ctx, baseCfg())
+	probe, err := Open(ctx, baseCfg(), Inputs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestPrefillPassOverBudget(t *testing.T) {
 	for _, slots := range []int64{0, 1} {
 		cfg := baseCfg()
 		cfg.Cache.Bytes = slots * slot
-		e, err := Open(ctx, cfg)
+		e, err := Open(ctx, cfg, Inputs{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func TestPrefillPassesCompose(t *testing.T) {
 	ctx := context.Background()
 	run := func(cuts ...int) [][]float32 {
 		t.Helper()
-		e, err := Open(ctx, baseCfg())
+		e, err := Open(ctx, baseCfg(), Inputs{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,7 +49,7 @@ func decodeWith(ctx context.Context, t *testing.T, cfg Config, n int, done func(
 // decodeIn is decodeWith with the caller's inputs in.
 func decodeIn(ctx context.Context, t *testing.T, cfg Config, in Inputs, n int, done func(*Engine), setup ...func(*Engine)) ([][]float32, error) {
 	t.Helper()
-	e, err := OpenWith(ctx, cfg, in)
+	e, err := Open(ctx, cfg, in)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func expertStart(t *testing.T) int64 {
-	e, err := Open(context.Background(), Config{Path: goldenF32, Stream: StreamOff, Threads: 1, Dense: dense.Mmap, Log: zerolog.Nop()})
+	e, err := Open(context.Background(), Config{Path: goldenF32, Stream: StreamOff, Threads: 1, Dense: dense.Mmap, Log: zerolog.Nop()}, Inputs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestEINVALFallsBack(t *testing.T) {
 		}
 		return &faultFile{File: f, failAt: 0, err: syscall.EINVAL, hits: &hits}, nil
 	}
-	e, err := Open(context.Background(), cfg)
+	e, err := Open(context.Background(), cfg, Inputs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestCancelMidToken(t *testing.T) {
 	// The engine outlives the cancelled step (its lifetime is not ctx): the
 	// pass must stop by its own context checks, not by the engine shutting
 	// down.
-	e, err := Open(context.Background(), cfg)
+	e, err := Open(context.Background(), cfg, Inputs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,14 +285,14 @@ func TestConfigErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := baseCfg()
 			tc.mod(&c)
-			if _, err := Open(context.Background(), c); !errors.Is(err, ErrConfig) {
+			if _, err := Open(context.Background(), c, Inputs{}); !errors.Is(err, ErrConfig) {
 				t.Fatalf("err = %v, want ErrConfig", err)
 			}
 		})
 	}
 	c := baseCfg()
 	c.Path = filepath.Join(t.TempDir(), "missing.gguf")
-	if _, err := Open(context.Background(), c); err == nil {
+	if _, err := Open(context.Background(), c, Inputs{}); err == nil {
 		t.Fatal("missing file accepted")
 	}
 	bad := filepath.Join(t.TempDir(), "bad.gguf")
@@ -300,7 +300,7 @@ func TestConfigErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Path = bad
-	if _, err := Open(context.Background(), c); err == nil {
+	if _, err := Open(context.Background(), c, Inputs{}); err == nil {
 		t.Fatal("corrupt file accepted")
 	}
 }
@@ -393,7 +393,7 @@ func TestCancelCause(t *testing.T) {
 	cause := errors.New("signal: terminated")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	e, err := Open(ctx, baseCfg())
+	e, err := Open(ctx, baseCfg(), Inputs{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestWarmStartDuringDenseLoad(t *testing.T) {
 		}
 		return keys
 	}
-	e, err := OpenWith(ctx, cfg, in)
+	e, err := Open(ctx, cfg, in)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func logTypes(t *testing.T, path string) map[string]quant.Type {
 			if m[3] != "" {
 				name = m[3]
 			}
-			tt, ok := quant.ParseType(strings.ToUpper(name))
+			tt, ok := typeNamed(strings.ToUpper(name))
 			if !ok {
 				t.Fatalf("unknown type %q in %s", name, path)
 			}
@@ -382,8 +382,15 @@ func TestInspectSplit(t *testing.T) {
 		if err := w.WriteHeader(); err != nil {
 			t.Fatal(err)
 		}
-		for _, x := range w.Tensors() {
-			if err := w.WriteTensor(x.Name, make([]byte, x.Size)); err != nil {
+		for _, x := range ts {
+			n, err := x.tt.RowSize(int64(x.dims[0]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range x.dims[1:] {
+				n *= int64(d)
+			}
+			if err := w.WriteTensor(x.name, make([]byte, n)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -411,4 +418,14 @@ func TestInspectSplit(t *testing.T) {
 	if len(rep.Shards) != 2 || rep.NTensors != 4 || rep.Experts != 4*one || len(rep.PerLayer) != 1 || rep.PerLayer[0] != one || rep.WorkingSet != 2*one {
 		t.Errorf("split report %+v, one expert = %d", rep, one)
 	}
+}
+
+// typeNamed is the quant type ggml names name (quant.Type's String).
+func typeNamed(name string) (quant.Type, bool) {
+	for t := range quant.Type(256) {
+		if tr, ok := t.Traits(); ok && tr.Name == name {
+			return t, true
+		}
+	}
+	return 0, false
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -182,24 +181,3 @@ var llamaIgnored = func() map[string][]string {
 	}
 	return m
 }()
-
-// llamaMarkdown is README.md's table of llama.cpp's flags.
-func llamaMarkdown() string {
-	var b strings.Builder
-	b.WriteString("| llama.cpp | pipe |\n|---|---|\n")
-	for _, f := range llamaTable {
-		names := strings.Fields(f.names)
-		for i, n := range names {
-			names[i] = "`" + n + "`"
-		}
-		what := strings.ReplaceAll(f.what, "|", "\\|")
-		switch f.status {
-		case llamaAccepted:
-			what = "accepted, ignored: " + what
-		case llamaRefused:
-			what = "refused: " + what
-		}
-		fmt.Fprintf(&b, "| %s | %s |\n", strings.Join(names, " "), what)
-	}
-	return b.String()
-}

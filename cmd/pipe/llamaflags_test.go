@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -102,4 +103,25 @@ func TestReadmeLlamaTable(t *testing.T) {
 		return
 	}
 	t.Fatal("README.md's llama.cpp flag table is missing or out of date: run go test ./cmd/pipe -run TestReadme -update-readme")
+}
+
+// llamaMarkdown is README.md's table of llama.cpp's flags.
+func llamaMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| llama.cpp | pipe |\n|---|---|\n")
+	for _, f := range llamaTable {
+		names := strings.Fields(f.names)
+		for i, n := range names {
+			names[i] = "`" + n + "`"
+		}
+		what := strings.ReplaceAll(f.what, "|", "\\|")
+		switch f.status {
+		case llamaAccepted:
+			what = "accepted, ignored: " + what
+		case llamaRefused:
+			what = "refused: " + what
+		}
+		fmt.Fprintf(&b, "| %s | %s |\n", strings.Join(names, " "), what)
+	}
+	return b.String()
 }

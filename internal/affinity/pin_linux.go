@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -65,19 +64,4 @@ func pinAll(set *unix.CPUSet) (changed bool, err error) {
 		changed = true
 	}
 	return changed, nil
-}
-
-// Current returns the CPUs the calling thread may run on.
-func Current() ([]int, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, fmt.Errorf("affinity: %w", err)
-	}
-	var cpus []int
-	for c := 0; c < maxCPU; c++ {
-		if set.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
-	return slices.Clip(cpus), nil
 }

@@ -4,6 +4,3 @@ package affinity
 
 // Pin fails: this OS has no thread CPU affinity the engine uses.
 func Pin(cpus []int) error { return ErrUnsupported }
-
-// Current fails: this OS has no thread CPU affinity the engine uses.
-func Current() ([]int, error) { return nil, ErrUnsupported }

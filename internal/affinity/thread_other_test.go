@@ -8,3 +8,6 @@ func threadCPUs(t *testing.T, tid int) []int {
 	t.Fatal("no thread affinity on this OS")
 	return nil
 }
+
+// Current fails: this OS has no thread CPU affinity the engine uses.
+func Current() ([]int, error) { return nil, ErrUnsupported }

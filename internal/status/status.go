@@ -59,11 +59,12 @@ func New(w io.Writer) *Line {
 	if err != nil {
 		width = 0
 	}
-	return &Line{w: w, width: width}
+	return NewTo(w, width)
 }
 
-// NewTo returns a Line on w unconditionally (tests, or a caller that has
-// decided itself), width columns wide (0: unknown).
+// NewTo returns a Line on w unconditionally (New once w is known to be a
+// terminal, tests, or a caller that has decided itself), width columns wide
+// (0: unknown).
 func NewTo(w io.Writer, width int) *Line { return &Line{w: w, width: width} }
 
 // Interval is how often Update redraws at most.
