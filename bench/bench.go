@@ -367,25 +367,59 @@ func fileLabel(s string) string {
 	return r.Replace(s)
 }
 
-func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResult, error) {
-	base := fmt.Sprintf("%02d-%s-%d", ci, fileLabel(c.Label), r+1)
-	res := &RunResult{Config: ci, Label: c.Label, Rep: r + 1}
-	var exe string
+// command sets the run's arguments and output files (a peer's, or pipe's
+// with config c) and returns the executable; base names the files.
+func (res *RunResult) command(o *Options, c Config, base string) (exe string) {
 	if c.Peer != nil {
 		argv := c.Peer.Expand(map[string]string{"model": o.Model, "n": strconv.Itoa(o.N), "prompt": o.Prompt,
 			"out": filepath.Join(o.OutDir, base)})
-		exe, res.Args = argv[0], argv[1:]
+		res.Args = argv[1:]
 		res.Peer = c.Peer.Name
 		res.Stdout = filepath.Join(o.OutDir, base+".out")
-	} else {
-		exe, res.Args = o.Exe, pipeArgs(o, c, filepath.Join(o.OutDir, base+".csv"))
-		if c.Exe != "" {
-			exe = c.Exe
-		}
-		res.CSV = filepath.Join(o.OutDir, base+".csv")
-		_ = os.Remove(res.CSV)
+		return argv[0]
 	}
+	exe, res.Args = o.Exe, pipeArgs(o, c, filepath.Join(o.OutDir, base+".csv"))
+	if c.Exe != "" {
+		exe = c.Exe
+	}
+	res.CSV = filepath.Join(o.OutDir, base+".csv")
+	_ = os.Remove(res.CSV)
+	return exe
+}
 
+// measured takes the finished child's exit, resource use and signal from ps
+// (nil: it never ran) and the cgroup's peak and OOM kills (cg nil: no
+// --mem-cap; oomBefore is the cgroup's OOM kills before the start).
+func (res *RunResult) measured(ps *os.ProcessState, cg *cgroup, oomBefore int64) {
+	res.DiskReadMiB, res.DiskMiBs = math.NaN(), math.NaN()
+	if ps != nil {
+		res.ExitCode = ps.ExitCode()
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil {
+			res.PeakRSSMiB = maxrssMiB(ru)
+			res.MajFlt = ru.Majflt
+			res.DiskReadMiB = inblockMiB(ru)
+			res.DiskMiBs = res.DiskReadMiB / res.WallS
+		}
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = ws.Signal().String()
+			if ws.Signal() == syscall.SIGKILL && cg != nil {
+				after := cg.oomKills()
+				res.OOMKilled = after < 0 || after > oomBefore || oomBefore < 0
+			}
+		}
+	}
+	if cg != nil {
+		if p := cg.peak(); p > 0 {
+			res.CgroupPeak = float64(p) / (1 << 20)
+		}
+	}
+}
+
+// runOne runs configuration ci (c) for the r-th time and measures it.
+func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResult, error) {
+	base := fmt.Sprintf("%02d-%s-%d", ci, fileLabel(c.Label), r+1)
+	res := &RunResult{Config: ci, Label: c.Label, Rep: r + 1}
+	exe := res.command(o, c, base)
 	if o.Cold {
 		if err := dropCaches(); err != nil {
 			return nil, err
@@ -441,28 +475,7 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 	}
 	werr := cmd.Wait()
 	res.WallS = time.Since(start).Seconds()
-	res.DiskReadMiB, res.DiskMiBs = math.NaN(), math.NaN()
-	if ps := cmd.ProcessState; ps != nil {
-		res.ExitCode = ps.ExitCode()
-		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil {
-			res.PeakRSSMiB = maxrssMiB(ru)
-			res.MajFlt = ru.Majflt
-			res.DiskReadMiB = inblockMiB(ru)
-			res.DiskMiBs = res.DiskReadMiB / res.WallS
-		}
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.Signal = ws.Signal().String()
-			if ws.Signal() == syscall.SIGKILL && cg != nil {
-				after := cg.oomKills()
-				res.OOMKilled = after < 0 || after > oomBefore || oomBefore < 0
-			}
-		}
-	}
-	if cg != nil {
-		if p := cg.peak(); p > 0 {
-			res.CgroupPeak = float64(p) / (1 << 20)
-		}
-	}
+	res.measured(cmd.ProcessState, cg, oomBefore)
 	switch {
 	case rctx.Err() == context.DeadlineExceeded:
 		res.Err = fmt.Sprintf("timed out after %s", o.Timeout)

@@ -373,103 +373,133 @@ func decodeShard(name string, r io.Reader, size int64, shard int) (*Shard, []Ten
 		bufSize = int(size) + 16 // small files (tests, fuzzing): no 64 KiB buffer
 	}
 	d := &decoder{r: bufio.NewReaderSize(r, bufSize), path: name, size: uint64(size)}
-
-	var magic [4]byte
-	if err := d.read(magic[:], "magic"); err != nil {
-		return nil, nil, err
-	}
-	if string(magic[:]) != Magic {
-		return nil, nil, d.errf(ErrCorruption, "magic", "bad magic %q, want %q", magic[:], Magic)
-	}
-	version, err := d.u32("header.version")
+	version, nTensors, nKV, err := d.header()
 	if err != nil {
 		return nil, nil, err
+	}
+	sh := &Shard{Path: name, Size: uint64(size), Version: version, Alignment: DefaultAlignment}
+	if err := d.kvs(sh, nKV); err != nil {
+		return nil, nil, err
+	}
+	tensors, err := d.tensorInfos(nTensors, sh.Alignment, shard)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := d.place(sh, tensors); err != nil {
+		return nil, nil, err
+	}
+	return sh, tensors, nil
+}
+
+// header reads the magic, the version and the counts of tensors and
+// key/value pairs, which must fit in the bytes left.
+func (d *decoder) header() (version uint32, nTensors, nKV uint64, err error) {
+	var magic [4]byte
+	if err := d.read(magic[:], "magic"); err != nil {
+		return 0, 0, 0, err
+	}
+	if string(magic[:]) != Magic {
+		return 0, 0, 0, d.errf(ErrCorruption, "magic", "bad magic %q, want %q", magic[:], Magic)
+	}
+	if version, err = d.u32("header.version"); err != nil {
+		return 0, 0, 0, err
 	}
 	switch {
 	case version == 2 || version == 3:
 	case version == 1:
-		return nil, nil, d.errf(ErrUnsupported, "header.version", "GGUF v1 is not supported (re-convert the model)")
+		return 0, 0, 0, d.errf(ErrUnsupported, "header.version", "GGUF v1 is not supported (re-convert the model)")
 	case version != 0 && version&0xFFFF == 0:
-		return nil, nil, d.errf(ErrUnsupported, "header.version", "version %#x looks byte-swapped: big-endian GGUF files are not supported", version)
+		return 0, 0, 0, d.errf(ErrUnsupported, "header.version", "version %#x looks byte-swapped: big-endian GGUF files are not supported", version)
 	default:
-		return nil, nil, d.errf(ErrUnsupported, "header.version", "unknown GGUF version %d (supported: 2, 3)", version)
+		return 0, 0, 0, d.errf(ErrUnsupported, "header.version", "unknown GGUF version %d (supported: 2, 3)", version)
 	}
-	nTensors, err := d.u64("header.n_tensors")
-	if err != nil {
-		return nil, nil, err
+	if nTensors, err = d.u64("header.n_tensors"); err != nil {
+		return 0, 0, 0, err
 	}
-	nKV, err := d.u64("header.n_kv")
-	if err != nil {
-		return nil, nil, err
+	if nKV, err = d.u64("header.n_kv"); err != nil {
+		return 0, 0, 0, err
 	}
 	if nTensors > d.remaining()/minTensorBytes {
-		return nil, nil, d.errf(ErrCorruption, "header.n_tensors", "%d tensors cannot fit in the %d bytes left in the file", nTensors, d.remaining())
+		return 0, 0, 0, d.errf(ErrCorruption, "header.n_tensors", "%d tensors cannot fit in the %d bytes left in the file", nTensors, d.remaining())
 	}
 	if nKV > d.remaining()/minKVBytes {
-		return nil, nil, d.errf(ErrCorruption, "header.n_kv", "%d key/value pairs cannot fit in the %d bytes left in the file", nKV, d.remaining())
+		return 0, 0, 0, d.errf(ErrCorruption, "header.n_kv", "%d key/value pairs cannot fit in the %d bytes left in the file", nKV, d.remaining())
 	}
 	if nTensors*minTensorBytes+nKV*minKVBytes > d.remaining() {
-		return nil, nil, d.errf(ErrCorruption, "header", "%d tensors and %d key/value pairs cannot fit in the %d bytes left in the file", nTensors, nKV, d.remaining())
+		return 0, 0, 0, d.errf(ErrCorruption, "header", "%d tensors and %d key/value pairs cannot fit in the %d bytes left in the file", nTensors, nKV, d.remaining())
 	}
+	return version, nTensors, nKV, nil
+}
 
-	sh := &Shard{Path: name, Size: uint64(size), Version: version, Alignment: DefaultAlignment}
-	sh.KV = make([]KV, 0, nKV)
-	seen := make(map[string]bool, nKV)
-	for i := uint64(0); i < nKV; i++ {
+// kvs reads the n key/value pairs into sh.KV, refusing a duplicate key, and
+// takes general.alignment (a power of two) into sh.Alignment.
+func (d *decoder) kvs(sh *Shard, n uint64) error {
+	sh.KV = make([]KV, 0, n)
+	seen := make(map[string]bool, n)
+	for i := uint64(0); i < n; i++ {
 		field := fmt.Sprintf("kv[%d]", i)
 		key, err := d.str(field+" key", 0)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		field = fmt.Sprintf("kv[%d] %q", i, key)
 		if seen[key] {
-			return nil, nil, d.errf(ErrCorruption, field, "duplicate key")
+			return d.errf(ErrCorruption, field, "duplicate key")
 		}
 		seen[key] = true
 		t, err := d.u32(field + " type")
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		v, err := d.value(ValueType(t), field, 0)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if key == KeyAlignment {
 			a, ok := v.x.(uint32)
 			if !ok {
-				return nil, nil, d.errf(ErrCorruption, field, "alignment is %v, want u32", v.Type)
+				return d.errf(ErrCorruption, field, "alignment is %v, want u32", v.Type)
 			}
 			if a == 0 || a&(a-1) != 0 {
-				return nil, nil, d.errf(ErrCorruption, field, "alignment %d is not a power of two", a)
+				return d.errf(ErrCorruption, field, "alignment %d is not a power of two", a)
 			}
 			sh.Alignment = uint64(a)
 		}
 		sh.KV = append(sh.KV, KV{Key: key, Value: v})
 	}
+	return nil
+}
 
-	tensors := make([]TensorInfo, 0, nTensors)
-	names := make(map[string]bool, nTensors)
-	for i := uint64(0); i < nTensors; i++ {
-		ti, err := d.tensorInfo(i, sh.Alignment)
+// tensorInfos reads n tensor infos of shard, refusing a duplicate name.
+func (d *decoder) tensorInfos(n, alignment uint64, shard int) ([]TensorInfo, error) {
+	tensors := make([]TensorInfo, 0, n)
+	names := make(map[string]bool, n)
+	for i := uint64(0); i < n; i++ {
+		ti, err := d.tensorInfo(i, alignment)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if names[ti.Name] {
-			return nil, nil, d.errf(ErrCorruption, "tensor "+ti.Name, "duplicate tensor name")
+			return nil, d.errf(ErrCorruption, "tensor "+ti.Name, "duplicate tensor name")
 		}
 		names[ti.Name] = true
 		ti.Shard = shard
 		tensors = append(tensors, ti)
 	}
+	return tensors, nil
+}
 
-	// The data section starts at the next multiple of the alignment.
+// place sets the data section's offset (the next multiple of the alignment)
+// and the tensors' absolute offsets, refusing data outside the file or
+// overlapping another tensor's.
+func (d *decoder) place(sh *Shard, tensors []TensorInfo) error {
 	sh.DataOffset = alignUp(d.pos, sh.Alignment)
 	sh.NTensors = len(tensors)
 	for i := range tensors {
 		t := &tensors[i]
 		field := "tensor " + t.Name
 		if sh.DataOffset > sh.Size || t.RelOff > sh.Size-sh.DataOffset || t.Size > sh.Size-sh.DataOffset-t.RelOff {
-			return nil, nil, d.errf(ErrCorruption, field, "data [%d, +%d) relative to the data section at %d is outside the %d-byte file",
+			return d.errf(ErrCorruption, field, "data [%d, +%d) relative to the data section at %d is outside the %d-byte file",
 				t.RelOff, t.Size, sh.DataOffset, sh.Size)
 		}
 		t.Offset = sh.DataOffset + t.RelOff
@@ -483,11 +513,11 @@ func decodeShard(name string, r io.Reader, size int64, shard int) (*Shard, []Ten
 	for k := 1; k < len(order); k++ {
 		p, q := &tensors[order[k-1]], &tensors[order[k]]
 		if p.RelOff+p.Size > q.RelOff {
-			return nil, nil, d.errf(ErrCorruption, "tensor "+q.Name, "data [%d, +%d) overlaps tensor %s at [%d, +%d)",
+			return d.errf(ErrCorruption, "tensor "+q.Name, "data [%d, +%d) overlaps tensor %s at [%d, +%d)",
 				q.RelOff, q.Size, p.Name, p.RelOff, p.Size)
 		}
 	}
-	return sh, tensors, nil
+	return nil
 }
 
 func alignUp(x, a uint64) uint64 {

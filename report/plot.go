@@ -115,7 +115,22 @@ func intTicks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
+// buildPlots draws runs as on two panels (newPanels, addRun) with their
+// legend.
 func buildPlots(as []*Analysis) (top, bottom *plot.Plot, legend plot.Legend, err error) {
+	top, bottom, legend = newPanels(as)
+	for i, a := range as {
+		if err := addRun(top, bottom, &legend, plotutil.Color(i), a); err != nil {
+			return nil, nil, legend, err
+		}
+	}
+	return top, bottom, legend, nil
+}
+
+// newPanels makes the two panels of runs as — per-token times on a log scale
+// above, the cache hit rate below — with their axes spanning every run, and
+// the legend.
+func newPanels(as []*Analysis) (top, bottom *plot.Plot, legend plot.Legend) {
 	top, bottom = plot.New(), plot.New()
 	legend = plot.NewLegend()
 	legend.Top = true
@@ -158,74 +173,81 @@ func buildPlots(as []*Analysis) (top, bottom *plot.Plot, legend plot.Legend, err
 	top.Y.Max = math.Pow(10, math.Ceil(math.Log10(hi*1.0001)))
 	top.X.Min, bottom.X.Min = 0, 0
 	top.X.Max, bottom.X.Max = maxStep+1, maxStep+1
+	return top, bottom, legend
+}
 
-	for i, a := range as {
-		col := plotutil.Color(i)
-		n := len(a.Run.Rows)
-		wall, comp, io, hit := make(plotter.XYs, n), make(plotter.XYs, n), make(plotter.XYs, n), make(plotter.XYs, 0, n)
-		for j, t := range a.Run.Rows {
-			x := float64(t.Step)
-			wall[j] = plotter.XY{X: x, Y: math.Max(t.WallMS, plotFloorMS)}
-			comp[j] = plotter.XY{X: x, Y: math.Max(t.ComputeMS, plotFloorMS)}
-			io[j] = plotter.XY{X: x, Y: math.Max(t.IOMS, plotFloorMS)}
-			if t.CacheHitPct >= 0 {
-				hit = append(hit, plotter.XY{X: x, Y: t.CacheHitPct})
-			}
+// addRun draws run a in colour col: its wall, compute and I/O times above,
+// its hit rate below, and the end of its warm-up across both.
+func addRun(top, bottom *plot.Plot, legend *plot.Legend, col color.Color, a *Analysis) error {
+	n := len(a.Run.Rows)
+	wall, comp, io, hit := make(plotter.XYs, n), make(plotter.XYs, n), make(plotter.XYs, n), make(plotter.XYs, 0, n)
+	for j, t := range a.Run.Rows {
+		x := float64(t.Step)
+		wall[j] = plotter.XY{X: x, Y: math.Max(t.WallMS, plotFloorMS)}
+		comp[j] = plotter.XY{X: x, Y: math.Max(t.ComputeMS, plotFloorMS)}
+		io[j] = plotter.XY{X: x, Y: math.Max(t.IOMS, plotFloorMS)}
+		if t.CacheHitPct >= 0 {
+			hit = append(hit, plotter.XY{X: x, Y: t.CacheHitPct})
 		}
-		series := []struct {
-			xy     plotter.XYs
-			what   string
-			width  vg.Length
-			dashes []vg.Length
-			color  color.Color
-		}{
-			{wall, "wall", 1.6, nil, col},
-			{comp, "compute", 1.1, []vg.Length{vg.Points(5), vg.Points(3)}, col},
-			{io, "io", 0.9, []vg.Length{vg.Points(1.5), vg.Points(2)}, withAlpha(col, 0xa0)},
+	}
+	series := []struct {
+		xy     plotter.XYs
+		what   string
+		width  vg.Length
+		dashes []vg.Length
+		color  color.Color
+	}{
+		{wall, "wall", 1.6, nil, col},
+		{comp, "compute", 1.1, []vg.Length{vg.Points(5), vg.Points(3)}, col},
+		{io, "io", 0.9, []vg.Length{vg.Points(1.5), vg.Points(2)}, withAlpha(col, 0xa0)},
+	}
+	for _, s := range series {
+		l, err := plotter.NewLine(s.xy)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", a.Run.Name, s.what, err)
 		}
-		for _, s := range series {
-			l, err := plotter.NewLine(s.xy)
+		l.Color, l.Width, l.Dashes = s.color, vg.Points(float64(s.width)), s.dashes
+		top.Add(l)
+		legend.Add(a.Run.Name+" "+s.what+"_ms", l)
+	}
+	if len(hit) > 0 {
+		l, err := plotter.NewLine(hit)
+		if err != nil {
+			return fmt.Errorf("%s hit: %w", a.Run.Name, err)
+		}
+		l.Color, l.Width = col, vg.Points(2.4)
+		bottom.Add(l)
+		legend.Add(a.Run.Name+" hit % (lower panel)", l)
+	}
+	return addWarmupEnd(top, bottom, legend, col, a)
+}
+
+// addWarmupEnd marks the step where run a's warm-up ends on both panels.
+func addWarmupEnd(top, bottom *plot.Plot, legend *plot.Legend, col color.Color, a *Analysis) error {
+	if end := a.WarmupEndStep(); end > 0 {
+		x := float64(end) + 0.5
+		label := fmt.Sprintf("%s warm-up end (step %d)", a.Run.Name, end)
+		if ttft := a.TTFTms(); !math.IsNaN(ttft) {
+			label += fmt.Sprintf(", TTFT %.0f ms", ttft)
+		}
+		for k, p := range []struct {
+			p      *plot.Plot
+			y0, y1 float64
+		}{{top, top.Y.Min, top.Y.Max}, {bottom, 0, 100}} {
+			l, err := plotter.NewLine(plotter.XYs{{X: x, Y: p.y0}, {X: x, Y: p.y1}})
 			if err != nil {
-				return nil, nil, legend, fmt.Errorf("%s %s: %w", a.Run.Name, s.what, err)
+				return err
 			}
-			l.Color, l.Width, l.Dashes = s.color, vg.Points(float64(s.width)), s.dashes
-			top.Add(l)
-			legend.Add(a.Run.Name+" "+s.what+"_ms", l)
-		}
-		if len(hit) > 0 {
-			l, err := plotter.NewLine(hit)
-			if err != nil {
-				return nil, nil, legend, fmt.Errorf("%s hit: %w", a.Run.Name, err)
-			}
-			l.Color, l.Width = col, vg.Points(2.4)
-			bottom.Add(l)
-			legend.Add(a.Run.Name+" hit % (lower panel)", l)
-		}
-		if end := a.WarmupEndStep(); end > 0 {
-			x := float64(end) + 0.5
-			label := fmt.Sprintf("%s warm-up end (step %d)", a.Run.Name, end)
-			if ttft := a.TTFTms(); !math.IsNaN(ttft) {
-				label += fmt.Sprintf(", TTFT %.0f ms", ttft)
-			}
-			for k, p := range []struct {
-				p      *plot.Plot
-				y0, y1 float64
-			}{{top, top.Y.Min, top.Y.Max}, {bottom, 0, 100}} {
-				l, err := plotter.NewLine(plotter.XYs{{X: x, Y: p.y0}, {X: x, Y: p.y1}})
-				if err != nil {
-					return nil, nil, legend, err
-				}
-				l.Color = withAlpha(col, 0xc0)
-				l.Width = vg.Points(1.2)
-				l.Dashes = []vg.Length{vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)}
-				p.p.Add(l)
-				if k == 0 {
-					legend.Add(label, l)
-				}
+			l.Color = withAlpha(col, 0xc0)
+			l.Width = vg.Points(1.2)
+			l.Dashes = []vg.Length{vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)}
+			p.p.Add(l)
+			if k == 0 {
+				legend.Add(label, l)
 			}
 		}
 	}
-	return top, bottom, legend, nil
+	return nil
 }
 
 func withAlpha(c color.Color, a uint8) color.Color {

@@ -266,18 +266,7 @@ func (s *Sampler) Candidates(logits []float32) ([]Candidate, error) {
 	if len(logits) == 0 {
 		return nil, fmt.Errorf("empty logits: %w", ErrLogits)
 	}
-	// Penalties are applied to a copy, touching only the remembered ids;
-	// without penalties the caller's slice is only read.
-	work := logits
-	if s.penaltiesOn() && len(s.count) > 0 {
-		s.work = append(s.work[:0], logits...)
-		for id := range s.count {
-			if id >= 0 && int(id) < len(s.work) {
-				s.work[id] = s.penalize(id, s.work[id])
-			}
-		}
-		work = s.work
-	}
+	work := s.penalized(logits)
 	s.cand = s.cand[:0]
 	if s.p.Temp <= 0 {
 		best, err := Greedy(work)
@@ -287,102 +276,19 @@ func (s *Sampler) Candidates(logits []float32) ([]Candidate, error) {
 		s.cand = append(s.cand, Candidate{ID: best, Logit: work[best], P: 1})
 		return s.cand, nil
 	}
-	usable := func(l float32) bool { return l == l && !math.IsInf(float64(l), -1) }
 	minKeep := max(s.p.MinKeep, 1)
 	topPDone := false
-	k := s.p.TopK
-	switch {
-	case k > 0 && k < len(work):
-		// top-k through a bounded min-heap: O(V log k).
-		s.kheap = s.kheap[:0]
-		for i, l := range work {
-			if !usable(l) {
-				continue
-			}
-			c := Candidate{ID: int32(i), Logit: l}
-			if len(s.kheap) < k {
-				s.kheap = append(s.kheap, c)
-				siftUp(s.kheap, len(s.kheap)-1, worse)
-			} else if better(c, s.kheap[0]) {
-				s.kheap[0] = c
-				siftDown(s.kheap, 0, worse)
-			}
-		}
-		s.cand = append(s.cand, s.kheap...)
-		slices.SortFunc(s.cand, cmpCand)
-	default:
-		for i, l := range work {
-			if usable(l) {
-				s.cand = append(s.cand, Candidate{ID: int32(i), Logit: l})
-			}
-		}
-		if len(s.cand) == 0 {
-			break
-		}
-		if s.p.TopP < 1 {
-			// Normalise over all candidates (top-p's probabilities).
-			softmax(s.cand)
-		}
-		if s.p.MinP > 0 {
-			// min-p and top-p both keep a prefix of the sorted order, and
-			// min-p's threshold is known before sorting: drop what min-p
-			// would drop first, so only the survivors are ordered.
-			maxL := s.cand[0].Logit
-			for _, c := range s.cand {
-				maxL = max(maxL, c.Logit)
-			}
-			thr := float64(maxL) + math.Log(float64(s.p.MinP))
-			s.sorted = s.sorted[:0]
-			for _, c := range s.cand {
-				if float64(c.Logit) >= thr {
-					s.sorted = append(s.sorted, c)
-				}
-			}
-			if len(s.sorted) >= minKeep {
-				s.cand = append(s.cand[:0], s.sorted...)
-			}
-		}
-		if s.p.TopP < 1 {
-			// top-p: pop from a max-heap until the mass reaches P.
-			h := s.cand
-			for i := len(h)/2 - 1; i >= 0; i-- {
-				siftDown(h, i, better)
-			}
-			s.sorted = s.sorted[:0]
-			cum := 0.0
-			for len(h) > 0 {
-				c := h[0]
-				h[0] = h[len(h)-1]
-				h = h[:len(h)-1]
-				siftDown(h, 0, better)
-				s.sorted = append(s.sorted, c)
-				cum += c.P
-				if cum >= float64(s.p.TopP) && len(s.sorted) >= minKeep {
-					break
-				}
-			}
-			s.cand = append(s.cand[:0], s.sorted...)
-			topPDone = true
-			break
-		}
-		slices.SortFunc(s.cand, cmpCand)
+	if k := s.p.TopK; k > 0 && k < len(work) {
+		s.topK(work, k)
+	} else {
+		topPDone = s.sortedSurvivors(work, minKeep)
 	}
 	if len(s.cand) == 0 {
 		return nil, fmt.Errorf("%d logits, none finite: %w", len(logits), ErrLogits)
 	}
 	// top-p on temperature-1 probabilities.
 	if s.p.TopP < 1 && !topPDone {
-		softmax(s.cand)
-		cum := 0.0
-		last := len(s.cand)
-		for i := range s.cand {
-			cum += s.cand[i].P
-			if cum >= float64(s.p.TopP) && i+1 >= minKeep {
-				last = i + 1
-				break
-			}
-		}
-		s.cand = s.cand[:last]
+		s.cutTopP(minKeep)
 	}
 	// min-p relative to the most likely token.
 	if s.p.MinP > 0 {
@@ -400,6 +306,130 @@ func (s *Sampler) Candidates(logits []float32) ([]Candidate, error) {
 	}
 	softmax(s.cand)
 	return s.cand, nil
+}
+
+// penalized is logits with the penalties applied, to a copy touching only
+// the remembered ids; without penalties it is the caller's slice, only read.
+func (s *Sampler) penalized(logits []float32) []float32 {
+	if !s.penaltiesOn() || len(s.count) == 0 {
+		return logits
+	}
+	s.work = append(s.work[:0], logits...)
+	for id := range s.count {
+		if id >= 0 && int(id) < len(s.work) {
+			s.work[id] = s.penalize(id, s.work[id])
+		}
+	}
+	return s.work
+}
+
+// usable: a logit that can be sampled (not NaN, not -Inf).
+func usable(l float32) bool { return l == l && !math.IsInf(float64(l), -1) }
+
+// topK sets s.cand to the k best usable logits of work, sorted, through a
+// bounded min-heap: O(V log k).
+func (s *Sampler) topK(work []float32, k int) {
+	s.kheap = s.kheap[:0]
+	for i, l := range work {
+		if !usable(l) {
+			continue
+		}
+		c := Candidate{ID: int32(i), Logit: l}
+		if len(s.kheap) < k {
+			s.kheap = append(s.kheap, c)
+			siftUp(s.kheap, len(s.kheap)-1, worse)
+		} else if better(c, s.kheap[0]) {
+			s.kheap[0] = c
+			siftDown(s.kheap, 0, worse)
+		}
+	}
+	s.cand = append(s.cand, s.kheap...)
+	slices.SortFunc(s.cand, cmpCand)
+}
+
+// sortedSurvivors sets s.cand to every usable logit of work without top-k:
+// it drops what min-p drops before ordering, and with top-p orders only
+// what top-p keeps (then it reports that top-p is done).
+func (s *Sampler) sortedSurvivors(work []float32, minKeep int) (topPDone bool) {
+	for i, l := range work {
+		if usable(l) {
+			s.cand = append(s.cand, Candidate{ID: int32(i), Logit: l})
+		}
+	}
+	if len(s.cand) == 0 {
+		return false
+	}
+	if s.p.TopP < 1 {
+		// Normalise over all candidates (top-p's probabilities).
+		softmax(s.cand)
+	}
+	if s.p.MinP > 0 {
+		s.preMinP(minKeep)
+	}
+	if s.p.TopP < 1 {
+		s.heapTopP(minKeep)
+		return true
+	}
+	slices.SortFunc(s.cand, cmpCand)
+	return false
+}
+
+// preMinP: min-p and top-p both keep a prefix of the sorted order, and
+// min-p's threshold is known before sorting: drop what min-p would drop
+// first, so only the survivors are ordered.
+func (s *Sampler) preMinP(minKeep int) {
+	maxL := s.cand[0].Logit
+	for _, c := range s.cand {
+		maxL = max(maxL, c.Logit)
+	}
+	thr := float64(maxL) + math.Log(float64(s.p.MinP))
+	s.sorted = s.sorted[:0]
+	for _, c := range s.cand {
+		if float64(c.Logit) >= thr {
+			s.sorted = append(s.sorted, c)
+		}
+	}
+	if len(s.sorted) >= minKeep {
+		s.cand = append(s.cand[:0], s.sorted...)
+	}
+}
+
+// heapTopP is top-p over unsorted candidates: pop from a max-heap until the
+// mass reaches P; s.cand becomes what was popped, in order.
+func (s *Sampler) heapTopP(minKeep int) {
+	h := s.cand
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		siftDown(h, i, better)
+	}
+	s.sorted = s.sorted[:0]
+	cum := 0.0
+	for len(h) > 0 {
+		c := h[0]
+		h[0] = h[len(h)-1]
+		h = h[:len(h)-1]
+		siftDown(h, 0, better)
+		s.sorted = append(s.sorted, c)
+		cum += c.P
+		if cum >= float64(s.p.TopP) && len(s.sorted) >= minKeep {
+			break
+		}
+	}
+	s.cand = append(s.cand[:0], s.sorted...)
+}
+
+// cutTopP is top-p over sorted candidates, on temperature-1 probabilities.
+func (s *Sampler) cutTopP(minKeep int) {
+	softmax(s.cand)
+	cum := 0.0
+	last := len(s.cand)
+	for i := range s.cand {
+		cum += s.cand[i].P
+		if cum >= float64(s.p.TopP) && i+1 >= minKeep {
+			last = i + 1
+			break
+		}
+	}
+	s.cand = s.cand[:last]
 }
 
 // softmax sets P of sorted candidates (the first has the largest logit).
