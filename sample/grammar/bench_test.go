@@ -100,7 +100,7 @@ func BenchmarkGrammarMask(b *testing.B) {
 			}
 			n := float64(b.N * len(ids))
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n/1e6, "ms/token")
-			b.ReportMetric(float64((cpuTime() - cpu0).Nanoseconds())/n/1e6, "cpu-ms/token")
+			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/n/1e6, "cpu-ms/token")
 		})
 	}
 }
