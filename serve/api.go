@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pipe-engine/pipe/sample"
+	"github.com/pipe-engine/pipe/sample/grammar"
 	"github.com/pipe-engine/pipe/tokenizer"
 )
 
@@ -53,6 +54,7 @@ type commonFields struct {
 	NProbs            *int            `json:"n_probs"`
 	PostSamplingProbs bool            `json:"post_sampling_probs"`
 	samplingFields
+	grammarFields // grammar.go
 }
 
 // chatRequest is POST /v1/chat/completions.
@@ -142,23 +144,26 @@ const maxStops = 16
 
 // job is a validated request, ready for the decode slot.
 type job struct {
-	chat      bool
-	messages  []tokenizer.Message // chat
-	prompt    string              // completion
-	given     []int32             // /completion's prompt given as token ids
-	noCache   bool                // /completion's cache_prompt: false (prefill the whole prompt)
-	maxTokens int                 // < 0: until end-of-generation or the context is full
-	stops     []string
-	stream    bool
-	params    sample.Params
-	seed      *int64 // as requested (nil: the server's default)
-	cacheKey  string // prompt_cache_key
-	who       tenant // set by the handler
-	ids       []int32
-	probs     probsReq        // logprobs, n_probs
-	biasRaw   json.RawMessage // logit_bias as given
-	ignoreEOS bool
-	bias      []sample.Bias // logit_bias and ignore_eos, resolved by prepare
+	chat       bool
+	messages   []tokenizer.Message // chat
+	prompt     string              // completion
+	given      []int32             // /completion's prompt given as token ids
+	noCache    bool                // /completion's cache_prompt: false (prefill the whole prompt)
+	maxTokens  int                 // < 0: until end-of-generation or the context is full
+	stops      []string
+	stream     bool
+	params     sample.Params
+	seed       *int64 // as requested (nil: the server's default)
+	cacheKey   string // prompt_cache_key
+	who        tenant // set by the handler
+	ids        []int32
+	probs      probsReq        // logprobs, n_probs
+	biasRaw    json.RawMessage // logit_bias as given
+	ignoreEOS  bool
+	bias       []sample.Bias    // logit_bias and ignore_eos, resolved by prepare
+	gram       *grammar.Grammar // grammar, json_schema or response_format (nil: none)
+	grammarSrc string           // its GBNF text
+	mask       sample.Mask      // gram's matcher, made by prepare
 }
 
 // textBytes is the length of the job's text: its tokens are at least
@@ -269,6 +274,9 @@ func parseChat(body []byte, def sample.Params) (job, error) {
 	if err := r.toJob(def, &j); err != nil {
 		return j, err
 	}
+	if err := r.resolve(true, &j); err != nil {
+		return j, err
+	}
 	if r.Logprobs == nil && r.TopLogprobs == nil {
 		// llama-server takes its native n_probs on the chat route too
 		return j, nProbs(r.NProbs, nil, false, &j)
@@ -289,6 +297,9 @@ func parseCompletion(body []byte, def sample.Params) (job, error) {
 		return j, badRequest("prompt: a non-empty prompt is required")
 	}
 	if err := r.toJob(def, &j); err != nil {
+		return j, err
+	}
+	if err := r.resolve(true, &j); err != nil {
 		return j, err
 	}
 	return j, nProbs(r.NProbs, r.Logprobs, true, &j)

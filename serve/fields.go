@@ -24,7 +24,7 @@ type unsupportedField struct {
 }
 
 const (
-	grammarWhy  = "pipe serve has no constrained sampling (grammars, JSON schemas) yet"
+	grammarWhy  = "pipe serve has no lazy grammars (trigger words or patterns) yet"
 	toolsWhy    = "pipe serve has no tool calls yet"
 	samplerWhy  = "pipe's sampler has temperature, top-k, top-p, min-p, the repeat, frequency and presence penalties, logit_bias and min_keep"
 	templateWhy = "pipe serve renders chats with the model's template as it is, with the generation prompt"
@@ -33,11 +33,8 @@ const (
 )
 
 var unsupportedFields = []unsupportedField{
-	{"grammar", grammarWhy, nil},
-	{"json_schema", grammarWhy, nil},
 	{"grammar_lazy", grammarWhy, nil},
 	{"grammar_triggers", grammarWhy, nil},
-	{"response_format", grammarWhy, responseFormatText},
 	{"tools", toolsWhy, nil},
 	{"functions", toolsWhy, nil},
 	{"function_call", toolsWhy, stringIn("none", "auto")},
@@ -149,14 +146,6 @@ func stringIn(ok ...string) func(json.RawMessage) bool {
 func isTrue(v json.RawMessage) bool {
 	var b bool
 	return json.Unmarshal(v, &b) == nil && b
-}
-
-// responseFormatText: {"type": "text"} is what pipe does anyway.
-func responseFormatText(v json.RawMessage) bool {
-	var rf struct {
-		Type string `json:"type"`
-	}
-	return json.Unmarshal(v, &rf) == nil && (rf.Type == "text" || rf.Type == "")
 }
 
 // onlyText: modalities ["text"] (or none).

@@ -10,6 +10,7 @@ import (
 	"github.com/pipe-engine/pipe/decode"
 	"github.com/pipe-engine/pipe/metrics"
 	"github.com/pipe-engine/pipe/sample"
+	"github.com/pipe-engine/pipe/sample/grammar"
 )
 
 // outcome is what one generation did, for the response's usage, the request
@@ -128,7 +129,7 @@ func (s *Server) prepare(j *job) error {
 }
 
 // resolveHooks turns a job's logit_bias and ignore_eos into the sampler's
-// bias and bounds its top probabilities by the vocabulary.
+// bias, its grammar into a fresh matcher (the mask), and bounds its top probabilities by the vocabulary.
 func (s *Server) resolveHooks(j *job) error {
 	tok := s.o.Model.Tokenizer()
 	bias, err := parseBias(j.biasRaw, tok)
@@ -141,6 +142,9 @@ func (s *Server) resolveHooks(j *job) error {
 		}
 	}
 	j.bias = bias
+	if j.gram != nil {
+		j.mask = grammar.NewMatcher(j.gram, s.grammarVocab())
+	}
 	j.probs.top = min(j.probs.top, tok.NVocab())
 	return nil
 }

@@ -64,6 +64,9 @@ func parseNative(body []byte, def sample.Params) (job, bool, error) {
 	if err := r.toJob(def, &j); err != nil {
 		return j, false, err
 	}
+	if err := r.resolve(false, &j); err != nil {
+		return j, false, err
+	}
 	return j, r.ReturnTokens, nProbs(r.NProbs, r.Logprobs, false, &j)
 }
 
@@ -230,7 +233,9 @@ func (s *Server) settings(j *job, maxTokens int) map[string]any {
 	var probs probsReq
 	var bias []sample.Bias
 	ignoreEOS := false
+	grammarSrc := ""
 	if j != nil {
+		grammarSrc = j.grammarSrc
 		p, stops, stream, cachePrompt = j.params, j.stops, j.stream, !j.noCache
 		probs, bias, ignoreEOS = j.probs, j.bias, j.ignoreEOS
 	}
@@ -244,7 +249,7 @@ func (s *Server) settings(j *job, maxTokens int) map[string]any {
 		"frequency_penalty": p.FreqPenalty, "presence_penalty": p.PresencePenalty,
 		"stop": nonNilStrings(stops), "stream": stream, "cache_prompt": cachePrompt,
 		"min_keep": p.MinKeep, "n_probs": probs.top, "post_sampling_probs": probs.post, "ignore_eos": ignoreEOS,
-		"logit_bias": biasJSON(bias),
+		"logit_bias": biasJSON(bias), "grammar": grammarSrc,
 	}
 }
 

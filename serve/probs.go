@@ -31,7 +31,7 @@ type probsReq struct {
 
 // hooks are the sampler hooks of a prepared job.
 func (j *job) hooks() sample.Hooks {
-	return sample.Hooks{Bias: j.bias, Capture: j.probs.on, Top: j.probs.top, PostSampling: j.probs.post}
+	return sample.Hooks{Bias: j.bias, Mask: j.mask, Capture: j.probs.on, Top: j.probs.top, PostSampling: j.probs.post}
 }
 
 // defaultTopLogprobs is llama-server's top_logprobs when a chat request sets

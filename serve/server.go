@@ -165,6 +165,8 @@ type Server struct {
 	ownerSeen bool
 	ownerLen  int
 
+	gvocab vocabCache // the tokenizer's vocabulary for grammars (grammar.go)
+
 	nCtx  int                      // the session's context
 	strip atomic.Pointer[[][2]int] // the running generation's per-layer hits and misses (telemetry.go)
 }

@@ -18,7 +18,9 @@
 // from some current stack, a trailing incomplete character iff some stack
 // could accept a completion of it; an end-of-generation token iff some stack
 // is complete) and Accept advances it past the chosen token. It implements
-// sample.Mask.
+// sample.Mask. Unlike llama.cpp it takes valid UTF-8 only: a token that
+// would spell an overlong form, a surrogate or a code point past U+10FFFF
+// is masked, so a constrained answer is always valid text.
 //
 // Speed: a Vocab (built once per vocabulary and shared) holds every token's
 // bytes in sorted order with the common-prefix length to its predecessor, so

@@ -231,3 +231,53 @@ func TestAcceptRejects(t *testing.T) {
 		t.Errorf("EOG at the end: %v", err)
 	}
 }
+
+// TestInvalidUTF8Rejected: `.` takes any code point but no invalid UTF-8
+// (llama.cpp would decode these bytes into code points and take them).
+func TestInvalidUTF8Rejected(t *testing.T) {
+	g, err := Parse(`root ::= .+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, want := range map[string]bool{
+		"é😀\U0010FFFF": true, "\xc0\x80": false, "\xc1\xbf": false, "\xe0\x80\x80": false,
+		"\xed\xa0\x80": false, "\xf0\x80\x80\x80": false, "\xf4\x90\x80\x80": false, "\xf5\x80\x80\x80": false,
+		"\x80": false, "a\xe2\x82": false,
+	} {
+		if got := matches(g, s); got != want {
+			t.Errorf("%q: match %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestPartialCharacterNeedsCompletion: a token that ends inside a character
+// is allowed only when some token of the vocabulary completes it into one
+// the grammar takes.
+func TestPartialCharacterNeedsCompletion(t *testing.T) {
+	g, err := Parse(`root ::= [^a]+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	euro := "€" // e2 82 ac
+	for _, c := range []struct {
+		pieces []string
+		want   bool
+	}{
+		{[]string{"<eos>", euro[:1], "b"}, false},                     // nothing completes e2
+		{[]string{"<eos>", euro[:1], euro[:2], "b"}, false},           // no token starts with a continuation byte
+		{[]string{"<eos>", euro[:1], euro[1:2], euro[2:], "b"}, true}, // byte by byte
+		{[]string{"<eos>", euro[:1], euro[1:], "b"}, true},
+		{[]string{"<eos>", "\xed", "\xa0\x80", "b"}, false}, // only a surrogate would complete it
+	} {
+		pieces := make([][]byte, len(c.pieces))
+		for i, p := range c.pieces {
+			pieces[i] = []byte(p)
+		}
+		mt := NewMatcher(g, NewVocab(pieces, []int32{0}))
+		logits := make([]float32, len(pieces))
+		mt.Apply(logits)
+		if got := !math.IsInf(float64(logits[1]), -1); got != c.want {
+			t.Errorf("%q: lead byte allowed %v, want %v", c.pieces, got, c.want)
+		}
+	}
+}

@@ -16,11 +16,17 @@ type state struct {
 	set int32
 	val uint32
 	rem int32
+	n   int32 // the incomplete character's length in bytes
 }
 
 // utf8Len is llama.cpp's decode_utf8 lookup by a byte's high nibble: the
-// sequence length a lead byte starts, 0 for a continuation byte.
+// sequence length a lead byte starts, 0 for a continuation byte. Unlike
+// llama.cpp, step takes valid UTF-8 only (no overlong forms, surrogates or
+// code points past U+10FFFF), so a constrained answer is always valid text.
 var utf8Len = [16]int32{1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 2, 3, 4}
+
+// minCode is the least code point a UTF-8 sequence of n bytes may encode.
+var minCode = [5]uint32{0, 0, 0x80, 0x800, 0x10000}
 
 // maxCached bounds the allowed-token bitmaps a Matcher keeps.
 const maxCached = 256
@@ -33,12 +39,13 @@ type Matcher struct {
 	cur   state
 	walk  []state
 	cache map[int32][]uint64 // set -> allowed tokens (rem == 0)
+	viab  map[state]bool     // viable's memo
 }
 
 // NewMatcher starts matching g's root rule over v's tokens.
 func NewMatcher(g *Grammar, v *Vocab) *Matcher {
 	m := newMachine(g)
-	return &Matcher{m: m, v: v, cur: state{set: m.start()}, walk: make([]state, v.maxLen+1), cache: map[int32][]uint64{}}
+	return &Matcher{m: m, v: v, cur: state{set: m.start()}, walk: make([]state, v.maxLen+1), cache: map[int32][]uint64{}, viab: map[state]bool{}}
 }
 
 // step feeds one byte; ok is false when no stack can take it (or it breaks
@@ -55,13 +62,16 @@ func (mt *Matcher) step(s state, b byte) (state, bool) {
 			return s, true
 		}
 		cp = s.val
+		if cp < minCode[s.n] || cp > 0x10FFFF || 0xD800 <= cp && cp <= 0xDFFF {
+			return s, false // overlong, beyond Unicode or a surrogate
+		}
 	} else {
 		n := utf8Len[b>>4] - 1
 		switch {
-		case n < 0:
+		case n < 0 || b == 0xC0 || b == 0xC1 || b >= 0xF5:
 			return s, false
 		case n > 0:
-			return state{set: s.set, val: uint32(b) & (1<<(7-n) - 1), rem: n}, true
+			return state{set: s.set, val: uint32(b) & (1<<(7-n) - 1), rem: n, n: n + 1}, true
 		}
 		cp = uint32(b)
 	}
@@ -69,9 +79,36 @@ func (mt *Matcher) step(s state, b byte) (state, bool) {
 	return state{set: set}, set != dead
 }
 
-// endOK reports whether a token may end in state s.
+// endOK reports whether a token may end in state s: a complete character,
+// or an incomplete one that some stack could take a completion of
+// (llama_grammar_match_partial_char) and that some token of the vocabulary
+// completes (viable).
 func (mt *Matcher) endOK(s state) bool {
-	return s.rem == 0 || mt.m.partialOK(s.set, s.val, int(s.rem))
+	return s.rem == 0 || mt.m.partialOK(s.set, s.val, int(s.rem)) && mt.viable(s)
+}
+
+// viable reports whether some token goes on from the incomplete character
+// of s to a state a token may end in (memoized): without it a small
+// vocabulary could lead the grammar into a state no token leaves.
+func (mt *Matcher) viable(s state) bool {
+	if ok, seen := mt.viab[s]; seen {
+		return ok
+	}
+	mt.viab[s] = false // a cycle is not a way out
+	ok := false
+	v := mt.v
+	for i := v.contLo; i < v.contHi && !ok; i++ {
+		p := v.sorted[v.sOff[i]:v.sOff[i+1]]
+		t, alive := s, true
+		for _, b := range p {
+			if t, alive = mt.step(t, b); !alive {
+				break
+			}
+		}
+		ok = alive && mt.endOK(t)
+	}
+	mt.viab[s] = ok
+	return ok
 }
 
 // allowed returns the bitmap of the tokens (EOG aside) the grammar allows

@@ -18,8 +18,11 @@ type Vocab struct {
 	jump   []int32 // jump[i]: the first k > i with lcp[k] < lcp[i]
 	sorted []byte  // the pieces of order, in order (sOff[i]:sOff[i+1])
 	sOff   []int32
-	eog    []bool
-	maxLen int
+	// contLo, contHi: the tokens of order that start with a UTF-8
+	// continuation byte (0x80-0xBF) are order[contLo:contHi].
+	contLo, contHi int
+	eog            []bool
+	maxLen         int
 }
 
 // NewVocab prepares pieces (each token's bytes, indexed by id) with the
@@ -57,6 +60,8 @@ func NewVocab(pieces [][]byte, eog []int32) *Vocab {
 		v.sorted = append(v.sorted, v.piece(id)...)
 		v.sOff[i+1] = int32(len(v.sorted))
 	}
+	v.contLo, _ = slices.BinarySearchFunc(v.order, byte(0x80), func(id int32, b byte) int { return cmpFirst(v.piece(id), b) })
+	v.contHi, _ = slices.BinarySearchFunc(v.order, byte(0xC0), func(id int32, b byte) int { return cmpFirst(v.piece(id), b) })
 	v.jump = make([]int32, len(v.order))
 	var st []int32 // indices with increasing lcp
 	for i := len(v.order) - 1; i >= 0; i-- {
@@ -71,6 +76,10 @@ func NewVocab(pieces [][]byte, eog []int32) *Vocab {
 	}
 	return v
 }
+
+// cmpFirst compares a non-empty piece's first byte with b: a binary search
+// for b finds the first piece that starts with b or a later byte.
+func cmpFirst(p []byte, b byte) int { return int(p[0]) - int(b) }
 
 // Size returns the number of tokens.
 func (v *Vocab) Size() int { return v.n }
