@@ -143,6 +143,10 @@ func (s *Server) resolveHooks(j *job) error {
 	}
 	j.bias = bias
 	if j.gram != nil {
+		if j.ignoreEOS {
+			// a complete grammar allows only end-of-generation
+			return fieldErr("ignore_eos", "ignore_eos: cannot be used with a grammar or JSON schema, which ends with the end-of-generation token")
+		}
 		j.mask = grammar.NewMatcher(j.gram, s.grammarVocab())
 	}
 	j.probs.top = min(j.probs.top, tok.NVocab())

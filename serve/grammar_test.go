@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -163,6 +164,7 @@ func TestGrammarErrors(t *testing.T) {
 		{"/v1/completions", `{"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":{"type":"nope"}}}}`, "response_format", "unrecognized schema"},
 		{"/v1/chat/completions", chat(`"response_format":{"type":"xml"}`), "response_format", "but got: xml"},
 		{"/completion", `{"prompt":"x","grammar_lazy":true}`, "grammar_lazy", "lazy"},
+		{"/completion", `{"prompt":"x","grammar":"root ::= \"a\"*","ignore_eos":true}`, "ignore_eos", "cannot be used with a grammar"},
 	} {
 		r := h.do(c.path, c.body, 400)
 		e := r["error"].(map[string]any)
@@ -175,5 +177,27 @@ func TestGrammarErrors(t *testing.T) {
 	r := h.do("/completion", `{"prompt":"x","grammar":"root ::= \"z\"","json_schema":{"type":"integer"}}`, 200)
 	if r["content"] != "z" {
 		t.Errorf("/completion with grammar and json_schema: %q, want the grammar's z", r["content"])
+	}
+}
+
+// TestJSONSchemaStream: streamed, the deltas of a schema-constrained chat
+// add up to the same valid answer as the non-streamed request's.
+func TestJSONSchemaStream(t *testing.T) {
+	h := startBig(t)
+	for seed := range 4 {
+		body := fmt.Sprintf(`{"messages":[{"role":"user","content":"Who?"}],"temperature":1,"seed":%d,"json_schema":%s`, seed, boundedSchema)
+		whole := h.do("/v1/chat/completions", body+"}", 200)
+		want := whole["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"].(string)
+		resp, err := h.post(context.Background(), "/v1/chat/completions", body+`,"stream":true}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunks, done := readSSE(t, resp.Body)
+		resp.Body.Close()
+		got, finish, _ := streamText(chunks)
+		if !done || finish != "stop" || got != want {
+			t.Fatalf("seed %d: stream %q (finish %q, done %v), want %q", seed, got, finish, done, want)
+		}
+		checkAnswer(t, fmt.Sprintf("stream seed %d", seed), got)
 	}
 }

@@ -129,7 +129,7 @@ var llamaTable = []llamaFlag{
 	{"--spm-infill", llamaRefused, "pipe has no infill mode"},
 	{"--samplers --sampler-seq --sampling-seq --top-nsigma --top-n-sigma --xtc-probability --xtc-threshold --typical --typical-p", llamaRefused, samplerHint},
 	{"--dry-multiplier --dry-base --dry-allowed-length --dry-penalty-last-n --dry-sequence-breaker --adaptive-target --adaptive-decay --dynatemp-range --dynatemp-exp --mirostat --mirostat-lr --mirostat-ent -l --logit-bias -bs --backend-sampling", llamaRefused, samplerHint},
-	{"--grammar --grammar-file -j --json-schema -jf --json-schema-file", llamaRefused, "pipe has no constrained (grammar or JSON-schema) sampling"},
+	{"--grammar --grammar-file -j --json-schema -jf --json-schema-file", llamaRefused, "pipe has no server-wide grammar; pipe serve takes grammar, json_schema and response_format per request"},
 	{"--pooling --embedding --embeddings --rerank --reranking --embd-normalize", llamaRefused, embedHint},
 	{"--rope-scaling --rope-scale --rope-freq-base --rope-freq-scale --yarn-orig-ctx --yarn-ext-factor --yarn-attn-factor --yarn-beta-slow --yarn-beta-fast -gan --grp-attn-n -gaw --grp-attn-w", llamaRefused, ropeHint},
 	{"-mm --mmproj -mmu --mmproj-url --mmproj-auto --no-mmproj --no-mmproj-auto --mmproj-offload --no-mmproj-offload --image --audio --video --image-min-tokens --image-max-tokens --mtmd-batch-max-tokens --media-path", llamaRefused, textOnlyHint},
