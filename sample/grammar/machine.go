@@ -16,13 +16,22 @@ type machine struct {
 	sets   [][]int32 // set id -> its stacks, ascending
 	setID  map[string]int32
 	ascii  [][]int32 // set id -> next set by code point < 128 (unknown: -2), allocated on use
-	other  []map[uint32]int32
-	done   []bool  // set id -> holds the empty stack
-	todo   []int32 // advance's scratch
-	seen   []int32
+	// other: set id -> next set by which of its stacks match a code point
+	// >= 128 (a bit per stack, sets of up to 64 stacks); beyond that, by
+	// code point in wide.
+	other [][]maskNext
+	wide  []map[uint32]int32
+	done  []bool  // set id -> holds the empty stack
+	todo  []int32 // advance's scratch
+	seen  []int32
 }
 
 type stackNode struct{ pos, parent int32 }
+
+type maskNext struct {
+	mask uint64
+	next int32
+}
 
 const (
 	dead    = -1
@@ -62,6 +71,7 @@ func (m *machine) intern(stacks []int32) int32 {
 	m.setID[string([]byte(key))] = id
 	m.ascii = append(m.ascii, nil)
 	m.other = append(m.other, nil)
+	m.wide = append(m.wide, nil)
 	m.done = append(m.done, own[0] == 0)
 	return id
 }
@@ -150,10 +160,54 @@ func (m *machine) next(set int32, cp uint32) int32 {
 		}
 		return t[cp]
 	}
-	o := m.other[set]
+	if len(m.sets[set]) > 64 {
+		return m.nextWide(set, cp)
+	}
+	mask := m.matching(set, cp)
+	for _, e := range m.other[set] {
+		if e.mask == mask {
+			return e.next
+		}
+	}
+	id := m.advanceMatched(set, mask)
+	m.other[set] = append(m.other[set], maskNext{mask, id})
+	return id
+}
+
+// matching is the bitmask of set's stacks whose top class matches cp: the
+// next set depends on cp only through it.
+func (m *machine) matching(set int32, cp uint32) uint64 {
+	var mask uint64
+	for i, st := range m.sets[set] {
+		if st != 0 {
+			if ok, _ := m.matchChar(m.nodes[st].pos, cp); ok {
+				mask |= 1 << i
+			}
+		}
+	}
+	return mask
+}
+
+// advanceMatched is the set after a code point matched by the stacks in
+// mask.
+func (m *machine) advanceMatched(set int32, mask uint64) int32 {
+	var out []int32
+	for i, st := range m.sets[set] {
+		if mask&(1<<i) == 0 {
+			continue
+		}
+		n := m.nodes[st]
+		_, after := m.matchChar(n.pos, 0)
+		out = m.pop(n.parent, after, out)
+	}
+	return m.intern(out)
+}
+
+func (m *machine) nextWide(set int32, cp uint32) int32 {
+	o := m.wide[set]
 	if o == nil {
 		o = map[uint32]int32{}
-		m.other[set] = o
+		m.wide[set] = o
 	}
 	id, ok := o[cp]
 	if !ok {
@@ -161,6 +215,15 @@ func (m *machine) next(set int32, cp uint32) int32 {
 		o[cp] = id
 	}
 	return id
+}
+
+// pop continues a stack whose top class matched: the position after it
+// (after) on parent, advanced.
+func (m *machine) pop(parent, after int32, out []int32) []int32 {
+	if !endOfSeq(m.g.elems[after]) {
+		parent = m.push(parent, after)
+	}
+	return m.advance(parent, out)
 }
 
 // compute is llama_grammar_accept: every stack whose top class matches cp,
@@ -173,14 +236,9 @@ func (m *machine) compute(set int32, cp uint32) int32 {
 		}
 		n := m.nodes[st]
 		ok, after := m.matchChar(n.pos, cp)
-		if !ok {
-			continue
+		if ok {
+			out = m.pop(n.parent, after, out)
 		}
-		next := n.parent
-		if !endOfSeq(m.g.elems[after]) {
-			next = m.push(next, after)
-		}
-		out = m.advance(next, out)
 	}
 	return m.intern(out)
 }
