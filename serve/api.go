@@ -164,6 +164,8 @@ type job struct {
 	gram       *grammar.Grammar // grammar, json_schema or response_format (nil: none)
 	grammarSrc string           // its GBNF text
 	mask       sample.Mask      // gram's matcher, made by prepare
+	lazy       bool             // grammar_lazy with triggers
+	triggers   []grammar.Trigger
 }
 
 // textBytes is the length of the job's text: its tokens are at least

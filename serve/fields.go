@@ -24,7 +24,6 @@ type unsupportedField struct {
 }
 
 const (
-	grammarWhy  = "pipe serve has no lazy grammars (trigger words or patterns) yet"
 	toolsWhy    = "pipe serve has no tool calls yet"
 	samplerWhy  = "pipe's sampler has temperature, top-k, top-p, min-p, the repeat, frequency and presence penalties, logit_bias and min_keep"
 	templateWhy = "pipe serve renders chats with the model's template as it is, with the generation prompt"
@@ -33,8 +32,6 @@ const (
 )
 
 var unsupportedFields = []unsupportedField{
-	{"grammar_lazy", grammarWhy, nil},
-	{"grammar_triggers", grammarWhy, nil},
 	{"tools", toolsWhy, nil},
 	{"functions", toolsWhy, nil},
 	{"function_call", toolsWhy, stringIn("none", "auto")},

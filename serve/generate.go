@@ -10,7 +10,6 @@ import (
 	"github.com/pipe-engine/pipe/decode"
 	"github.com/pipe-engine/pipe/metrics"
 	"github.com/pipe-engine/pipe/sample"
-	"github.com/pipe-engine/pipe/sample/grammar"
 )
 
 // outcome is what one generation did, for the response's usage, the request
@@ -147,7 +146,9 @@ func (s *Server) resolveHooks(j *job) error {
 			// a complete grammar allows only end-of-generation
 			return fieldErr("ignore_eos", "ignore_eos: cannot be used with a grammar or JSON schema, which ends with the end-of-generation token")
 		}
-		j.mask = grammar.NewMatcher(j.gram, s.grammarVocab())
+		if j.mask, err = s.newMask(j); err != nil {
+			return err
+		}
 	}
 	j.probs.top = min(j.probs.top, tok.NVocab())
 	return nil

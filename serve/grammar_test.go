@@ -163,7 +163,9 @@ func TestGrammarErrors(t *testing.T) {
 		{"/v1/chat/completions", chat(`"json_schema":{"type":"string","pattern":"^a$"}`), "json_schema", "pattern"},
 		{"/v1/completions", `{"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":{"type":"nope"}}}}`, "response_format", "unrecognized schema"},
 		{"/v1/chat/completions", chat(`"response_format":{"type":"xml"}`), "response_format", "but got: xml"},
-		{"/completion", `{"prompt":"x","grammar_lazy":true}`, "grammar_lazy", "lazy"},
+		{"/completion", `{"prompt":"x","grammar":"root ::= \"a\"","grammar_lazy":true}`, "grammar_triggers", "no triggers set for lazy grammar"},
+		{"/completion", `{"prompt":"x","grammar":"root ::= \"a\"","grammar_lazy":true,"grammar_triggers":[{"type":2,"value":"(?=a)"}]}`, "grammar_triggers", "invalid grammar trigger"},
+		{"/completion", `{"prompt":"x","grammar":"root ::= \"a\"","grammar_lazy":true,"grammar_triggers":[{"value":"a"}]}`, "grammar_triggers", "type is required"},
 		{"/completion", `{"prompt":"x","grammar":"root ::= \"a\"*","ignore_eos":true}`, "ignore_eos", "cannot be used with a grammar"},
 	} {
 		r := h.do(c.path, c.body, 400)
@@ -199,5 +201,35 @@ func TestJSONSchemaStream(t *testing.T) {
 			t.Fatalf("seed %d: stream %q (finish %q, done %v), want %q", seed, got, finish, done, want)
 		}
 		checkAnswer(t, fmt.Sprintf("stream seed %d", seed), got)
+	}
+}
+
+// TestLazyGrammar: a lazy grammar allows everything until its trigger is
+// generated (greedy output unchanged while it has not been), then forces
+// the grammar's form from the trigger on.
+func TestLazyGrammar(t *testing.T) {
+	h := start(t, nil)
+	plain := h.do("/completion", `{"prompt":"Once upon","n_predict":12}`, 200)["content"]
+	lazy := h.do("/completion", `{"prompt":"Once upon","n_predict":12,"grammar":"root ::= \"§\" [0-9]","grammar_lazy":true,"grammar_triggers":[{"type":1,"value":"§never§"}]}`, 200)["content"]
+	if lazy != plain {
+		t.Fatalf("untriggered lazy grammar changed the output: %q, want %q", lazy, plain)
+	}
+	gram := `root ::= "{" [a-z]{1,5} "}"`
+	for _, trig := range []string{`{"type":1,"value":"{"}`, `{"type":2,"value":"\\{"}`} {
+		for seed := range 6 {
+			body := fmt.Sprintf(`{"prompt":"Once upon","temperature":1,"seed":%d,"n_predict":40,"logit_bias":{"{":100},"grammar":%q,"grammar_lazy":true,"grammar_triggers":[%s]}`, seed, gram, trig)
+			r := h.do("/completion", body, 200)
+			c := r["content"].(string)
+			i := strings.Index(c, "{")
+			ok := i >= 0 && strings.HasSuffix(c, "}") && len(c)-i >= 3 && len(c)-i <= 7 && r["stop_type"] == "eos"
+			if ok {
+				for _, ch := range c[i+1 : len(c)-1] {
+					ok = ok && 'a' <= ch && ch <= 'z'
+				}
+			}
+			if !ok {
+				t.Fatalf("trigger %s seed %d: %q (stop_type %v) does not end in the grammar's {letters}", trig, seed, c, r["stop_type"])
+			}
+		}
 	}
 }

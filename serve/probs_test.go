@@ -325,7 +325,6 @@ func TestUnsupportedFields(t *testing.T) {
 		return `{"messages":[{"role":"user","content":"x"}],"max_tokens":1,` + extra + `}`
 	}
 	for _, c := range []struct{ path, body, field string }{
-		{"/v1/chat/completions", chat(`"grammar_triggers":[{"type":"word","value":"<tool>"}]`), "grammar_triggers"},
 		{"/v1/chat/completions", chat(`"tools":[{"type":"function","function":{"name":"f"}}]`), "tools"},
 		{"/v1/chat/completions", chat(`"tool_choice":"required"`), "tool_choice"},
 		{"/v1/chat/completions", chat(`"mirostat":2`), "mirostat"},
@@ -340,7 +339,6 @@ func TestUnsupportedFields(t *testing.T) {
 		{"/v1/chat/completions", chat(`"logit_bias":7`), "logit_bias"},
 		{"/v1/completions", `{"prompt":"x","echo":true}`, "echo"},
 		{"/v1/completions", `{"prompt":"x","logprobs":-1}`, "logprobs"},
-		{"/completion", `{"prompt":"x","grammar_lazy":true}`, "grammar_lazy"},
 		{"/completion", `{"prompt":"x","n_probs":-2}`, "n_probs"},
 		{"/completion", `{"prompt":"x","dry_multiplier":0.8}`, "dry_multiplier"},
 		{"/completion", `{"prompt":"x","samplers":["top_k","temperature"]}`, "samplers"},

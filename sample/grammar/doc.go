@@ -22,6 +22,10 @@
 // would spell an overlong form, a surrogate or a code point past U+10FFFF
 // is masked, so a constrained answer is always valid text.
 //
+// A Lazy matcher (llama.cpp's lazy grammar) allows everything until a
+// trigger token, word or pattern appears in the output, then replays the
+// text from the trigger into its Matcher and masks from there.
+//
 // Speed: a Vocab (built once per vocabulary and shared) holds every token's
 // bytes in sorted order with the common-prefix length to its predecessor, so
 // a mask walks the vocabulary like a trie: a prefix no stack accepts skips
