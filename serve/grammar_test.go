@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -20,8 +21,9 @@ const boundedSchema = `{"type": "object", "properties": {
 	"ok": {"type": "boolean"},
 	"tags": {"type": "array", "items": {"enum": ["red", "green", "blue"]}, "minItems": 1, "maxItems": 3},
 	"score": {"anyOf": [{"type": "null"}, {"type": "integer", "minimum": -5, "maximum": 5}]},
-	"pet": {"$ref": "#/$defs/pet"}},
-	"required": ["name", "age", "ok", "tags", "pet"], "additionalProperties": false,
+	"pet": {"$ref": "#/$defs/pet"},
+	"code": {"type": "string", "pattern": "^[A-Z]{2}-(0|[1-9][0-9]{1,2})$"}},
+	"required": ["name", "age", "ok", "tags", "pet", "code"], "additionalProperties": false,
 	"$defs": {"pet": {"type": "object", "properties": {"kind": {"const": "cat"}}, "required": ["kind"], "additionalProperties": false}}}`
 
 // answer is boundedSchema's shape; checkAnswer checks what encoding/json
@@ -35,7 +37,10 @@ type answer struct {
 	Pet   *struct {
 		Kind string `json:"kind"`
 	} `json:"pet"`
+	Code string `json:"code"`
 }
+
+var codeRE = regexp.MustCompile(`^[A-Z]{2}-(0|[1-9][0-9]{1,2})$`)
 
 func checkAnswer(t *testing.T, what, text string) {
 	t.Helper()
@@ -44,7 +49,7 @@ func checkAnswer(t *testing.T, what, text string) {
 		t.Fatalf("%s: %q is not a JSON object: %v", what, text, err)
 	}
 	for k := range keys {
-		if !strings.Contains("name age ok tags score pet", k) {
+		if !strings.Contains("name age ok tags score pet code", k) {
 			t.Errorf("%s: unexpected property %q in %s", what, k, text)
 		}
 	}
@@ -57,7 +62,8 @@ func checkAnswer(t *testing.T, what, text string) {
 	bad := a.Name == nil || len([]rune(*a.Name)) < 1 || len([]rune(*a.Name)) > 8 ||
 		a.Age == nil || *a.Age != float64(int(*a.Age)) || *a.Age < 0 || *a.Age > 120 ||
 		a.OK == nil || len(a.Tags) < 1 || len(a.Tags) > 3 || a.Pet == nil || a.Pet.Kind != "cat" ||
-		a.Score != nil && (*a.Score != float64(int(*a.Score)) || *a.Score < -5 || *a.Score > 5)
+		a.Score != nil && (*a.Score != float64(int(*a.Score)) || *a.Score < -5 || *a.Score > 5) ||
+		!codeRE.MatchString(a.Code)
 	for _, tag := range a.Tags {
 		bad = bad || tag != "red" && tag != "green" && tag != "blue"
 	}
@@ -160,7 +166,7 @@ func TestGrammarErrors(t *testing.T) {
 		{"/completion", `{"prompt":"x","grammar":"root ::= (\"a\""}`, "grammar", "line 1, column 14: expecting ')'"},
 		{"/v1/chat/completions", chat(`"grammar":"root ::= undefined-rule"`), "grammar", "undefined rule identifier 'undefined-rule'"},
 		{"/v1/chat/completions", chat(`"grammar":"root ::= \"a\"","json_schema":{}`), "grammar", "cannot use both"},
-		{"/v1/chat/completions", chat(`"json_schema":{"type":"string","pattern":"^a$"}`), "json_schema", "pattern"},
+		{"/v1/chat/completions", chat(`"json_schema":{"type":"string","pattern":"^\\d$"}`), "json_schema", "unsupported escape"},
 		{"/v1/completions", `{"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":{"type":"nope"}}}}`, "response_format", "unrecognized schema"},
 		{"/v1/chat/completions", chat(`"response_format":{"type":"xml"}`), "response_format", "but got: xml"},
 		{"/completion", `{"prompt":"x","grammar":"root ::= \"a\"","grammar_lazy":true}`, "grammar_triggers", "no triggers set for lazy grammar"},

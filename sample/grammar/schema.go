@@ -76,8 +76,9 @@ type converter struct {
 // required and additionalProperties, allOf of objects, array items,
 // prefixItems, minItems and maxItems, string minLength and maxLength and
 // the date, time, date-time and uuid formats, integer minimum and maximum
-// (exclusive too), anyOf / oneOf, and local $ref ("#/$defs/…"). Remote refs
-// and pattern are errors.
+// (exclusive too), anyOf / oneOf, local $ref ("#/$defs/…") and anchored
+// patterns (pattern.go). Remote refs, and patterns llama.cpp would loosen to
+// any string, are errors.
 func FromJSONSchema(schema []byte) (string, error) {
 	s, err := parseJSON(schema)
 	if err != nil {

@@ -2,23 +2,15 @@ package grammar
 
 import (
 	"errors"
-	"strings"
 	"testing"
 )
 
 // TestLlamaSchemaIntegration runs llama.cpp's test_schema cases
 // (tests/test-grammar-integration.cpp at 3f545becc): the schema's grammar
-// matches the passing strings and none of the failing ones. Schemas with a
-// pattern are refused with ErrSchema (pipe has no regex conversion).
+// matches the passing strings and none of the failing ones.
 func TestLlamaSchemaIntegration(t *testing.T) {
 	for _, c := range llamaCases(t, "schema") {
 		src, err := FromJSONSchema([]byte(c.Text))
-		if strings.Contains(c.Text, `"pattern"`) {
-			if !errors.Is(err, ErrSchema) {
-				t.Errorf("%s: pattern: %v, want ErrSchema", c.Desc, err)
-			}
-			continue
-		}
 		if err != nil {
 			t.Errorf("%s: %v", c.Desc, err)
 			continue
@@ -58,9 +50,58 @@ func TestSchemaRefsAndUnions(t *testing.T) {
 			t.Errorf("%s: match %v, want %v\n%s", s, got, want, src)
 		}
 	}
-	for _, bad := range []string{`{"$ref": "https://example.com/s.json"}`, `{"type": "thing"}`, `{"type": "string", "pattern": "^a+$"}`, `{"type":`} {
+	for _, bad := range []string{`{"$ref": "https://example.com/s.json"}`, `{"type": "thing"}`, `{"type": "string", "pattern": "a+"}`, `{"type": "string", "pattern": "^\\d+$"}`, `{"type": "string", "pattern": "^(?=a)$"}`, `{"type": "string", "pattern": "^(a$"}`, `{"type":`} {
 		if _, err := FromJSONSchema([]byte(bad)); !errors.Is(err, ErrSchema) {
 			t.Errorf("%s: %v, want ErrSchema", bad, err)
 		}
+	}
+}
+
+// TestSchemaPattern: an anchored pattern of groups, alternation, classes,
+// repetitions and escapes becomes a string rule with llama.cpp's
+// conversion.
+func TestSchemaPattern(t *testing.T) {
+	src, err := FromJSONSchema([]byte(`{"type": "string", "pattern": "^(ab|c[0-9]){2}x?\\.[^\"q]+$"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Parse(src)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, src)
+	}
+	for s, want := range map[string]bool{
+		`"abc7.z"`: true, `"c1abx.zz"`: true, `"ab.z"`: false, `"abab.q"`: false, `"ababx."`: false, `"abab.z`: false,
+		`"abab.a\\"`: false, "\"abab.a\x01\"": false,
+	} {
+		if got := matches(g, s); got != want {
+			t.Errorf("%s: match %v, want %v\n%s", s, got, want, src)
+		}
+	}
+}
+
+// TestPatternKeepsJSON: `.` and classes of a pattern never take what
+// would break the JSON string ('"', '\\', control characters), so the
+// answer always parses.
+func TestPatternKeepsJSON(t *testing.T) {
+	for _, pat := range []string{`^.+$`, `^[ -~]+$`, `^[^a]+$`, `^[\\x00-\\x7F]+$`} {
+		src, err := FromJSONSchema([]byte(`{"type": "string", "pattern": "` + pat + `"}`))
+		if err != nil {
+			t.Fatalf("%s: %v", pat, err)
+		}
+		g, err := Parse(src)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", pat, err, src)
+		}
+		for _, s := range []string{`"a"b"`, `"a\\"`, "\"a\tb\"", "\"a\x7F\""} {
+			if matches(g, s) {
+				t.Errorf("%s: %q matches %s", pat, s, src)
+			}
+		}
+		if !matches(g, `"ok"`) {
+			t.Errorf("%s: \"ok\" does not match %s", pat, src)
+		}
+	}
+	if _, err := FromJSONSchema([]byte(`{"type": "string", "pattern": "^[\\\\\"]$"}`)); !errors.Is(err, ErrSchema) {
+		t.Errorf("a class of only '\\\\' and '\"': %v, want ErrSchema", err)
 	}
 }

@@ -56,8 +56,16 @@ func (c *converter) visit(schema *jv, name string) string {
 	case (untyped || typ.isString("array")) && (schema.has("items") || schema.has("prefixItems")):
 		return c.arrayRule(schema, name, ruleName)
 	case (untyped || typ.isString("string")) && schema.has("pattern"):
-		c.errs = append(c.errs, "pattern is not supported")
-		return ""
+		pat := schema.get("pattern")
+		if pat.kind != 's' {
+			c.errs = append(c.errs, "pattern must be a string")
+			return ""
+		}
+		r, err := c.patternRule(pat.str, ruleName)
+		if err != nil {
+			c.errs = append(c.errs, err.Error())
+		}
+		return r
 	case (untyped || typ.isString("string")) && uuidFormat.MatchString(format):
 		n := format
 		if ruleName == "root" {
