@@ -7,7 +7,8 @@
 //     /v1/completions: OpenAI request and response shapes (messages or
 //     prompt, max_tokens, temperature, top_p, top_k, min_p, repeat_penalty,
 //     repeat_last_n, frequency_penalty, presence_penalty, min_keep, seed,
-//     stop, stream, logprobs / top_logprobs, logit_bias); with "stream":
+//     stop, stream, logprobs / top_logprobs, logit_bias, grammar,
+//     json_schema, response_format); with "stream":
 //     true the reply is server-sent events (a chat's first delta is the
 //     role with content null), a last chunk with finish_reason and usage,
 //     then `data: [DONE]`. usage.prompt_tokens_details.cached_tokens counts
@@ -29,10 +30,12 @@
 //     and /detokenize, GET /props and /slots (501 with NoSlots).
 //
 // A request's sampling hooks — logit_bias (token ids or strings, pairs or an
-// object), ignore_eos, and the capture of each token's probabilities — are
-// a sample.Chain the session samples with (probs.go; docs/slots.md); a
-// request field pipe cannot honour (a grammar, tools, samplers pipe does not
-// have) is a 400 naming it, never ignored (fields.go).
+// object), ignore_eos, the capture of each token's probabilities, and a
+// grammar (grammar, json_schema, response_format, lazily with
+// grammar_triggers: a sample/grammar mask, grammar.go) — are a sample.Chain
+// the session samples with (probs.go; docs/slots.md); a request field pipe
+// cannot honour (tools, samplers pipe does not have) is a 400 naming it,
+// never ignored (fields.go).
 //
 // Anything else is 404; a wrong method 405; bad JSON, bad fields and a
 // request that does not fit the context 400; an oversized body 413 (the
