@@ -40,9 +40,6 @@ type Grammar struct {
 	names []string // rule id -> name
 }
 
-// Rules returns the number of rules (generated ones included).
-func (g *Grammar) Rules() int { return len(g.start) }
-
 // parser is a recursive-descent reader of GBNF text.
 type parser struct {
 	src   []byte
