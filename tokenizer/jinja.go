@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ardanlabs/jinja"
+	"github.com/pipe-engine/pipe/internal/jinja"
 )
 
 // Chat templates run as Jinja (llama.cpp's --jinja): the GGUF's own
