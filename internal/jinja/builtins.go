@@ -2,6 +2,7 @@ package jinja
 
 import (
 	"bytes"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -76,6 +77,9 @@ func builtinRange(args []Value, kwargs map[string]Value) (Value, error) {
 	if step == 0 {
 		return Undefined(), fmt.Errorf("range: step must not be zero")
 	}
+	if err := checkItems(rangeLen(start, stop, step)); err != nil {
+		return Undefined(), err
+	}
 
 	var items []Value
 	if step > 0 {
@@ -89,6 +93,35 @@ func builtinRange(args []Value, kwargs map[string]Value) (Value, error) {
 	}
 
 	return NewList(items), nil
+}
+
+// rangeLen is how many items range(start, stop, step) has, saturating
+// past MaxItems instead of overflowing.
+func rangeLen(start, stop, step int64) int64 {
+	if step < 0 {
+		start, stop, step = -start, -stop, -step
+	}
+	if start >= stop {
+		return 0
+	}
+	span := uint64(stop) - uint64(start)
+	if n := span / uint64(step); n < MaxItems {
+		return int64(n) + 1
+	}
+	return MaxItems + 1
+}
+
+// replaceBounded is strings.Replace refusing a result past MaxValueBytes
+// before building it (replace('', x) inserts x at every rune boundary).
+func replaceBounded(s, old, repl string, count int) (Value, error) {
+	n := int64(strings.Count(s, old))
+	if count >= 0 && int64(count) < n {
+		n = int64(count)
+	}
+	if err := checkValueSize(int64(len(s)) + n*(int64(len(repl))-int64(len(old)))); err != nil {
+		return Undefined(), err
+	}
+	return NewString(strings.Replace(s, old, repl, count)), nil
 }
 
 func builtinJoiner(args []Value, kwargs map[string]Value) (Value, error) {
@@ -364,8 +397,11 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 	// the reflection-based encoder for correctness instead of duplicating
 	// indent state in the direct encoder.
 	if indent, ok := kwargs["indent"]; ok && !indent.IsNone() && !indent.IsUndefined() {
-		n := int(toInt64(indent))
-		data, err := json.MarshalIndent(valueToGo(args[0]), "", strings.Repeat(" ", n))
+		n := max(toInt64(indent), 0)
+		if err := checkValueSize(indentedSize(args[0], n, 0, 0)); err != nil {
+			return Undefined(), err
+		}
+		data, err := json.MarshalIndent(valueToGo(args[0]), "", strings.Repeat(" ", int(n)))
 		if err != nil {
 			return NewString(""), nil
 		}
@@ -378,7 +414,10 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 	// + reflect) to a handful (one strings.Builder grow + one Marshal
 	// per leaf string for escaping).
 	var sb strings.Builder
-	if err := encodeValueJSON(&sb, args[0], itemSeparator, keySeparator); err != nil {
+	if err := encodeValueJSON(&sb, args[0], itemSeparator, keySeparator, 0); err != nil {
+		if errors.Is(err, ErrLimit) {
+			return Undefined(), err
+		}
 		return NewString(""), nil
 	}
 	return NewString(sb.String()), nil
@@ -398,7 +437,13 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 //
 // Both differences would otherwise change the tokenization of every tool
 // definition that ends up in a chat prompt.
-func encodeValueJSON(sb *strings.Builder, v Value, itemSeparator, keySeparator string) error {
+func encodeValueJSON(sb *strings.Builder, v Value, itemSeparator, keySeparator string, depth int) error {
+	if depth > MaxNesting {
+		return limitErr("nesting", MaxNesting)
+	}
+	if sb.Len() > MaxValueBytes {
+		return limitErr("value size", MaxValueBytes)
+	}
 	switch v.kind {
 	case KindUndefined, KindNone, KindCallable:
 		sb.WriteString("null")
@@ -435,7 +480,7 @@ func encodeValueJSON(sb *strings.Builder, v Value, itemSeparator, keySeparator s
 			if i > 0 {
 				sb.WriteString(itemSeparator)
 			}
-			if err := encodeValueJSON(sb, item, itemSeparator, keySeparator); err != nil {
+			if err := encodeValueJSON(sb, item, itemSeparator, keySeparator, depth+1); err != nil {
 				return err
 			}
 		}
@@ -453,7 +498,7 @@ func encodeValueJSON(sb *strings.Builder, v Value, itemSeparator, keySeparator s
 				return err
 			}
 			sb.WriteString(keySeparator)
-			if err := encodeValueJSON(sb, d.Data[key], itemSeparator, keySeparator); err != nil {
+			if err := encodeValueJSON(sb, d.Data[key], itemSeparator, keySeparator, depth+1); err != nil {
 				return err
 			}
 		}
@@ -463,6 +508,42 @@ func encodeValueJSON(sb *strings.Builder, v Value, itemSeparator, keySeparator s
 
 	sb.WriteString("null")
 	return nil
+}
+
+// indentedSize bounds the length of v's JSON indented by n spaces at nesting
+// depth: its items' indentation plus a generous bound on the rest. It
+// stops counting once past MaxValueBytes (and at MaxNesting, where a cyclic
+// value also ends).
+func indentedSize(v Value, n int64, depth, acc int64) int64 {
+	if depth > MaxNesting {
+		overLimit("nesting", MaxNesting)
+	}
+	if acc > MaxValueBytes {
+		return acc
+	}
+	var items []Value
+	switch v.kind {
+	case KindString:
+		return acc + 6*int64(len(v.AsString())) + 2
+	case KindList:
+		items = v.AsList().Items
+	case KindDict:
+		d := v.AsDict()
+		for _, k := range d.Keys {
+			acc += 6*int64(len(k)) + 4
+			items = append(items, d.Data[k])
+		}
+	default:
+		return acc + 32
+	}
+	acc += 2 + n*depth
+	for _, it := range items {
+		acc += 2 + n*(depth+1)
+		if acc = indentedSize(it, n, depth+1, acc); acc > MaxValueBytes {
+			return acc
+		}
+	}
+	return acc
 }
 
 // encodeJSONString writes the JSON encoding of s without HTML-escaping (no
@@ -483,11 +564,18 @@ func encodeJSONString(sb *strings.Builder, s string) error {
 	return nil
 }
 
+// maxFromJSON caps the text fromjson parses: its Go tree is many times
+// larger than the text.
+const maxFromJSON = 4 << 20
+
 func filterFromjson(args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsString() {
 		return Undefined(), nil
 	}
 
+	if len(args[0].AsString()) > maxFromJSON {
+		return Undefined(), limitErr("fromjson input size", maxFromJSON)
+	}
 	var result any
 	if err := json.Unmarshal([]byte(args[0].AsString()), &result); err != nil {
 		return Undefined(), fmt.Errorf("fromjson: %w", err)
@@ -539,6 +627,9 @@ func filterJoin(args []Value, kwargs map[string]Value) (Value, error) {
 	if s, ok := kwargs["d"]; ok {
 		sep = printValue(s)
 	}
+	if err := checkItems(int64(args[0].AsList().Len())); err != nil {
+		return Undefined(), err
+	}
 
 	attr := ""
 	if a, ok := kwargs["attribute"]; ok {
@@ -547,6 +638,7 @@ func filterJoin(args []Value, kwargs map[string]Value) (Value, error) {
 
 	list := args[0].AsList()
 	parts := make([]string, list.Len())
+	var size int64
 	for i, item := range list.Items {
 		if attr != "" && item.IsDict() {
 			v, ok := item.AsDict().Get(attr)
@@ -555,6 +647,10 @@ func filterJoin(args []Value, kwargs map[string]Value) (Value, error) {
 			}
 		}
 		parts[i] = printValue(item)
+		size += int64(len(parts[i])) + int64(len(sep))
+		if err := checkValueSize(size); err != nil {
+			return Undefined(), err
+		}
 	}
 
 	return NewString(strings.Join(parts, sep)), nil
@@ -776,10 +872,9 @@ func filterList(args []Value, kwargs map[string]Value) (Value, error) {
 		return v, nil
 	}
 	if v.IsString() {
-		runes := []rune(v.AsString())
-		items := make([]Value, len(runes))
-		for i, r := range runes {
-			items[i] = NewString(string(r))
+		items, err := stringRunes(v.AsString())
+		if err != nil {
+			return Undefined(), err
 		}
 		return NewList(items), nil
 	}
@@ -831,7 +926,7 @@ func filterReplace(args []Value, kwargs map[string]Value) (Value, error) {
 		count = int(toInt64(c))
 	}
 
-	return NewString(strings.Replace(s, old, newStr, count)), nil
+	return replaceBounded(s, old, newStr, count)
 }
 
 func filterRound(args []Value, kwargs map[string]Value) (Value, error) {
@@ -1081,6 +1176,11 @@ func filterIndent(args []Value, kwargs map[string]Value) (Value, error) {
 		indentFirst = f.IsTruthy()
 	}
 
+	width = max(width, 0)
+	lineCount := int64(strings.Count(s, "\n")) + 1
+	if err := checkValueSize(int64(len(s)) + lineCount*int64(width)); err != nil {
+		return Undefined(), err
+	}
 	pad := strings.Repeat(" ", width)
 	lines := strings.Split(s, "\n")
 	for i, line := range lines {

@@ -1,10 +1,19 @@
 // Package jinja is pipe's fork of github.com/ardanlabs/jinja v1.8.0
 // (Apache-2.0, see LICENSE), a pure-Go Jinja engine written for the chat
 // templates GGUF files carry. A chat template is a program from the model
-// file, so pipe runs it as untrusted code.
+// file, so the fork runs it as untrusted code: RenderContext stops at the
+// caller's context and at Limits (output bytes, bytes allocated, steps —
+// loop iterations and calls —, macro call depth, a deadline), and fixed caps
+// bound any one value (MaxValueBytes, MaxItems) and the nesting of blocks,
+// expressions and values (MaxNesting). The operations whose result can
+// dwarf their input (string repetition, range, replace, join, indent,
+// tojson's indent, format, splitting a string) check the size before
+// building it; parsing is linear in the template and bounded in depth. A
+// limit hit is a *LimitError (errors.Is ErrLimit); a panic inside the
+// engine is recovered into ErrEngine.
 //
-// The fork was taken unchanged; testdata/golden.json records what upstream
-// renders for every real template in testdata (upstream's own, the tiny
-// GGUFs' and the repository's testdata/chat-templates) so that later changes
-// are proved not to alter real output.
+// testdata/golden.json records what upstream renders for every real template
+// in testdata (upstream's own, the tiny GGUFs' and the repository's
+// testdata/chat-templates) with every context there; TestGoldenRealTemplates
+// proves the fork renders them identically.
 package jinja

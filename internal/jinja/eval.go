@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 var (
@@ -47,6 +48,20 @@ type evaluator struct {
 	scope    *scope
 	builtins *scope
 	output   strings.Builder
+	b        *budget
+}
+
+// write appends text to the evaluator's output within the output limit and
+// charges it to the allocation limit.
+func (e *evaluator) write(s string) error {
+	if int64(e.output.Len())+int64(len(s)) > e.b.lim.MaxOutput {
+		return limitErr("output", e.b.lim.MaxOutput)
+	}
+	if err := e.b.charge(int64(len(s))); err != nil {
+		return err
+	}
+	e.output.WriteString(s)
+	return nil
 }
 
 func (e *evaluator) execNodes(nodes []node) error {
@@ -61,16 +76,14 @@ func (e *evaluator) execNodes(nodes []node) error {
 func (e *evaluator) execNode(n node) error {
 	switch nd := n.(type) {
 	case *textNode:
-		e.output.WriteString(nd.text)
-		return nil
+		return e.write(nd.text)
 
 	case *outputNode:
 		val, err := e.evalExpr(nd.expression)
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(val))
-		return nil
+		return e.write(printValue(val))
 
 	case *ifNode:
 		return e.execIf(nd)
@@ -133,12 +146,13 @@ func (e *evaluator) execFor(n *forNode) error {
 		items = iterVal.AsList().Items
 	case iterVal.IsDict():
 		d := iterVal.AsDict()
+		items = make([]Value, 0, len(d.Keys))
 		for _, key := range d.Keys {
 			items = append(items, NewString(key))
 		}
 	case iterVal.IsString():
-		for _, r := range iterVal.AsString() {
-			items = append(items, NewString(string(r)))
+		if items, err = stringRunes(iterVal.AsString()); err != nil {
+			return err
 		}
 	default:
 		// Empty iteration.
@@ -148,6 +162,9 @@ func (e *evaluator) execFor(n *forNode) error {
 	if n.filterExpr != nil {
 		var filtered []Value
 		for _, item := range items {
+			if err := e.b.step(); err != nil {
+				return err
+			}
 			child := newScope(e.scope)
 			child.set(n.valVar, item)
 			old := e.scope
@@ -182,7 +199,13 @@ func (e *evaluator) execFor(n *forNode) error {
 	child := newScope(e.scope)
 	child.set("loop", loop)
 
+	if err := e.b.charge(24 * total); err != nil {
+		return err
+	}
 	for i, item := range items {
+		if err := e.b.step(); err != nil {
+			return err
+		}
 		// Set loop variable(s).
 		if n.keyVar != "" {
 			// Destructuring: for key, val in items
@@ -269,6 +292,7 @@ func (e *evaluator) execSetBlock(n *setBlockNode) error {
 	bodyEval := evaluator{
 		scope:    e.scope,
 		builtins: e.builtins,
+		b:        e.b,
 	}
 	if err := bodyEval.execNodes(n.body); err != nil {
 		return err
@@ -284,6 +308,10 @@ func (e *evaluator) execMacro(n *macroNode) error {
 	parentScope := e.scope
 
 	fn := NewCallable(n.name, func(args []Value, kwargs map[string]Value) (Value, error) {
+		if err := e.b.enter(); err != nil {
+			return Undefined(), err
+		}
+		defer e.b.leave()
 		child := newScope(parentScope)
 
 		// Bind positional args.
@@ -293,7 +321,7 @@ func (e *evaluator) execMacro(n *macroNode) error {
 			} else if v, ok := kwargs[param.name]; ok {
 				child.set(param.name, v)
 			} else if param.defaultVal != nil {
-				defEval := evaluator{scope: child, builtins: e.builtins}
+				defEval := evaluator{scope: child, builtins: e.builtins, b: e.b}
 				defVal, err := defEval.evalExpr(param.defaultVal)
 				if err != nil {
 					return Undefined(), err
@@ -312,6 +340,7 @@ func (e *evaluator) execMacro(n *macroNode) error {
 		macroEval := evaluator{
 			scope:    child,
 			builtins: e.builtins,
+			b:        e.b,
 		}
 
 		if err := macroEval.execNodes(body); err != nil {
@@ -332,6 +361,10 @@ func (e *evaluator) execCall(n *callNode) error {
 	parentScope := e.scope
 
 	caller := NewCallable("caller", func(args []Value, kwargs map[string]Value) (Value, error) {
+		if err := e.b.enter(); err != nil {
+			return Undefined(), err
+		}
+		defer e.b.leave()
 		child := newScope(parentScope)
 		for i, argName := range callerArgs {
 			if i < len(args) {
@@ -342,6 +375,7 @@ func (e *evaluator) execCall(n *callNode) error {
 		callerEval := evaluator{
 			scope:    child,
 			builtins: e.builtins,
+			b:        e.b,
 		}
 		if err := callerEval.execNodes(body); err != nil {
 			return Undefined(), err
@@ -378,12 +412,14 @@ func (e *evaluator) execCall(n *callNode) error {
 			kwargs[kw.name] = v
 		}
 
+		if err := e.b.step(); err != nil {
+			return err
+		}
 		result, err := fn.AsCallable().Fn(args, kwargs)
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(result))
-		return nil
+		return e.write(printValue(result))
 	}
 
 	// Fallback: evaluate expression and call with caller.
@@ -399,8 +435,7 @@ func (e *evaluator) execCall(n *callNode) error {
 	if err != nil {
 		return err
 	}
-	e.output.WriteString(printValue(result))
-	return nil
+	return e.write(printValue(result))
 }
 
 func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
@@ -408,6 +443,7 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 	bodyEval := evaluator{
 		scope:    e.scope,
 		builtins: e.builtins,
+		b:        e.b,
 	}
 	if err := bodyEval.execNodes(n.body); err != nil {
 		return err
@@ -424,20 +460,32 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 		if err != nil {
 			return err
 		}
-		e.output.WriteString(printValue(result))
-		return nil
+		return e.write(printValue(result))
 	}
 
 	// For more complex filter expressions, just output the body.
-	e.output.WriteString(bodyStr)
-	return nil
+	return e.write(bodyStr)
 }
 
 // =============================================================================
 // Expression evaluation
 // =============================================================================
 
+// maxEvalDepth bounds the recursion of expression evaluation: a left-deep
+// chain (1 ~ 1 ~ 1 ...) parses in a loop but evaluates recursively, and
+// macro recursion adds the depth of every caller.
+const maxEvalDepth = 20_000
+
 func (e *evaluator) evalExpr(ex expr) (Value, error) {
+	e.b.exprDepth++
+	defer func() { e.b.exprDepth-- }()
+	if e.b.exprDepth > maxEvalDepth {
+		return Undefined(), limitErr("expression depth", maxEvalDepth)
+	}
+	return e.evalExprNode(ex)
+}
+
+func (e *evaluator) evalExprNode(ex expr) (Value, error) {
 	switch n := ex.(type) {
 	case *litExpr:
 		return n.val, nil
@@ -482,7 +530,7 @@ func (e *evaluator) evalExpr(ex expr) (Value, error) {
 			}
 			items[i] = v
 		}
-		return NewList(items), nil
+		return e.charged(NewList(items))
 
 	case *dictExpr:
 		d := NewDict()
@@ -498,7 +546,7 @@ func (e *evaluator) evalExpr(ex expr) (Value, error) {
 			}
 			dict.Set(printValue(key), val)
 		}
-		return d, nil
+		return e.charged(d)
 
 	default:
 		return Undefined(), fmt.Errorf("unknown expression type %T", ex)
@@ -754,7 +802,18 @@ func resolveSlice(n *sliceExpr, e *evaluator, length int) (int, int, int) {
 		}
 	}
 
+	start, stop = clampSlice(start, stop, step, length)
 	return start, stop, step
+}
+
+// clampSlice limits start and stop to the sequence as Python does, so a
+// huge bound (s[0:10**12:2]) costs nothing.
+func clampSlice(start, stop, step, length int) (int, int) {
+	lo, hi := 0, length
+	if step < 0 {
+		lo, hi = -1, length-1
+	}
+	return min(max(start, lo), hi), min(max(stop, lo), hi)
 }
 
 func (e *evaluator) evalUnary(n *unaryExpr) (Value, error) {
@@ -817,11 +876,18 @@ func (e *evaluator) evalBinary(n *binExpr) (Value, error) {
 
 	switch n.op {
 	case "+":
-		return addValues(left, right), nil
+		if err := checkConcat(left, right); err != nil {
+			return Undefined(), err
+		}
+		return e.charged(addValues(left, right))
 	case "-":
 		return subValues(left, right), nil
 	case "*":
-		return mulValues(left, right), nil
+		v, err := mulValues(left, right)
+		if err != nil {
+			return Undefined(), err
+		}
+		return e.charged(v)
 	case "/":
 		return divValues(left, right), nil
 	case "//":
@@ -831,7 +897,11 @@ func (e *evaluator) evalBinary(n *binExpr) (Value, error) {
 	case "**":
 		return powValues(left, right), nil
 	case "~":
-		return NewString(printValue(left) + printValue(right)), nil
+		l, r := printValue(left), printValue(right)
+		if err := checkValueSize(int64(len(l)) + int64(len(r))); err != nil {
+			return Undefined(), err
+		}
+		return e.charged(NewString(l + r))
 	case "==":
 		return NewBool(valuesEqual(left, right)), nil
 	case "!=":
@@ -901,7 +971,14 @@ func (e *evaluator) evalCallExpr(n *callExpr) (Value, error) {
 		}
 	}
 
-	return fn.AsCallable().Fn(args, kwargs)
+	if err := e.b.step(); err != nil {
+		return Undefined(), err
+	}
+	v, err := fn.AsCallable().Fn(args, kwargs)
+	if err != nil {
+		return Undefined(), err
+	}
+	return e.charged(v)
 }
 
 func callableName(ex expr) string {
@@ -963,7 +1040,14 @@ func (e *evaluator) evalFilter(n *filterExpr) (Value, error) {
 		}
 	}
 
-	return filterVal.AsCallable().Fn(args, kwargs)
+	if err := e.b.step(); err != nil {
+		return Undefined(), err
+	}
+	v, err := filterVal.AsCallable().Fn(args, kwargs)
+	if err != nil {
+		return Undefined(), err
+	}
+	return e.charged(v)
 }
 
 func (e *evaluator) evalTestExpr(n *testExpr) (Value, error) {
@@ -1040,6 +1124,9 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 				return NewList(items), nil
 			}
 			sep := printValue(args[0])
+			if err := checkItems(int64(strings.Count(s, sep)) + 1); err != nil {
+				return Undefined(), err
+			}
 			parts := strings.Split(s, sep)
 			items := make([]Value, len(parts))
 			for i, p := range parts {
@@ -1075,7 +1162,7 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 			if len(args) > 2 {
 				count = int(toInt64(args[2]))
 			}
-			return NewString(strings.Replace(s, old, newStr, count)), nil
+			return replaceBounded(s, old, newStr, count)
 		}), nil
 
 	case "upper":
@@ -1135,7 +1222,11 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 			result := s
 			for i, arg := range args {
 				placeholder := fmt.Sprintf("{%d}", i)
-				result = strings.ReplaceAll(result, placeholder, printValue(arg))
+				r, err := replaceBounded(result, placeholder, printValue(arg), -1)
+				if err != nil {
+					return Undefined(), err
+				}
+				result = r.AsString()
 				result = strings.Replace(result, "{}", printValue(arg), 1)
 			}
 			return NewString(result), nil
@@ -1160,6 +1251,9 @@ func (e *evaluator) listMethod(obj Value, method string) (Value, error) {
 	case "append":
 		return NewCallable("list.append", func(args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) > 0 {
+				if err := checkItems(int64(list.Len()) + 1); err != nil {
+					return Undefined(), err
+				}
 				list.Append(args[0])
 			}
 			return None(), nil
@@ -1189,6 +1283,9 @@ func (e *evaluator) listMethod(obj Value, method string) (Value, error) {
 		return NewCallable("list.insert", func(args []Value, kwargs map[string]Value) (Value, error) {
 			if len(args) < 2 {
 				return None(), nil
+			}
+			if err := checkItems(int64(list.Len()) + 1); err != nil {
+				return Undefined(), err
 			}
 			idx := min(max(int(toInt64(args[0])), 0), list.Len())
 			list.Items = append(list.Items, Undefined())
@@ -1318,14 +1415,55 @@ func subValues(a, b Value) Value {
 	return NewInt(toInt64(a) - toInt64(b))
 }
 
-func mulValues(a, b Value) Value {
+// mulValues multiplies numbers or repeats a string (a negative count gives
+// "", as in Python), refusing a string past MaxValueBytes before building it.
+func mulValues(a, b Value) (Value, error) {
 	if a.IsString() && b.IsInt() {
-		return NewString(strings.Repeat(a.AsString(), int(b.AsInt())))
+		s, n := a.AsString(), b.AsInt()
+		if n <= 0 || s == "" {
+			return NewString(""), nil
+		}
+		if n > MaxValueBytes || int64(len(s))*n > MaxValueBytes {
+			return Undefined(), limitErr("value size", MaxValueBytes)
+		}
+		return NewString(strings.Repeat(s, int(n))), nil
 	}
 	if a.IsFloat() || b.IsFloat() {
-		return NewFloat(toFloat64(a) * toFloat64(b))
+		return NewFloat(toFloat64(a) * toFloat64(b)), nil
 	}
-	return NewInt(toInt64(a) * toInt64(b))
+	return NewInt(toInt64(a) * toInt64(b)), nil
+}
+
+// checkConcat refuses a + b past the fixed caps before building it.
+func checkConcat(a, b Value) error {
+	if a.IsString() || b.IsString() {
+		return checkValueSize(int64(len(printValue(a))) + int64(len(printValue(b))))
+	}
+	if a.IsList() && b.IsList() {
+		return checkItems(int64(a.AsList().Len()) + int64(b.AsList().Len()))
+	}
+	return nil
+}
+
+// charged is v after charging it to the render's allocation limit.
+func (e *evaluator) charged(v Value) (Value, error) {
+	if err := e.b.chargeValue(v); err != nil {
+		return Undefined(), err
+	}
+	return v, nil
+}
+
+// stringRunes splits s into one-character strings within MaxItems.
+func stringRunes(s string) ([]Value, error) {
+	n := utf8.RuneCountInString(s)
+	if err := checkItems(int64(n)); err != nil {
+		return nil, err
+	}
+	items := make([]Value, 0, n)
+	for _, r := range s {
+		items = append(items, NewString(string(r)))
+	}
+	return items, nil
 }
 
 func divValues(a, b Value) Value {

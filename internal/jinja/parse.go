@@ -191,6 +191,17 @@ func tokenizeExpr(s string) []tok {
 type exprParser struct {
 	tokens []tok
 	pos    int
+	depth  int // recursion of parseExpression, parseNot and parseUnary
+}
+
+// nest counts one level of recursion and refuses past MaxNesting (a
+// million nested parentheses would otherwise overflow the stack).
+func (p *exprParser) nest() error {
+	p.depth++
+	if p.depth > MaxNesting {
+		return limitErr("nesting", MaxNesting)
+	}
+	return nil
 }
 
 func newExprParser(tokens []tok) *exprParser {
@@ -252,6 +263,10 @@ func parseExpr(s string) (expr, error) {
 
 // parseExpression handles the lowest precedence: inline if/else.
 func (p *exprParser) parseExpression() (expr, error) {
+	defer func() { p.depth-- }()
+	if err := p.nest(); err != nil {
+		return nil, err
+	}
 	e, err := p.parseOr()
 	if err != nil {
 		return nil, err
@@ -320,6 +335,10 @@ func (p *exprParser) parseAnd() (expr, error) {
 }
 
 func (p *exprParser) parseNot() (expr, error) {
+	defer func() { p.depth-- }()
+	if err := p.nest(); err != nil {
+		return nil, err
+	}
 	if p.peek().kind == tokName && p.peek().val == "not" {
 		p.advance()
 		operand, err := p.parseNot()
@@ -512,6 +531,10 @@ func (p *exprParser) parsePower() (expr, error) {
 }
 
 func (p *exprParser) parseUnary() (expr, error) {
+	defer func() { p.depth-- }()
+	if err := p.nest(); err != nil {
+		return nil, err
+	}
 	if p.peek().kind == tokOp && (p.peek().val == "-" || p.peek().val == "+") {
 		op := p.advance().val
 		operand, err := p.parseUnary()
@@ -884,61 +907,58 @@ func applyTrimming(segs []segment) {
 	// the same effect by handling every tag's LEFT side first, then
 	// every tag's RIGHT side.
 
-	// Pass 1: left side of every tag.
+	// Pass 1: left side of every tag. prevText is the nearest text
+	// segment before i and firstText the template's first one, found in
+	// one pass (searching back from every tag was quadratic in a template
+	// of tags without text between them).
+	prevText, firstText := -1, -1
 	for i := range segs {
 		seg := &segs[i]
 		applyDefaults := seg.kind == segStmt || seg.kind == segComment
 
-		switch {
-		case seg.trimLeft:
-			for j := i - 1; j >= 0; j-- {
-				if segs[j].kind == segText {
-					segs[j].text = trimTrailingWhitespace(segs[j].text)
-					break
-				}
+		if prevText >= 0 {
+			switch {
+			case seg.trimLeft:
+				segs[prevText].text = trimTrailingWhitespace(segs[prevText].text)
+			case applyDefaults:
+				// Treat the very first text segment in the
+				// template as if it were preceded by a newline
+				// (start of file == start of line) so that a
+				// template that opens with `   {% if %}...`
+				// strips the indentation, matching Jinja2.
+				segs[prevText].text = lstripBlock(segs[prevText].text, prevText == firstText)
 			}
-		case applyDefaults:
-			for j := i - 1; j >= 0; j-- {
-				if segs[j].kind == segText {
-					// Treat the very first text segment in the
-					// template as if it were preceded by a newline
-					// (start of file == start of line) so that a
-					// template that opens with `   {% if %}...`
-					// strips the indentation, matching Jinja2.
-					isFirstText := true
-					for k := j - 1; k >= 0; k-- {
-						if segs[k].kind == segText {
-							isFirstText = false
-							break
-						}
-					}
-					segs[j].text = lstripBlock(segs[j].text, isFirstText)
-					break
-				}
+		}
+		if seg.kind == segText {
+			prevText = i
+			if firstText < 0 {
+				firstText = i
 			}
 		}
 	}
 
-	// Pass 2: right side of every tag.
+	// Pass 2: right side of every tag, in source order, each tag acting on
+	// the nearest text segment after it.
+	nextText := make([]int, len(segs))
+	next := -1
+	for i := len(segs) - 1; i >= 0; i-- {
+		nextText[i] = next
+		if segs[i].kind == segText {
+			next = i
+		}
+	}
 	for i := range segs {
 		seg := &segs[i]
 		applyDefaults := seg.kind == segStmt || seg.kind == segComment
-
+		j := nextText[i]
+		if j < 0 {
+			continue
+		}
 		switch {
 		case seg.trimRight:
-			for j := i + 1; j < len(segs); j++ {
-				if segs[j].kind == segText {
-					segs[j].text = trimLeadingWhitespace(segs[j].text)
-					break
-				}
-			}
+			segs[j].text = trimLeadingWhitespace(segs[j].text)
 		case applyDefaults:
-			for j := i + 1; j < len(segs); j++ {
-				if segs[j].kind == segText {
-					segs[j].text = trimBlockNewline(segs[j].text)
-					break
-				}
-			}
+			segs[j].text = trimBlockNewline(segs[j].text)
 		}
 	}
 }
@@ -991,8 +1011,9 @@ func trimBlockNewline(s string) string {
 }
 
 type templateParser struct {
-	segs []segment
-	pos  int
+	segs  []segment
+	pos   int
+	depth int // nesting of blocks (parseUntil)
 }
 
 func (p *templateParser) done() bool {
@@ -1016,6 +1037,11 @@ func (p *templateParser) advance() *segment {
 // stop keywords (e.g., "endif", "endfor", "elif", "else"). Returns the nodes
 // collected so far. The stop keyword segment is NOT consumed.
 func (p *templateParser) parseUntil(stopKeywords ...string) ([]node, error) {
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > MaxNesting {
+		return nil, limitErr("nesting", MaxNesting)
+	}
 	var nodes []node
 
 	for !p.done() {

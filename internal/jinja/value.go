@@ -166,68 +166,97 @@ func (v Value) AsCallable() *Callable {
 
 // =============================================================================
 
-// String returns a Python-style string representation of the value.
+// String returns a Python-style string representation of the value. A
+// value too large (MaxValueBytes) or too deeply nested (MaxNesting, which a
+// list holding itself also reaches) panics with a limit error, which a
+// render recovers as its error.
 func (v Value) String() string {
+	var b strings.Builder
+	v.writeRepr(&b, 0)
+	return b.String()
+}
+
+func (v Value) writeRepr(b *strings.Builder, depth int) {
+	if depth > MaxNesting {
+		overLimit("nesting", MaxNesting)
+	}
+	if b.Len() > MaxValueBytes {
+		overLimit("value size", MaxValueBytes)
+	}
 	switch v.kind {
 	case KindUndefined:
-		return "Undefined"
+		b.WriteString("Undefined")
 
 	case KindNone:
-		return "None"
+		b.WriteString("None")
 
 	case KindBool:
 		if v.v.(bool) {
-			return "True"
+			b.WriteString("True")
+		} else {
+			b.WriteString("False")
 		}
-		return "False"
 
 	case KindInt:
-		return fmt.Sprintf("%d", v.v.(int64))
+		fmt.Fprintf(b, "%d", v.v.(int64))
 
 	case KindFloat:
-		return fmt.Sprintf("%g", v.v.(float64))
+		fmt.Fprintf(b, "%g", v.v.(float64))
 
 	case KindString:
-		return fmt.Sprintf("'%s'", v.v.(string))
+		fmt.Fprintf(b, "'%s'", v.v.(string))
 
 	case KindList:
-		list := v.v.(*List)
-		var b strings.Builder
 		b.WriteByte('[')
-		for i, item := range list.Items {
+		for i, item := range v.v.(*List).Items {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(item.String())
+			item.writeRepr(b, depth+1)
 		}
 		b.WriteByte(']')
-		return b.String()
 
 	case KindDict:
 		d := v.v.(*Dict)
-		var b strings.Builder
 		b.WriteByte('{')
 		for i, key := range d.Keys {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			fmt.Fprintf(&b, "'%s': %s", key, d.Data[key].String())
+			fmt.Fprintf(b, "'%s': ", key)
+			d.Data[key].writeRepr(b, depth+1)
 		}
 		b.WriteByte('}')
-		return b.String()
 
 	case KindCallable:
 		c := v.v.(Callable)
-		return fmt.Sprintf("<callable %s>", c.Name)
-	}
+		fmt.Fprintf(b, "<callable %s>", c.Name)
 
-	return "Undefined"
+	default:
+		b.WriteString("Undefined")
+	}
 }
 
-// Equals reports whether v and other hold the same value.
+// Equals reports whether v and other hold the same value. Comparing values
+// nested past MaxNesting, or visiting more than maxCompareNodes items (a
+// list holding the same list many times over), panics with a limit error,
+// which a render recovers as its error.
 func (v Value) Equals(other Value) bool {
+	nodes := 0
+	return v.equals(other, 0, &nodes)
+}
+
+const maxCompareNodes = 4 * MaxItems
+
+func (v Value) equals(other Value, depth int, nodes *int) bool {
 	if v.kind != other.kind {
 		return false
+	}
+	if *nodes++; *nodes > maxCompareNodes {
+		overLimit("comparison size", maxCompareNodes)
+	}
+	if depth > MaxNesting {
+		overLimit("nesting", MaxNesting)
 	}
 
 	switch v.kind {
@@ -253,7 +282,7 @@ func (v Value) Equals(other Value) bool {
 			return false
 		}
 		for i := range a.Items {
-			if !a.Items[i].Equals(b.Items[i]) {
+			if !a.Items[i].equals(b.Items[i], depth+1, nodes) {
 				return false
 			}
 		}
@@ -270,14 +299,11 @@ func (v Value) Equals(other Value) bool {
 			if !ok {
 				return false
 			}
-			if !a.Data[key].Equals(bv) {
+			if !a.Data[key].equals(bv, depth+1, nodes) {
 				return false
 			}
 		}
 		return true
-
-	case KindCallable:
-		return false
 	}
 
 	return false
