@@ -2,8 +2,8 @@ package jinja
 
 import (
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -112,7 +112,7 @@ func rangeLen(start, stop, step int64) int64 {
 }
 
 // replaceBounded is strings.Replace refusing a result past MaxValueBytes
-// before building it (replace('', x) inserts x at every rune boundary).
+// before building it (replace(”, x) inserts x at every rune boundary).
 func replaceBounded(s, old, repl string, count int) (Value, error) {
 	n := int64(strings.Count(s, old))
 	if count >= 0 && int64(count) < n {
