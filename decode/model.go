@@ -231,6 +231,12 @@ type Prompt struct {
 // Encode renders p (with the chat format when p.Chat) and tokenizes it; it
 // returns the ids and the rendered text.
 func (m *Model) Encode(p Prompt) ([]int32, string, error) {
+	return m.EncodeContext(context.Background(), p)
+}
+
+// EncodeContext is Encode with a Jinja chat template's render stopped by
+// ctx.
+func (m *Model) EncodeContext(ctx context.Context, p Prompt) ([]int32, string, error) {
 	text, special := p.Text, false
 	if p.Chat {
 		var msgs []tokenizer.Message
@@ -239,7 +245,7 @@ func (m *Model) Encode(p Prompt) ([]int32, string, error) {
 		}
 		msgs = append(msgs, tokenizer.Message{Role: "user", Content: p.Text})
 		var err error
-		if text, err = m.tok.Chat(msgs, true, p.NoThink); err != nil {
+		if text, err = m.tok.ChatContext(ctx, msgs, true, p.NoThink); err != nil {
 			return nil, "", err
 		}
 		special = true

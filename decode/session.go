@@ -373,7 +373,7 @@ func (s *Session) Chat(ctx context.Context, user string, o GenOptions, onToken f
 	msg := tokenizer.Message{Role: "user", Content: user}
 	var ids []int32
 	if len(s.hist) == 0 {
-		text, err := tok.Chat(append(s.past, msg), true, s.o.NoThink)
+		text, err := tok.ChatContext(ctx, append(s.past, msg), true, s.o.NoThink)
 		if err != nil {
 			return Result{}, err
 		}
@@ -385,7 +385,7 @@ func (s *Session) Chat(ctx context.Context, user string, o GenOptions, onToken f
 		} else if end, ok := tok.EndOfTurn(); ok {
 			ids = append(ids, end)
 		}
-		text, err := tok.ChatDelta(s.past, msg, true, s.o.NoThink)
+		text, err := tok.ChatDelta(ctx, s.past, msg, true, s.o.NoThink)
 		if err != nil {
 			return Result{}, err
 		}

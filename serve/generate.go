@@ -75,8 +75,10 @@ func (s *Server) acquire(ctx context.Context) (release func(), err error) {
 	return func() { s.met.setBusy(false); <-s.slot }, nil
 }
 
-// encode renders and tokenizes a job's prompt.
-func (s *Server) encode(j *job) ([]int32, error) {
+// encode renders and tokenizes a job's prompt; a chat template's render
+// stops with ctx (the client went) and is refused untokenized when its text
+// alone cannot fit the context.
+func (s *Server) encode(ctx context.Context, j *job) ([]int32, error) {
 	if j.given != nil {
 		n := int32(s.o.Model.Tokenizer().NVocab())
 		for i, id := range j.given {
@@ -94,9 +96,12 @@ func (s *Server) encode(j *job) ([]int32, error) {
 		return ids, err
 	}
 	tok := s.o.Model.Tokenizer()
-	text, err := tok.Chat(j.messages, true, s.o.NoThink)
+	text, err := tok.ChatContext(ctx, j.messages, true, s.o.NoThink)
 	if err != nil {
 		return nil, badRequest("messages: %v", err)
+	}
+	if err := s.o.Model.FitText(len(text), s.nCtx); err != nil {
+		return nil, fmt.Errorf("%w: the rendered chat: %w", errContext, err)
 	}
 	ids := tok.Encode(text, true, true)
 	if len(ids) == 0 {
@@ -110,12 +115,12 @@ func (s *Server) encode(j *job) ([]int32, error) {
 // alone cannot fit the context is refused untokenized, and one whose tokens
 // leave no room to generate is refused without waiting for the slot (a
 // max_tokens past the context is clamped, limit).
-func (s *Server) prepare(j *job) error {
+func (s *Server) prepare(ctx context.Context, j *job) error {
 	j.stops = append(j.stops, s.o.Stops...)
 	if err := s.o.Model.FitText(j.textBytes(), s.nCtx); err != nil {
 		return fmt.Errorf("%w: the prompt: %w", errContext, err)
 	}
-	ids, err := s.encode(j)
+	ids, err := s.encode(ctx, j)
 	if err != nil {
 		return err
 	}

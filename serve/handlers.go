@@ -226,7 +226,7 @@ func (s *Server) complete(x *exchange, chat bool) {
 // request that fails is answered here and admitJob returns false.
 func (s *Server) admitJob(x *exchange, j *job, err error) bool {
 	if err == nil {
-		err = s.prepare(j)
+		err = s.prepare(x.r.Context(), j)
 	}
 	if err != nil {
 		s.failGen(x, nil, err)

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -90,8 +91,14 @@ const ThinkOff = "<think>\n\n</think>\n\n"
 // Harmony: <|start|>{role}<|message|>{content}<|end|> (<|return|> after
 // assistant turns) ... <|start|>assistant
 func (t *Tokenizer) Chat(messages []Message, addGenerationPrompt, noThink bool) (string, error) {
+	return t.ChatContext(context.Background(), messages, addGenerationPrompt, noThink)
+}
+
+// ChatContext is Chat with a Jinja template's render stopped by ctx (a
+// cancelled request, SIGTERM, Ctrl-C).
+func (t *Tokenizer) ChatContext(ctx context.Context, messages []Message, addGenerationPrompt, noThink bool) (string, error) {
 	if t.jinja != nil {
-		return t.renderJinja(messages, addGenerationPrompt, noThink)
+		return t.renderJinja(ctx, messages, addGenerationPrompt, noThink)
 	}
 	var b strings.Builder
 	switch t.chatFormat {
@@ -194,16 +201,16 @@ func stripThinking(s string) string {
 // ends with '\n', a '\n' is prepended, because the cache holds the assistant's
 // reply up to its end-of-turn token but not the newline the template puts
 // after it.
-func (t *Tokenizer) ChatDelta(past []Message, next Message, addGenerationPrompt, noThink bool) (string, error) {
+func (t *Tokenizer) ChatDelta(ctx context.Context, past []Message, next Message, addGenerationPrompt, noThink bool) (string, error) {
 	prev := ""
 	if len(past) > 0 {
 		var err error
-		if prev, err = t.Chat(past, false, false); err != nil {
+		if prev, err = t.ChatContext(ctx, past, false, false); err != nil {
 			return "", err
 		}
 	}
 	all := append(append(make([]Message, 0, len(past)+1), past...), next)
-	full, err := t.Chat(all, addGenerationPrompt, noThink)
+	full, err := t.ChatContext(ctx, all, addGenerationPrompt, noThink)
 	if err != nil {
 		return "", err
 	}

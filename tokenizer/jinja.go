@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -8,15 +10,22 @@ import (
 )
 
 // Chat templates run as Jinja (llama.cpp's --jinja): the GGUF's own
-// tokenizer.chat_template, or another template, rendered by
-// github.com/ardanlabs/jinja, a pure-Go Jinja engine written for the chat
-// templates GGUF files carry (no cgo, no dependencies). The built-in
+// tokenizer.chat_template, or another template, rendered by internal/jinja,
+// pipe's bounded fork of github.com/ardanlabs/jinja. A template is code from
+// the model file: every render runs under jinja.DefaultLimits and the
+// caller's context, and its errors name the template's origin. The built-in
 // renderers (ChatML, harmony, Gemma 4) stay the default.
 
-// UseJinja makes Chat render src as a Jinja chat template. The turn-closing
-// token (EndOfTurn) is still the one of the built-in format src resembles.
-func (t *Tokenizer) UseJinja(src string) error {
-	tmpl, err := compileJinja(src)
+// ErrTemplateLimit: a Jinja chat template hit one of its limits (output,
+// allocation, steps, call depth, time, value size, nesting).
+var ErrTemplateLimit = jinja.ErrLimit
+
+// UseJinja makes Chat render src as a Jinja chat template; origin names it
+// in errors (a file path, or the GGUF key tokenizer.chat_template). The
+// turn-closing token (EndOfTurn) is still the one of the built-in format src
+// resembles.
+func (t *Tokenizer) UseJinja(src, origin string) error {
+	tmpl, err := compileJinja(src, origin)
 	if err != nil {
 		return err
 	}
@@ -26,7 +35,8 @@ func (t *Tokenizer) UseJinja(src string) error {
 
 // jinjaTemplate is a compiled chat template and what it can render.
 type jinjaTemplate struct {
-	tmpl *jinja.Template
+	tmpl   *jinja.Template
+	origin string
 	// systemRole: the template renders a system message's content (else
 	// the system message is merged into the next one, as llama.cpp's
 	// system_message_not_supported workaround does).
@@ -34,17 +44,23 @@ type jinjaTemplate struct {
 }
 
 // compileJinja compiles src and probes it as llama.cpp's caps check does:
-// a system and a user message, and whether the system text comes out.
-func compileJinja(src string) (*jinjaTemplate, error) {
+// a system and a user message, and whether the system text comes out. A
+// probe that hits a limit (or crashes the engine) refuses the template; a
+// probe the template itself rejects (raise_exception) only means no
+// system role.
+func compileJinja(src, origin string) (*jinjaTemplate, error) {
 	tmpl, err := jinja.Compile(src)
 	if err != nil {
-		return nil, fmt.Errorf("chat template: %w", err)
+		return nil, fmt.Errorf("chat template (%s): %w", origin, err)
 	}
 	const probe = "System message"
-	out, err := tmpl.Render(map[string]any{"messages": []any{
+	out, err := tmpl.RenderContext(context.Background(), map[string]any{"messages": []any{
 		map[string]any{"role": "system", "content": probe}, map[string]any{"role": "user", "content": "User message"}},
-		"add_generation_prompt": false, "bos_token": "", "eos_token": ""})
-	return &jinjaTemplate{tmpl: tmpl, systemRole: err == nil && strings.Contains(out, probe)}, nil
+		"add_generation_prompt": false, "bos_token": "", "eos_token": ""}, jinja.Limits{})
+	if errors.Is(err, jinja.ErrLimit) || errors.Is(err, jinja.ErrEngine) {
+		return nil, fmt.Errorf("chat template (%s): test render: %w", origin, err)
+	}
+	return &jinjaTemplate{tmpl: tmpl, origin: origin, systemRole: err == nil && strings.Contains(out, probe)}, nil
 }
 
 // UseBuiltin makes Chat use the built-in format name (chatml, harmony or
@@ -65,9 +81,9 @@ func (t *Tokenizer) UseBuiltin(name string) error {
 // default is on), a system message goes into the next one when the template
 // has no system role, and a BOS (EOS) the template writes at the start
 // (end) is dropped when the tokenizer adds one itself.
-func (t *Tokenizer) renderJinja(messages []Message, addGenerationPrompt, noThink bool) (string, error) {
+func (t *Tokenizer) renderJinja(ctx context.Context, messages []Message, addGenerationPrompt, noThink bool) (string, error) {
 	bos, eos := t.specialText(t.bos), t.specialText(t.eos)
-	out, err := renderJinja(t.jinja, messages, addGenerationPrompt, noThink, bos, eos)
+	out, err := renderJinja(ctx, t.jinja, messages, addGenerationPrompt, noThink, bos, eos)
 	if err != nil {
 		return "", err
 	}
@@ -82,7 +98,7 @@ func (t *Tokenizer) renderJinja(messages []Message, addGenerationPrompt, noThink
 
 // renderJinja renders messages with tmpl and the template variables
 // llama.cpp sets.
-func renderJinja(tmpl *jinjaTemplate, messages []Message, addGenerationPrompt, noThink bool, bos, eos string) (string, error) {
+func renderJinja(ctx context.Context, tmpl *jinjaTemplate, messages []Message, addGenerationPrompt, noThink bool, bos, eos string) (string, error) {
 	if !tmpl.systemRole && len(messages) > 0 && messages[0].Role == "system" {
 		merged := messages[1:]
 		if len(merged) > 0 {
@@ -94,12 +110,12 @@ func renderJinja(tmpl *jinjaTemplate, messages []Message, addGenerationPrompt, n
 	for i, m := range messages {
 		msgs[i] = map[string]any{"role": m.Role, "content": m.Content}
 	}
-	out, err := tmpl.tmpl.Render(map[string]any{
+	out, err := tmpl.tmpl.RenderContext(ctx, map[string]any{
 		"messages": msgs, "add_generation_prompt": addGenerationPrompt,
 		"bos_token": bos, "eos_token": eos, "enable_thinking": !noThink,
-	})
+	}, jinja.Limits{})
 	if err != nil {
-		return "", fmt.Errorf("chat template: %w", err)
+		return "", fmt.Errorf("chat template (%s): %w", tmpl.origin, err)
 	}
 	return out, nil
 }

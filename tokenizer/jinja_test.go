@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -58,12 +59,12 @@ func TestJinjaLlamaCases(t *testing.T) {
 		if want == "" {
 			want = c.Expected
 		}
-		tmpl, err := compileJinja(c.Template)
+		tmpl, err := compileJinja(c.Template, c.Name)
 		if err != nil {
 			t.Errorf("%s: %v", c.Name, err)
 			continue
 		}
-		got, err := renderJinja(tmpl, append(append([]Message(nil), conversation...), c.Extra...), true, false, c.BOS, c.EOS)
+		got, err := renderJinja(context.Background(), tmpl, append(append([]Message(nil), conversation...), c.Extra...), true, false, c.BOS, c.EOS)
 		if why, ok := known[c.Name]; ok {
 			if got == want {
 				t.Errorf("%s: now equal (%s no longer holds): drop it from known", c.Name, why)
@@ -118,7 +119,7 @@ func TestJinjaFamilies(t *testing.T) {
 			}
 			builtin = append(builtin, b)
 		}
-		if err := tok.UseJinja(string(src)); err != nil {
+		if err := tok.UseJinja(string(src), c.template); err != nil {
 			t.Fatalf("%s: %v", c.template, err)
 		}
 		for i, noThink := range c.equal {
@@ -150,13 +151,48 @@ func TestUseTemplateErrors(t *testing.T) {
 	if err := tok.UseBuiltin("llama3"); !errors.Is(err, ErrUnsupportedTemplate) {
 		t.Errorf("UseBuiltin(llama3): %v", err)
 	}
-	if err := tok.UseJinja("{% for m in messages %}"); err == nil {
+	if err := tok.UseJinja("{% for m in messages %}", "test"); err == nil {
 		t.Error("an unclosed for compiled")
 	}
-	if err := tok.UseJinja("{{ raise_exception('no system role') }}"); err != nil {
+	if err := tok.UseJinja("{{ raise_exception('no system role') }}", "test"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tok.Chat(conversation, true, false); err == nil || !strings.Contains(err.Error(), "no system role") {
 		t.Errorf("raise_exception: %v", err)
+	}
+}
+
+// TestHostileTemplateErrors: a template whose start-up test render hits a
+// limit is refused naming its origin and the limit; one that reacts to a
+// user's message fails that render only, naming both; a cancelled context
+// stops a render.
+func TestHostileTemplateErrors(t *testing.T) {
+	tok := fromFile(t, "testdata/qwen3-vocab.gguf")
+	err := tok.UseJinja("{{ 'x' * 1000000000 }}", "GGUF key tokenizer.chat_template")
+	if !errors.Is(err, ErrTemplateLimit) || !strings.Contains(err.Error(), "tokenizer.chat_template") || !strings.Contains(err.Error(), "value size limit") {
+		t.Fatalf("start-up render: %v", err)
+	}
+	const reacts = "{% for m in messages %}{% if m.content == 'boom' %}{% for i in range(10**12) %}{% endfor %}{% endif %}{{ m.content }}{% endfor %}"
+	if err := tok.UseJinja(reacts, "evil.jinja"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tok.Chat([]Message{{"user", "boom"}}, true, false)
+	if !errors.Is(err, ErrTemplateLimit) || !strings.Contains(err.Error(), "evil.jinja") || !strings.Contains(err.Error(), "items limit") {
+		t.Fatalf("hostile render: %v", err)
+	}
+	if out, err := tok.Chat([]Message{{"user", "fine"}}, true, false); err != nil || out != "fine" {
+		t.Fatalf("next render: %q, %v", out, err)
+	}
+	const loops = "{% for i in range(1000000) %}{% for m in messages %}{% endfor %}{% endfor %}"
+	if err := tok.UseJinja(loops, "slow.jinja"); !errors.Is(err, ErrTemplateLimit) {
+		t.Fatalf("2,000,000 steps at start-up: %v", err)
+	}
+	if err := tok.UseJinja("{% for m in messages %}{% for i in range(m.content|int) %}{% endfor %}{% endfor %}", "slow.jinja"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := tok.ChatContext(ctx, []Message{{"user", "1000"}}, true, false); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "slow.jinja") {
+		t.Fatalf("cancelled render: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -252,14 +253,14 @@ func TestChat(t *testing.T) {
 	}
 	// interactive continuation: only the new turn, with the newline the
 	// cache lacks after the previous <|im_end|>
-	delta, err := tk.ChatDelta([]Message{{"user", "Hi"}, {"assistant", "Hello"}}, Message{"user", "Bye"}, true, false)
+	delta, err := tk.ChatDelta(context.Background(), []Message{{"user", "Hi"}, {"assistant", "Hello"}}, Message{"user", "Bye"}, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n"; delta != want {
 		t.Errorf("delta %q, want %q", delta, want)
 	}
-	if first, _ := tk.ChatDelta(nil, Message{"user", "Hi"}, true, false); first != "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n" {
+	if first, _ := tk.ChatDelta(context.Background(), nil, Message{"user", "Hi"}, true, false); first != "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n" {
 		t.Errorf("first delta %q", first)
 	}
 	g := gptoss(t)
@@ -583,7 +584,7 @@ func TestGemma4Chat(t *testing.T) {
 	if got != want {
 		t.Errorf("chat\n got %q\nwant %q", got, want)
 	}
-	delta, err := tk.ChatDelta([]Message{{Role: "user", Content: "a"}, {Role: "assistant", Content: "b"}}, Message{Role: "user", Content: "c"}, true, false)
+	delta, err := tk.ChatDelta(context.Background(), []Message{{Role: "user", Content: "a"}, {Role: "assistant", Content: "b"}}, Message{Role: "user", Content: "c"}, true, false)
 	if err != nil || delta != "\n<|turn>user\nc<turn|>\n<|turn>model\n<|channel>thought\n<channel|>" {
 		t.Errorf("delta %q, %v", delta, err)
 	}

@@ -275,16 +275,16 @@ func (f *TemplateFlags) apply(tok *tokenizer.Tokenizer) error {
 		if err != nil {
 			return fmt.Errorf("%w: --chat-template-file: %w", errFlag, err)
 		}
-		return flagErr("--chat-template-file", tok.UseJinja(string(b)))
+		return flagErr("--chat-template-file", tok.UseJinja(string(b), f.ChatTemplateFile))
 	case f.ChatTemplate != "":
 		if tok.UseBuiltin(f.ChatTemplate) == nil {
 			return nil
 		}
 		if b, err := os.ReadFile(f.ChatTemplate); err == nil {
-			return flagErr("--chat-template", tok.UseJinja(string(b)))
+			return flagErr("--chat-template", tok.UseJinja(string(b), f.ChatTemplate))
 		}
 		if strings.Contains(f.ChatTemplate, "{%") || strings.Contains(f.ChatTemplate, "{{") {
-			return flagErr("--chat-template", tok.UseJinja(f.ChatTemplate))
+			return flagErr("--chat-template", tok.UseJinja(f.ChatTemplate, "--chat-template source"))
 		}
 		return fmt.Errorf("%w: --chat-template %q: not a built-in (chatml, harmony, gemma4), a file or Jinja source", errFlag, f.ChatTemplate)
 	case f.Jinja:
@@ -292,7 +292,7 @@ func (f *TemplateFlags) apply(tok *tokenizer.Tokenizer) error {
 		if src == "" {
 			return fmt.Errorf("%w: --jinja: the model has no tokenizer.chat_template (give one with --chat-template-file)", errFlag)
 		}
-		return flagErr("--jinja", tok.UseJinja(src))
+		return flagErr("--jinja", tok.UseJinja(src, "GGUF key "+tokenizer.KeyChatTemplate))
 	}
 	return nil
 }

@@ -79,7 +79,7 @@ var llamaTable = []llamaFlag{
 	{"-a --alias", llamaSupported, "the same (serve)"},
 	{"--metrics", llamaSupported, "the same, and the default of pipe serve (--no-metrics turns /metrics off: 501)"},
 	{"--slots --no-slots", llamaSupported, "the same (serve: --no-slots answers /slots with 501); /slots shows no prompt text"},
-	{"--jinja --no-jinja", llamaSupported, "the same: the GGUF's tokenizer.chat_template run as Jinja (github.com/ardanlabs/jinja) instead of the built-in ChatML, harmony or Gemma 4 renderer (the default)"},
+	{"--jinja --no-jinja", llamaSupported, "the same: the GGUF's tokenizer.chat_template run as Jinja (internal/jinja, a bounded fork of github.com/ardanlabs/jinja) instead of the built-in ChatML, harmony or Gemma 4 renderer (the default)"},
 	{"--chat-template --chat-template-file", llamaSupported, "the same: a built-in name (chatml, harmony, gemma4), a Jinja file or Jinja source"},
 
 	// accepted, changing nothing pipe does

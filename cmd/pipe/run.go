@@ -358,7 +358,14 @@ func (r *runner) once(sess *decode.Session) error {
 	if err := r.fitPrompt(sess, len(c.Prompt)+len(c.System)); err != nil {
 		return err
 	}
-	ids, text, err := r.m.Encode(decode.Prompt{Text: c.Prompt, Chat: c.Chat, System: c.System, NoThink: c.NoThink})
+	ids, text, err := r.m.EncodeContext(r.g.Ctx, decode.Prompt{Text: c.Prompt, Chat: c.Chat, System: c.System, NoThink: c.NoThink})
+	if err == nil && c.Chat {
+		// A chat template can make a short prompt enormous: the rendered
+		// text must fit the context too, refused before the prompt pass.
+		if err := r.fitRendered(sess, len(text), len(ids)); err != nil {
+			return err
+		}
+	}
 	if err != nil {
 		if errors.Is(err, decode.ErrEmptyPrompt) {
 			return fmt.Errorf("%w: -p: %w", errFlag, err)
@@ -397,6 +404,23 @@ func (r *runner) fitPrompt(sess *decode.Session, n int) error {
 			return fmt.Errorf("%w: the prompt: %w (-c %d)", errFlag, err, nCtx)
 		}
 		return fmt.Errorf("%w: the prompt: %w (%d with -n %d; set -c)", errFlag, err, nCtx, r.c.N)
+	}
+	return nil
+}
+
+// fitRendered refuses a chat-rendered prompt of n bytes and tokens ids
+// that cannot fit the session's context, before the prompt pass.
+func (r *runner) fitRendered(sess *decode.Session, n, ids int) error {
+	if err := r.fitPrompt(sess, n); err != nil {
+		return fmt.Errorf("%w (after the chat template)", err)
+	}
+	if nCtx := sess.Ctx(); nCtx > 0 && ids >= nCtx {
+		return fmt.Errorf("%w: the prompt rendered by the chat template is %d tokens, the context holds %d", errFlag, ids, nCtx)
+	}
+	// -c 0 sizes the context to the prompt: the model's trained context
+	// bounds it then.
+	if train := r.m.Engine().Desc().HParams.NCtxTrain; sess.Ctx() == 0 && train > 0 && ids > train {
+		return fmt.Errorf("%w: the prompt rendered by the chat template is %d tokens, beyond the %d the model was trained on (set -c to allow it)", errFlag, ids, train)
 	}
 	return nil
 }
