@@ -32,21 +32,38 @@ type nativePrompt struct {
 }
 
 func (p *nativePrompt) UnmarshalJSON(b []byte) error {
+	if p.parse(b) || p.unwrapOne(b) {
+		return nil
+	}
+	return errNativePrompt
+}
+
+// errNativePrompt: the prompt is not one of llama-server's shapes (a
+// deeper nesting, [[[1]]], is refused rather than unwrapped: unwrapping
+// any depth re-parsed the body at every level, quadratically).
+var errNativePrompt = errors.New("prompt: want a string, an array of token ids, or an array of one of them")
+
+// parse takes a string or an array of ids.
+func (p *nativePrompt) parse(b []byte) bool {
 	if json.Unmarshal(b, &p.text) == nil {
-		return nil
+		return true
 	}
-	if json.Unmarshal(b, &p.ids) == nil && len(p.ids) > 0 {
-		return nil
-	}
+	return json.Unmarshal(b, &p.ids) == nil && len(p.ids) > 0
+}
+
+// unwrapOne takes an array of one string or one array of ids: one level,
+// llama-server's deepest.
+func (p *nativePrompt) unwrapOne(b []byte) bool {
 	var one []json.RawMessage
-	if json.Unmarshal(b, &one) == nil && len(one) == 1 {
-		var q nativePrompt
-		if err := q.UnmarshalJSON(one[0]); err == nil && (q.text != "" || q.ids != nil) {
-			*p = q
-			return nil
-		}
+	if json.Unmarshal(b, &one) != nil || len(one) != 1 {
+		return false
 	}
-	return errors.New("prompt: want a string, an array of token ids, or an array of one of them")
+	var q nativePrompt
+	if !q.parse(one[0]) || (q.text == "" && q.ids == nil) {
+		return false
+	}
+	*p = q
+	return true
 }
 
 func parseNative(body []byte, def sample.Params) (job, bool, error) {

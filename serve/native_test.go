@@ -258,3 +258,22 @@ func TestServerStops(t *testing.T) {
 		t.Fatalf("server stop %q: %v (want %q)", stop, r, want)
 	}
 }
+
+// TestNativePromptDepth: /completion's prompt takes llama-server's shapes
+// (one wrapping array at most) and refuses deeper nesting instead of
+// unwrapping it, which cost quadratic CPU (issue 35, defect 7).
+func TestNativePromptDepth(t *testing.T) {
+	for body, ok := range map[string]bool{
+		`{"prompt":"hi"}`: true, `{"prompt":[1,2]}`: true, `{"prompt":["hi"]}`: true, `{"prompt":[[1,2]]}`: true,
+		`{"prompt":[[[1]]]}`: false, `{"prompt":[["hi"]]}`: false,
+		`{"prompt":` + strings.Repeat("[", 9999) + "1" + strings.Repeat("]", 9999) + `}`: false,
+	} {
+		_, _, err := parseNative([]byte(body), greedy)
+		if (err == nil) != ok {
+			t.Errorf("%.40s: err %v, want ok=%v", body, err, ok)
+		}
+		if !ok && !strings.Contains(err.Error(), errNativePrompt.Error()) {
+			t.Errorf("%.40s: %v, want %v", body, err, errNativePrompt)
+		}
+	}
+}
