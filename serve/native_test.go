@@ -272,7 +272,7 @@ func TestNativePromptDepth(t *testing.T) {
 		if (err == nil) != ok {
 			t.Errorf("%.40s: err %v, want ok=%v", body, err, ok)
 		}
-		if !ok && !strings.Contains(err.Error(), errNativePrompt.Error()) {
+		if !ok && err != nil && !strings.Contains(err.Error(), errNativePrompt.Error()) {
 			t.Errorf("%.40s: %v, want %v", body, err, errNativePrompt)
 		}
 	}
