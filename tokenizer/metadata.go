@@ -90,9 +90,15 @@ func FromMetadata(get func(key string) (any, bool)) (Config, error) {
 		if !ok {
 			return cfg, fmt.Errorf("metadata key %s has type %T, want an integer: %w", p.key, v, ErrInvalid)
 		}
-		if id >= 0 && id < n { // llama.cpp keeps the default for an out-of-range id
+		switch {
+		case id >= 0 && id < n:
 			*p.dst = int32(id)
+		case p.key == KeyBOS || p.key == KeyEOS:
+			// llama.cpp keeps the default; then generation can never
+			// stop at EOS (issue 35): refused.
+			return cfg, fmt.Errorf("metadata key %s: id %d is outside the vocabulary (0..%d): %w", p.key, id, n-1, ErrInvalid)
 		}
+		// llama.cpp keeps the default for another out-of-range id.
 	}
 	for _, p := range []struct {
 		key string

@@ -174,13 +174,18 @@ func New(cfg Config) (*Tokenizer, error) {
 		t.attrs[i] = a
 	}
 	for _, p := range []struct {
-		name string
-		id   int32
-		dst  *int32
-	}{{"bos", cfg.BOS, &t.bos}, {"eos", cfg.EOS, &t.eos}, {"eot", cfg.EOT, &t.eot}, {"eom", cfg.EOM, &t.eom}, {"padding", cfg.PAD, &t.pad}} {
+		key    string
+		id     int32
+		dst    *int32
+		strict bool
+	}{{KeyBOS, cfg.BOS, &t.bos, true}, {KeyEOS, cfg.EOS, &t.eos, true}, {KeyEOT, cfg.EOT, &t.eot, false}, {KeyEOM, cfg.EOM, &t.eom, false}, {KeyPAD, cfg.PAD, &t.pad, false}} {
 		if p.id < None || p.id >= int32(n) {
-			// llama.cpp warns and ignores an out-of-range id.
-			*p.dst = None
+			if p.strict {
+				// llama.cpp warns and ignores it; then generation can
+				// never stop at EOS (issue 35): refused.
+				return nil, fmt.Errorf("%s %d is outside the vocabulary (0..%d): %w", p.key, p.id, n-1, ErrInvalid)
+			}
+			*p.dst = None // llama.cpp warns and ignores an out-of-range id
 			continue
 		}
 		*p.dst = p.id

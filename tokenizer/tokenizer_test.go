@@ -358,10 +358,20 @@ func TestNewErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want %v", c.name, err, c.want)
 		}
 	}
-	// Out-of-range special ids are ignored, as llama.cpp does.
-	tk, err := New(mod(func(c *Config) { c.BOS = 99999; c.EOS = -7 }))
-	if err != nil || tk.BOS() != None || tk.EOS() != None {
-		t.Errorf("out-of-range ids: %v bos %d eos %d", err, tk.BOS(), tk.EOS())
+	// An out-of-range BOS or EOS is refused naming its key (issue 35:
+	// llama.cpp ignores it, and generation then never stops at EOS);
+	// another out-of-range special id is ignored, as llama.cpp does.
+	for _, c := range []struct {
+		key string
+		cfg Config
+	}{{KeyBOS, mod(func(c *Config) { c.BOS = 99999 })}, {KeyEOS, mod(func(c *Config) { c.EOS = -7 })}} {
+		if _, err := New(c.cfg); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.key) {
+			t.Errorf("out-of-range %s: %v", c.key, err)
+		}
+	}
+	tk, err := New(mod(func(c *Config) { c.EOT = 99999; c.PAD = -7 }))
+	if err != nil || tk.EOT() == 99999 || tk.PAD() != None {
+		t.Errorf("out-of-range eot, pad: %v eot %d pad %d", err, tk.EOT(), tk.PAD())
 	}
 	// Malformed merges are skipped, not fatal.
 	if _, err := New(mod(func(c *Config) { c.Merges = []string{"", " ", "ab", "a ", "a b"} })); err != nil {
@@ -395,6 +405,7 @@ func TestFromMetadata(t *testing.T) {
 	}{
 		{KeyModel, nil}, {KeyTokens, nil}, {KeyModel, 3}, {KeyTokens, "x"}, {KeyTokenType, "x"},
 		{KeyEOS, "x"}, {KeyAddBOS, 1}, {KeyMerges, nil},
+		{KeyEOS, uint32(len(base.Tokens))}, {KeyBOS, uint64(1) << 40}, {KeyBOS, int32(-2)},
 	} {
 		m := map[string]any{}
 		for k, v := range kv {
@@ -405,8 +416,8 @@ func TestFromMetadata(t *testing.T) {
 		} else {
 			m[c.key] = c.val
 		}
-		if _, err := FromMetadata(get(m)); !errors.Is(err, ErrInvalid) {
-			t.Errorf("%s=%v: error %v, want ErrInvalid", c.key, c.val, err)
+		if _, err := FromMetadata(get(m)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.key) {
+			t.Errorf("%s=%v: error %v, want ErrInvalid naming the key", c.key, c.val, err)
 		}
 	}
 }
