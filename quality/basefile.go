@@ -77,7 +77,10 @@ type Base struct {
 	r                    *bufio.Reader
 	buf                  []byte
 	name                 string
+	rows                 int // rows read
 }
+
+func finite(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
 
 // maxBaseTokens bounds the header's n_chunk·n_ctx (a corrupt header must not
 // make us allocate terabytes): 2^28 tokens is a 1 GiB token table.
@@ -122,8 +125,15 @@ func (b *Base) row(lp *LogProbs, chunk int) error {
 	if _, err := io.ReadFull(b.r, b.buf); err != nil {
 		return fmt.Errorf("%w: %s: the log-probabilities of chunk %d: %w", ErrBaseFile, b.name, chunk+1, err)
 	}
+	b.rows++
 	lp.Scale = math.Float32frombits(binary.LittleEndian.Uint32(b.buf[0:]))
 	lp.Min = math.Float32frombits(binary.LittleEndian.Uint32(b.buf[4:]))
+	if !finite(lp.Scale) || !finite(lp.Min) {
+		// NaN log-probabilities compare as nothing, and the KL divergence
+		// came out 0, a perfect match (issue 35).
+		return fmt.Errorf("%w: %s: row %d (chunk %d): log-probability scale %v, min %v are not finite numbers",
+			ErrBaseFile, b.name, b.rows, chunk+1, lp.Scale, lp.Min)
+	}
 	for i := range lp.Q {
 		lp.Q[i] = binary.LittleEndian.Uint16(b.buf[8+2*i:])
 	}

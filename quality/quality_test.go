@@ -3,6 +3,7 @@ package quality
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -242,5 +243,32 @@ func TestPercentileAndMedian(t *testing.T) {
 	}
 	if percentile(v, 0) != 1 || percentile(v, 1) != 4 || median(v) != 2.5 || median(v[:3]) != 2 {
 		t.Error("ends or median")
+	}
+}
+
+// TestNaNBaseRowsRefused: a base file whose rows' scale or min is NaN (or
+// infinite) is refused naming the file and the row, not reported as a
+// perfect match (issue 35, defect 9).
+func TestNaNBaseRowsRefused(t *testing.T) {
+	var base bytes.Buffer
+	if _, err := Perplexity(context.Background(), &uniform{n: 9}, text(64, 9), Options{NCtx: 16, NVocab: 9, Out: &bytes.Buffer{}}, &base); err != nil {
+		t.Fatal(err)
+	}
+	rows := 20 + 4*4*16 // header and tokens: 4 chunks of 16
+	rowBytes := 2 * rowUint16s(9)
+	for name, bits := range map[string]uint32{"nan": 0x7fc00000, "inf": 0x7f800000} {
+		data := bytes.Clone(base.Bytes())
+		for off := rows; off+rowBytes <= len(data); off += rowBytes {
+			binary.LittleEndian.PutUint32(data[off:], bits)   // scale
+			binary.LittleEndian.PutUint32(data[off+4:], bits) // min
+		}
+		b, err := OpenBase(bytes.NewReader(data), name+".kld")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kl, err := KLDivergence(context.Background(), &uniform{n: 9}, b, Options{NVocab: 9, Out: &bytes.Buffer{}})
+		if !errors.Is(err, ErrBaseFile) || !strings.Contains(err.Error(), name+".kld") || !strings.Contains(err.Error(), "row 1 ") {
+			t.Fatalf("%s rows: err %v (KLD %v), want ErrBaseFile naming the file and row 1", name, err, kl.KLD)
+		}
 	}
 }
