@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/model"
@@ -108,18 +110,18 @@ func mib(n int64) string { return fmt.Sprintf("%d (%.2f MiB)", n, float64(n)/(1<
 func writeInspectText(w io.Writer, r *inspectReport, d *model.Desc) error {
 	ew := &errWriter{w: w}
 	p := func(format string, args ...any) { fmt.Fprintf(ew, format, args...) }
-	p("file:          %s\n", r.File)
+	p("file:          %s\n", printable(r.File))
 	if len(r.Shards) > 1 {
-		p("shards:        %d (%s)\n", len(r.Shards), strings.Join(r.Shards, ", "))
+		p("shards:        %d (%s)\n", len(r.Shards), printable(strings.Join(r.Shards, ", ")))
 	}
 	p("format:        GGUF v%d, alignment %d\n", r.Version, r.Alignment)
 	status := "runnable"
 	if !r.Runnable {
 		status = "not runnable: no architecture of this name is built in"
 	}
-	p("architecture:  %s (%s)\n", r.Arch, status)
+	p("architecture:  %s (%s)\n", printable(r.Arch), status)
 	if r.Name != "" {
-		p("name:          %s\n", r.Name)
+		p("name:          %s\n", printable(r.Name))
 	}
 	h := r.HParams
 	p("\nhyper-parameters:\n")
@@ -130,7 +132,7 @@ func writeInspectText(w io.Writer, r *inspectReport, d *model.Desc) error {
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "name\ttype\tshape\tshard\toffset\tbytes\t\n")
 		for _, t := range r.Tensors {
-			name := t.Name
+			name := printable(t.Name)
 			if t.Expert {
 				name += " *"
 			}
@@ -147,6 +149,39 @@ func writeInspectText(w io.Writer, r *inspectReport, d *model.Desc) error {
 	p("  one expert per layer:   %s\n", perLayer(r.OneExpertBytes))
 	p("  one-token working set:  %s (Σ layers of k=%d × expert bytes)\n", mib(r.WorkingSetBytes), h.NExpertUsed)
 	return ew.err
+}
+
+// printable escapes what a terminal would act on in text from the file
+// (general.name, the architecture, tensor names): control characters,
+// including ESC of a terminal escape sequence, tab and newline, as \xHH or
+// \uHHHH, and invalid UTF-8 as \xHH. Printable text is unchanged.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case r < 0x80 && !unicode.IsPrint(r):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case !unicode.IsPrint(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 func orDash(s string) string {
@@ -208,7 +243,12 @@ func (e *errWriter) Write(p []byte) (int, error) {
 // writeHParams writes the hyper-parameters table of inspect's text report.
 func writeHParams(ew io.Writer, h model.HParams) {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	row := func(k string, v any) { fmt.Fprintf(tw, "  %s\t%v\n", k, v) }
+	row := func(k string, v any) {
+		if s, ok := v.(string); ok {
+			v = printable(s) // rope scaling's type is the file's text
+		}
+		fmt.Fprintf(tw, "  %s\t%v\n", k, v)
+	}
 	row("n_layer", h.NLayer)
 	row("n_embd", h.NEmbd)
 	row("n_head / n_head_kv", fmt.Sprintf("%d / %d", h.NHead, h.NHeadKV))

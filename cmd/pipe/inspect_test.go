@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/quant"
 )
 
@@ -428,4 +429,35 @@ func typeNamed(name string) (quant.Type, bool) {
 		}
 	}
 	return 0, false
+}
+
+// TestInspectEscapesFileText: text from the file (general.name, the
+// architecture, tensor names) reaches the terminal with its control
+// characters escaped, so a file cannot send escape sequences (issue 35,
+// defect 10).
+func TestInspectEscapesFileText(t *testing.T) {
+	f, err := gguf.Open(goldenRoot + "models/tiny-gptoss-MXFP4_MOE.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := model.Describe(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := buildInspectReport(f, d, true)
+	const evil = "evil\x1b]0;pwned\x07\x1b[2J\r\n\x9b31m\xff\u009b"
+	rep.Name, rep.Arch, rep.Tensors[0].Name = evil, evil, evil
+	rep.HParams.RopeScalingType = evil
+	var out bytes.Buffer
+	if err := writeInspectText(&out, rep, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"\x1b", "\x07", "\r", "\x9b", "\xff", "\u009b"} {
+		if strings.Contains(out.String(), c) {
+			t.Errorf("output holds %q:\n%q", c, out.String())
+		}
+	}
+	if want := `evil\x1b]0;pwned\x07\x1b[2J\x0d\x0a\x9b31m\xff\u009b`; strings.Count(out.String(), want) != 4 {
+		t.Errorf("want %s four times (name, architecture, tensor, rope scaling):\n%s", want, out.String())
+	}
 }
