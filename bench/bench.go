@@ -19,8 +19,13 @@
 // their own output, and the report pairs every pipe configuration with
 // every peer round by round (pipe ÷ peer, min/median/max) beside the disk
 // rate measured before each run. Every child runs in a process group of
-// its own that a timeout or cancel kills whole; every run's bytes read from
-// disk come from its rusage, one definition for pipe and peers.
+// its own that a timeout or cancel kills whole, and carries a mark in its
+// environment: when it ends, its group and every marked process still
+// running (a helper that started its own session) are killed. A peer's
+// output goes to files and is read back as a bounded tail, whose lines
+// are shortened before they reach an error or bench.json. Every run's
+// bytes read from disk come from its rusage, one definition for pipe and
+// peers.
 //
 // Role in the pipeline: bench is a driver beside the engine; it never imports
 // the engine's packages and only talks to the child through flags, the CSV
@@ -48,6 +53,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/internal/safefile"
@@ -182,7 +188,10 @@ type RunResult struct {
 	// memory of the process that started it.
 	PeakRSSMiB float64 `json:"peak_rss_MiB"`
 	CgroupPeak float64 `json:"cgroup_peak_MiB,omitempty"`
-	MajFlt     int64   `json:"majflt"`
+	// Leftovers is how many of the run's descendants outside its process
+	// group were still running when it ended (bench killed them).
+	Leftovers int   `json:"leftovers_killed,omitempty"`
+	MajFlt    int64 `json:"majflt"`
 	// DiskReadMiB is what the run's processes read from block devices
 	// (rusage inblock: the kernel's read_bytes, O_DIRECT and page-cache
 	// misses alike, of the child and the descendants it waited for; NaN
@@ -441,7 +450,8 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 		defer cancel()
 	}
 	cmd := exec.CommandContext(rctx, exe, res.Args...)
-	cmd.Env = append(os.Environ(), o.Env...)
+	mark := newRunMark()
+	cmd.Env = append(append(os.Environ(), o.Env...), runMarkEnv+"="+mark)
 	ownGroup(cmd) // a timeout or Ctrl-C kills the child's whole process group
 	cmd.Stdout = io.Discard
 	if res.Stdout != "" {
@@ -470,10 +480,14 @@ func runOne(ctx context.Context, o *Options, ci int, c Config, r int) (*RunResul
 		if err := cg.add(cmd.Process.Pid); err != nil {
 			_ = cmd.Cancel()
 			_ = cmd.Wait()
+			killLeftovers(cmd.Process.Pid, mark)
 			return nil, fmt.Errorf("bench: --mem-cap: %w", err)
 		}
 	}
 	werr := cmd.Wait()
+	// A child's background processes die with it, also when it exited
+	// normally and when they left its group (issue 35).
+	res.Leftovers = killLeftovers(cmd.Process.Pid, mark)
 	res.WallS = time.Since(start).Seconds()
 	res.measured(cmd.ProcessState, cg, oomBefore)
 	switch {
@@ -611,10 +625,28 @@ func outputTail(stdout, stderr []byte) string {
 			continue
 		}
 		for _, l := range strings.Split(tailLines(s.b, peerTail), "\n") {
-			fmt.Fprintf(&b, "  %s| %s\n", s.name, l)
+			fmt.Fprintf(&b, "  %s| %s\n", s.name, shortLine(l))
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// maxTailLine bounds each line of a peer's output that an error or
+// bench.json carries: a peer printing one enormous line must not make a
+// 100 MB report (issue 35).
+const maxTailLine = 512
+
+// shortLine is l cut to maxTailLine bytes (at a UTF-8 boundary), saying
+// how much was cut.
+func shortLine(l string) string {
+	if len(l) <= maxTailLine {
+		return l
+	}
+	cut := maxTailLine
+	for cut > 0 && !utf8.RuneStart(l[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", l[:cut], len(l)-cut)
 }
 
 // lastLogLine is the last line of a run's log, as a message: a JSON log
@@ -629,11 +661,11 @@ func lastLogLine(path string) string {
 	var ev struct{ Message, Error string }
 	if json.Unmarshal([]byte(line), &ev) == nil && ev.Message != "" {
 		if ev.Error != "" {
-			return ev.Message + ": " + ev.Error
+			return shortLine(ev.Message + ": " + ev.Error)
 		}
-		return ev.Message
+		return shortLine(ev.Message)
 	}
-	return line
+	return shortLine(line)
 }
 
 func num(m map[string]string, k string) float64 {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,6 +75,26 @@ func fakePeer(args []string) int {
 			if err := os.WriteFile(v, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
+			}
+		case "--spawn-setsid":
+			// a helper that leaves the peer's process group and session
+			exe, _ := os.Executable()
+			cmd := exec.Command(exe, "peer", "--hang", "1")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if err := cmd.Start(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			if err := os.WriteFile(v, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		case "--long-line":
+			// one line of v MiB, no newline
+			mb, _ := strconv.Atoi(v)
+			line := bytes.Repeat([]byte("y"), 1<<20)
+			for range mb {
+				os.Stdout.Write(line)
 			}
 		case "--hang":
 			for {

@@ -350,3 +350,86 @@ func TestPeerMemCap(t *testing.T) {
 		}
 	}
 }
+
+// waitDead fails the test when pid outlives a hang guard.
+func waitDead(t *testing.T, what string, pid int) {
+	t.Helper()
+	for i := 0; !dead(pid); i++ {
+		if i == 1000 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("%s: helper %d outlived the run", what, pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the peer did not start its helper: %v", err)
+	}
+	pid, err := strconv.Atoi(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// TestPeerLeavesNoChildren: a peer that exits normally leaves no
+// background process behind, neither one in its group nor one that started
+// its own session; nor does a timed-out one (issue 35, defect 12).
+func TestPeerLeavesNoChildren(t *testing.T) {
+	dir := t.TempDir()
+	grp, sess := filepath.Join(dir, "group.pid"), filepath.Join(dir, "session.pid")
+	o := fakeOptions(t)
+	o.Peers = []Peer{
+		fakePeerSpec(t, "group", "--spawn", grp, "--stdout", "bmoe-cli.stdout"),
+		fakePeerSpec(t, "session", "--spawn-setsid", sess, "--stdout", "bmoe-cli.stdout"),
+	}
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Runs {
+		if r.Peer == "session" && (!r.OK() || r.Leftovers < 1) {
+			t.Errorf("session peer: ok %v, leftovers killed %d", r.OK(), r.Leftovers)
+		}
+	}
+	waitDead(t, "normal exit, same group", readPid(t, grp))
+	waitDead(t, "normal exit, own session", readPid(t, sess))
+
+	o = fakeOptions(t)
+	o.Command = []string{"notrun"}
+	o.Timeout = 2 * time.Second
+	timed := filepath.Join(dir, "timeout.pid")
+	o.Peers = []Peer{fakePeerSpec(t, "hang", "--spawn-setsid", timed, "--hang", "1")}
+	rep, err = Run(context.Background(), o)
+	if err != nil || !strings.Contains(rep.Runs[len(rep.Runs)-1].Err, "timed out") {
+		t.Fatalf("timeout: %v %+v", err, rep)
+	}
+	waitDead(t, "timeout, own session", readPid(t, timed))
+}
+
+// TestPeerLongLineBounded: a peer that prints one enormous line gets an
+// error and a bench.json entry of a few lines, not the line (issue 35,
+// defect 11).
+func TestPeerLongLineBounded(t *testing.T) {
+	o := fakeOptions(t)
+	o.Peers = []Peer{fakePeerSpec(t, "flood", "--long-line", "20")}
+	rep, err := Run(context.Background(), o)
+	if !errors.Is(err, ErrPeerOutput) {
+		t.Fatalf("err %v, want ErrPeerOutput", err)
+	}
+	if n := len(err.Error()); n > 8<<10 {
+		t.Errorf("the error is %d bytes", n)
+	}
+	r := rep.Runs[len(rep.Runs)-1]
+	if n := len(r.LastLog); n > 8<<10 || !strings.Contains(r.LastLog, "more bytes)") {
+		t.Errorf("last_log is %d bytes: %.200q", n, r.LastLog)
+	}
+	var b bytes.Buffer
+	if err := rep.Write(&b, "json"); err != nil || b.Len() > 1<<20 {
+		t.Errorf("bench.json: %d bytes, %v", b.Len(), err)
+	}
+}
