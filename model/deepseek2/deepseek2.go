@@ -51,6 +51,35 @@ type Model struct {
 	router []model.RouterSpec // per layer
 }
 
+// checkHParams refuses hyper-parameters the graph cannot run, naming the
+// first bad key and its value (k is the experts used, nope the key length
+// without RoPE).
+func checkHParams(hp model.HParams, k, nope int) error {
+	mla := hp.MLA
+	for _, c := range []struct {
+		bad  bool
+		key  string
+		val  int
+		want string
+	}{
+		{hp.NLayer <= 0, "block_count", hp.NLayer, "> 0"},
+		{hp.NEmbd <= 0, "embedding_length", hp.NEmbd, "> 0"},
+		{hp.NHead <= 0, "attention.head_count", hp.NHead, "> 0"},
+		{hp.NExpert <= 0, "expert_count", hp.NExpert, "> 0"},
+		{k <= 0, "expert_used_count", k, "> 0"},
+		{hp.NFFExp <= 0, "expert_feed_forward_length", hp.NFFExp, "> 0"},
+		{mla.KVLoraRank <= 0, "attention.kv_lora_rank", mla.KVLoraRank, "> 0"},
+		{hp.NRot <= 0 || hp.NRot%2 != 0, "rope.dimension_count", hp.NRot, "even and > 0"},
+		{nope <= 0, "attention.key_length_mla", mla.KeyLength, fmt.Sprintf("> rope.dimension_count %d", hp.NRot)},
+		{hp.MoE.LeadingDense > hp.NLayer, "leading_dense_block_count", hp.MoE.LeadingDense, fmt.Sprintf("<= block_count %d", hp.NLayer)},
+	} {
+		if c.bad {
+			return fmt.Errorf("%w: deepseek2.%s = %d (want %s)", model.ErrBadModel, c.key, c.val, c.want)
+		}
+	}
+	return nil
+}
+
 // New builds a DeepSeek-V2 from its description and dense weights.
 func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, error) {
 	hp := d.HParams
@@ -60,12 +89,11 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	}
 	mla := hp.MLA
 	nope := mla.KeyLength - hp.NRot
-	switch {
-	case mla.KeyLength == 0 || mla.ValLength == 0:
+	if mla.KeyLength == 0 || mla.ValLength == 0 {
 		return nil, fmt.Errorf("%w: deepseek2 without attention.key_length_mla/value_length_mla (a file with attn_kv_b, from before llama.cpp split it)", model.ErrUnsupportedArch)
-	case hp.NLayer <= 0 || hp.NEmbd <= 0 || hp.NHead <= 0 || hp.NExpert <= 0 || k <= 0 || hp.NFFExp <= 0 ||
-		mla.KVLoraRank <= 0 || hp.NRot <= 0 || hp.NRot%2 != 0 || nope <= 0 || hp.MoE.LeadingDense > hp.NLayer:
-		return nil, fmt.Errorf("%w: deepseek2 hyper-parameters %+v", model.ErrBadModel, hp)
+	}
+	if err := checkHParams(hp, k, nope); err != nil {
+		return nil, err
 	}
 	if _, ok := d.File.Get("deepseek2.attention.temperature_scale"); ok {
 		return nil, fmt.Errorf("%w: deepseek2 with attention temperature scaling", model.ErrUnsupportedArch)

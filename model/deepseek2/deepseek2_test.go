@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pipe-engine/pipe/internal/goldentest"
@@ -181,12 +182,15 @@ func TestRefusesLegacyAndBadFiles(t *testing.T) {
 	for name, c := range map[string]struct {
 		mut  func(h *model.HParams)
 		want error
+		key  string // the key the error names ("": not checked)
 	}{
-		"legacy":       {func(h *model.HParams) { h.MLA.KeyLength, h.MLA.ValLength = 0, 0 }, model.ErrUnsupportedArch},
-		"no latent":    {func(h *model.HParams) { h.MLA.KVLoraRank = 0 }, model.ErrBadModel},
-		"rope too big": {func(h *model.HParams) { h.NRot = h.MLA.KeyLength }, model.ErrBadModel},
-		"dense layers": {func(h *model.HParams) { h.MoE.LeadingDense = h.NLayer + 1 }, model.ErrBadModel},
-		"groups":       {func(h *model.HParams) { h.MoE.Groups, h.MoE.GroupsUsed = 3, 1 }, model.ErrBadModel},
+		"legacy":       {func(h *model.HParams) { h.MLA.KeyLength, h.MLA.ValLength = 0, 0 }, model.ErrUnsupportedArch, ""},
+		"no latent":    {func(h *model.HParams) { h.MLA.KVLoraRank = 0 }, model.ErrBadModel, "deepseek2.attention.kv_lora_rank = 0"},
+		"rope too big": {func(h *model.HParams) { h.NRot = h.MLA.KeyLength }, model.ErrBadModel, "deepseek2.attention.key_length_mla"},
+		"odd rope":     {func(h *model.HParams) { h.NRot = 3 }, model.ErrBadModel, "deepseek2.rope.dimension_count = 3"},
+		"dense layers": {func(h *model.HParams) { h.MoE.LeadingDense = h.NLayer + 1 }, model.ErrBadModel, "deepseek2.leading_dense_block_count"},
+		"no ffn":       {func(h *model.HParams) { h.NFFExp = 0 }, model.ErrBadModel, "deepseek2.expert_feed_forward_length = 0"},
+		"groups":       {func(h *model.HParams) { h.MoE.Groups, h.MoE.GroupsUsed = 3, 1 }, model.ErrBadModel, ""},
 	} {
 		d2 := *d
 		c.mut(&d2.HParams)
@@ -195,6 +199,10 @@ func TestRefusesLegacyAndBadFiles(t *testing.T) {
 		pool.Close()
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+		// issue 35: the key, not a dump of every hyper-parameter
+		if err != nil && c.key != "" && (!strings.Contains(err.Error(), c.key) || strings.Contains(err.Error(), "{")) {
+			t.Errorf("%s: %v, want it to name %s and only that", name, err, c.key)
 		}
 	}
 }
