@@ -469,6 +469,16 @@ func (d *Desc) readHParams(known bool) error {
 	h.RMSEps = float("attention.layer_norm_rms_epsilon", eps)
 	h.RopeFreqBase = float("rope.freq_base", base)
 	h.SWA.RopeFreqBase = float("rope.freq_base_swa", base)
+	for _, k := range []struct {
+		key string
+		v   float32
+	}{{"rope.freq_base", h.RopeFreqBase}, {"rope.freq_base_swa", h.SWA.RopeFreqBase}} {
+		// A RoPE base of 0 would be taken for absent (10000); present, it
+		// is a broken file (issue 35: it was accepted).
+		if _, present := f.Get(pre + k.key); present && k.v == 0 && firstErr == nil {
+			note(d.bad("%s%s = 0: a RoPE base must be > 0", pre, k.key))
+		}
+	}
 	h.RopeScaleLinear = float("rope.scaling.factor", factor)
 	if h.RopeScaleLinear == 0 {
 		h.RopeScaleLinear = float("rope.scale_linear", factor)

@@ -501,6 +501,8 @@ func TestDescribeErrors(t *testing.T) {
 		{"epsilon beyond float32", func(m map[string]any) { m["attention.layer_norm_rms_epsilon"] = float64(1e300) }, nil},
 		{"-Inf rope base", func(m map[string]any) { m["rope.freq_base"] = float32(math.Inf(-1)) }, nil},
 		{"negative rope base", func(m map[string]any) { m["rope.freq_base"] = float32(-10000) }, nil},
+		{"zero rope base", func(m map[string]any) { m["rope.freq_base"] = float32(0) }, nil},
+		{"zero swa rope base", func(m map[string]any) { m["rope.freq_base_swa"] = float64(0) }, nil},
 		{"Inf rope scale", func(m map[string]any) { m["rope.scaling.factor"] = float32(math.Inf(1)) }, nil},
 		{"NaN softcap", func(m map[string]any) { m["final_logit_softcapping"] = float32(math.NaN()) }, nil},
 		{"2-D expert tensor", nil, func(ts map[string]tspec) {
