@@ -21,16 +21,40 @@ func kvBytes(hp model.HParams, positions, elemBytes int) int64 {
 	if per > 0 && int64(positions) > (1<<62)/per {
 		return 1 << 62
 	}
-	return per*int64(positions) + int64(nRec)*4*int64(hp.RecurrentFloats())
+	return per*int64(positions) + recurrentBytes(hp)
+}
+
+// recurrentBytes is the recurrent layers' float32 states, which no context
+// size changes.
+func recurrentBytes(hp model.HParams) int64 {
+	return int64(hp.RecurrentLayers()) * 4 * int64(hp.RecurrentFloats())
 }
 
 // checkKV refuses, before allocating it, a KV cache larger than the memory
 // available to the process. Without memory information it allows the cache.
 func checkKV(hp model.HParams, positions, elemBytes int) error {
-	need := kvBytes(hp, positions, elemBytes)
 	avail, source, _, err := cache.Available("", "")
-	if err != nil || need <= avail {
+	if err != nil {
 		return nil
+	}
+	return kvFits(hp, positions, elemBytes, avail, source)
+}
+
+// kvFits is checkKV against avail bytes (source names where the figure
+// comes from). When the recurrent states alone exceed it, -c cannot help:
+// the refusal names the file's keys that size them.
+func kvFits(hp model.HParams, positions, elemBytes int, avail int64, source string) error {
+	need := kvBytes(hp, positions, elemBytes)
+	if need <= avail {
+		return nil
+	}
+	if rec := recurrentBytes(hp); rec > avail {
+		keys := fmt.Sprintf("ssm.conv_kernel %d, ssm.inner_size %d, ssm.state_size %d, ssm.group_count %d", hp.SSM.ConvKernel, hp.SSM.InnerSize, hp.SSM.StateSize, hp.SSM.GroupCount)
+		if hp.ShortConvL > 0 {
+			keys = fmt.Sprintf("shortconv.l_cache %d, embedding_length %d", hp.ShortConvL, hp.NEmbd)
+		}
+		return fmt.Errorf("%w: the recurrent layers' state needs %s whatever the context, more than the %s available (%s): the model file's %s are not runnable here (-c does not change this)",
+			ErrConfig, mib(rec), mib(avail), source, keys)
 	}
 	return fmt.Errorf("%w: the KV cache for a context of %d positions needs %s, more than the %s available (%s): lower -c (the context size)",
 		ErrConfig, positions, mib(need), mib(avail), source)

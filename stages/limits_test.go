@@ -92,3 +92,24 @@ func TestBudgetAboveAvailable(t *testing.T) {
 		}
 	}
 }
+
+// TestRecurrentStateRefusalNamesTheKeys: a recurrent state too large for
+// memory at any context is refused naming the file's ssm.* keys, not
+// advising a smaller -c, which cannot help (issue 35); a KV cache that a
+// smaller context would fit still points at -c.
+func TestRecurrentStateRefusalNamesTheKeys(t *testing.T) {
+	hp := model.HParams{NLayer: 4, NEmbd: 64, NHead: 2, NHeadKV: 2, HeadDim: 32, HeadDimV: 32,
+		SSM: model.SSMGeom{ConvKernel: 1 << 30, StateSize: 16, InnerSize: 64, GroupCount: 2, TimeStepRank: 4}}
+	err := kvFits(hp, 16, 2, 1<<30, "test")
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "ssm.conv_kernel 1073741824") || strings.Contains(err.Error(), "lower -c") {
+		t.Fatalf("enormous conv_kernel: %v", err)
+	}
+	hp.SSM.ConvKernel = 4
+	err = kvFits(hp, 1<<30, 2, 1<<30, "test")
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "lower -c") {
+		t.Fatalf("a long context: %v", err)
+	}
+	if err := kvFits(hp, 16, 2, 1<<30, "test"); err != nil {
+		t.Fatalf("a small model: %v", err)
+	}
+}
