@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command. Unit tests, the race detector on the concurrent
-# packages, and the purego build of the kernels.
+# packages, the purego build of the kernels, and 20 s (FUZZTIME) of each
+# hostile-input fuzzer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_ENABLED=${CGO_ENABLED:-0}
@@ -10,3 +11,8 @@ go test -count=1 -timeout 30m -tags purego ./kernels/... ./quant/...
 if command -v gcc >/dev/null 2>&1; then
   CGO_ENABLED=1 go test -count=1 -timeout 30m -race -short ./...
 fi
+# A bounded fuzz run of the hostile-input harnesses (chat templates, the
+# HTTP request bodies); their seed corpora already ran above as tests.
+fuzztime=${FUZZTIME:-20s}
+go test -count=1 -run '^$' -fuzz '^FuzzTemplate$' -fuzztime "$fuzztime" ./internal/jinja/
+go test -count=1 -run '^$' -fuzz '^FuzzRequestBodies$' -fuzztime "$fuzztime" ./serve/

@@ -1,0 +1,65 @@
+package jinja
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// fuzzLimits are tighter than DefaultLimits so that every input the fuzzer
+// tries ends in well under a second; the fixed caps (MaxValueBytes,
+// MaxItems, MaxNesting) are the real ones.
+var fuzzLimits = Limits{MaxAlloc: 256 << 20, MaxSteps: 100_000, Timeout: 2 * time.Second}
+
+// FuzzTemplate compiles and renders arbitrary template source with an
+// arbitrary message: any outcome but a recovered engine panic (ErrEngine),
+// a Go panic or a fatal error is fine. Seeds: issue 35's reproducers, the
+// Python-answer cases, small real templates and a few expressions; they run
+// as a normal test.
+func FuzzTemplate(f *testing.F) {
+	for _, src := range hostileTemplates {
+		f.Add(src, "hi")
+	}
+	for _, c := range saneTemplates {
+		f.Add(c.src, "hi")
+	}
+	for _, src := range []string{
+		"{{ messages[0].content|tojson(indent=2) }}", "{{ messages|map(attribute='role')|join(', ') }}",
+		"{% for m in messages %}{{ m.content[::-1] }}{{ loop.index }}{% endfor %}",
+		"{{ (messages[0].content * 3).split(' ')|unique|list }}", "{{ messages[0].content|fromjson }}",
+		"{% set ns = namespace(a=1) %}{% set ns.a = ns %}{{ ns == ns }}", "{{ 'x' * 2**62 }}", "{{ -9223372036854775808 // -1 }}",
+		"{% macro m(a, b=[1,2]) %}{{ caller(a) }}{% endmacro %}{% call(x) m(3) %}{{ x }}{% endcall %}",
+		"{% filter upper %}{{ messages[0].content }}{% endfilter %}", "{{ messages[0].content|indent(2, true) }}",
+		"{{ '{0}{1}{}'.format(1, 2) }}", "{% raw %}{{ x }}{% endraw %}", "{{ range(5)|batch(2)|list }}",
+	} {
+		f.Add(src, `{"a": [1, 2, {"b": null}]}`)
+	}
+	for _, dir := range []string{"testdata/gguf", "../../testdata/chat-templates"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.jinja"))
+		for _, p := range files {
+			if b, err := os.ReadFile(p); err == nil && len(b) < 8<<10 {
+				f.Add(string(b), "Hello <b>there</b>")
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, src, content string) {
+		tmpl, err := Compile(src)
+		if err != nil {
+			return
+		}
+		data := map[string]any{
+			"messages":              []any{map[string]any{"role": "system", "content": "sys"}, map[string]any{"role": "user", "content": content}},
+			"add_generation_prompt": true, "bos_token": "<s>", "eos_token": "</s>",
+		}
+		out, err := tmpl.RenderContext(context.Background(), data, fuzzLimits)
+		if errors.Is(err, ErrEngine) {
+			t.Fatalf("engine panic on %q: %v", src, err)
+		}
+		if err == nil && int64(len(out)) > MaxValueBytes {
+			t.Fatalf("output of %d bytes past the output limit", len(out))
+		}
+	})
+}
