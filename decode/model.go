@@ -226,6 +226,9 @@ type Prompt struct {
 	Chat    bool   // render Text as a user message with the model's chat format
 	System  string // system message (Chat only)
 	NoThink bool   // Qwen3: an empty think block after the assistant header (Chat only)
+	// Fit, when set, checks the rendered text's length in bytes before it
+	// is tokenized (a chat template can make a short prompt enormous).
+	Fit func(textBytes int) error
 }
 
 // Encode renders p (with the chat format when p.Chat) and tokenizes it; it
@@ -249,6 +252,11 @@ func (m *Model) EncodeContext(ctx context.Context, p Prompt) ([]int32, string, e
 			return nil, "", err
 		}
 		special = true
+	}
+	if p.Fit != nil {
+		if err := p.Fit(len(text)); err != nil {
+			return nil, text, err
+		}
 	}
 	ids := m.tok.Encode(text, true, special)
 	if len(ids) == 0 {

@@ -220,3 +220,40 @@ func TestRejectBeforeQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileTemplateFailsOneRequest: with a chat template that reacts to
+// a message by building a huge value, recursing or repeating a string a
+// negative number of times, that request is a 400 naming the template and
+// the limit (or renders as Python would), and the server keeps answering
+// (issue 35: one chat message could kill pipe serve for every client).
+func TestHostileTemplateFailsOneRequest(t *testing.T) {
+	const tmpl = `{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}` +
+		`{% for m in messages %}{% if m.content == 'boom' %}{{ range(10**12)|length }}` +
+		`{% elif m.content == 'deep' %}{{ f(0) }}{% elif m.content == 'neg' %}[{{ 'x' * -1 }}]` +
+		`{% elif m.content == 'big' %}{{ 'x' * 1000000000 }}{% endif %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n`
+	h := start(t, func(o *Options) {
+		if err := o.Model.Tokenizer().UseJinja(tmpl, "evil.jinja"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	chat := func(content string) (int, string) {
+		resp, err := h.post(context.Background(), "/v1/chat/completions", `{"max_tokens":2,"messages":[{"role":"user","content":"`+content+`"}]}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for content, limit := range map[string]string{"boom": "items limit", "deep": "call depth limit", "big": "value size limit"} {
+		code, body := chat(content)
+		if code != http.StatusBadRequest || !strings.Contains(body, "evil.jinja") || !strings.Contains(body, limit) {
+			t.Errorf("%s: %d %s, want a 400 naming evil.jinja and the %s", content, code, body, limit)
+		}
+	}
+	for _, content := range []string{"neg", "hi"} {
+		if code, body := chat(content); code != http.StatusOK {
+			t.Errorf("%s: %d %s", content, code, body)
+		}
+	}
+}

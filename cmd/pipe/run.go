@@ -358,13 +358,15 @@ func (r *runner) once(sess *decode.Session) error {
 	if err := r.fitPrompt(sess, len(c.Prompt)+len(c.System)); err != nil {
 		return err
 	}
-	ids, text, err := r.m.EncodeContext(r.g.Ctx, decode.Prompt{Text: c.Prompt, Chat: c.Chat, System: c.System, NoThink: c.NoThink})
-	if err == nil && c.Chat {
+	p := decode.Prompt{Text: c.Prompt, Chat: c.Chat, System: c.System, NoThink: c.NoThink}
+	if c.Chat {
 		// A chat template can make a short prompt enormous: the rendered
-		// text must fit the context too, refused before the prompt pass.
-		if err := r.fitRendered(sess, len(text), len(ids)); err != nil {
-			return err
-		}
+		// text must fit the context too, refused before it is tokenized.
+		p.Fit = func(n int) error { return r.fitRendered(sess, n) }
+	}
+	ids, text, err := r.m.EncodeContext(r.g.Ctx, p)
+	if err == nil && c.Chat {
+		err = r.fitRenderedTokens(sess, len(ids))
 	}
 	if err != nil {
 		if errors.Is(err, decode.ErrEmptyPrompt) {
@@ -408,17 +410,30 @@ func (r *runner) fitPrompt(sess *decode.Session, n int) error {
 	return nil
 }
 
-// fitRendered refuses a chat-rendered prompt of n bytes and tokens ids
-// that cannot fit the session's context, before the prompt pass.
-func (r *runner) fitRendered(sess *decode.Session, n, ids int) error {
-	if err := r.fitPrompt(sess, n); err != nil {
-		return fmt.Errorf("%w (after the chat template)", err)
+// fitRendered refuses, before it is tokenized, a chat-rendered prompt of
+// n bytes that cannot fit the session's context or, with -c 0 (a context
+// sized to the prompt), the model's trained context.
+func (r *runner) fitRendered(sess *decode.Session, n int) error {
+	if sess.Ctx() > 0 {
+		if err := r.fitPrompt(sess, n); err != nil {
+			return fmt.Errorf("%w (after the chat template)", err)
+		}
+		return nil
 	}
+	if train := r.m.Engine().Desc().HParams.NCtxTrain; train > 0 {
+		if err := r.m.FitText(n, train); err != nil {
+			return fmt.Errorf("%w: the prompt rendered by the chat template: %w (the model was trained on %d; set -c to allow more)", errFlag, err, train)
+		}
+	}
+	return nil
+}
+
+// fitRenderedTokens refuses, before the prompt pass, a chat-rendered prompt
+// of ids tokens that cannot fit -c or, with -c 0, the trained context.
+func (r *runner) fitRenderedTokens(sess *decode.Session, ids int) error {
 	if nCtx := sess.Ctx(); nCtx > 0 && ids >= nCtx {
 		return fmt.Errorf("%w: the prompt rendered by the chat template is %d tokens, the context holds %d", errFlag, ids, nCtx)
 	}
-	// -c 0 sizes the context to the prompt: the model's trained context
-	// bounds it then.
 	if train := r.m.Engine().Desc().HParams.NCtxTrain; sess.Ctx() == 0 && train > 0 && ids > train {
 		return fmt.Errorf("%w: the prompt rendered by the chat template is %d tokens, beyond the %d the model was trained on (set -c to allow it)", errFlag, ids, train)
 	}

@@ -281,3 +281,26 @@ func TestHotSetTraceOfAnotherModel(t *testing.T) {
 		t.Fatal("a hot set was written")
 	}
 }
+
+// TestTemplateInflatedPromptRefused: a short prompt that a chat template
+// renders into megabytes is refused before the prompt pass, at -c and (with
+// -c 0, a context sized to the prompt) at the model's trained context; a
+// template hitting a render limit is a clear error naming the file and the
+// limit, not a crash (issue 35).
+func TestTemplateInflatedPromptRefused(t *testing.T) {
+	dir := t.TempDir()
+	inflate := writeFile(t, dir, "inflate.jinja", "{% for m in messages %}{{ (m.content ~ ' ') * 200000 }}{% endfor %}")
+	for _, c := range []string{"64", "0"} {
+		code, stderr := runCode(t, nil, "run", "-m", tinyModel, "-n", "1", "-c", c, "--chat", "--chat-template-file", inflate, "-p", "fox")
+		noStack(t, stderr)
+		if code == 0 || !strings.Contains(stderr, "chat template") {
+			t.Errorf("-c %s: exit %d, stderr:\n%s", c, code, stderr)
+		}
+	}
+	huge := writeFile(t, dir, "huge.jinja", "{% for m in messages %}{% if m.content == 'boom' %}{{ 'x' * 1000000000 }}{% endif %}{{ m.content }}{% endfor %}")
+	code, stderr := runCode(t, nil, "run", "-m", tinyModel, "-n", "1", "--chat", "--chat-template-file", huge, "-p", "boom")
+	noStack(t, stderr)
+	if code == 0 || !strings.Contains(stderr, "huge.jinja") || !strings.Contains(stderr, "value size limit") {
+		t.Errorf("a render over its limit: exit %d, stderr:\n%s", code, stderr)
+	}
+}
