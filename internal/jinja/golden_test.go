@@ -17,7 +17,8 @@ var update = flag.Bool("update", false, "rewrite testdata/golden.json from the c
 
 // goldenTemplates are the real chat templates the fork must render exactly
 // as upstream v1.8.0 did: upstream's own testdata, the GGUF templates of the
-// repository's tiny models, and the repository's chat-templates.
+// repository's tiny models, the repository's chat-templates and llama.cpp's
+// test-chat-template cases.
 func goldenTemplates(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -34,8 +35,24 @@ func goldenTemplates(t *testing.T) map[string]string {
 			out[filepath.Base(f)] = string(b)
 		}
 	}
-	if len(out) < 20 {
-		t.Fatalf("found %d real templates, want at least 20", len(out))
+	// llama.cpp's test-chat-template.cpp cases (the templates of 36 model
+	// families, extracted to JSON).
+	b, err := os.ReadFile("../../testdata/chat-templates/test-chat-template-cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Name     string `json:"name"`
+		Template string `json:"template_str"`
+	}
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		out["llama.cpp-case:"+c.Name] = c.Template
+	}
+	if len(out) < 50 {
+		t.Fatalf("found %d real templates, want at least 50", len(out))
 	}
 	return out
 }
