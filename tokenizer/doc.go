@@ -44,7 +44,7 @@
 //     (testdata/gemma4-vocab): there is no real Gemma 4 vocabulary here, so
 //     the real one's merges, byte tokens and special-token types are not.
 //
-// Chat templates are not interpreted: Chat renders built-in known formats,
+// By default chat templates are not interpreted: Chat renders built-in known formats,
 // detected from the tokenizer.chat_template text the way llama.cpp's
 // llm_chat_detect_template does: ChatML (template contains "<|im_start|>") and
 // the gpt-oss harmony format (template contains "<|start|>" and
@@ -55,7 +55,14 @@
 // form, without the model's default system preamble). Qwen3's --no-think is
 // the empty think block its template emits for enable_thinking=false. Any other
 // template gives ErrUnsupportedTemplate. ChatDelta renders only a new turn for
-// interactive use.
+// interactive use. UseJinja runs a template as Jinja instead (internal/jinja,
+// a bounded fork of github.com/ardanlabs/jinja): the template is untrusted
+// code from the model file, so every render runs under the engine's limits
+// and the caller's context (ChatContext), and its errors name the
+// template's origin and the limit hit (ErrTemplateLimit).
+//
+// A BOS or EOS id outside the vocabulary is refused (ErrInvalid naming the
+// key); other out-of-range special ids are ignored, as llama.cpp does.
 //
 // Decoding: Piece is llama.cpp's token_to_piece; Decode concatenates pieces
 // (clean_spaces is off for these pre-types, so no space clean-up); Stream
