@@ -377,6 +377,9 @@ func (s *Session) Chat(ctx context.Context, user string, o GenOptions, onToken f
 		if err != nil {
 			return Result{}, err
 		}
+		if err := s.m.FitText(len(text), s.st.State.NCtx); err != nil {
+			return Result{}, fmt.Errorf("the rendered chat: %w", err)
+		}
 		ids = tok.Encode(text, true, true)
 	} else {
 		// The previous reply's end-of-turn token was sampled but not fed.
@@ -388,6 +391,9 @@ func (s *Session) Chat(ctx context.Context, user string, o GenOptions, onToken f
 		text, err := tok.ChatDelta(ctx, s.past, msg, true, s.o.NoThink)
 		if err != nil {
 			return Result{}, err
+		}
+		if err := s.m.FitText(len(text), s.st.State.NCtx); err != nil {
+			return Result{}, fmt.Errorf("the rendered turn: %w", err)
 		}
 		ids = tok.AppendEncode(ids, text, false, true)
 	}

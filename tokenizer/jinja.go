@@ -20,6 +20,10 @@ import (
 // allocation, steps, call depth, time, value size, nesting).
 var ErrTemplateLimit = jinja.ErrLimit
 
+// ErrTemplate is every error of a Jinja chat template: compiling it, or
+// rendering it (a limit, raise_exception, a stopped context).
+var ErrTemplate = errors.New("chat template")
+
 // UseJinja makes Chat render src as a Jinja chat template; origin names it
 // in errors (a file path, or the GGUF key tokenizer.chat_template). The
 // turn-closing token (EndOfTurn) is still the one of the built-in format src
@@ -51,14 +55,14 @@ type jinjaTemplate struct {
 func compileJinja(src, origin string) (*jinjaTemplate, error) {
 	tmpl, err := jinja.Compile(src)
 	if err != nil {
-		return nil, fmt.Errorf("chat template (%s): %w", origin, err)
+		return nil, fmt.Errorf("%w (%s): %w", ErrTemplate, origin, err)
 	}
 	const probe = "System message"
 	out, err := tmpl.RenderContext(context.Background(), map[string]any{"messages": []any{
 		map[string]any{"role": "system", "content": probe}, map[string]any{"role": "user", "content": "User message"}},
 		"add_generation_prompt": false, "bos_token": "", "eos_token": ""}, jinja.Limits{})
 	if errors.Is(err, jinja.ErrLimit) || errors.Is(err, jinja.ErrEngine) {
-		return nil, fmt.Errorf("chat template (%s): test render: %w", origin, err)
+		return nil, fmt.Errorf("%w (%s): test render: %w", ErrTemplate, origin, err)
 	}
 	return &jinjaTemplate{tmpl: tmpl, origin: origin, systemRole: err == nil && strings.Contains(out, probe)}, nil
 }
@@ -115,7 +119,7 @@ func renderJinja(ctx context.Context, tmpl *jinjaTemplate, messages []Message, a
 		"bos_token": bos, "eos_token": eos, "enable_thinking": !noThink,
 	}, jinja.Limits{})
 	if err != nil {
-		return "", fmt.Errorf("chat template (%s): %w", tmpl.origin, err)
+		return "", fmt.Errorf("%w (%s): %w", ErrTemplate, tmpl.origin, err)
 	}
 	return out, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pipe-engine/pipe/decode"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/tokenizer"
 )
 
 // Interactive chat (`pipe run -i`) as llama-cli behaves: replies run to
@@ -158,6 +159,13 @@ func (r *runner) reply(sess *decode.Session, line string) error {
 	r.tm.add(res)
 	if errors.Is(err, model.ErrContextFull) {
 		r.status(fmt.Sprintf("the context is full (-c %d): /clear starts a new conversation", sess.Ctx()))
+		return nil
+	}
+	// A turn the chat template refuses or blows up on (a limit,
+	// raise_exception), or renders past the context, is skipped: the
+	// conversation is as it was before the line.
+	if (errors.Is(err, tokenizer.ErrTemplate) || errors.Is(err, decode.ErrTooLong)) && r.g.Ctx.Err() == nil && !r.c.SingleTurn {
+		r.status("turn skipped: " + err.Error())
 		return nil
 	}
 	if err != nil {

@@ -304,3 +304,24 @@ func TestTemplateInflatedPromptRefused(t *testing.T) {
 		t.Errorf("a render over its limit: exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// TestInteractiveTemplateErrorSkipsTheTurn: in -i, a line the chat template
+// blows up on is skipped with the template's error, and the conversation
+// goes on (issue 35: it ended the session, with a panic for 'x' * -1).
+func TestInteractiveTemplateErrorSkipsTheTurn(t *testing.T) {
+	tmpl := writeFile(t, t.TempDir(), "chatml-boom.jinja", "{% for m in messages %}{% if m.content == 'boom' %}{{ 'x' * 1000000000 }}{% endif %}"+
+		"<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+	var out, errb syncBuffer
+	var code int
+	withStdin(strings.NewReader("hello\nboom\nhi\n"), func() {
+		code = run(t.Context(), []string{"--log-format", "console", "run", "-m", chatModel, "-i", "--temp", "0", "-n", "4", "-c", "256",
+			"--chat-template-file", tmpl, "--moe-stream=true", "--cache-mb", "4"}, &out, &errb)
+	})
+	noStack(t, errb.String())
+	if code != 0 || !strings.Contains(errb.String(), "turn skipped") || !strings.Contains(errb.String(), "chatml-boom.jinja") || !strings.Contains(errb.String(), "value size limit") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errb.String())
+	}
+	if replies := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); len(replies) != 2 {
+		t.Fatalf("want replies to 'hello' and 'hi': %q\n%s", out.String(), errb.String())
+	}
+}
