@@ -53,15 +53,9 @@
 // joins it (InFlight) and afterwards hits. Warm (warm.go) is the warm-start
 // variant: it also never evicts, taking only free resident slots, and its
 // entries are evicted only when nothing else can be until the lookups have
-// passed their layer (so a prompt's misses do not push out the experts read
-// for the layers ahead of it).
-//
-// # Hot sets
-//
-// A HotSet (hotset.go) is the per-expert popularity of one model, tied to
-// the model file by a ModelID, saved as a versioned, checksummed text file
-// when a run ends and read at the next start; a stale or corrupt file is
-// refused (ErrHotSetStale, ErrHotSetCorrupt).
+// passed their layer (package warmstart's Guard keeps that account; so a
+// prompt's misses do not push out the experts read for the layers ahead of
+// it). The hot set that chooses those experts is package warmstart's.
 //
 // # Concurrency
 //
@@ -81,6 +75,7 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/metrics"
+	"github.com/pipe-engine/pipe/warmstart"
 )
 
 // Sentinel errors; match them with errors.Is.
@@ -209,7 +204,9 @@ type Cache struct {
 	wake    chan struct{} // closed (and replaced) when a slot may have become available
 	st      Stats
 	elig    func(Key) bool
-	guard   warmGuard // keeps unused warm-start entries until their layer is passed
+	// eligUnprotected is eligibleUnprotected, made once (a method value allocates)
+	eligUnprotected func(Key) bool
+	guard           warmstart.Guard // keeps unused warm-start entries until their layer is passed
 }
 
 // New maps the slot arenas and returns an empty cache.
@@ -256,7 +253,7 @@ func New(cfg Config) (*Cache, error) {
 	c.st.Slots = int(nres)
 	c.st.TransientSlots = nt
 	c.elig = c.eligible
-	c.guard.elig = c.eligibleUnprotected
+	c.eligUnprotected = c.eligibleUnprotected
 	return c, nil
 }
 
@@ -273,7 +270,7 @@ func (c *Cache) Batch(step, layer int) {
 	t0 := time.Now()
 	c.mu.Lock()
 	c.batch++
-	c.guard.advanceLocked(c, step, layer)
+	c.passLocked(step, layer)
 	c.policy.Batch(step, layer)
 	c.signalLocked()
 	c.st.Mgmt += time.Since(t0)
@@ -415,7 +412,7 @@ func (c *Cache) startRead(key Key, size int64, evict bool) (*Handle, WarmStatus,
 	}
 	e := c.newEntryLocked(key, slot, false, size)
 	if !evict {
-		c.guard.protectLocked(e)
+		c.protectLocked(e)
 	}
 	c.st.Prefetches++
 	c.policy.OnAdmit(key, size)
@@ -506,10 +503,10 @@ func (c *Cache) specSlotLocked() (int32, bool) {
 	if i, ok := c.freeSlotLocked(); ok {
 		return i, true
 	}
-	if c.res.n == 0 || c.guard.n > 0 {
+	if c.res.n == 0 || c.guard.Active() {
 		return -1, false
 	}
-	if k, ok := c.policy.Victim(c.guard.elig); ok && c.guard.elig(k) {
+	if k, ok := c.policy.Victim(c.eligUnprotected); ok && c.eligUnprotected(k) {
 		return c.evictLocked(k), true
 	}
 	return -1, false

@@ -64,6 +64,7 @@ import (
 	"github.com/pipe-engine/pipe/sink"
 	"github.com/pipe-engine/pipe/stages"
 	"github.com/pipe-engine/pipe/tokenizer"
+	"github.com/pipe-engine/pipe/warmstart"
 )
 
 // DefaultCtx is the context of a chat or served session when none is given.
@@ -92,8 +93,8 @@ type Options struct {
 	// LoadFields are extra fields of the `load` event (e.g. the seed).
 	LoadFields []sink.Field
 	// HotSet configures the warm start: the hot set read at Open and saved
-	// at Close (see hotset.go).
-	HotSet HotSetOptions
+	// at Close (see warmstart.go).
+	HotSet warmstart.Options
 	// Progress, if set, sees long work as it goes (see Progress): on Open's
 	// goroutine during the load, on the decoding goroutine during a prompt
 	// pass.

@@ -683,3 +683,13 @@ func max64(a, b int64) int64 {
 	}
 	return b
 }
+
+// ExpertShape is the number of experts of every layer (0 for a layer
+// without routed experts).
+func (d *Desc) ExpertShape() []int {
+	s := make([]int, len(d.Experts))
+	for i, exps := range d.Experts {
+		s[i] = len(exps)
+	}
+	return s
+}

@@ -11,10 +11,11 @@
 // reads are offered to the lanes without blocking and tracked until their
 // layer is routed ([Planner.Settle]): wrong guesses no lane has started are
 // withdrawn (no I/O, the slot freed) and right guesses still queued are
-// promoted to demand priority. [Planner.Warm] (warm.go) is the warm start:
-// it reads a hot set's experts into free cache slots the same speculative
-// way, a bounded number at a time, layer by layer ahead of the layer being
-// computed, while the model loads and the prompt is prefilled.
+// promoted to demand priority. [Planner.Warm] (warm.go) reads the warm
+// start: a hot set's experts (package warmstart chooses them and their
+// order) into free cache slots the same speculative way, a bounded number at
+// a time, layer by layer ahead of the layer being computed, while the model
+// loads and the prompt is prefilled; its counters are warmstart.Stats.
 //
 // Ownership: the Planner owns no expert memory. Bytes live in cache slots; a
 // Ready value (package expert) carries the cache pin as its Lease, which the
@@ -42,6 +43,7 @@ import (
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/reader"
+	"github.com/pipe-engine/pipe/warmstart"
 )
 
 // Layout gives the file ranges of an expert.
@@ -84,7 +86,7 @@ type Planner struct {
 	warmMu sync.Mutex
 	warmQ  map[cache.Key]*warmRead // warm-start reads not yet done
 	warmed map[cache.Key]bool      // warm-started experts no demand lookup has found yet
-	warm   WarmStats
+	warm   warmstart.Stats
 
 	hitOrd, missOrd []int        // Plan's scratch (hitsFirst)
 	lastLayer       atomic.Int64 // the layer of the last Plan (-1 before any; Warm's order)

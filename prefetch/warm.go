@@ -8,17 +8,8 @@ import (
 
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/reader"
+	"github.com/pipe-engine/pipe/warmstart"
 )
-
-// WarmStats count a warm start's reads.
-type WarmStats struct {
-	Issued    int64 // reads offered to the lanes
-	Completed int64 // of those, read into the cache
-	Withdrawn int64 // taken back unread (the warm start was stopped)
-	Promoted  int64 // moved to demand priority because a demand lookup joined them
-	Used      int64 // warmed experts a demand lookup later found (hit or join)
-	Full      bool  // the warm start stopped because no free slot was left
-}
 
 // warmRead is one warm-start read the planner tracks until it is done.
 type warmRead struct{ tk *reader.Ticket }
@@ -34,30 +25,28 @@ type warmRead struct{ tk *reader.Ticket }
 // finds a slot that is free or evictable. A demand lookup that joins a warm
 // read still queued promotes it to demand priority.
 //
-// Order: keys are read layer by layer, each layer's in the given order
-// (hottest first), starting at the layer after the one the pipeline last
-// looked up (layer 0 before the first lookup) and wrapping around — so the
-// reads arrive in the order a prefill or a decode step computes the layers,
-// ahead of it, and a layer it has already passed is read last (for the next
-// token). Warm returns when every key has been offered, the cache is full or
+// Order: warmstart.Order, from the layer after the one the pipeline last
+// looked up (layer 0 before the first lookup) — so the reads arrive in the
+// order a prefill or a decode step computes the layers, ahead of it, and a
+// layer it has already passed is read last (for the next token). Warm returns when every key has been offered, the cache is full or
 // ctx ends (then it withdraws its reads no lane has started); the reads it
 // offered complete asynchronously. It is meant to run on its own goroutine,
 // concurrently with Plan.
-func (p *Planner) Warm(ctx context.Context, keys []cache.Key, inflight int) (WarmStats, error) {
+func (p *Planner) Warm(ctx context.Context, keys []warmstart.Key, inflight int) (warmstart.Stats, error) {
 	sem := make(chan struct{}, max(inflight, 1))
 	defer func() {
 		if ctx.Err() != nil {
 			p.withdrawWarm()
 		}
 	}()
-	q := newLayerQueue(keys)
-	for k, ok := q.next(int(p.lastLayer.Load())); ok; k, ok = q.next(int(p.lastLayer.Load())) {
+	q := warmstart.NewOrder(keys)
+	for k, ok := q.Next(int(p.lastLayer.Load())); ok; k, ok = q.Next(int(p.lastLayer.Load())) {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 			return p.WarmStats(), nil
 		}
-		full, err := p.warmOne(ctx, k, sem)
+		full, err := p.warmOne(ctx, cache.Key(k), sem)
 		if full || err != nil || ctx.Err() != nil {
 			p.warmMu.Lock()
 			p.warm.Full = full
@@ -69,41 +58,6 @@ func (p *Planner) Warm(ctx context.Context, keys []cache.Key, inflight int) (War
 		}
 	}
 	return p.WarmStats(), nil
-}
-
-// layerQueue is Warm's keys by layer, each layer's in their given order.
-type layerQueue struct {
-	layers [][]cache.Key
-	left   int
-}
-
-func newLayerQueue(keys []cache.Key) *layerQueue {
-	q := &layerQueue{left: len(keys)}
-	for _, k := range keys {
-		if k.Layer >= len(q.layers) {
-			q.layers = append(q.layers, make([][]cache.Key, k.Layer+1-len(q.layers))...)
-		}
-		q.layers[k.Layer] = append(q.layers[k.Layer], k)
-	}
-	return q
-}
-
-// next pops the first key of the first non-empty layer after last, in
-// cyclic order.
-func (q *layerQueue) next(last int) (cache.Key, bool) {
-	if q.left == 0 {
-		return cache.Key{}, false
-	}
-	n := len(q.layers)
-	for i := 1; i <= n; i++ {
-		l := ((last+i)%n + n) % n
-		if row := q.layers[l]; len(row) > 0 {
-			q.layers[l] = row[1:]
-			q.left--
-			return row[0], true
-		}
-	}
-	return cache.Key{}, false
 }
 
 // warmOne offers the read of k; it holds one token of sem, which the read's
@@ -207,7 +161,7 @@ func (p *Planner) withdrawWarm() {
 }
 
 // WarmStats returns the warm start's counters.
-func (p *Planner) WarmStats() WarmStats {
+func (p *Planner) WarmStats() warmstart.Stats {
 	p.warmMu.Lock()
 	defer p.warmMu.Unlock()
 	return p.warm

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/reader"
+	"github.com/pipe-engine/pipe/warmstart"
 )
 
 // slowFile delays every read, like a slow disk.
@@ -99,11 +99,11 @@ func warmSetupReads(t *testing.T, budget int64, delay time.Duration) (*Planner, 
 	return p, c, lay, data, started
 }
 
-func allKeys(layers, experts int) []cache.Key {
-	var ks []cache.Key
+func allKeys(layers, experts int) []warmstart.Key {
+	var ks []warmstart.Key
 	for l := 0; l < layers; l++ {
 		for e := 0; e < experts; e++ {
-			ks = append(ks, cache.Key{Layer: l, Expert: e})
+			ks = append(ks, warmstart.Key{Layer: l, Expert: e})
 		}
 	}
 	return ks
@@ -117,7 +117,7 @@ func TestWarmNeverDelaysDemand(t *testing.T) {
 	const delay = 100 * time.Millisecond
 	p, c, lay, data := warmSetup(t, 14, delay)
 	ctx := context.Background()
-	done := make(chan WarmStats, 1)
+	done := make(chan warmstart.Stats, 1)
 	go func() {
 		st, err := p.Warm(ctx, allKeys(2, 6), 8) // layers 0 and 1
 		if err != nil {
@@ -165,7 +165,7 @@ func TestWarmFillsFreeSlotsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	consume(t, ch, 3, 0, lay, data)
-	keys := []cache.Key{{Layer: 1, Expert: 4}, {Layer: 0, Expert: 1}, {Layer: 2, Expert: 2}, {Layer: 1, Expert: 0}}
+	keys := []warmstart.Key{{Layer: 1, Expert: 4}, {Layer: 0, Expert: 1}, {Layer: 2, Expert: 2}, {Layer: 1, Expert: 0}}
 	st, err := p.Warm(ctx, keys, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func TestWarmFillsFreeSlotsOnly(t *testing.T) {
 func TestWarmWithdrawnOnCancel(t *testing.T) {
 	p, c, _, _, started := warmSetupReads(t, 12, 50*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan WarmStats, 1)
+	done := make(chan warmstart.Stats, 1)
 	go func() {
 		st, _ := p.Warm(ctx, allKeys(3, 6), 6)
 		done <- st
@@ -230,37 +230,5 @@ func TestWarmWithdrawnOnCancel(t *testing.T) {
 	}
 	if cs := c.Stats(); cs.ResidentEntries != int(st.Completed) || cs.Abandoned != st.Withdrawn {
 		t.Errorf("cache %+v: %d completed reads should be resident, %d abandoned", cs, st.Completed, st.Withdrawn)
-	}
-}
-
-// TestWarmOrderFollowsTheLayers: warm keys are taken layer by layer, from
-// the layer after the last one looked up, wrapping around, hottest first
-// within a layer — and the pipeline moving on moves the start.
-func TestWarmOrderFollowsTheLayers(t *testing.T) {
-	keys := []cache.Key{{Layer: 2, Expert: 5}, {Layer: 0, Expert: 3}, {Layer: 1, Expert: 1}, {Layer: 2, Expert: 0}, {Layer: 0, Expert: 4}, {Layer: 1, Expert: 2}}
-	q := newLayerQueue(keys)
-	var got []cache.Key
-	last := []int{-1, -1, -1, 2, 2, 0}
-	for i := 0; ; i++ {
-		k, ok := q.next(last[min(i, len(last)-1)])
-		if !ok {
-			break
-		}
-		got = append(got, k)
-	}
-	want := []cache.Key{{Layer: 0, Expert: 3}, {Layer: 0, Expert: 4}, {Layer: 1, Expert: 1}, {Layer: 1, Expert: 2}, {Layer: 2, Expert: 5}, {Layer: 2, Expert: 0}}
-	// from the third key on, layer 0 is empty: after layer 2 comes layer 1, after layer 0 layer 2
-	if !slices.Equal(got, want) {
-		t.Errorf("order %v, want %v", got, want)
-	}
-	q = newLayerQueue(keys)
-	if k, _ := q.next(0); k != (cache.Key{Layer: 1, Expert: 1}) {
-		t.Errorf("after layer 0 the first key is %v, want L1/E1", k)
-	}
-	if k, _ := q.next(1); k != (cache.Key{Layer: 2, Expert: 5}) {
-		t.Errorf("after layer 1 the first key is %v, want L2/E5", k)
-	}
-	if k, _ := q.next(2); k != (cache.Key{Layer: 0, Expert: 3}) {
-		t.Errorf("after the last layer the first key is %v, want L0/E3 (wrapped)", k)
 	}
 }

@@ -8,9 +8,10 @@ import (
 	"text/tabwriter"
 
 	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/warmstart"
 )
 
-// Warm-start replay: the engine saves a run's hot set (cache.HotSet: how
+// Warm-start replay: the engine saves a run's hot set (warmstart.HotSet: how
 // often every expert was routed) and reads its hottest experts into the
 // cache at the next start. WarmStart measures that offline on a trace: the
 // first half of the decode tokens (with the prefill before them) is the
@@ -112,12 +113,12 @@ func (s *Sequence) sub(bs []Batch) *Sequence {
 
 // HotSet is the popularity of every routing in s (each access, prefill and
 // decode: what the engine counts), for a model of the trace's shape.
-func HotSet(s *Sequence) *cache.HotSet {
+func HotSet(s *Sequence) *warmstart.HotSet {
 	shape := make([]int, s.Header.NLayer)
 	for i := range shape {
 		shape[i] = s.Header.NExpert
 	}
-	h := cache.NewHotSet(cache.ModelID{}, shape)
+	h := warmstart.NewHotSet(warmstart.ModelID{}, shape)
 	for _, b := range s.Batches {
 		for _, a := range b.Accesses {
 			h.Add(a.Key.Layer, []int{a.Key.Expert})
@@ -128,7 +129,7 @@ func HotSet(s *Sequence) *cache.HotSet {
 
 // preload is s with the warm start in front: one uncounted batch per hot
 // expert, hottest first, while they fit in budget.
-func preload(s *Sequence, hot []cache.Key, budget int64) (*Sequence, int) {
+func preload(s *Sequence, hot []warmstart.Key, budget int64) (*Sequence, int) {
 	var bs []Batch
 	var used int64
 	for _, k := range hot {
@@ -137,7 +138,7 @@ func preload(s *Sequence, hot []cache.Key, budget int64) (*Sequence, int) {
 			break
 		}
 		used += eb
-		bs = append(bs, Batch{Phase: PhasePrefill, Step: -1, Layer: k.Layer, Accesses: []Access{{Key: k}}})
+		bs = append(bs, Batch{Phase: PhasePrefill, Step: -1, Layer: k.Layer, Accesses: []Access{{Key: cache.Key(k)}}})
 	}
 	n := len(bs)
 	out := *s

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipe-engine/pipe/cache"
+	"github.com/pipe-engine/pipe/warmstart"
 )
 
 // warmTrace: 1 layer, 8 experts of 1 byte, top-1 decode, 8 tokens: the first
@@ -31,7 +31,7 @@ func TestWarmStartHandComputed(t *testing.T) {
 	if first.DecodeTokens != 4 || second.DecodeTokens != 4 {
 		t.Fatalf("split %d + %d decode tokens", first.DecodeTokens, second.DecodeTokens)
 	}
-	if hot := HotSet(first).Hottest(10); !slices.Equal(hot, []cache.Key{{Layer: 0, Expert: 0}, {Layer: 0, Expert: 1}}) {
+	if hot := HotSet(first).Hottest(10); !slices.Equal(hot, []warmstart.Key{{Layer: 0, Expert: 0}, {Layer: 0, Expert: 1}}) {
 		t.Fatalf("hot set %v", hot)
 	}
 	if h := Head(second, 2); h.DecodeTokens != 2 || len(h.Batches) != 2 {

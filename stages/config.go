@@ -14,6 +14,7 @@ import (
 	"github.com/pipe-engine/pipe/prefetch"
 	"github.com/pipe-engine/pipe/reader"
 	"github.com/pipe-engine/pipe/router"
+	"github.com/pipe-engine/pipe/warmstart"
 )
 
 // StreamMode is --moe-stream: where routed experts come from.
@@ -113,7 +114,7 @@ type Inputs struct {
 	// lanes read the hottest experts while the dense weights are read and
 	// the model is built (Engine.WarmStarted). nil or an empty answer: no
 	// warm start.
-	WarmKeys func(d *model.Desc) []cache.Key
+	WarmKeys func(d *model.Desc) []warmstart.Key
 }
 
 // ErrConfig marks an invalid engine configuration.

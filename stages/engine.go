@@ -17,6 +17,7 @@ import (
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/reader"
+	"github.com/pipe-engine/pipe/warmstart"
 )
 
 // Engine is a loaded model with its pipeline: it opens the model, resolves
@@ -214,7 +215,7 @@ func (e *Engine) load(f *gguf.File) error {
 			return err
 		}
 	}
-	var keys []cache.Key
+	var keys []warmstart.Key
 	if cfg.WarmKeys != nil {
 		keys = cfg.WarmKeys(e.desc) // asked in every mode; only a stream reads them
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/pipe-engine/pipe/metrics"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/prefetch"
+	"github.com/pipe-engine/pipe/warmstart"
 )
 
 // Metrics is a snapshot of the engine's cumulative counters since Open
@@ -19,7 +20,7 @@ type Metrics struct {
 	// Speculation are the planner's counters, Warm the warm start's
 	// (WarmStarted: one was started); zero when nothing streams.
 	Speculation prefetch.Stats
-	Warm        prefetch.WarmStats
+	Warm        warmstart.Stats
 	WarmStarted bool
 	// ODirect: expert and dense reads use O_DIRECT.
 	ODirect bool

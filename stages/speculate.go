@@ -6,11 +6,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/internal/buf"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/prefetch"
 	"github.com/pipe-engine/pipe/router"
+	"github.com/pipe-engine/pipe/warmstart"
 )
 
 // speculator is the streamed source's speculation, every read started
@@ -150,7 +150,7 @@ func (s *speculator) guessSet(step, next int, routerIn [][]float32) (r prefetch.
 	return prefetch.Request{Step: step, Layer: next, SpecLayer: next, Set: set}, true
 }
 
-// warmStart starts reading keys (hottest first; Config.WarmKeys) into the
+// warmStart starts reading keys (hottest first; Inputs.WarmKeys) into the
 // expert cache in the background, as speculative reads that never delay a
 // demand read, never evict and never exceed the budget
 // (prefetch.Planner.Warm, which reads them layer by layer ahead of the
@@ -160,7 +160,7 @@ func (s *speculator) guessSet(step, next int, routerIn [][]float32) (r prefetch.
 // a layer. Only the hottest keys that fit in the cache are read; at most 2 ×
 // lanes + 2 warm reads are in flight, and never more than half the slots
 // left after those k.
-func (s *streamSource) warmStart(keys []cache.Key) {
+func (s *streamSource) warmStart(keys []warmstart.Key) {
 	if len(keys) == 0 {
 		return
 	}

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/reader"
+	"github.com/pipe-engine/pipe/warmstart"
 )
 
 // slowReads delays every read, like a slow disk.
@@ -21,7 +21,7 @@ func (f slowReads) ReadAt(p []byte, off int64) (int, error) {
 	return f.File.ReadAt(p, off)
 }
 
-// TestWarmStartDuringDenseLoad: Config.WarmKeys is asked before the dense
+// TestWarmStartDuringDenseLoad: Inputs.WarmKeys is asked before the dense
 // weights load and the warm reads run while they do — with every read taking
 // 5 ms (the dense load is one read per tensor, one at a time), warm reads
 // have completed by the time Open returns — the budget holds, and the logits
@@ -43,12 +43,12 @@ func TestWarmStartDuringDenseLoad(t *testing.T) {
 	}
 	asked := 0
 	in := Inputs{}
-	in.WarmKeys = func(d *model.Desc) []cache.Key {
+	in.WarmKeys = func(d *model.Desc) []warmstart.Key {
 		asked++
-		var keys []cache.Key
+		var keys []warmstart.Key
 		for l, exps := range d.Experts {
 			for x := range exps {
-				keys = append(keys, cache.Key{Layer: l, Expert: x})
+				keys = append(keys, warmstart.Key{Layer: l, Expert: x})
 			}
 		}
 		return keys
@@ -62,10 +62,10 @@ func TestWarmStartDuringDenseLoad(t *testing.T) {
 	if asked != 1 || ws.Completed == 0 {
 		t.Fatalf("WarmKeys asked %d times, %d warm reads done when Open returned (%+v): want once, and reads done during the dense load", asked, ws.Completed, ws)
 	}
-	in.WarmKeys = func(d *model.Desc) []cache.Key {
-		keys := []cache.Key{}
+	in.WarmKeys = func(d *model.Desc) []warmstart.Key {
+		keys := []warmstart.Key{}
 		for x := range d.Experts[0] {
-			keys = append(keys, cache.Key{Layer: 0, Expert: x}, cache.Key{Layer: 2, Expert: x})
+			keys = append(keys, warmstart.Key{Layer: 0, Expert: x}, warmstart.Key{Layer: 2, Expert: x})
 		}
 		return keys
 	}

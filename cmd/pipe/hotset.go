@@ -6,12 +6,11 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/pipe-engine/pipe/cache"
-	"github.com/pipe-engine/pipe/decode"
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/replay"
+	"github.com/pipe-engine/pipe/warmstart"
 )
 
 // HotSetFlags are the warm-start flags of the commands that decode.
@@ -21,25 +20,25 @@ type HotSetFlags struct {
 }
 
 // options are the decode options of the flags.
-func (f *HotSetFlags) options() decode.HotSetOptions {
+func (f *HotSetFlags) options() warmstart.Options {
 	path := f.HotSet
 	if path == "none" {
 		path = ""
 	}
-	return decode.HotSetOptions{Path: path, Warm: f.WarmStart}
+	return warmstart.Options{Path: path, Warm: f.WarmStart}
 }
 
 // path is the hot-set file --hot-set names ("" for none and for auto, whose
 // path depends on the model; Save checks that one).
 func (f *HotSetFlags) path() string {
-	if f.HotSet == "none" || f.HotSet == decode.HotSetAuto {
+	if f.HotSet == "none" || f.HotSet == warmstart.Auto {
 		return ""
 	}
 	return f.HotSet
 }
 
 // protect refuses a --hot-set that is not a hot set (it is read at the start
-// and replaced at the end; cache.CheckReplace) and makes the hot set an
+// and replaced at the end; warmstart.CheckReplace) and makes the hot set an
 // input no output may be. It returns the check to make once the outputs are
 // created: a hot set that did not exist yet must not be one of them.
 func (f *HotSetFlags) protect(guard *safefile.Guard) (after func() error, err error) {
@@ -47,7 +46,7 @@ func (f *HotSetFlags) protect(guard *safefile.Guard) (after func() error, err er
 	if p == "" {
 		return func() error { return nil }, nil
 	}
-	if err := cache.CheckReplace(p); err != nil {
+	if err := warmstart.CheckReplace(p); err != nil {
 		return nil, fmt.Errorf("%w: --hot-set: %w (use another file, or --hot-set none)", errFlag, err)
 	}
 	guard.Protect("--hot-set", p)
@@ -82,7 +81,7 @@ func (c *HotSetCmd) Run(g *Globals) error {
 		return err
 	}
 	shape := d.ExpertShape()
-	id, err := d.HotSetID()
+	id, err := warmstart.FileID(f)
 	if err != nil {
 		return err
 	}
@@ -99,24 +98,22 @@ func (c *HotSetCmd) Run(g *Globals) error {
 		return fmt.Errorf("%w: --route-trace %s was recorded on another model (%s, %d layers of %d experts; %s is %s, %d layers of %d)",
 			errFlag, c.RouteTrace, th.Arch, th.NLayer, th.NExpert, c.Model, d.Arch, hp.NLayer, hp.NExpert)
 	}
-	h := cache.NewHotSet(id, shape)
+	h := warmstart.NewHotSet(id, shape)
 	for i, r := range tr.Rows {
 		if r.Layer >= len(shape) || r.Expert >= shape[r.Layer] {
 			return fmt.Errorf("%w: --route-trace %s row %d: layer %d expert %d is not an expert of %s", errFlag, c.RouteTrace, i+1, r.Layer, r.Expert, c.Model)
 		}
 		h.Add(r.Layer, []int{r.Expert})
 	}
-	path := c.Out
-	if path == decode.HotSetAuto {
-		if path, err = decode.DefaultHotSetPath(id); err != nil {
-			return err
-		}
+	path, err := warmstart.ResolvePath(c.Out, id)
+	if err != nil {
+		return err
 	}
-	if err := cache.CheckReplace(path); err != nil {
+	if err := warmstart.CheckReplace(path); err != nil {
 		return fmt.Errorf("%w: -o: %w", errFlag, err)
 	}
 	if c.Merge {
-		old, err := cache.LoadHotSet(path, id, shape)
+		old, err := warmstart.Load(path, id, shape)
 		switch {
 		case err == nil:
 			if err := h.Merge(old); err != nil {

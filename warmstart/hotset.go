@@ -1,4 +1,4 @@
-package cache
+package warmstart
 
 import (
 	"bufio"
@@ -19,43 +19,32 @@ import (
 	"github.com/pipe-engine/pipe/internal/safefile"
 )
 
-// A hot set is the popularity of every expert of a model — how often the
-// router picked it, decayed over runs — saved when a run ends and read when
-// the next one starts, so the reader lanes can fill the cache with the
-// hottest experts before the prompt needs them (warm start).
-//
-// File format (text, version 1):
-//
-//	pipe hot set v1
-//	model size=<bytes of all shards> header_sha256=<hex>
-//	layers=<n>
-//	L <layer> <experts> <popularity of expert 0> … (one line per layer)
-//	end crc32=<IEEE CRC-32 of every byte before this line, 8 hex digits>
-//
-// A file whose version, model identity or shape does not match, or that fails
-// to parse or its checksum, is refused (ErrHotSetStale, ErrHotSetCorrupt):
-// a hot set only ever decides what is read speculatively, so a refused one
-// costs the warm start and nothing else.
+// Version is the version of the hot-set file format.
+const Version = 1
 
-// HotSetVersion is the version of the hot-set file format.
-const HotSetVersion = 1
-
-// HotSetDecay is the weight of the previous runs' popularity when a run's
+// Decay is the weight of the previous runs' popularity when a run's
 // counts are added to a loaded hot set (Merge): the last run counts as much
 // as all earlier ones together.
-const HotSetDecay = 0.5
+const Decay = 0.5
 
 // Hot-set errors.
 var (
-	// ErrHotSetStale: the hot set belongs to another model (size, header
+	// ErrStale: the hot set belongs to another model (size, header
 	// hash or shape differ) or another format version.
-	ErrHotSetStale = errors.New("hot set is stale")
-	// ErrHotSetCorrupt: the hot set does not parse or fails its checksum.
-	ErrHotSetCorrupt = errors.New("hot set is corrupt")
+	ErrStale = errors.New("hot set is stale")
+	// ErrCorrupt: the hot set does not parse or fails its checksum.
+	ErrCorrupt = errors.New("hot set is corrupt")
 	// ErrNotHotSet: Save's path holds a file that is not a hot set (it does
 	// not begin with the format's first line), which it never replaces.
 	ErrNotHotSet = errors.New("not a hot set")
 )
+
+// Key names one expert: its layer and its id within the layer. It has the
+// shape of cache.Key, which a caller converts it to (cache.Key(k)).
+type Key struct{ Layer, Expert int }
+
+// String renders k as "L<layer>/E<expert>", as cache.Key does.
+func (k Key) String() string { return fmt.Sprintf("L%d/E%d", k.Layer, k.Expert) }
 
 // ModelID ties a hot set to a model file: the total size of its shards and
 // the SHA-256 of the first shard's header (metadata and tensor infos).
@@ -116,14 +105,14 @@ func (h *HotSet) Shape() []int {
 	return s
 }
 
-// Merge adds HotSetDecay × old's popularity to h (same shape required).
+// Merge adds Decay × old's popularity to h (same shape required).
 func (h *HotSet) Merge(old *HotSet) error {
 	if !slices.Equal(h.Shape(), old.Shape()) {
-		return fmt.Errorf("%w: shape %v, want %v", ErrHotSetStale, old.Shape(), h.Shape())
+		return fmt.Errorf("%w: shape %v, want %v", ErrStale, old.Shape(), h.Shape())
 	}
 	for l, row := range old.Pop {
 		for e, p := range row {
-			h.Pop[l][e] += float64(HotSetDecay * p) // rounded apart: no FMA on arm64
+			h.Pop[l][e] += float64(Decay * p) // rounded apart: no FMA on arm64
 		}
 	}
 	return nil
@@ -167,7 +156,7 @@ func (h *HotSet) Hottest(n int) []Key {
 // WriteTo writes h in the file format.
 func (h *HotSet) WriteTo(w io.Writer) (int64, error) {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "pipe hot set v%d\nmodel %s\nlayers=%d\n", HotSetVersion, h.Model, len(h.Pop))
+	fmt.Fprintf(&b, "pipe hot set v%d\nmodel %s\nlayers=%d\n", Version, h.Model, len(h.Pop))
 	for l, row := range h.Pop {
 		fmt.Fprintf(&b, "L %d %d", l, len(row))
 		for _, p := range row {
@@ -186,20 +175,20 @@ func crcLine(body string) string {
 	return fmt.Sprintf("end crc32=%08x\n", crc32.ChecksumIEEE([]byte(body)))
 }
 
-// ReadHotSet parses a hot set and checks that it belongs to the model want
+// Read parses a hot set and checks that it belongs to the model want
 // with the given per-layer expert counts.
-func ReadHotSet(r io.Reader, want ModelID, experts []int) (*HotSet, error) {
+func Read(r io.Reader, want ModelID, experts []int) (*HotSet, error) {
 	data, err := io.ReadAll(io.LimitReader(r, 64<<20))
 	if err != nil {
 		return nil, err
 	}
 	end := bytes.LastIndex(data, []byte("end crc32="))
 	if end < 0 || (end > 0 && data[end-1] != '\n') {
-		return nil, fmt.Errorf("%w: no end line", ErrHotSetCorrupt)
+		return nil, fmt.Errorf("%w: no end line", ErrCorrupt)
 	}
 	sum, err := strconv.ParseUint(strings.TrimSpace(string(data[end+len("end crc32="):])), 16, 32)
 	if err != nil || uint32(sum) != crc32.ChecksumIEEE(data[:end]) {
-		return nil, fmt.Errorf("%w: checksum mismatch", ErrHotSetCorrupt)
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data[:end]))
 	sc.Buffer(nil, 1<<20)
@@ -209,53 +198,53 @@ func ReadHotSet(r io.Reader, want ModelID, experts []int) (*HotSet, error) {
 		}
 		return ""
 	}
-	if v := line(); v != fmt.Sprintf("pipe hot set v%d", HotSetVersion) {
+	if v := line(); v != fmt.Sprintf("pipe hot set v%d", Version) {
 		if strings.HasPrefix(v, "pipe hot set v") {
-			return nil, fmt.Errorf("%w: format %q, want v%d", ErrHotSetStale, strings.TrimPrefix(v, "pipe hot set "), HotSetVersion)
+			return nil, fmt.Errorf("%w: format %q, want v%d", ErrStale, strings.TrimPrefix(v, "pipe hot set "), Version)
 		}
-		return nil, fmt.Errorf("%w: not a hot set (first line %q)", ErrHotSetCorrupt, v)
+		return nil, fmt.Errorf("%w: not a hot set (first line %q)", ErrCorrupt, v)
 	}
 	if m := line(); m != "model "+want.String() {
-		return nil, fmt.Errorf("%w: made for the model %q, this one is %q", ErrHotSetStale, strings.TrimPrefix(m, "model "), want.String())
+		return nil, fmt.Errorf("%w: made for the model %q, this one is %q", ErrStale, strings.TrimPrefix(m, "model "), want.String())
 	}
 	if l := line(); l != "layers="+strconv.Itoa(len(experts)) {
-		return nil, fmt.Errorf("%w: %q, the model has %d layers", ErrHotSetStale, l, len(experts))
+		return nil, fmt.Errorf("%w: %q, the model has %d layers", ErrStale, l, len(experts))
 	}
 	h := NewHotSet(want, experts)
 	for l, n := range experts {
 		f := strings.Fields(line())
 		if len(f) < 3 || f[0] != "L" || f[1] != strconv.Itoa(l) {
-			return nil, fmt.Errorf("%w: no line for layer %d", ErrHotSetCorrupt, l)
+			return nil, fmt.Errorf("%w: no line for layer %d", ErrCorrupt, l)
 		}
 		if f[2] != strconv.Itoa(n) {
-			return nil, fmt.Errorf("%w: layer %d has %s experts in the hot set, %d in the model", ErrHotSetStale, l, f[2], n)
+			return nil, fmt.Errorf("%w: layer %d has %s experts in the hot set, %d in the model", ErrStale, l, f[2], n)
 		}
 		if len(f) != 3+n {
-			return nil, fmt.Errorf("%w: layer %d has %d values, want %d", ErrHotSetCorrupt, l, len(f)-3, n)
+			return nil, fmt.Errorf("%w: layer %d has %d values, want %d", ErrCorrupt, l, len(f)-3, n)
 		}
 		for e, s := range f[3:] {
 			p, err := strconv.ParseFloat(s, 64)
 			if err != nil || !(p >= 0) || p > 1e300 {
-				return nil, fmt.Errorf("%w: layer %d expert %d popularity %q", ErrHotSetCorrupt, l, e, s)
+				return nil, fmt.Errorf("%w: layer %d expert %d popularity %q", ErrCorrupt, l, e, s)
 			}
 			h.Pop[l][e] = p
 		}
 	}
 	if rest := line(); rest != "" || sc.Err() != nil {
-		return nil, fmt.Errorf("%w: trailing data %q", ErrHotSetCorrupt, rest)
+		return nil, fmt.Errorf("%w: trailing data %q", ErrCorrupt, rest)
 	}
 	return h, nil
 }
 
-// LoadHotSet reads the hot set at path (see ReadHotSet). A missing file is
+// Load reads the hot set at path (see Read). A missing file is
 // an error wrapping fs.ErrNotExist.
-func LoadHotSet(path string, want ModelID, experts []int) (*HotSet, error) {
+func Load(path string, want ModelID, experts []int) (*HotSet, error) {
 	f, err := safefile.OpenInput(path)
 	if err != nil {
 		return nil, fmt.Errorf("hot set: %w", err)
 	}
 	defer f.Close()
-	h, err := ReadHotSet(f, want, experts)
+	h, err := Read(f, want, experts)
 	if err != nil {
 		return nil, fmt.Errorf("hot set %s: %w", path, err)
 	}

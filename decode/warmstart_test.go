@@ -14,6 +14,7 @@ import (
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/sink"
 	"github.com/pipe-engine/pipe/stages"
+	"github.com/pipe-engine/pipe/warmstart"
 )
 
 // hotRun opens the tiny model with a hot set at path, generates 6 tokens and
@@ -25,7 +26,7 @@ func hotRun(t *testing.T, path string, warm bool) ([][]float32, string, string, 
 		Engine: stages.Config{Path: tinyQ8, IO: stages.IOConfig{Lanes: 2}, Cache: stages.CacheConfig{Bytes: 8 << 20, Policy: "layer"},
 			Threads: 2, Log: zerolog.New(zerolog.SyncWriter(&log))}, // the warm start logs from its goroutine
 		KV: model.KVF32, Sink: sink.Options{CSVWriter: &csv, Warmup: -1},
-		HotSet: HotSetOptions{Path: path, Warm: warm},
+		HotSet: warmstart.Options{Path: path, Warm: warm},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package cache
+package warmstart
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func sampleHotSet() *HotSet {
 	return h
 }
 
-// TestHotSetRoundTrip: Save then LoadHotSet gives the same popularity, and
+// TestHotSetRoundTrip: Save then Load gives the same popularity, and
 // Hottest orders by popularity, then layer, then expert.
 func TestHotSetRoundTrip(t *testing.T) {
 	h := sampleHotSet()
@@ -35,7 +35,7 @@ func TestHotSetRoundTrip(t *testing.T) {
 	if err := h.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadHotSet(path, hotID, []int{4, 4, 3})
+	got, err := Load(path, hotID, []int{4, 4, 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,10 +56,10 @@ func TestHotSetRoundTrip(t *testing.T) {
 	if err := n.Merge(got); err != nil || n.Pop[1][2] != 1 || n.Pop[2][2] != 1.5 || n.Pop[1][3] != 0.0625 {
 		t.Errorf("Merge: %v %v", err, n.Pop)
 	}
-	if err := n.Merge(NewHotSet(hotID, []int{4, 4})); !errors.Is(err, ErrHotSetStale) {
+	if err := n.Merge(NewHotSet(hotID, []int{4, 4})); !errors.Is(err, ErrStale) {
 		t.Errorf("Merge of another shape: %v", err)
 	}
-	if _, err := LoadHotSet(filepath.Join(t.TempDir(), "none.hot"), hotID, []int{4, 4, 3}); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := Load(filepath.Join(t.TempDir(), "none.hot"), hotID, []int{4, 4, 3}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -87,28 +87,28 @@ func TestHotSetStaleOrCorrupt(t *testing.T) {
 		shape []int
 		want  error
 	}{
-		{"other size", good, ModelID{Size: 1, HeaderSHA: hotID.HeaderSHA}, shape, ErrHotSetStale},
-		{"other header", good, ModelID{Size: hotID.Size, HeaderSHA: "ffff"}, shape, ErrHotSetStale},
-		{"other layers", good, hotID, []int{4, 4, 3, 1}, ErrHotSetStale},
-		{"other experts", good, hotID, []int{4, 5, 3}, ErrHotSetStale},
-		{"short layer", resum(strings.Replace(good, "L 0 4 0 2", "L 0 4 2", 1)), hotID, shape, ErrHotSetCorrupt},
-		{"version 2", resum(strings.Replace(good, "pipe hot set v1", "pipe hot set v2", 1)), hotID, shape, ErrHotSetStale},
-		{"truncated", good[:len(good)/2], hotID, shape, ErrHotSetCorrupt},
-		{"flipped byte", strings.Replace(good, "L 0 4 0 2", "L 0 4 0 3", 1), hotID, shape, ErrHotSetCorrupt},
-		{"negative", resum(strings.Replace(good, "L 0 4 0 2", "L 0 4 0 -2", 1)), hotID, shape, ErrHotSetCorrupt},
-		{"nan", resum(strings.Replace(good, "L 0 4 0 2", "L 0 4 0 NaN", 1)), hotID, shape, ErrHotSetCorrupt},
-		{"missing layer", resum(strings.Replace(good, "L 2 3 0 0 3\n", "", 1)), hotID, shape, ErrHotSetCorrupt},
-		{"extra line", resum(strings.Replace(good, "L 2 3 0 0 3\n", "L 2 3 0 0 3\nL 3 1 1\n", 1)), hotID, shape, ErrHotSetCorrupt},
-		{"garbage", "\x00\x01garbage", hotID, shape, ErrHotSetCorrupt},
-		{"empty", "", hotID, shape, ErrHotSetCorrupt},
-		{"bad checksum", strings.Replace(good, "end crc32=", "end crc32=zz", 1), hotID, shape, ErrHotSetCorrupt},
+		{"other size", good, ModelID{Size: 1, HeaderSHA: hotID.HeaderSHA}, shape, ErrStale},
+		{"other header", good, ModelID{Size: hotID.Size, HeaderSHA: "ffff"}, shape, ErrStale},
+		{"other layers", good, hotID, []int{4, 4, 3, 1}, ErrStale},
+		{"other experts", good, hotID, []int{4, 5, 3}, ErrStale},
+		{"short layer", resum(strings.Replace(good, "L 0 4 0 2", "L 0 4 2", 1)), hotID, shape, ErrCorrupt},
+		{"version 2", resum(strings.Replace(good, "pipe hot set v1", "pipe hot set v2", 1)), hotID, shape, ErrStale},
+		{"truncated", good[:len(good)/2], hotID, shape, ErrCorrupt},
+		{"flipped byte", strings.Replace(good, "L 0 4 0 2", "L 0 4 0 3", 1), hotID, shape, ErrCorrupt},
+		{"negative", resum(strings.Replace(good, "L 0 4 0 2", "L 0 4 0 -2", 1)), hotID, shape, ErrCorrupt},
+		{"nan", resum(strings.Replace(good, "L 0 4 0 2", "L 0 4 0 NaN", 1)), hotID, shape, ErrCorrupt},
+		{"missing layer", resum(strings.Replace(good, "L 2 3 0 0 3\n", "", 1)), hotID, shape, ErrCorrupt},
+		{"extra line", resum(strings.Replace(good, "L 2 3 0 0 3\n", "L 2 3 0 0 3\nL 3 1 1\n", 1)), hotID, shape, ErrCorrupt},
+		{"garbage", "\x00\x01garbage", hotID, shape, ErrCorrupt},
+		{"empty", "", hotID, shape, ErrCorrupt},
+		{"bad checksum", strings.Replace(good, "end crc32=", "end crc32=zz", 1), hotID, shape, ErrCorrupt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "m.hot")
 			if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			h, err := LoadHotSet(path, tc.id, tc.shape)
+			h, err := Load(path, tc.id, tc.shape)
 			if !errors.Is(err, tc.want) || h != nil {
 				t.Errorf("got %v (hot set %v), want %v", err, h != nil, tc.want)
 			}
@@ -125,7 +125,7 @@ func TestHotSetStaleOrCorrupt(t *testing.T) {
 // TestHotSetNeverReplacesOrBlocks: Save refuses a FIFO, a device, a
 // protected file (the model) and an ordinary file that is not a hot set, and
 // leaves them as they were; it replaces a hot set (even a stale or corrupt
-// one) and an empty file; LoadHotSet refuses a FIFO at once instead of
+// one) and an empty file; Load refuses a FIFO at once instead of
 // blocking in open.
 func TestHotSetNeverReplacesOrBlocks(t *testing.T) {
 	dir := t.TempDir()
@@ -173,22 +173,22 @@ func TestHotSetNeverReplacesOrBlocks(t *testing.T) {
 		if err := h.Save(p); err != nil {
 			t.Fatalf("Save over %q: %v", old, err)
 		}
-		if _, err := LoadHotSet(p, hotID, []int{4, 4, 3}); err != nil {
+		if _, err := Load(p, hotID, []int{4, 4, 3}); err != nil {
 			t.Fatalf("after replacing %q: %v", old, err)
 		}
 	}
 	done := make(chan error, 1)
-	go func() { _, err := LoadHotSet(fifo, hotID, []int{4, 4, 3}); done <- err }()
+	go func() { _, err := Load(fifo, hotID, []int{4, 4, 3}); done <- err }()
 	select {
 	case err := <-done:
 		if !errors.Is(err, safefile.ErrNotRegular) {
-			t.Fatalf("LoadHotSet(FIFO) = %v, want ErrNotRegular", err)
+			t.Fatalf("Load(FIFO) = %v, want ErrNotRegular", err)
 		}
 	case <-time.After(5 * time.Second):
 		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
 			w.Close() // unblock the reader
 		}
-		t.Fatal("LoadHotSet blocked on a FIFO")
+		t.Fatal("Load blocked on a FIFO")
 	}
 }
 

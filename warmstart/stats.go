@@ -1,0 +1,11 @@
+package warmstart
+
+// Stats count a warm start's reads (the planner's account of them).
+type Stats struct {
+	Issued    int64 // reads offered to the lanes
+	Completed int64 // of those, read into the cache
+	Withdrawn int64 // taken back unread (the warm start was stopped)
+	Promoted  int64 // moved to demand priority because a demand lookup joined them
+	Used      int64 // warmed experts a demand lookup later found (hit or join)
+	Full      bool  // the warm start stopped because no free slot was left
+}
