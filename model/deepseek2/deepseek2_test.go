@@ -10,12 +10,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 	_ "github.com/pipe-engine/pipe/model/deepseek2"
+	"github.com/pipe-engine/pipe/model/goldentest"
 	"github.com/pipe-engine/pipe/router"
 )
+
+// routing is what the recording MoE routes with: the engine's router.
+var routing = goldentest.Router{Route: router.Route, ScratchLen: router.ScratchLen}
 
 const golden = "../../testdata/golden"
 
@@ -39,7 +42,7 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := goldentest.NewRec(m, d, raw)
+	rec := goldentest.NewRec(m, d, raw, routing)
 	logits, err := m.Forward(context.Background(), st, toks, rec, true)
 	if err != nil {
 		t.Fatal(err)

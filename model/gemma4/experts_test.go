@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/goldentest"
 )
 
 // TestSeparateGateUp: a layer with ffn_gate_exps and ffn_up_exps apart

@@ -15,11 +15,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/model/gemma4"
+	"github.com/pipe-engine/pipe/model/goldentest"
+	"github.com/pipe-engine/pipe/router"
 )
+
+// routing is what the recording MoE routes with: the engine's router.
+var routing = goldentest.Router{Route: router.Route, ScratchLen: router.ScratchLen}
 
 const golden = "../../testdata/golden"
 
@@ -58,7 +62,7 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := goldentest.NewRec(m, d, raw)
+	rec := goldentest.NewRec(m, d, raw, routing)
 	logits, err := m.Forward(context.Background(), st, p0fox, rec, true)
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +296,7 @@ func TestQuantizedOutliersAreRouterTies(t *testing.T) {
 			V := g.NVocab
 			toks := g.Prompt
 			for s := range g.Generated {
-				rec := &tieMoE{Rec: goldentest.NewRec(m, d, raw), m: m}
+				rec := &tieMoE{Rec: goldentest.NewRec(m, d, raw, routing), m: m}
 				lg, err := m.Forward(context.Background(), st, toks, rec, false)
 				if err != nil {
 					t.Fatal(err)

@@ -7,11 +7,15 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/goldentest"
 	_ "github.com/pipe-engine/pipe/model/lfm2moe"
+	"github.com/pipe-engine/pipe/router"
 )
+
+// routing is what the recording MoE routes with: the engine's router.
+var routing = goldentest.Router{Route: router.Route, ScratchLen: router.ScratchLen}
 
 const golden = "../../testdata/golden"
 
@@ -31,7 +35,7 @@ func goldenPrompt(t *testing.T) []int32 {
 func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 	const bound = 1e-5
 	m, d, raw := goldentest.Load(t, filepath.Join(golden, "models/tiny-lfm2moe-F32.gguf"), model.Options{})
-	rec := goldentest.NewRec(m, d, raw)
+	rec := goldentest.NewRec(m, d, raw, routing)
 	st, err := m.NewState(64, model.KVF32)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +73,7 @@ func TestPassesAgree(t *testing.T) {
 		pool := kernels.NewPool(threads)
 		t.Cleanup(pool.Close)
 		m, d, raw := goldentest.Load(t, filepath.Join(golden, "models/tiny-lfm2moe-Q8_0.gguf"), model.Options{Pool: pool})
-		moe := goldentest.NewRec(m, d, raw)
+		moe := goldentest.NewRec(m, d, raw, routing)
 		for _, size := range []int{len(prompt), 6, 1} {
 			st, err := m.NewState(64, model.KVF32)
 			if err != nil {

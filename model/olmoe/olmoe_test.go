@@ -5,11 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/goldentest"
 	_ "github.com/pipe-engine/pipe/model/olmoe"
+	"github.com/pipe-engine/pipe/router"
 )
+
+// routing is what the recording MoE routes with: the engine's router.
+var routing = goldentest.Router{Route: router.Route, ScratchLen: router.ScratchLen}
 
 // TestIntermediatesMatchLlamaCpp compares the F32 model's p0_fox pass layer
 // by layer with llama.cpp's dump (goldentest.CheckLayers): the routed
@@ -18,7 +22,7 @@ import (
 // routed output, the logits. Bound: only the order of float sums differs;
 // measured ≤ 4e-7.
 func TestIntermediatesMatchLlamaCpp(t *testing.T) {
-	goldentest.CheckLayers(t, "../../testdata/golden", "tiny-olmoe-F32", "ffn_moe_weights", 1e-5)
+	goldentest.CheckLayers(t, routing, "../../testdata/golden", "tiny-olmoe-F32", "ffn_moe_weights", 1e-5)
 }
 
 // TestRefusesGQA: llama.cpp's attn_k_norm is n_embd wide, so an olmoe file

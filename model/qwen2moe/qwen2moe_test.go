@@ -3,10 +3,14 @@ package qwen2moe_test
 import (
 	"testing"
 
-	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/goldentest"
 	_ "github.com/pipe-engine/pipe/model/qwen2moe"
+	"github.com/pipe-engine/pipe/router"
 )
+
+// routing is what the recording MoE routes with: the engine's router.
+var routing = goldentest.Router{Route: router.Route, ScratchLen: router.ScratchLen}
 
 // TestIntermediatesMatchLlamaCpp compares the F32 model's p0_fox pass layer
 // by layer with llama.cpp's dump (goldentest.CheckLayers): the routed
@@ -16,7 +20,7 @@ import (
 // float sums differs (ggml's AVX-512 dots and SIMD SiLU vs ours); measured
 // ≤ 4e-7.
 func TestIntermediatesMatchLlamaCpp(t *testing.T) {
-	goldentest.CheckLayers(t, "../../testdata/golden", "tiny-qwen2moe-F32", "ffn_moe_weights", 1e-5)
+	goldentest.CheckLayers(t, routing, "../../testdata/golden", "tiny-qwen2moe-F32", "ffn_moe_weights", 1e-5)
 }
 
 // TestRouter: softmax over all experts, top-k, the weights not renormalised

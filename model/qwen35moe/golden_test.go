@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/goldentest"
 )
 
 const golden = "../../testdata/golden"
@@ -23,7 +23,7 @@ const golden = "../../testdata/golden"
 func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 	const bound = 1e-5
 	m, d, raw := goldentest.Load(t, filepath.Join(golden, "models/tiny-qwen35moe-F32.gguf"), model.Options{})
-	rec := goldentest.NewRec(m, d, raw)
+	rec := goldentest.NewRec(m, d, raw, routing)
 	prompt := goldentest.PromptTokens(t, filepath.Join(golden, "runs/tiny-qwen35moe-F32/p0_fox__ref.json"))
 	st, err := m.NewState(64, model.KVF32)
 	if err != nil {

@@ -7,11 +7,15 @@ import (
 	"testing"
 
 	"github.com/pipe-engine/pipe/gen"
-	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/goldentest"
 	_ "github.com/pipe-engine/pipe/model/qwen35moe"
+	"github.com/pipe-engine/pipe/router"
 )
+
+// routing is what the recording MoE routes with: the engine's router.
+var routing = goldentest.Router{Route: router.Route, ScratchLen: router.ScratchLen}
 
 // genTiny writes qwen35moe-tiny with quant into a temporary file.
 func genTiny(t *testing.T, quant string) string {
@@ -29,7 +33,7 @@ func load(t *testing.T, path string, threads int) (model.Model, model.MoE) {
 	pool := kernels.NewPool(threads)
 	t.Cleanup(pool.Close)
 	m, d, raw := goldentest.Load(t, path, model.Options{Pool: pool})
-	return m, goldentest.NewRec(m, d, raw)
+	return m, goldentest.NewRec(m, d, raw, routing)
 }
 
 var prompt = []int32{300, 32, 113, 117, 105, 278, 293, 372, 110, 287, 111, 120, 32, 106, 309, 112, 115, 265, 310, 258}

@@ -10,10 +10,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/pipe-engine/pipe/internal/goldentest"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/goldentest"
 	_ "github.com/pipe-engine/pipe/model/qwen3moe"
+	"github.com/pipe-engine/pipe/router"
 )
+
+// routing is what the recording MoE routes with: the engine's router.
+var routing = goldentest.Router{Route: router.Route, ScratchLen: router.ScratchLen}
 
 const golden = "../../testdata/golden"
 
@@ -62,7 +66,7 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompt := []int32{284, 444, 330, 107, 285, 426, 110, 458, 32, 106, 319, 112, 115, 466, 259, 279, 97, 122, 121, 451, 46}
-	rec := goldentest.NewRec(m, d, raw)
+	rec := goldentest.NewRec(m, d, raw, routing)
 	logits, err := m.Forward(context.Background(), st, prompt, rec, false)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,11 @@
 // from the file's bytes, and llama.cpp's eval-callback tensor dumps
 // (testdata/golden/README.md, section 5) with the comparisons against them.
 // Only tests import it.
+//
+// The recording MoE routes with the Router it is handed — package router's
+// Route and ScratchLen in every test — rather than importing package router,
+// which imports package model: this package sits beside the model it tests
+// and below the router.
 package goldentest
 
 import (
@@ -20,7 +25,6 @@ import (
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
-	"github.com/pipe-engine/pipe/router"
 )
 
 // FileSource serves tensors from the whole file in memory.
@@ -69,21 +73,32 @@ func Load(t *testing.T, path string, opt model.Options) (model.Model, *model.Des
 	return m, d, raw
 }
 
+// Router is the routing the recording MoE uses: router.Route and
+// router.ScratchLen.
+type Router struct {
+	// Route selects spec.K experts from a token's logits into ids and
+	// weights, with probs as scratch of ScratchLen(spec) floats.
+	Route      func(spec model.RouterSpec, logits []float32, ids []int, weights []float32, probs []float32) error
+	ScratchLen func(spec model.RouterSpec) int
+}
+
 // Rec is a model.RouterInputMoE that routes with the model's RouterSpec,
 // computes every routed expert from the file's bytes, sums in rank order and
 // records, per layer and token, what it was handed and what it computed.
 type Rec struct {
 	m                            model.Model
+	rt                           Router
 	d                            *model.Desc
 	file                         []byte
 	X, Logits, RouterIn, Out, Ws map[int][][]float32
 	IDs                          map[int][][]int
 }
 
-// NewRec returns a recording MoE for m (described by d, bytes file).
-func NewRec(m model.Model, d *model.Desc, file []byte) *Rec {
+// NewRec returns a recording MoE for m (described by d, bytes file) that
+// routes with rt.
+func NewRec(m model.Model, d *model.Desc, file []byte, rt Router) *Rec {
 	mk := func() map[int][][]float32 { return map[int][][]float32{} }
-	return &Rec{m: m, d: d, file: file, X: mk(), Logits: mk(), RouterIn: mk(), Out: mk(), Ws: mk(), IDs: map[int][][]int{}}
+	return &Rec{m: m, rt: rt, d: d, file: file, X: mk(), Logits: mk(), RouterIn: mk(), Out: mk(), Ws: mk(), IDs: map[int][][]int{}}
 }
 
 // RunMoE implements model.MoE.
@@ -95,12 +110,12 @@ func (r *Rec) RunMoE(ctx context.Context, layer int, x, logits, out [][]float32)
 func (r *Rec) RunMoERouted(_ context.Context, layer int, x, logits, routerIn, out [][]float32) error {
 	spec := r.m.Router(layer)
 	var s model.Scratch
-	probs := make([]float32, router.ScratchLen(spec))
+	probs := make([]float32, r.rt.ScratchLen(spec))
 	y := make([]float32, len(x[0]))
 	cp := func(v []float32) []float32 { return append([]float32(nil), v...) }
 	for t := range x {
 		ids, w := make([]int, spec.K), make([]float32, spec.K)
-		if err := router.Route(spec, logits[t], ids, w, probs); err != nil {
+		if err := r.rt.Route(spec, logits[t], ids, w, probs); err != nil {
 			return err
 		}
 		for rank, e := range ids {
@@ -265,8 +280,9 @@ func PromptTokens(t *testing.T, runFile string) []int32 {
 // router logits, the top-k experts and their weights (the dumped tensor
 // weights-L: ffn_moe_weights or ffn_moe_weights_norm), the routed output
 // (ffn_moe_out-L), and the logits last. Each relative error must be within
-// bound; a divergence shows at its first layer and op.
-func CheckLayers(t *testing.T, goldenDir, name, weights string, bound float64) {
+// bound; a divergence shows at its first layer and op. The model routes
+// with rt.
+func CheckLayers(t *testing.T, rt Router, goldenDir, name, weights string, bound float64) {
 	t.Helper()
 	m, d, raw := Load(t, filepath.Join(goldenDir, "models", name+".gguf"), model.Options{})
 	prompt := PromptTokens(t, filepath.Join(goldenDir, "runs", name, "p0_fox__ref.json"))
@@ -274,7 +290,7 @@ func CheckLayers(t *testing.T, goldenDir, name, weights string, bound float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := NewRec(m, d, raw)
+	rec := NewRec(m, d, raw, rt)
 	logits, err := m.Forward(context.Background(), st, prompt, rec, true)
 	if err != nil {
 		t.Fatal(err)
