@@ -27,9 +27,10 @@
 // popularity saved by earlier runs; a stale or corrupt one is ignored with a
 // warning) and starts reading its hottest experts into the expert cache in
 // the background while the dense weights load (stages.Inputs.WarmKeys);
-// every routing is counted, and
-// Close saves this run's counts plus half the earlier popularity
-// (SaveHotSet, which a server may also call itself).
+// every routing is counted, and Close saves this run's counts plus half the
+// earlier popularity (SaveHotSet, which a server may also call itself).
+// warmstart.go wires the model to a warmstart.Run, which keeps that account;
+// the hot set, its file and the warm reads' order are package warmstart's.
 //
 // # Concurrency
 //

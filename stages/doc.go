@@ -30,7 +30,7 @@
 //
 // Counters: Engine.Metrics is one snapshot (metrics.Counters — lookups by
 // outcome, bytes, stall — plus the profile, speculation and warm-start
-// stats); the per-token CSV row, decode.Result and the server's /metrics all
+// stats, warmstart.Stats); the per-token CSV row, decode.Result and the server's /metrics all
 // read it, so a hit (an expert resident and ready; a join on a read in
 // flight is not one) has one definition.
 //
@@ -109,7 +109,8 @@
 // # Goroutines
 //
 // With streaming, Engine.Open starts the lanes (package reader, conc
-// goroutines) and, with a warm start (Config.WarmKeys), the warm reader
+// goroutines) and, with a warm start (Inputs.WarmKeys: the hot set's keys,
+// package warmstart's, hottest first), the warm reader
 // before it reads the dense weights, so warm reads overlap the rest of the
 // load; then, with the model built, the planner goroutine
 // (prefetch.Planner.Run). All are owned by the engine and bound to its
