@@ -15,7 +15,7 @@ type fragment struct {
 // partition splits text at the special tokens, longest token first, as
 // llama.cpp's tokenizer_st_partition. CONTROL and UNKNOWN tokens are only
 // matched when parseSpecial is set; USER_DEFINED tokens always are.
-func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
+func (t *encoder) partition(text string, parseSpecial bool) []fragment {
 	frags := []fragment{{id: None, s: 0, e: len(text)}}
 	var out []fragment
 	for _, sid := range t.special {
@@ -56,12 +56,12 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 // Encode tokenizes text like llama_tokenize(text, addSpecial, parseSpecial).
 // With addSpecial, BOS/EOS are added if the vocabulary asks for them
 // (tokenizer.ggml.add_bos_token / add_eos_token).
-func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
+func (t *encoder) Encode(text string, addSpecial, parseSpecial bool) []int32 {
 	return t.AppendEncode(nil, text, addSpecial, parseSpecial)
 }
 
 // AppendEncode is Encode appending to dst.
-func (t *Tokenizer) AppendEncode(dst []int32, text string, addSpecial, parseSpecial bool) []int32 {
+func (t *encoder) AppendEncode(dst []int32, text string, addSpecial, parseSpecial bool) []int32 {
 	if addSpecial && t.addBOS {
 		dst = append(dst, t.bos)
 	}
@@ -161,7 +161,7 @@ func (q *bigramQueue) pop() bigram {
 }
 
 // encodeRaw pre-tokenizes one raw fragment and BPE-encodes every word.
-func (t *Tokenizer) encodeRaw(st *encodeState, dst []int32, text string) []int32 {
+func (t *encoder) encodeRaw(st *encodeState, dst []int32, text string) []int32 {
 	st.cpts = decodeCodepoints(text, st.cpts[:0])
 	st.flags = st.flags[:0]
 	for _, r := range st.cpts {
@@ -215,7 +215,7 @@ func utf8Len(b byte) int {
 // runs of anything else ("[^\n]+|[\n]+" over code points, re-encoded to
 // UTF-8), a word of newlines that is itself a token is emitted whole, and
 // every other word is BPE-merged from its UTF-8 characters on the raw text.
-func (t *Tokenizer) encodeGemma4(st *encodeState, dst []int32, text string) []int32 {
+func (t *encoder) encodeGemma4(st *encodeState, dst []int32, text string) []int32 {
 	text = strings.ReplaceAll(text, " ", spaceEscape)
 	st.cpts = decodeCodepoints(text, st.cpts[:0])
 	for start := 0; start < len(st.cpts); {
@@ -244,7 +244,7 @@ func (t *Tokenizer) encodeGemma4(st *encodeState, dst []int32, text string) []in
 	return dst
 }
 
-func (t *Tokenizer) addBigram(st *encodeState, left, right int) {
+func (t *encoder) addBigram(st *encodeState, left, right int) {
 	if left < 0 || right < 0 {
 		return
 	}
@@ -261,7 +261,7 @@ func (t *Tokenizer) addBigram(st *encodeState, left, right int) {
 // rank first, leftmost on ties) like llm_tokenizer_bpe_session, then emits
 // the token ids, falling back to single-byte tokens for symbols that are not
 // in the vocabulary.
-func (t *Tokenizer) bpeWord(st *encodeState, dst []int32) []int32 {
+func (t *encoder) bpeWord(st *encodeState, dst []int32) []int32 {
 	if len(st.sym) == 0 {
 		return dst
 	}

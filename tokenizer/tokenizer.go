@@ -79,12 +79,24 @@ const (
 	preGemma4
 )
 
-// Tokenizer is a loaded BPE vocabulary. It is immutable and safe for
-// concurrent use.
+// Tokenizer is a loaded BPE vocabulary, made of one type per job: vocab
+// (the tokens, their attributes and pieces, the special ids; decoding),
+// encoder (the pre-tokenizer and BPE or SPM-style merges; encode.go) and
+// the chat rendering, whose methods are the Tokenizer's own (chat.go,
+// jinja.go). Their methods are the Tokenizer's through embedding. It is
+// immutable and safe for concurrent use.
 type Tokenizer struct {
-	pre     preType
-	preName string
+	vocab
+	encoder
 
+	chatTemplate string
+	chatFormat   chatFormat
+	jinja        *jinjaTemplate // UseJinja's template, rendering in place of the built-in format
+}
+
+// vocab is the tokens: their text and attributes, their pieces, the
+// special ids and the end-of-generation set.
+type vocab struct {
 	text    []string // token text (byte-level encoded form for NORMAL tokens)
 	attrs   []attr
 	toID    map[string]int32
@@ -93,22 +105,26 @@ type Tokenizer struct {
 	arena    []byte
 	pieceOff []uint32
 
-	// merges maps a merge line "left right" (byte-level text) to its rank.
-	merges map[string]int32
-	// byteTok[b] is the token id whose text is the single raw byte b (or -1),
-	// llama.cpp's fallback for merged symbols that are not tokens.
-	byteTok [256]int32
-
 	bos, eos, eot, eom, pad int32
 	addBOS, addEOS          bool
 	eog                     map[int32]struct{}
 	eogList                 []int32
 
-	chatTemplate string
-	chatFormat   chatFormat
-	jinja        *jinjaTemplate // UseJinja's template, rendering in place of the built-in format
-
 	maxText int // the longest token text in bytes (MaxTokenBytes)
+}
+
+// encoder turns text into token ids of its vocab: the pre-tokenizer splits
+// it into words, BPE merges each word (encode.go).
+type encoder struct {
+	*vocab
+	pre     preType
+	preName string
+
+	// merges maps a merge line "left right" (byte-level text) to its rank.
+	merges map[string]int32
+	// byteTok[b] is the token id whose text is the single raw byte b (or -1),
+	// llama.cpp's fallback for merged symbols that are not tokens.
+	byteTok [256]int32
 }
 
 // New builds a tokenizer from cfg, applying llama.cpp's load-time fix-ups of
@@ -117,7 +133,8 @@ func New(cfg Config) (*Tokenizer, error) {
 	if cfg.Model != "gpt2" && cfg.Model != "gemma4" {
 		return nil, fmt.Errorf("tokenizer.ggml.model %q: %w (supported: \"gpt2\" byte-level BPE, \"gemma4\")", cfg.Model, ErrUnsupported)
 	}
-	t := &Tokenizer{preName: cfg.Pre}
+	t := &Tokenizer{}
+	t.encoder = encoder{vocab: &t.vocab, preName: cfg.Pre}
 	if cfg.Model == "gemma4" { // llama.cpp ignores the file's pre-tokenizer name for it
 		t.preName = "gemma4"
 	}
@@ -214,11 +231,11 @@ func New(cfg Config) (*Tokenizer, error) {
 // are at least as long as the bytes they stand for), so a text of n bytes
 // has at least n / MaxTokenBytes tokens: enough to refuse a text that cannot
 // fit a context before tokenizing it.
-func (t *Tokenizer) MaxTokenBytes() int { return t.maxText }
+func (t *vocab) MaxTokenBytes() int { return t.maxText }
 
 // buildMerges indexes the merge lines by their text: the BPE loop looks up
 // "left right" directly, so loading costs one map insert per merge.
-func (t *Tokenizer) buildMerges(merges []string) {
+func (t *encoder) buildMerges(merges []string) {
 	t.merges = make(map[string]int32, len(merges))
 	// Backwards, so that for a repeated merge the first rank is the one
 	// left (std::map::emplace keeps the first).
@@ -266,7 +283,7 @@ var (
 // findByNames returns the id of the first name in names present in the vocab.
 // llama.cpp scans an unordered_map, so when several names are present the
 // choice is unspecified there; the name order here is a fixed priority.
-func (t *Tokenizer) findByNames(names []string) int32 {
+func (t *vocab) findByNames(names []string) int32 {
 	for _, n := range names {
 		if id, ok := t.toID[n]; ok {
 			return id
@@ -275,7 +292,7 @@ func (t *Tokenizer) findByNames(names []string) int32 {
 	return None
 }
 
-func (t *Tokenizer) forceControl(id int32) {
+func (t *vocab) forceControl(id int32) {
 	if id != None {
 		t.attrs[id] |= attrControl
 	}
@@ -283,7 +300,7 @@ func (t *Tokenizer) forceControl(id int32) {
 
 // fixupSpecial reproduces llama_vocab::impl::load's text-based special-token
 // detection and the end-of-generation set.
-func (t *Tokenizer) fixupSpecial() {
+func (t *vocab) fixupSpecial() {
 	if t.eot == None {
 		t.eot = t.findByNames(eotNames)
 		t.forceControl(t.eot)
@@ -354,7 +371,7 @@ func (t *Tokenizer) fixupSpecial() {
 	sort.Slice(t.eogList, func(i, j int) bool { return t.eogList[i] < t.eogList[j] })
 }
 
-func (t *Tokenizer) buildSpecialCache() {
+func (t *vocab) buildSpecialCache() {
 	for id, a := range t.attrs {
 		if a&(attrControl|attrUserDefined|attrUnknown) != 0 {
 			t.special = append(t.special, int32(id))
@@ -365,7 +382,7 @@ func (t *Tokenizer) buildSpecialCache() {
 	})
 }
 
-func (t *Tokenizer) buildPieces() {
+func (t *encoder) buildPieces() {
 	t.pieceOff = make([]uint32, len(t.text)+1)
 	t.arena = make([]byte, 0, len(t.text)*6)
 	for id := range t.text {
@@ -375,7 +392,7 @@ func (t *Tokenizer) buildPieces() {
 }
 
 // appendPiece is llama.cpp's token_to_piece for BPE vocabularies with special=true.
-func (t *Tokenizer) appendPiece(dst []byte, id int32) []byte {
+func (t *encoder) appendPiece(dst []byte, id int32) []byte {
 	a := t.attrs[id]
 	txt := t.text[id]
 	switch {
@@ -409,40 +426,40 @@ func (t *Tokenizer) appendPiece(dst []byte, id int32) []byte {
 }
 
 // NVocab is the number of tokens.
-func (t *Tokenizer) NVocab() int { return len(t.text) }
+func (t *vocab) NVocab() int { return len(t.text) }
 
 // Pre is the pre-tokenizer name the tokenizer was built with.
-func (t *Tokenizer) Pre() string { return t.preName }
+func (t *encoder) Pre() string { return t.preName }
 
 // BOS, EOS, EOT, EOM and PAD return the special ids, or None.
-func (t *Tokenizer) BOS() int32 { return t.bos }
+func (t *vocab) BOS() int32 { return t.bos }
 
 // EOS returns the end-of-sequence id, or None.
-func (t *Tokenizer) EOS() int32 { return t.eos }
+func (t *vocab) EOS() int32 { return t.eos }
 
 // EOT returns the end-of-turn id (from metadata, or detected by name), or None.
-func (t *Tokenizer) EOT() int32 { return t.eot }
+func (t *vocab) EOT() int32 { return t.eot }
 
 // EOM returns the end-of-message id, or None.
-func (t *Tokenizer) EOM() int32 { return t.eom }
+func (t *vocab) EOM() int32 { return t.eom }
 
 // PAD returns the padding id, or None.
-func (t *Tokenizer) PAD() int32 { return t.pad }
+func (t *vocab) PAD() int32 { return t.pad }
 
 // AddBOS reports whether Encode with addSpecial prepends BOS.
-func (t *Tokenizer) AddBOS() bool { return t.addBOS }
+func (t *vocab) AddBOS() bool { return t.addBOS }
 
 // IsEOG reports whether id ends generation (llama_vocab_is_eog).
-func (t *Tokenizer) IsEOG(id int32) bool {
+func (t *vocab) IsEOG(id int32) bool {
 	_, ok := t.eog[id]
 	return ok
 }
 
 // EOGs returns the end-of-generation ids in ascending order.
-func (t *Tokenizer) EOGs() []int32 { return append([]int32(nil), t.eogList...) }
+func (t *vocab) EOGs() []int32 { return append([]int32(nil), t.eogList...) }
 
 // TokenText returns the raw vocabulary text of id ("" when out of range).
-func (t *Tokenizer) TokenText(id int32) string {
+func (t *vocab) TokenText(id int32) string {
 	if id < 0 || int(id) >= len(t.text) {
 		return ""
 	}
@@ -450,14 +467,14 @@ func (t *Tokenizer) TokenText(id int32) string {
 }
 
 // ID returns the id of the token with exactly this vocabulary text.
-func (t *Tokenizer) ID(text string) (int32, bool) {
+func (t *vocab) ID(text string) (int32, bool) {
 	id, ok := t.toID[text]
 	return id, ok
 }
 
 // IsControl reports whether id has the CONTROL attribute after load fix-ups
 // (such tokens print as nothing when special is false).
-func (t *Tokenizer) IsControl(id int32) bool {
+func (t *vocab) IsControl(id int32) bool {
 	return id >= 0 && int(id) < len(t.attrs) && t.attrs[id]&attrControl != 0
 }
 
@@ -466,7 +483,7 @@ func (t *Tokenizer) IsControl(id int32) bool {
 // UNKNOWN tokens give their text only when special is true; USER_DEFINED
 // tokens always give their text; UNUSED tokens give nothing. Out-of-range ids
 // give nothing.
-func (t *Tokenizer) Piece(dst []byte, id int32, special bool) []byte {
+func (t *vocab) Piece(dst []byte, id int32, special bool) []byte {
 	if id < 0 || int(id) >= len(t.text) {
 		return dst
 	}
@@ -480,7 +497,7 @@ func (t *Tokenizer) Piece(dst []byte, id int32, special bool) []byte {
 // llama_detokenize's clean_spaces, which is off for qwen2 and gpt-4o but on
 // for gemma4). The result may hold invalid UTF-8 if ids end in the middle of
 // a character.
-func (t *Tokenizer) Decode(ids []int32, special bool) string {
+func (t *vocab) Decode(ids []int32, special bool) string {
 	var b []byte
 	for _, id := range ids {
 		b = t.Piece(b, id, special)
