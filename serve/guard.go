@@ -25,6 +25,23 @@ import (
 //   - Bodies are JSON (Content-Type: application/json; else 415), which a
 //     cross-site form or a "simple" fetch cannot send without a preflight.
 
+// guard holds those rules' settings: the names and origins allowed beside
+// the server's own, and the API key's hash.
+type guard struct {
+	hosts, origins []string // Options.AllowedHosts, Options.AllowedOrigins
+	keyed          bool     // an API key is required (Options.APIKey)
+	keyHash        [sha256.Size]byte
+}
+
+// newGuard is the guard of o.
+func newGuard(o Options) guard {
+	g := guard{hosts: o.AllowedHosts, origins: o.AllowedOrigins, keyed: o.APIKey != ""}
+	if g.keyed {
+		g.keyHash = sha256.Sum256([]byte(o.APIKey))
+	}
+	return g
+}
+
 // corsMethods and corsHeaders are what a preflight may ask for.
 const (
 	corsMethods = "GET, POST, OPTIONS"
@@ -34,7 +51,7 @@ const (
 
 // hostAllowed reports whether a Host header names this server in a way DNS
 // rebinding cannot produce.
-func (s *Server) hostAllowed(hostport string) bool {
+func (g *guard) hostAllowed(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
@@ -46,7 +63,7 @@ func (s *Server) hostAllowed(hostport string) bool {
 	if net.ParseIP(host) != nil || host == "localhost" {
 		return true
 	}
-	for _, a := range s.o.AllowedHosts {
+	for _, a := range g.hosts {
 		if a == "*" || strings.EqualFold(strings.TrimSuffix(a, "."), host) {
 			return true
 		}
@@ -56,11 +73,11 @@ func (s *Server) hostAllowed(hostport string) bool {
 
 // originAllowed reports whether a browser page of origin may call the API:
 // the server's own origin (as the request's Host names it) or an allowed one.
-func (s *Server) originAllowed(origin, host string) bool {
+func (g *guard) originAllowed(origin, host string) bool {
 	if origin == "http://"+host || origin == "https://"+host {
 		return true
 	}
-	return slices.ContainsFunc(s.o.AllowedOrigins, func(a string) bool {
+	return slices.ContainsFunc(g.origins, func(a string) bool {
 		return a == "*" || strings.EqualFold(strings.TrimSuffix(a, "/"), origin)
 	})
 }
@@ -72,7 +89,7 @@ var errForbidden = errors.New("forbidden")
 // the request goes on (else it has been answered).
 func (s *Server) admit(x *exchange) bool {
 	r := x.r
-	if !s.hostAllowed(r.Host) {
+	if !s.guard.hostAllowed(r.Host) {
 		s.fail(x, http.StatusForbidden, "invalid_request_error",
 			fmt.Errorf("%w: Host %q is not a name of this server (an IP address, localhost, --host or --allowed-hosts)", errForbidden, r.Host))
 		return false
@@ -81,7 +98,7 @@ func (s *Server) admit(x *exchange) bool {
 	if origin == "" {
 		return true
 	}
-	if !s.originAllowed(origin, r.Host) {
+	if !s.guard.originAllowed(origin, r.Host) {
 		s.fail(x, http.StatusForbidden, "invalid_request_error",
 			fmt.Errorf("%w: Origin %q may not call this server (--allowed-origins)", errForbidden, origin))
 		return false
@@ -126,11 +143,11 @@ func bearer(r *http.Request) (string, bool) {
 
 // authorized compares the bearer token with the key in constant time (both
 // hashed first, so neither length leaks).
-func (s *Server) authorized(r *http.Request) bool {
-	if s.o.APIKey == "" {
+func (g *guard) authorized(r *http.Request) bool {
+	if !g.keyed {
 		return true
 	}
 	tok, ok := bearer(r)
 	got := sha256.Sum256([]byte(tok))
-	return subtle.ConstantTimeCompare(got[:], s.keyHash[:]) == 1 && ok
+	return subtle.ConstantTimeCompare(got[:], g.keyHash[:]) == 1 && ok
 }

@@ -61,7 +61,7 @@ func (s *Server) route(method string, auth bool, h handler) http.Handler {
 		_ = writeBy(x.w, s.o.WriteTimeout)
 		switch {
 		case !s.admit(x):
-		case auth && !s.authorized(r):
+		case auth && !s.guard.authorized(r):
 			x.w.Header().Set("WWW-Authenticate", "Bearer")
 			s.fail(x, http.StatusUnauthorized, "authentication_error", errors.New("invalid or missing API key (Authorization: Bearer KEY)"))
 		case method != "" && r.Method != method:

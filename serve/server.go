@@ -78,7 +78,6 @@ package serve
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log"
@@ -160,7 +159,7 @@ type Server struct {
 	nextID  atomic.Uint64
 	idBase  string
 	created int64
-	keyHash [sha256.Size]byte
+	guard   guard // who may talk to it (guard.go)
 
 	// The KV cache's owner (slot-guarded): who made the request that filled
 	// it, and how many of its tokens were that request's prompt.
@@ -203,10 +202,7 @@ func New(o Options) (*Server, error) {
 	}
 	now := time.Now()
 	s := &Server{o: o, sess: sess, nCtx: sess.Ctx(), slot: make(chan struct{}, 1), met: newMeters(),
-		idBase: fmt.Sprintf("%x", now.UnixNano()), created: now.Unix()}
-	if o.APIKey != "" {
-		s.keyHash = sha256.Sum256([]byte(o.APIKey))
-	}
+		idBase: fmt.Sprintf("%x", now.UnixNano()), created: now.Unix(), guard: newGuard(o)}
 	o.Model.OnRoute(s.observeRoute)
 	return s, nil
 }
