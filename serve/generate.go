@@ -220,7 +220,7 @@ func (s *Server) run(ctx context.Context, j *job, chain *sample.Chain, feed []in
 	st := stopper{stops: j.stops}
 	byString := false
 	eng := s.o.Model.Engine()
-	tel := s.newTelemetry(start)
+	tel := s.strips.newTracker(start)
 	var ids []int32               // tokens whose text is not sent yet
 	var probs []sample.TokenProbs // and their probabilities (j.probs)
 	var first time.Time           // the first token's callback: the prompt pass is over

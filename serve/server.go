@@ -169,8 +169,8 @@ type Server struct {
 
 	gvocab vocabCache // the tokenizer's vocabulary for grammars (grammar.go)
 
-	nCtx  int                      // the session's context
-	strip atomic.Pointer[[][2]int] // the running generation's per-layer hits and misses (telemetry.go)
+	nCtx   int     // the session's context
+	strips *strips // the running generation's per-layer hits and misses (telemetry.go)
 }
 
 // New makes the server's session (its KV cache is allocated here).
@@ -202,8 +202,9 @@ func New(o Options) (*Server, error) {
 	}
 	now := time.Now()
 	s := &Server{o: o, sess: sess, nCtx: sess.Ctx(), slot: make(chan struct{}, 1), met: newMeters(),
-		idBase: fmt.Sprintf("%x", now.UnixNano()), created: now.Unix(), guard: newGuard(o)}
-	o.Model.OnRoute(s.observeRoute)
+		idBase: fmt.Sprintf("%x", now.UnixNano()), created: now.Unix(), guard: newGuard(o),
+		strips: &strips{m: o.Model}}
+	o.Model.OnRoute(s.strips.observe)
 	return s, nil
 }
 

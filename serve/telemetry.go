@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/pipe-engine/pipe/decode"
@@ -33,12 +34,20 @@ type tracker struct {
 	strip  [][2]int
 }
 
-// newTelemetry starts a generation's tracker and points the route observer
+// strips hands the running generation's per-layer strip of expert hits and
+// misses from the model's route observer (observe) to the generation's
+// tracker (newTracker).
+type strips struct {
+	m   *decode.Model
+	cur atomic.Pointer[[][2]int] // the running generation's strip
+}
+
+// newTracker starts a generation's tracker and points the route observer
 // at its strip.
-func (s *Server) newTelemetry(start time.Time) *tracker {
-	eng := s.o.Model.Engine()
+func (b *strips) newTracker(start time.Time) *tracker {
+	eng := b.m.Engine()
 	t := &tracker{last: eng.Metrics().Counters, lastAt: start, first: true, strip: make([][2]int, eng.Desc().HParams.NLayer)}
-	s.strip.Store(&t.strip)
+	b.cur.Store(&t.strip)
 	return t
 }
 
@@ -62,15 +71,15 @@ func (t *tracker) take(now metrics.Counters, n int) *telemetry {
 	return tel
 }
 
-// observeRoute counts a decode step's routed experts per layer as hits
-// (in the expert cache when routed) or misses, into the running
-// generation's strip.
-func (s *Server) observeRoute(rt decode.Route) {
-	sp := s.strip.Load()
+// observe counts a decode step's routed experts per layer as hits (in the
+// expert cache when routed) or misses, into the running generation's
+// strip.
+func (b *strips) observe(rt decode.Route) {
+	sp := b.cur.Load()
 	if rt.Prefill || sp == nil || rt.Layer >= len(*sp) {
 		return
 	}
-	eng := s.o.Model.Engine()
+	eng := b.m.Engine()
 	for _, experts := range rt.IDs {
 		for _, e := range experts {
 			if eng.Resident(rt.Layer, e) {
