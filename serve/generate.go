@@ -63,7 +63,7 @@ type piece struct {
 
 // acquire waits for the decode slot (requests are decoded one at a time, in
 // arrival order as far as the runtime's channel wake-ups go) or for ctx.
-func (s *Server) acquire(ctx context.Context) (release func(), err error) {
+func (s *decodeSlot) acquire(ctx context.Context) (release func(), err error) {
 	s.met.queue(1)
 	defer s.met.queue(-1)
 	select {
@@ -163,7 +163,7 @@ func (s *Server) resolveHooks(j *job) error {
 // em. o is filled as far as the generation got, also when it fails.
 func (s *Server) generate(ctx context.Context, j *job, em emitter, start time.Time, o *outcome) error {
 	o.promptTokens = len(j.ids)
-	release, err := s.acquire(ctx)
+	release, err := s.slot.acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -181,14 +181,14 @@ func (s *Server) generate(ctx context.Context, j *job, em emitter, start time.Ti
 	if err != nil {
 		return badRequest("%v", err)
 	}
-	s.sess.SetChain(chain)
+	s.slot.sess.SetChain(chain)
 	if err := em.begin(); err != nil {
 		return err
 	}
 	if j.noCache {
-		s.sess.Reuse(ids[:1]) // cache_prompt: false: prefill it all
+		s.slot.sess.Reuse(ids[:1]) // cache_prompt: false: prefill it all
 	}
-	o.cachedTokens = s.reuse(j.who, ids)
+	o.cachedTokens = s.slot.reuse(j.who, ids)
 	eng := s.o.Model.Engine()
 	before := eng.Metrics().Counters
 	defer func() {
@@ -224,7 +224,7 @@ func (s *Server) run(ctx context.Context, j *job, chain *sample.Chain, feed []in
 	var ids []int32               // tokens whose text is not sent yet
 	var probs []sample.TokenProbs // and their probabilities (j.probs)
 	var first time.Time           // the first token's callback: the prompt pass is over
-	res, err := s.sess.Generate(ctx, feed, decode.GenOptions{MaxTokens: o.maxTokens}, func(t decode.Token) error {
+	res, err := s.slot.sess.Generate(ctx, feed, decode.GenOptions{MaxTokens: o.maxTokens}, func(t decode.Token) error {
 		if first.IsZero() {
 			first = time.Now()
 			o.ttft = first.Sub(start)

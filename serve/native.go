@@ -349,7 +349,7 @@ func (s *Server) detokenize(x *exchange) {
 func (s *Server) props(x *exchange) {
 	tok := s.o.Model.Tokenizer()
 	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]any{
-		"default_generation_settings": map[string]any{"params": s.settings(nil, s.o.MaxTokens), "n_ctx": s.sess.Ctx()},
+		"default_generation_settings": map[string]any{"params": s.settings(nil, s.o.MaxTokens), "n_ctx": s.slot.sess.Ctx()},
 		"total_slots":                 1,
 		"model_alias":                 s.o.ModelID,
 		"model_path":                  s.o.ModelPath,
@@ -369,7 +369,7 @@ func (s *Server) props(x *exchange) {
 func (s *Server) slots(x *exchange) {
 	busy := s.met.running()
 	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, []map[string]any{{
-		"id": 0, "n_ctx": s.sess.Ctx(), "speculative": false, "is_processing": busy,
+		"id": 0, "n_ctx": s.slot.sess.Ctx(), "speculative": false, "is_processing": busy,
 		"params": s.settings(nil, s.o.MaxTokens),
 	}})
 }

@@ -153,19 +153,12 @@ const (
 // Server serves one model. Create it with New.
 type Server struct {
 	o       Options
-	sess    *decode.Session
-	slot    chan struct{}
+	slot    *decodeSlot // the session and its one-at-a-time gate (slot.go)
 	met     *meters
 	nextID  atomic.Uint64
 	idBase  string
 	created int64
 	guard   guard // who may talk to it (guard.go)
-
-	// The KV cache's owner (slot-guarded): who made the request that filled
-	// it, and how many of its tokens were that request's prompt.
-	owner     tenant
-	ownerSeen bool
-	ownerLen  int
 
 	gvocab vocabCache // the tokenizer's vocabulary for grammars (grammar.go)
 
@@ -201,7 +194,8 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	now := time.Now()
-	s := &Server{o: o, sess: sess, nCtx: sess.Ctx(), slot: make(chan struct{}, 1), met: newMeters(),
+	met := newMeters()
+	s := &Server{o: o, slot: &decodeSlot{sess: sess, slot: make(chan struct{}, 1), met: met}, nCtx: sess.Ctx(), met: met,
 		idBase: fmt.Sprintf("%x", now.UnixNano()), created: now.Unix(), guard: newGuard(o),
 		strips: &strips{m: o.Model}}
 	o.Model.OnRoute(s.strips.observe)
@@ -267,7 +261,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.o.Log.Info().Str("event", "listening").Str("addr", ln.Addr().String()).Str("model", s.o.ModelID).
-		Int("ctx", s.sess.Ctx()).Msg("listening")
+		Int("ctx", s.slot.sess.Ctx()).Msg("listening")
 	select {
 	case err := <-errc:
 		return err

@@ -3,7 +3,6 @@ package serve
 import (
 	"crypto/sha256"
 	"net/http"
-	"slices"
 )
 
 // The session's KV cache is shared by every request, and the cached_tokens a
@@ -38,18 +37,4 @@ func tenantOf(r *http.Request, cacheKey string) tenant {
 	h.Sum(t.id[:0])
 	t.keyed = cacheKey != ""
 	return t
-}
-
-// reuse rewinds the session to the prefix of ids who may reuse (see above)
-// and returns its length; it records who as the KV's new owner. It runs in
-// the decode slot.
-func (s *Server) reuse(who tenant, ids []int32) int {
-	hist := s.sess.Tokens()
-	mine := s.ownerSeen && who == s.owner &&
-		(who.keyed || (s.ownerLen <= len(hist) && len(ids) >= s.ownerLen && slices.Equal(ids[:s.ownerLen], hist[:s.ownerLen])))
-	s.owner, s.ownerSeen, s.ownerLen = who, true, len(ids)
-	if !mine {
-		return s.sess.Reuse(ids[:1]) // keeps nothing: one token to feed, none shared
-	}
-	return s.sess.Reuse(ids)
 }
