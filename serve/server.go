@@ -150,7 +150,13 @@ const (
 	DefaultShutdownGrace = 10 * time.Second
 )
 
-// Server serves one model. Create it with New.
+// Server serves one model. Create it with New. Its methods are the routes:
+// the request plumbing and the OpenAI handlers (handlers.go), llama-server's
+// native ones (native.go) and a generation's steps (generate.go); the other
+// jobs are types of their own: who may call it (guard, guard.go), the
+// session and its one-at-a-time gate (decodeSlot, slot.go), the telemetry
+// strip (strips, telemetry.go) and the Prometheus meters (meters,
+// metrics.go).
 type Server struct {
 	o       Options
 	slot    *decodeSlot // the session and its one-at-a-time gate (slot.go)
