@@ -80,11 +80,12 @@ const (
 )
 
 // Tokenizer is a loaded BPE vocabulary, made of one type per job: vocab
-// (the tokens, their attributes and pieces, the special ids; decoding),
-// encoder (the pre-tokenizer and BPE or SPM-style merges; encode.go) and
-// the chat rendering, whose methods are the Tokenizer's own (chat.go,
-// jinja.go). Their methods are the Tokenizer's through embedding. It is
-// immutable and safe for concurrent use.
+// (the tokens, their attributes and pieces, decoding; with specials, the
+// special ids and the end-of-generation set), encoder (the pre-tokenizer
+// and BPE or SPM-style merges; encode.go) and the chat rendering, whose
+// methods are the Tokenizer's own (chat.go, jinja.go). Their methods are
+// the Tokenizer's through embedding. It is immutable and safe for
+// concurrent use.
 type Tokenizer struct {
 	vocab
 	encoder
@@ -94,8 +95,8 @@ type Tokenizer struct {
 	jinja        *jinjaTemplate // UseJinja's template, rendering in place of the built-in format
 }
 
-// vocab is the tokens: their text and attributes, their pieces, the
-// special ids and the end-of-generation set.
+// vocab is the tokens: their text and attributes, their pieces and the
+// special tokens (specials).
 type vocab struct {
 	text    []string // token text (byte-level encoded form for NORMAL tokens)
 	attrs   []attr
@@ -105,12 +106,18 @@ type vocab struct {
 	arena    []byte
 	pieceOff []uint32
 
+	specials
+
+	maxText int // the longest token text in bytes (MaxTokenBytes)
+}
+
+// specials is the special tokens' ids (None when absent), whether encoding
+// adds BOS and EOS, and the end-of-generation set.
+type specials struct {
 	bos, eos, eot, eom, pad int32
 	addBOS, addEOS          bool
 	eog                     map[int32]struct{}
 	eogList                 []int32
-
-	maxText int // the longest token text in bytes (MaxTokenBytes)
 }
 
 // encoder turns text into token ids of its vocab: the pre-tokenizer splits
@@ -432,31 +439,31 @@ func (t *vocab) NVocab() int { return len(t.text) }
 func (t *encoder) Pre() string { return t.preName }
 
 // BOS, EOS, EOT, EOM and PAD return the special ids, or None.
-func (t *vocab) BOS() int32 { return t.bos }
+func (t *specials) BOS() int32 { return t.bos }
 
 // EOS returns the end-of-sequence id, or None.
-func (t *vocab) EOS() int32 { return t.eos }
+func (t *specials) EOS() int32 { return t.eos }
 
 // EOT returns the end-of-turn id (from metadata, or detected by name), or None.
-func (t *vocab) EOT() int32 { return t.eot }
+func (t *specials) EOT() int32 { return t.eot }
 
 // EOM returns the end-of-message id, or None.
-func (t *vocab) EOM() int32 { return t.eom }
+func (t *specials) EOM() int32 { return t.eom }
 
 // PAD returns the padding id, or None.
-func (t *vocab) PAD() int32 { return t.pad }
+func (t *specials) PAD() int32 { return t.pad }
 
 // AddBOS reports whether Encode with addSpecial prepends BOS.
-func (t *vocab) AddBOS() bool { return t.addBOS }
+func (t *specials) AddBOS() bool { return t.addBOS }
 
 // IsEOG reports whether id ends generation (llama_vocab_is_eog).
-func (t *vocab) IsEOG(id int32) bool {
+func (t *specials) IsEOG(id int32) bool {
 	_, ok := t.eog[id]
 	return ok
 }
 
 // EOGs returns the end-of-generation ids in ascending order.
-func (t *vocab) EOGs() []int32 { return append([]int32(nil), t.eogList...) }
+func (t *specials) EOGs() []int32 { return append([]int32(nil), t.eogList...) }
 
 // TokenText returns the raw vocabulary text of id ("" when out of range).
 func (t *vocab) TokenText(id int32) string {
