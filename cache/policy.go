@@ -14,6 +14,14 @@ type Key struct{ Layer, Expert int }
 // String renders k as "L<layer>/E<expert>" for logs and errors.
 func (k Key) String() string { return fmt.Sprintf("L%d/E%d", k.Layer, k.Expert) }
 
+// less orders keys by layer, then expert: the policies' final tie-break.
+func (k Key) less(o Key) bool {
+	if k.Layer != o.Layer {
+		return k.Layer < o.Layer
+	}
+	return k.Expert < o.Expert
+}
+
 // Policy decides which resident expert leaves the cache.
 //
 // A Policy is not safe for concurrent use; the cache calls it under its lock.
@@ -25,7 +33,10 @@ func (k Key) String() string { return fmt.Sprintf("L%d/E%d", k.Layer, k.Expert) 
 // followed by OnEvict for the key the cache actually removed. OnEvict is also
 // called when the cache drops a key for its own reasons. Victim never returns
 // a key for which eligible returns false (pinned, or touched in the current
-// batch); it returns ok=false when no resident key is eligible.
+// batch); it returns ok=false when no resident key is eligible. Every
+// policy's victim order is total (its last tie-break is the key or the
+// admission order), so the victim is a function of the call history alone
+// ("random": and of the seed) and a replay or bench repeats exactly.
 //
 // Registered policies (NewPolicy): "lru"; "lfu" (in-cache counts, LRU among
 // equals); "random" (seeded); "belady" (offline optimum, replay only);

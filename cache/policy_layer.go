@@ -24,7 +24,8 @@ import (
 //
 // Victim order. Without expectedNext: smallest value first; ties go to the
 // layer visited most recently (its next visit is the farthest away in the
-// cycle), then to the least recently used entry. With expectedNext (the
+// cycle), then to the smaller raw value (logS), then to the least recently
+// used entry, then to the smaller key. With expectedNext (the
 // "layer" policy): the value becomes a per-visit use probability
 // p = value·(1−2^−λ) (the steady state of a Bernoulli(p) stream), and the
 // entry expected to be used last goes first, its next use estimated at batch
@@ -58,11 +59,15 @@ type Layered struct {
 	popped []int
 }
 
-// rank orders victims: smaller evicts first.
+// rank orders victims: smaller evicts first. The order is total: the last
+// field is the key, so two resident entries never tie and the victim is a
+// function of the call history alone (not of map or heap layout).
 type rank struct {
 	keep    float64 // value, or minus the expected next-use batch
 	last    int64   // minus the layer's last visit batch
+	use     float64 // Layered: logS (see rankOf); LayerMix: 0
 	lastUse int64
+	key     Key
 }
 
 func (a rank) less(b rank) bool {
@@ -72,7 +77,13 @@ func (a rank) less(b rank) bool {
 	if a.last != b.last {
 		return a.last < b.last
 	}
-	return a.lastUse < b.lastUse
+	if a.use != b.use {
+		return a.use < b.use
+	}
+	if a.lastUse != b.lastUse {
+		return a.lastUse < b.lastUse
+	}
+	return a.key.less(b.key)
 }
 
 type layerEntry struct {
@@ -82,16 +93,21 @@ type layerEntry struct {
 	idx     int     // index in its layer heap
 }
 
-// layerHeap orders one layer's entries: within a layer every rank is
-// monotone in (logS, lastUse).
+// layerHeap orders one layer's entries by (logS, lastUse, key), which is
+// their rank order at every moment: within a layer keep is a non-decreasing
+// function of logS and last is the same, and rank compares logS next.
 type layerHeap []*layerEntry
 
 func (h layerHeap) Len() int { return len(h) }
 func (h layerHeap) Less(i, j int) bool {
-	if h[i].logS != h[j].logS {
-		return h[i].logS < h[j].logS
+	a, b := h[i], h[j]
+	if a.logS != b.logS {
+		return a.logS < b.logS
 	}
-	return h[i].lastUse < h[j].lastUse
+	if a.lastUse != b.lastUse {
+		return a.lastUse < b.lastUse
+	}
+	return a.key.less(b.key)
 }
 func (h layerHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
@@ -217,10 +233,14 @@ func (p *Layered) value(e *layerEntry) float64 {
 	return e.logS - float64(p.lambda*v)
 }
 
-// rankOf is e's victim rank now.
+// rankOf is e's victim rank now. keep is only non-decreasing in logS: the
+// probability is clamped to [1e-12, 1] (an entry used several times in one
+// visit, as in a prefill batch, reaches 1) and rounding merges close values.
+// Ties on keep then fall to logS itself, the heap's own order; breaking them
+// by recency instead let the heap miss the minimum (issue 38).
 func (p *Layered) rankOf(e *layerEntry) rank {
 	m := e.key.Layer
-	r := rank{keep: p.value(e), last: -p.lastBatch[m], lastUse: e.lastUse}
+	r := rank{keep: p.value(e), last: -p.lastBatch[m], use: e.logS, lastUse: e.lastUse, key: e.key}
 	if p.eta && !math.IsInf(p.lambda, 1) {
 		var pr float64
 		if p.lambda == 0 {

@@ -28,7 +28,8 @@ import (
 // estimated at batch lastVisit(layer) + L/p, so a key of the layer that just
 // ran waits a whole cycle even if it is certain, a key of the next layer only
 // one batch. Ties go to the layer visited most recently, then to the least
-// recently used entry.
+// recently used entry, then to the smaller key (a total order: the victim
+// depends on the call history alone).
 //
 // Costs: Batch, OnHit, OnAdmit and OnEvict are O(1) plus O(log L) for L
 // layers; they mark the layer dirty. Victim rescans each dirty layer once,
@@ -189,6 +190,7 @@ func (p *LayerMix) rankOf(e *mixEntry) rank {
 		keep:    -(float64(ly.lastBatch) + float64(len(p.layers))/p.prob(e)),
 		last:    -ly.lastBatch,
 		lastUse: e.lastUse,
+		key:     e.key,
 	}
 }
 
