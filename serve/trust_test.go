@@ -183,11 +183,11 @@ func TestPrefixCacheIsolation(t *testing.T) {
 // TestRejectBeforeQueue: a request whose prompt cannot fit the context is
 // refused while another request holds the decode slot (it is read, sized
 // and tokenized outside the slot), and the body limit follows the context.
-// The slot holder sleeps at least 16 s in its layers (200 tokens × 4 layers
-// × 20 ms), so an answer within 8 s did not wait for it.
+// The slot holder waits at a gate until the test ends, so a request that
+// waited for the slot would never be answered (the hang guard fails it).
 func TestRejectBeforeQueue(t *testing.T) {
 	h := start(t, nil)
-	slow(h, 20*time.Millisecond)
+	gt := gate(t, h, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	resp, err := h.post(ctx, "/v1/completions", `{"prompt":"a long one","max_tokens":200,"stream":true}`)
@@ -195,9 +195,7 @@ func TestRejectBeforeQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if _, err := resp.Body.Read(make([]byte, 1)); err != nil {
-		t.Fatal(err)
-	}
+	waitFor(t, gt.parked, "the slot holder's generation")
 	for _, c := range []struct {
 		body string
 		want int
@@ -207,16 +205,37 @@ func TestRejectBeforeQueue(t *testing.T) {
 		{`{"messages":[{"role":"user","content":"` + strings.Repeat("word ", 300) + `"}]}`, 400},
 		{`{"prompt":"hi","max_tokens":9223372036854775808}`, 400}, // past int64 (max_tokens up to it is clamped to the context: TestLimits)
 	} {
-		t0 := time.Now()
-		got, _, b := h.send(http.MethodPost, "/v1/completions", "", c.body, "Content-Type", jsonCT)
+		path := "/v1/completions"
 		if strings.Contains(c.body, "messages") {
-			got, _, b = h.send(http.MethodPost, "/v1/chat/completions", "", c.body, "Content-Type", jsonCT)
+			path = "/v1/chat/completions"
 		}
-		if got != c.want {
-			t.Errorf("%.40s…: status %d, want %d: %.200s", c.body, got, c.want, b)
+		type answer struct {
+			code int
+			body []byte
+			err  error
 		}
-		if d := time.Since(t0); d > 8*time.Second {
-			t.Errorf("%.40s…: answered after %v: it waited for the slot", c.body, d)
+		got := make(chan answer, 1)
+		go func() {
+			resp, err := http.Post(h.url+path, jsonCT, strings.NewReader(c.body))
+			if err != nil {
+				got <- answer{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			got <- answer{resp.StatusCode, b, err}
+		}()
+		select {
+		case a := <-got:
+			if a.err != nil {
+				t.Fatalf("%.40s…: %v", c.body, a.err)
+			}
+			if a.code != c.want {
+				t.Errorf("%.40s…: status %d, want %d: %.200s", c.body, a.code, c.want, a.body)
+			}
+		case <-time.After(hangGuard):
+			gt.open()
+			t.Fatalf("%.40s…: no answer in %v while the slot was held: it waited for the slot", c.body, hangGuard)
 		}
 	}
 }
