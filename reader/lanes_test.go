@@ -187,9 +187,14 @@ func TestLanesBackpressure(t *testing.T) {
 		t.Fatalf("Submit on a full queue: %v, want DeadlineExceeded", err)
 	}
 	// A Submit blocked while Close starts still gets in and is served.
+	spy := &doneSpy{Context: context.Background(), asked: make(chan struct{})}
 	blocked := make(chan error, 1)
-	go func() { blocked <- l.Submit(context.Background(), req) }()
-	time.Sleep(10 * time.Millisecond)
+	go func() { blocked <- l.Submit(spy, req) }()
+	select {
+	case <-spy.asked: // Submit is in its blocking select
+	case <-time.After(hangGuard):
+		t.Fatalf("Submit never blocked on the full queue (%v)", hangGuard)
+	}
 	closed := make(chan struct{})
 	go func() { l.Close(); close(closed) }()
 	close(bf.release)
@@ -200,6 +205,24 @@ func TestLanesBackpressure(t *testing.T) {
 	if done.Load() != 3 {
 		t.Errorf("Done called %d times, want 3", done.Load())
 	}
+}
+
+// hangGuard bounds the tests' waits for an event: reaching it fails the
+// test loudly instead of hanging; it is no timing claim.
+const hangGuard = 60 * time.Second
+
+// doneSpy is a context that reports when its Done is first asked for: a
+// Submit asks only in its blocking select, once it is past the closed check
+// and counted as a submitter.
+type doneSpy struct {
+	context.Context
+	once  sync.Once
+	asked chan struct{}
+}
+
+func (c *doneSpy) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.asked) })
+	return c.Context.Done()
 }
 
 func TestStartErrors(t *testing.T) {
@@ -221,13 +244,14 @@ func TestStartErrors(t *testing.T) {
 	}
 }
 
-// gateFile lets reads through only when `want` of them run at once (or after
-// a timeout), recording the largest number seen concurrently.
+// gateFile lets reads through only when `want` of them run at once (or when
+// the test gives up), recording the largest number seen concurrently.
 type gateFile struct {
 	mu      sync.Mutex
 	cur, mx int
 	want    int
-	all     chan struct{}
+	all     chan struct{} // closed when want reads run at once
+	giveUp  chan struct{} // closed by the test's hang guard
 }
 
 func (g *gateFile) ReadAt(p []byte, off int64) (int, error) {
@@ -240,7 +264,7 @@ func (g *gateFile) ReadAt(p []byte, off int64) (int, error) {
 	g.mu.Unlock()
 	select {
 	case <-g.all:
-	case <-time.After(2 * time.Second):
+	case <-g.giveUp:
 	}
 	g.mu.Lock()
 	g.cur--
@@ -250,9 +274,10 @@ func (g *gateFile) ReadAt(p []byte, off int64) (int, error) {
 func (g *gateFile) Close() error { return nil }
 
 // TestLanesSplitRequest: one request's three ranges are read at once, even
-// with a single lane.
+// with a single lane: each piece's read waits until all three run, so
+// reading them one after another never completes (the hang guard fails it).
 func TestLanesSplitRequest(t *testing.T) {
-	g := &gateFile{want: 3, all: make(chan struct{})}
+	g := &gateFile{want: 3, all: make(chan struct{}), giveUp: make(chan struct{})}
 	f, err := Open([]string{"gate"}, Options{Open: func(string, bool) (File, error) { return g, nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -266,15 +291,23 @@ func TestLanesSplitRequest(t *testing.T) {
 	rs := []Range{{Shard: 0, Off: 0, Len: 884736}, {Shard: 0, Off: 1 << 30, Len: 884736}, {Shard: 0, Off: 2 << 30, Len: 1290240}}
 	buf := alloc(t, SpanBytes(rs))
 	done := make(chan error, 1)
-	t0 := time.Now()
 	if err := l.Submit(context.Background(), Request{Buf: buf, Ranges: rs, Done: func(err error) { done <- err }}); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(hangGuard):
+		close(g.giveUp)
+		<-done
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		t.Fatalf("the three pieces were not read at once within %v (at most %d at a time)", hangGuard, g.mx)
 	}
-	if g.mx != 3 || time.Since(t0) > time.Second {
-		t.Errorf("%d pieces read at once (took %v), want 3", g.mx, time.Since(t0))
+	if g.mx != 3 {
+		t.Errorf("%d pieces read at once, want 3", g.mx)
 	}
 	if s := l.Stats(); s.Reads != 1 || s.Payload != 884736*2+1290240 {
 		t.Errorf("stats %+v", s.LaneStats)
@@ -411,10 +444,13 @@ func countLanes(t *testing.T, o LaneOptions) (*countFile, *Lanes) {
 	return g, l
 }
 
-// waitServed waits up to 5 s for n Done calls.
-func waitServed(served *atomic.Int32, n int32) {
-	for deadline := time.Now().Add(5 * time.Second); served.Load() < n && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+// waitServed waits for n Done calls; it fails the test after hangGuard.
+func waitServed(t *testing.T, served *atomic.Int32, n int32) {
+	t.Helper()
+	for deadline := time.Now().Add(hangGuard); served.Load() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d requests served after %v", served.Load(), n, hangGuard)
+		}
 	}
 }
 
@@ -441,7 +477,7 @@ func TestLanesSpecLanes(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	close(g.release)
-	waitServed(&served, 4)
+	waitServed(t, &served, 4)
 	l.Close() // (Close drains what is left on every lane, unbounded)
 	if served.Load() != 4 || g.mx != 2 {
 		t.Errorf("%d served, at most %d reads at once; want 4, 2", served.Load(), g.mx)
@@ -467,7 +503,7 @@ func TestLanesAnyLane(t *testing.T) {
 		}
 	}
 	close(g.release)
-	waitServed(&served, 4)
+	waitServed(t, &served, 4)
 	l.Close()
 	if served.Load() != 4 || g.mx != 3 {
 		t.Errorf("%d served, at most %d reads at once; want 4, 3", served.Load(), g.mx)

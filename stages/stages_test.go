@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
@@ -214,7 +213,8 @@ func TestEINVALFallsBack(t *testing.T) {
 }
 
 // TestCancelMidToken cancels inside a layer of a decode step: the step
-// returns promptly with the context's error and nothing leaks (goleak).
+// returns with the context's error before the next layer routes (counted
+// in routings, not seconds) and nothing leaks (goleak).
 func TestCancelMidToken(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -251,7 +251,6 @@ func TestCancelMidToken(t *testing.T) {
 			cancelled = true
 		}
 	})
-	t0 := time.Now()
 	var stepErr error
 	steps := 0
 	for i := 0; i < 5 && stepErr == nil; i++ {
@@ -263,9 +262,6 @@ func TestCancelMidToken(t *testing.T) {
 	}
 	if steps != 2 || len(after) > 1 || (len(after) == 1 && after[0] != "step 2 layer 2") {
 		t.Fatalf("the token the cancel came in ran on: %d steps, routings after the cancel %v", steps, after)
-	}
-	if d := time.Since(t0); d > 5*time.Second {
-		t.Fatalf("cancellation took %v", d)
 	}
 }
 
