@@ -10,9 +10,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pipe-engine/pipe/decode"
 )
 
 const tinyModel = "../../testdata/golden/models/tiny-qwen3moe-Q8_0.gguf"
@@ -198,7 +201,7 @@ func TestSIGTERMExits143(t *testing.T) {
 // waitRows waits until the CSV has a few rows.
 func waitRows(t *testing.T, cmd *exec.Cmd, csv string, stderr *bytes.Buffer) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute) // hang guard
 	for {
 		b, _ := os.ReadFile(csv)
 		if strings.Count(string(b), "\n") >= 4 {
@@ -206,7 +209,7 @@ func waitRows(t *testing.T, cmd *exec.Cmd, csv string, stderr *bytes.Buffer) {
 		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
-			t.Fatalf("no rows after 30 s; stderr:\n%s", stderr.String())
+			t.Fatalf("no rows after a minute; stderr:\n%s", stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -258,33 +261,62 @@ func longPrompt() string {
 	return b.String()
 }
 
-// TestLongPromptCancel: a 100 KB prompt is cancelled within 2 s of the
-// signal (prefill runs in chunks and checks the context per chunk and per
-// layer), and the CSV trailer says status=canceled.
+// TestLongPromptCancel: a 100 KB prompt is cancelled inside its third
+// prefill pass and the run stops before the next layer routes (prefill runs
+// in passes and checks the context per pass and per layer: what makes the
+// README's "Ctrl-C stops any run within 2 s" hold), exits 130, and the CSV
+// trailer says status=canceled. The cancel comes from the run's own
+// progress reports, not after a sleep; the README's 2 s is checked with
+// headroom for a loaded machine.
 func TestLongPromptCancel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: a 100 KB prompt prefill")
 	}
 	csv := filepath.Join(t.TempDir(), "run.csv")
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var cancelled atomic.Bool
+	var after atomic.Int64 // prefill reports after the cancel
+	var at decode.Progress
+	var t0 time.Time
+	observeProgress = func(p decode.Progress) {
+		if p.Phase != decode.PhasePrefill || p.Tokens == 0 {
+			return
+		}
+		if cancelled.Load() {
+			after.Add(1)
+			return
+		}
+		if nl := p.Total / int64(p.Tokens); p.Done >= 2*512*nl+nl/2 { // mid-layer of the third pass
+			at, t0 = p, time.Now()
+			cancelled.Store(true)
+			cancel()
+		}
+	}
+	defer func() { observeProgress = nil }()
 	done := make(chan int, 1)
 	var errb bytes.Buffer
 	go func() {
 		done <- run(ctx, []string{"run", "-m", tinyModel, "-n", "4", "--temp", "0", "--csv", csv, "-p", longPrompt()}, io.Discard, &errb)
 	}()
-	time.Sleep(1500 * time.Millisecond) // well into the prefill
-	t0 := time.Now()
-	cancel()
 	select {
 	case code := <-done:
-		if d := time.Since(t0); d > 2*time.Second {
-			t.Fatalf("exit %v after the cancel", d)
+		if !cancelled.Load() {
+			t.Fatalf("the run ended (exit %d) before its third prefill pass; stderr:\n%s", code, errb.String())
 		}
 		if code != 130 {
 			t.Fatalf("exit %d, want 130; stderr:\n%s", code, errb.String())
 		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("still running 60 s after the cancel")
+		// The README's requirement, with 5× headroom for a loaded machine
+		// (the layer count below is the exact check).
+		if d := time.Since(t0); d > 10*time.Second {
+			t.Errorf("exit %v after the cancel; the README promises 2 s", d)
+		}
+	case <-time.After(10 * time.Minute):
+		t.Fatal("still running 10 minutes on (hang guard)")
+	}
+	if n := after.Load(); n > 1 {
+		t.Errorf("%d layers routed after the cancel at %d/%d, want at most the one in flight", n, at.Done, at.Total)
 	}
 	b, _ := os.ReadFile(csv)
 	if !strings.Contains(string(b), "status=canceled") {

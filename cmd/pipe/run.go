@@ -115,6 +115,15 @@ func (c *RunCmd) options(g *Globals, path string, demo bool, seed uint64) (decod
 	}
 	o.Sink = sink.Options{CSV: c.CSV, Warmup: -1, PeakRSS: sysmem.PeakRSS}
 	o.Progress = showProgress(g.Status)
+	if see := observeProgress; see != nil {
+		show := o.Progress
+		o.Progress = func(p decode.Progress) {
+			if show != nil {
+				show(p)
+			}
+			see(p)
+		}
+	}
 	if c.Progress && !sameTerminal(g.Stdout, g.Stderr) {
 		o.Sink.Progress = sink.NewProgress(g.Status)
 	}
@@ -453,6 +462,10 @@ func (r *runner) writeLogits(l []float32) error {
 
 // stdin is where interactive mode reads turns (tests replace it).
 var stdin io.Reader = os.Stdin
+
+// observeProgress, when set, also sees every progress report of `pipe run`
+// (tests set it to act at a known point of a prompt pass, not after a sleep).
+var observeProgress func(decode.Progress)
 
 // SamplingFlags are the sampler's flags (shared by the commands that decode).
 type SamplingFlags struct {

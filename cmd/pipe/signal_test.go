@@ -28,8 +28,8 @@ func TestSIGINTKeepsCSV(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// wait until a few rows are on disk
-	deadline := time.Now().Add(30 * time.Second)
+	// wait until a few rows are on disk (hang guard: a minute)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		b, _ := os.ReadFile(csv)
 		if strings.Count(string(b), "\n") >= 4 {
@@ -37,7 +37,7 @@ func TestSIGINTKeepsCSV(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
-			t.Fatalf("no rows after 30 s; stderr:\n%s", stderr.String())
+			t.Fatalf("no rows after a minute; stderr:\n%s", stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -46,6 +46,8 @@ func TestSIGINTKeepsCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = cmd.Wait()
+	// The README's "Ctrl-C stops any run within 2 s", with 5× headroom for
+	// a loaded machine (the in-process cancel tests count layers instead).
 	if d := time.Since(t0); d > 10*time.Second {
 		t.Fatalf("exit took %v after SIGINT", d)
 	}
