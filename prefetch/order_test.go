@@ -13,11 +13,12 @@ import (
 	"github.com/pipe-engine/pipe/reader"
 )
 
-// TestHitsBeforeMisses: with one slow lane and a demand queue of one, a
-// layer's resident expert reaches the FFN at once even when it comes after
-// more misses than the queue holds in router-rank order.
+// TestHitsBeforeMisses: with one lane and a demand queue of one, a layer's
+// resident expert reaches the FFN while no read has finished, even when it
+// comes after more misses than the queue holds in router-rank order: the
+// disk holds every read until the hit has arrived (planned behind the
+// misses, it would never arrive: the hang guard fails the test).
 func TestHitsBeforeMisses(t *testing.T) {
-	const delay = 80 * time.Millisecond
 	const experts = 6
 	var lay fileLayout
 	row := make([][]reader.Range, experts)
@@ -34,9 +35,10 @@ func TestHitsBeforeMisses(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	disk := newHeldReads(false)
 	files, err := reader.Open([]string{path}, reader.Options{NoODirect: true, Open: func(p string, direct bool) (reader.File, error) {
 		f, err := os.Open(p)
-		return slowFile{f: f, delay: delay}, err
+		return hookFile{f: f, before: disk.hook}, err
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -57,30 +59,44 @@ func TestHitsBeforeMisses(t *testing.T) {
 	defer c.Close()
 	p := New(c, lanes, lay, nil, 0)
 	defer p.Close()
-	// hitAt plans ids and returns when expert 5 reached the FFN.
-	hitAt := func(step int, ids []int) time.Duration {
+	plan := func(step int, ids []int) (chan expert.Ready, chan error) {
 		out := make(chan expert.Ready, len(ids))
-		t0 := time.Now()
 		errc := make(chan error, 1)
 		go func() { errc <- p.Plan(ctx, step, 0, ids, out) }()
-		var at time.Duration
-		for range ids {
-			rd := <-out
+		return out, errc
+	}
+	next := func(out chan expert.Ready) expert.Ready {
+		select {
+		case rd := <-out:
 			if rd.Err != nil {
 				t.Fatal(rd.Err)
 			}
-			if rd.Expert == 5 {
-				at = time.Since(t0)
-			}
-			rd.Release()
+			return rd
+		case <-time.After(hangGuard):
+			disk.let()
+			t.Fatalf("no expert reached the FFN in %v", hangGuard)
 		}
-		if err := <-errc; err != nil {
-			t.Fatal(err)
-		}
-		return at
+		return expert.Ready{}
 	}
-	hitAt(1, []int{5}) // expert 5 becomes resident
-	if at := hitAt(2, []int{0, 1, 2, 3, 5}); at > delay/2 {
-		t.Errorf("the hit arrived after %v, behind the misses' reads (one read takes %v)", at, delay)
+	out, errc := plan(1, []int{5}) // expert 5 becomes resident
+	next(out).Release()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	disk.hold()
+	ids := []int{0, 1, 2, 3, 5}
+	out, errc = plan(2, ids)
+	if rd := next(out); rd.Expert != 5 {
+		t.Errorf("expert %d reached the FFN first, want the resident 5", rd.Expert)
+		rd.Release()
+	} else {
+		rd.Release()
+	}
+	disk.let()
+	for range ids[1:] {
+		next(out).Release()
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -97,8 +97,8 @@ func consume(t *testing.T, ch chan expert.Ready, n int, layer int, lay fileLayou
 				}
 			}
 			r.Release()
-		case <-time.After(10 * time.Second):
-			t.Fatal("timeout waiting for an expert")
+		case <-time.After(hangGuard):
+			t.Fatalf("no expert in %v (hang guard)", hangGuard)
 		}
 	}
 }

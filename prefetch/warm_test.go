@@ -5,7 +5,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sync/atomic"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,35 +16,97 @@ import (
 	"github.com/pipe-engine/pipe/warmstart"
 )
 
-// slowFile delays every read, like a slow disk.
-type slowFile struct {
-	f       *os.File
-	delay   time.Duration
-	started *atomic.Int32 // reads begun (nil: not counted)
+// hookFile is the model file with a hook that runs before every read (nil:
+// none): the tests hold reads there — a disk that answers when told — and
+// record their order.
+type hookFile struct {
+	f      *os.File
+	before func(off int64)
 }
 
-func (s slowFile) ReadAt(p []byte, off int64) (int, error) {
-	if s.started != nil {
-		s.started.Add(1)
+func (h hookFile) ReadAt(p []byte, off int64) (int, error) {
+	if h.before != nil {
+		h.before(off)
 	}
-	time.Sleep(s.delay)
-	return s.f.ReadAt(p, off)
+	return h.f.ReadAt(p, off)
 }
 
-func (s slowFile) Close() error { return s.f.Close() }
+func (h hookFile) Close() error { return h.f.Close() }
 
-// warmSetup is setup with one lane over a slow file and budget slots.
-func warmSetup(t *testing.T, budget int64, delay time.Duration) (*Planner, *cache.Cache, fileLayout, []byte) {
-	t.Helper()
-	p, c, lay, data, _ := warmSetupReads(t, budget, delay)
-	return p, c, lay, data
+// hangGuard bounds the tests' waits for an event: reaching it fails the
+// test loudly instead of hanging; it is no timing claim.
+const hangGuard = 60 * time.Second
+
+// heldReads is a disk whose reads wait until released: hook records each
+// read's offset and holds it while held is set. started receives once per
+// read begun (buffered; never blocks the reader).
+type heldReads struct {
+	mu      sync.Mutex
+	offs    []int64
+	held    bool
+	release chan struct{}
+	started chan struct{}
 }
 
-// warmSetupReads is warmSetup that also returns the count of file reads
-// begun.
-func warmSetupReads(t *testing.T, budget int64, delay time.Duration) (*Planner, *cache.Cache, fileLayout, []byte, *atomic.Int32) {
+func newHeldReads(held bool) *heldReads {
+	return &heldReads{held: held, release: make(chan struct{}), started: make(chan struct{}, 1024)}
+}
+
+func (h *heldReads) hook(off int64) {
+	h.mu.Lock()
+	h.offs = append(h.offs, off)
+	held, rel := h.held, h.release
+	h.mu.Unlock()
+	select {
+	case h.started <- struct{}{}:
+	default:
+	}
+	if held {
+		select {
+		case <-rel:
+		case <-time.After(hangGuard): // the test failed to release: let it end
+		}
+	}
+}
+
+// hold makes the reads that begin from now on wait for the next let.
+func (h *heldReads) hold() {
+	h.mu.Lock()
+	h.held, h.release = true, make(chan struct{})
+	h.mu.Unlock()
+}
+
+// let releases the held reads; later reads run at once.
+func (h *heldReads) let() {
+	h.mu.Lock()
+	if h.held {
+		close(h.release)
+	}
+	h.held = false
+	h.mu.Unlock()
+}
+
+// waitStarted waits for a read to begin.
+func (h *heldReads) waitStarted(t *testing.T) {
 	t.Helper()
-	started := new(atomic.Int32)
+	select {
+	case <-h.started:
+	case <-time.After(hangGuard):
+		t.Fatalf("no read began in %v", hangGuard)
+	}
+}
+
+// offsets returns the offsets read so far, in the order the reads began.
+func (h *heldReads) offsets() []int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.offs)
+}
+
+// warmSetup is setup with one lane over a file whose reads run before
+// (nil: none) and budget slots.
+func warmSetup(t *testing.T, budget int64, before func(off int64)) (*Planner, *cache.Cache, fileLayout, []byte) {
+	t.Helper()
 	const layers, experts = 3, 6
 	var lay fileLayout
 	off := int64(123)
@@ -70,7 +133,7 @@ func warmSetupReads(t *testing.T, budget int64, delay time.Duration) (*Planner, 
 	}
 	files, err := reader.Open([]string{path}, reader.Options{NoODirect: true, Open: func(p string, direct bool) (reader.File, error) {
 		f, err := os.Open(p)
-		return slowFile{f: f, delay: delay, started: started}, err
+		return hookFile{f: f, before: before}, err
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +159,37 @@ func warmSetupReads(t *testing.T, budget int64, delay time.Duration) (*Planner, 
 		}
 		files.Close()
 	})
-	return p, c, lay, data, started
+	return p, c, lay, data
+}
+
+// keyAt maps a file offset back to the expert whose ranges hold it.
+func keyAt(lay fileLayout, off int64) (cache.Key, bool) {
+	for l, row := range lay.ranges {
+		for e, rs := range row {
+			for _, r := range rs {
+				if off >= r.Off && off < r.Off+r.Len {
+					return cache.Key{Layer: l, Expert: e}, true
+				}
+			}
+		}
+	}
+	return cache.Key{}, false
+}
+
+// readOrder is the experts in the order their first read began.
+func readOrder(t *testing.T, lay fileLayout, offs []int64) []cache.Key {
+	t.Helper()
+	var ks []cache.Key
+	for _, off := range offs {
+		k, ok := keyAt(lay, off)
+		if !ok {
+			t.Fatalf("a read at %d is in no expert", off)
+		}
+		if !slices.Contains(ks, k) {
+			ks = append(ks, k)
+		}
+	}
+	return ks
 }
 
 func allKeys(layers, experts int) []warmstart.Key {
@@ -109,13 +202,14 @@ func allKeys(layers, experts int) []warmstart.Key {
 	return ks
 }
 
-// TestWarmNeverDelaysDemand: with a slow disk and eight warm reads queued,
-// demand reads of other experts find a resident slot at once (no wait, no
-// transient slot, nothing evicted) and wait for at most the one warm read a
-// lane has started, not for the queue; the budget is never exceeded.
+// TestWarmNeverDelaysDemand: with warm reads queued behind the one a lane
+// has started, demand reads of other experts find a resident slot at once
+// (no wait, no transient slot, nothing evicted) and are read next, before
+// any queued warm read; the budget is never exceeded. The disk holds the
+// first warm read until the demand is planned, so the order is exact.
 func TestWarmNeverDelaysDemand(t *testing.T) {
-	const delay = 100 * time.Millisecond
-	p, c, lay, data := warmSetup(t, 14, delay)
+	disk := newHeldReads(true)
+	p, c, lay, data := warmSetup(t, 14, disk.hook)
 	ctx := context.Background()
 	done := make(chan warmstart.Stats, 1)
 	go func() {
@@ -125,21 +219,24 @@ func TestWarmNeverDelaysDemand(t *testing.T) {
 		}
 		done <- st
 	}()
-	time.Sleep(delay / 2) // a lane has started the first warm read; the rest queue
-	t0 := time.Now()
+	disk.waitStarted(t) // a lane has started the first warm read; the rest queue
 	demand := []int{5, 4, 3}
 	ch := make(chan expert.Ready, len(demand))
-	if err := p.Plan(ctx, 1, 2, demand, ch); err != nil {
+	if err := p.Plan(ctx, 1, 2, demand, ch); err != nil { // queues the demand reads
 		t.Fatal(err)
 	}
+	disk.let()
 	consume(t, ch, len(demand), 2, lay, data)
-	took := time.Since(t0)
-	// Three demand reads (one pread round each) after at most the warm read
-	// in progress; behind the queue it would be eight more rounds.
-	if limit := 4*delay + 3*delay; took > limit {
-		t.Errorf("demand took %v with warm reads queued, want < %v", took, limit)
-	}
 	st := <-done
+	order := readOrder(t, lay, disk.offsets())
+	if len(order) < 4 || order[0].Layer == 2 {
+		t.Fatalf("reads began in the order %v: want a warm read, then the demand", order)
+	}
+	for i, e := range demand {
+		if !slices.Contains(order[1:4], cache.Key{Layer: 2, Expert: e}) {
+			t.Errorf("demand L2/E%d (%d) was not among the three reads after the first warm one: %v", e, i, order)
+		}
+	}
 	cs := c.Stats()
 	if cs.Waits != 0 || cs.Transient != 0 || cs.Evictions != 0 {
 		t.Errorf("demand waited for a slot or got a transient one: %+v", cs)
@@ -157,7 +254,7 @@ func TestWarmNeverDelaysDemand(t *testing.T) {
 // layer), stops when the cache is full without evicting, and the warmed
 // experts are hits with the right bytes.
 func TestWarmFillsFreeSlotsOnly(t *testing.T) {
-	p, c, lay, data := warmSetup(t, 5, time.Millisecond)
+	p, c, lay, data := warmSetup(t, 5, nil)
 	ctx := context.Background()
 	// Layer 0 experts 0..2 are used first: they are resident before the warm start.
 	ch := make(chan expert.Ready, 3)
@@ -173,10 +270,7 @@ func TestWarmFillsFreeSlotsOnly(t *testing.T) {
 	if st.Issued != 2 || !st.Full {
 		t.Fatalf("warm stats %+v: want 2 reads into the 2 free slots, then full", st)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for p.WarmStats().Completed < 2 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	waitWarm(t, p, func(ws warmstart.Stats) bool { return ws.Completed == 2 })
 	cs := c.Stats()
 	if cs.Evictions != 0 || cs.ResidentEntries != 5 {
 		t.Fatalf("cache %+v: a warm start must not evict", cs)
@@ -193,39 +287,39 @@ func TestWarmFillsFreeSlotsOnly(t *testing.T) {
 	}
 }
 
+// waitWarm polls the warm statistics until ok holds; it fails the test after
+// hangGuard.
+func waitWarm(t *testing.T, p *Planner, ok func(warmstart.Stats) bool) warmstart.Stats {
+	t.Helper()
+	for deadline := time.Now().Add(hangGuard); ; time.Sleep(time.Millisecond) {
+		ws := p.WarmStats()
+		if ok(ws) {
+			return ws
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("warm reads never got there: %+v", ws)
+		}
+	}
+}
+
 // TestWarmWithdrawnOnCancel: ending the warm start's context takes back the
-// reads no lane has started; their slots are free again.
+// reads no lane has started; their slots are free again. The disk holds the
+// read a lane has started until the warm start has returned.
 func TestWarmWithdrawnOnCancel(t *testing.T) {
-	p, c, _, _, started := warmSetupReads(t, 12, 50*time.Millisecond)
+	disk := newHeldReads(true)
+	p, c, _, _ := warmSetup(t, 12, disk.hook)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan warmstart.Stats, 1)
 	go func() {
 		st, _ := p.Warm(ctx, allKeys(3, 6), 6)
 		done <- st
 	}()
-	// Cancel once the lane is reading the first expert (not once a read is
-	// issued: on a loaded machine the lane may not have taken it yet, and
-	// then every read is withdrawn).
-	for wait := time.Now().Add(5 * time.Second); started.Load() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(wait) {
-			t.Fatal("no warm read issued within 5 s")
-		}
-	}
+	disk.waitStarted(t) // the lane is reading the first expert
 	cancel()
-	st := <-done
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		ws := p.WarmStats()
-		if ws.Completed+ws.Withdrawn == ws.Issued {
-			st = ws
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("warm reads never finished: %+v", ws)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if st.Withdrawn == 0 || st.Completed == 0 {
+	<-done
+	disk.let()
+	st := waitWarm(t, p, func(ws warmstart.Stats) bool { return ws.Completed+ws.Withdrawn == ws.Issued })
+	if st.Withdrawn == 0 || st.Completed != 1 {
 		t.Errorf("warm stats %+v: want the started read completed and the queued ones withdrawn", st)
 	}
 	if cs := c.Stats(); cs.ResidentEntries != int(st.Completed) || cs.Abandoned != st.Withdrawn {
