@@ -223,7 +223,7 @@ func TestPinningAndTransient(t *testing.T) {
 		h.Release()
 		got <- st
 	}()
-	time.Sleep(10 * time.Millisecond)
+	waitStats(t, c, func(s Stats) bool { return s.Waits == 2 }) // it waits for a slot
 	c.Batch(0, 1)
 	if st := <-got; st != Miss {
 		t.Fatalf("waiting Acquire: %v", st)
@@ -242,6 +242,17 @@ func TestPinningAndTransient(t *testing.T) {
 	s := c.Stats()
 	if s.Transient != 1 || s.Waits != 2 || s.ResidentBytes != 2*slot || s.PeakResidentBytes != 2*slot {
 		t.Errorf("stats %+v", s)
+	}
+}
+
+// waitStats polls c's statistics until ok holds; it fails the test after a
+// minute (a hang guard, no timing claim).
+func waitStats(t *testing.T, c *Cache, ok func(Stats) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !ok(c.Stats()); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v: not there after a minute", c.Stats())
+		}
 	}
 }
 
@@ -268,13 +279,16 @@ func TestSingleFlight(t *testing.T) {
 	c, _ := newCache(t, 4, 1)
 	const n = 16
 	k := Key{2, 7}
-	var misses, inflight, hits atomic.Int32
+	var misses, inflight, hits, in atomic.Int32
 	var wg sync.WaitGroup
-	start := make(chan struct{})
+	start, allIn := make(chan struct{}), make(chan struct{})
 	for range n {
 		wg.Go(func() {
 			<-start
 			h, st, err := c.Acquire(context.Background(), k, slot)
+			if in.Add(1) == n {
+				close(allIn)
+			}
 			if err != nil {
 				t.Error(err)
 				return
@@ -283,7 +297,7 @@ func TestSingleFlight(t *testing.T) {
 			switch st {
 			case Miss:
 				misses.Add(1)
-				time.Sleep(5 * time.Millisecond) // a slow read
+				<-allIn // a read slow enough that every other lookup joins it
 				fill(h.Buf(), k)
 				h.Complete(nil)
 			case InFlight:
@@ -299,7 +313,7 @@ func TestSingleFlight(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	if misses.Load() != 1 || inflight.Load()+hits.Load() != n-1 {
+	if misses.Load() != 1 || inflight.Load() != n-1 || hits.Load() != 0 {
 		t.Errorf("misses %d in-flight %d hits %d", misses.Load(), inflight.Load(), hits.Load())
 	}
 	if s := c.Stats(); s.Misses != 1 || s.Joins != int64(inflight.Load()) {
@@ -630,7 +644,7 @@ func TestWarmEntriesSparedUntilTheirLayer(t *testing.T) {
 	warmIn(t, c2, Key{3, 0})
 	warmIn(t, c2, Key{3, 1})
 	c2.Batch(0, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard: it must not wait
 	defer cancel()
 	h, st, err := c2.Acquire(ctx, Key{0, 0}, slot)
 	if err != nil || st != Miss {
