@@ -84,7 +84,7 @@ func startBrowser(t *testing.T) *webDriver {
 		wd.hc.CloseIdleConnections()
 	})
 	root := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(hangGuard) // polling an outside process for its readiness
 	for {
 		var st struct{ Value struct{ Ready bool } }
 		if err := wd.call(http.MethodGet, root+"/status", nil, &st); err == nil && st.Value.Ready {
@@ -208,7 +208,7 @@ func TestChatPageInBrowser(t *testing.T) {
 	wd.do(http.MethodPost, "/element/"+wd.element("#send")+"/click", map[string]any{}, nil)
 
 	var st pageState
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(hangGuard) // polling the page: it has no event to wait on
 	for st.Done != "true" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the reply did not finish: %+v", st)

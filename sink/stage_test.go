@@ -141,10 +141,15 @@ func TestSlowDiskBackpressure(t *testing.T) {
 			returned.Add(1)
 		}
 	}()
-	time.Sleep(200 * time.Millisecond)
 	// one row is in the stuck Write, RowBuffer wait in the channel, the
-	// next Token blocks
-	if got := returned.Load(); got < RowBuffer || got > RowBuffer+1 {
+	// next Token blocks: wait for the buffer to fill (a minute's hang
+	// guard), then no more may have returned
+	for deadline := time.Now().Add(time.Minute); returned.Load() < RowBuffer; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d Tokens returned after a minute, want %d", returned.Load(), RowBuffer)
+		}
+	}
+	if got := returned.Load(); got > RowBuffer+1 {
 		t.Fatalf("%d Tokens returned while the disk was stuck, want %d or %d", got, RowBuffer, RowBuffer+1)
 	}
 	close(g.open)
