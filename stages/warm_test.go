@@ -2,6 +2,8 @@ package stages
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,22 +12,41 @@ import (
 	"github.com/pipe-engine/pipe/warmstart"
 )
 
-// slowReads delays every read, like a slow disk.
-type slowReads struct {
+// hookReads runs before and after around every read (nil: none).
+type hookReads struct {
 	reader.File
-	delay time.Duration
+	before, after func(off int64, n int)
 }
 
-func (f slowReads) ReadAt(p []byte, off int64) (int, error) {
-	time.Sleep(f.delay)
-	return f.File.ReadAt(p, off)
+func (f hookReads) ReadAt(p []byte, off int64) (int, error) {
+	if f.before != nil {
+		f.before(off, len(p))
+	}
+	n, err := f.File.ReadAt(p, off)
+	if f.after != nil {
+		f.after(off, len(p))
+	}
+	return n, err
+}
+
+// hooked is cfg with every file read going through before and after.
+func hooked(cfg Config, before, after func(off int64, n int)) Config {
+	cfg.IO.Open = func(path string, direct bool) (reader.File, error) {
+		f, err := reader.OpenOS(path, direct)
+		if err != nil {
+			return nil, err
+		}
+		return hookReads{File: f, before: before, after: after}, nil
+	}
+	return cfg
 }
 
 // TestWarmStartDuringDenseLoad: Inputs.WarmKeys is asked before the dense
-// weights load and the warm reads run while they do — with every read taking
-// 5 ms (the dense load is one read per tensor, one at a time), warm reads
-// have completed by the time Open returns — the budget holds, and the logits
-// are bit-identical to a cold run.
+// weights load and the warm reads run while they do — the dense load's last
+// read waits until a warm read has completed, so warm reads that waited for
+// the dense load would never complete (the hang guard fails the test), and
+// Open returns with warm reads done — the budget holds, and the logits are
+// bit-identical to a cold run.
 func TestWarmStartDuringDenseLoad(t *testing.T) {
 	ctx := context.Background()
 	cold := baseCfg()
@@ -33,14 +54,43 @@ func TestWarmStartDuringDenseLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := baseCfg()
-	cfg.IO.Open = func(path string, direct bool) (reader.File, error) {
-		f, err := reader.OpenOS(path, direct)
-		if err != nil {
-			return nil, err
-		}
-		return slowReads{f, 5 * time.Millisecond}, nil
+	// A probe: how many reads the dense load makes, and where the experts are.
+	var reads atomic.Int64
+	probe, err := Open(ctx, hooked(baseCfg(), func(int64, int) { reads.Add(1) }, nil), Inputs{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	denseReads, lay := reads.Load(), probe.layout
+	probe.Close()
+	isExpert := func(off int64, n int) bool {
+		for _, exps := range lay.ranges {
+			for _, rs := range exps {
+				for _, r := range rs {
+					if off < r.Off+r.Len && r.Off < off+int64(n) {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	warmDone := make(chan struct{})
+	var once sync.Once
+	var dense atomic.Int64
+	cfg := hooked(baseCfg(), func(off int64, n int) {
+		if isExpert(off, n) || dense.Add(1) != denseReads {
+			return
+		}
+		select { // the dense load's last read
+		case <-warmDone:
+		case <-time.After(time.Minute):
+			t.Errorf("no warm read completed in a minute while the dense load waited for one")
+		}
+	}, func(off int64, n int) {
+		if isExpert(off, n) {
+			once.Do(func() { close(warmDone) })
+		}
+	})
 	asked := 0
 	in := Inputs{}
 	in.WarmKeys = func(d *model.Desc) []warmstart.Key {
@@ -57,10 +107,16 @@ func TestWarmStartDuringDenseLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := e.Metrics().Warm
+	// The read is done (the dense load waited for it); its completion is
+	// booked on the lane right after.
+	for deadline := time.Now().Add(time.Minute); e.Metrics().Warm.Completed == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warm read booked as completed a minute after Open: %+v", e.Metrics().Warm)
+		}
+	}
 	e.Close()
-	if asked != 1 || ws.Completed == 0 {
-		t.Fatalf("WarmKeys asked %d times, %d warm reads done when Open returned (%+v): want once, and reads done during the dense load", asked, ws.Completed, ws)
+	if asked != 1 {
+		t.Fatalf("WarmKeys asked %d times, want once", asked)
 	}
 	in.WarmKeys = func(d *model.Desc) []warmstart.Key {
 		keys := []warmstart.Key{}
@@ -70,10 +126,13 @@ func TestWarmStartDuringDenseLoad(t *testing.T) {
 		return keys
 	}
 	got, err := decodeIn(ctx, t, cfg, in, 4, func(e *Engine) {
+		for deadline := time.Now().Add(time.Minute); e.Metrics().Warm.Completed == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond) // the warm reads share the lanes with the decode's
+		}
 		ws := e.Metrics().Warm
 		cs := cacheOf(e).Stats()
 		if !e.Metrics().WarmStarted || ws.Completed == 0 {
-			t.Errorf("warm start %v, stats %+v: want started and reads done", e.Metrics().WarmStarted, ws)
+			t.Errorf("warm start %v, stats %+v: want started and reads done (waited a minute)", e.Metrics().WarmStarted, ws)
 		}
 		if cs.PeakResidentBytes > cs.BudgetBytes {
 			t.Errorf("peak resident %d > budget %d", cs.PeakResidentBytes, cs.BudgetBytes)
