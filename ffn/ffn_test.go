@@ -355,7 +355,7 @@ func bounded(j *Job, slots, errAt int, released *atomic.Int32) <-chan expert.Rea
 		select {
 		case free <- struct{}{}:
 			return true
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			return false // the consumer holds every slot: it fails on its deadline
 		}
 	}, func() { <-free })
@@ -393,8 +393,8 @@ func TestErrorHoldsNoSlot(t *testing.T) {
 				if !errors.Is(err, errBoom) || int(released.Load()) != len(j.Order) {
 					t.Fatalf("overlap %v, %s: err %v, released %d of %d", overlap, c.name, err, released.Load(), len(j.Order))
 				}
-			case <-time.After(5 * time.Second):
-				t.Fatalf("overlap %v, %s: Consume still waiting after 5 s: it holds the slots the producer needs", overlap, c.name)
+			case <-time.After(time.Minute):
+				t.Fatalf("overlap %v, %s: Consume still waiting after a minute: it holds the slots the producer needs", overlap, c.name)
 			}
 		}
 	}

@@ -146,8 +146,8 @@ func TestStreamedCancelRace(t *testing.T) {
 			if n := int(released.Load()) + len(ch); !errors.Is(err, context.Canceled) || n != 1 {
 				t.Fatalf("rep %d: err %v, released %d and %d left of 1", rep, err, released.Load(), len(ch))
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("rep %d: Consume still running 10 s after its context was cancelled", rep)
+		case <-time.After(time.Minute):
+			t.Fatalf("rep %d: Consume still running a minute after its context was cancelled", rep)
 		}
 		stop.Stop()
 		cancel()

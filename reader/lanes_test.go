@@ -150,14 +150,14 @@ func TestLanesCancel(t *testing.T) {
 	go func() { l.wg.Wait(); close(exited) }()
 	select {
 	case <-exited:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("lanes still running after cancellation")
 	}
 	done := make(chan struct{})
 	go func() { l.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("Close hung after cancellation")
 	}
 }
@@ -498,7 +498,7 @@ func TestLanesAnyLane(t *testing.T) {
 	for i := range 3 {
 		select {
 		case <-g.started:
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatalf("%d AnyLane reads started on 3 lanes with SpecLanes 1, want 3", i)
 		}
 	}

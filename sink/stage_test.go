@@ -68,7 +68,7 @@ func TestBlockedStderr(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("decode stalled behind a blocked stderr")
 	}
 	if got := readLines(t, path); len(got) != 1+n {

@@ -26,7 +26,7 @@ func TestLifetimePanicCancels(t *testing.T) {
 	})
 	select {
 	case <-l.ctx.Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("a stage goroutine's panic did not cancel the lifetime")
 	}
 	if err := l.stageErr(); !errors.Is(err, errStagePanic) {

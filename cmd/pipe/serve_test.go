@@ -55,8 +55,8 @@ func TestServeProcess(t *testing.T) {
 	select {
 	case a := <-addr:
 		url = "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatal("no listening event in 30 s")
+	case <-time.After(time.Minute):
+		t.Fatal("no listening event in a minute")
 	}
 	resp, err := http.Post(url+"/v1/chat/completions", "application/json",
 		strings.NewReader(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":true}`))
