@@ -13,12 +13,16 @@ import (
 
 // stallListener's connections record whether each write had a deadline;
 // the one accepted after stallNext is set stands for a client that stopped
-// reading: each of its writes waits for the connection's write deadline
-// (and then fails as a real socket's would) or for Close.
+// reading: each of its writes fails as a real socket's would when its
+// deadline passes — at once, as if that time had gone by (no clock in the
+// test), after checking the deadline is at most wt away — and without a
+// deadline it blocks until Close.
 type stallListener struct {
 	net.Listener
+	wt         time.Duration // the server's write timeout
 	stallNext  atomic.Bool
 	undeadline atomic.Int32   // writes made with no deadline set
+	far        atomic.Int32   // stalled writes whose deadline was more than wt away
 	stalled    chan error     // what each stalled write returned
 	wg         sync.WaitGroup // stalled writes in progress
 }
@@ -72,20 +76,16 @@ func (c *stallConn) Write(b []byte) (int, error) {
 	}
 	c.l.wg.Add(1)
 	defer c.l.wg.Done()
-	var expire <-chan time.Time
 	if !d.IsZero() {
-		tm := time.NewTimer(time.Until(d))
-		defer tm.Stop()
-		expire = tm.C
-	}
-	select {
-	case <-expire:
+		if time.Until(d) > c.l.wt {
+			c.l.far.Add(1)
+		}
 		c.l.stalled <- os.ErrDeadlineExceeded
 		return 0, os.ErrDeadlineExceeded
-	case <-c.closed:
-		c.l.stalled <- net.ErrClosed
-		return 0, net.ErrClosed
 	}
+	<-c.closed
+	c.l.stalled <- net.ErrClosed
+	return 0, net.ErrClosed
 }
 
 // TestStalledClient: every write of a response has a deadline, so a client
@@ -94,8 +94,8 @@ func (c *stallConn) Write(b []byte) (int, error) {
 // route's answer each fail on their deadline instead of blocking, and the
 // next client is answered.
 func TestStalledClient(t *testing.T) {
-	const wt = 500 * time.Millisecond // long enough for a loaded machine's normal writes
-	l := &stallListener{stalled: make(chan error, 64)}
+	const wt = 30 * time.Second // the stalled writes fail without waiting for it
+	l := &stallListener{wt: wt, stalled: make(chan error, 64)}
 	h := startOn(t, nil, func(o *Options) { o.WriteTimeout = wt }, func(ln net.Listener) net.Listener {
 		l.Listener = ln
 		return l
@@ -133,5 +133,8 @@ func TestStalledClient(t *testing.T) {
 	l.wg.Wait()
 	if n := l.undeadline.Load(); n != 0 {
 		t.Fatalf("%d writes had no deadline", n)
+	}
+	if n := l.far.Load(); n != 0 {
+		t.Fatalf("%d stalled writes had a deadline beyond the write timeout %v", n, wt)
 	}
 }
