@@ -8,15 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/internal/safefile"
-	"github.com/pipe-engine/pipe/quant"
 	"github.com/pipe-engine/pipe/replay"
 )
 
@@ -30,97 +27,6 @@ func genFile(t *testing.T, o Options) (string, *Result) {
 		t.Fatalf("GenerateFile(%+v): %v", o, err)
 	}
 	return path, res
-}
-
-// TestTinyMatchesGolden: a generated tiny model has llama.cpp's golden tiny
-// model's tensors (names, order, shapes, types chosen by llama-quantize) and
-// metadata (keys, order, hyper-parameter values) for every quantization the
-// golden set has. The gemma4 golden files are gemma4-tiny cut to 3 layers
-// with the two rope.dimension_count keys appended by gguf-py (so their key
-// order is compared as a set): they show llama.cpp loads pipe gen's keys.
-func TestTinyMatchesGolden(t *testing.T) {
-	cases := []struct{ preset, golden, quant string }{
-		{"gemma4-tiny", "tiny-gemma4-Q4_K_M.gguf", "Q4_K_M"},
-		{"gemma4-tiny", "tiny-gemma4-Q8_0.gguf", "Q8_0"},
-		{"gemma4-tiny", "tiny-gemma4-F32.gguf", "F32"},
-		{"qwen3-tiny", "tiny-qwen3moe-Q4_K_M.gguf", "Q4_K_M"},
-		{"qwen3-tiny", "tiny-qwen3moe-Q8_0.gguf", "Q8_0"},
-		{"qwen3-tiny", "tiny-qwen3moe-Q4_0.gguf", "Q4_0"},
-		{"qwen3-tiny", "tiny-qwen3moe-F16.gguf", "F16"},
-		{"qwen3-tiny", "tiny-qwen3moe-MXFP4_MOE.gguf", "MXFP4"},
-		{"gptoss-tiny", "tiny-gptoss-Q4_K_M.gguf", "Q4_K_M"},
-		{"gptoss-tiny", "tiny-gptoss-Q8_0.gguf", "Q8_0"},
-		{"gptoss-tiny", "tiny-gptoss-MXFP4_MOE.gguf", ""},
-		{"qwen35moe-tiny", "tiny-qwen35moe-Q4_K_M.gguf", "Q4_K_M"}, // llama-quantize of the F32 file
-		{"qwen35moe-tiny", "tiny-qwen35moe-Q8_0.gguf", "Q8_0"},
-		{"qwen35moe-tiny", "tiny-qwen35moe-F32.gguf", "F32"},   // pipe gen's own (seed 90417)
-		{"lfm2moe-tiny", "tiny-lfm2moe-Q4_K_M.gguf", "Q4_K_M"}, // llama-quantize of the F32 file
-		{"lfm2moe-tiny", "tiny-lfm2moe-Q8_0.gguf", "Q8_0"},
-		{"lfm2moe-tiny", "tiny-lfm2moe-F32.gguf", "F32"}, // pipe gen's own (seed 61721)
-	}
-	for _, c := range cases {
-		if testing.Short() && c.quant != "Q4_K_M" {
-			continue
-		}
-		t.Run(c.golden, func(t *testing.T) {
-			ref, err := gguf.Open(filepath.Join(goldenModels, c.golden))
-			if err != nil {
-				t.Fatal(err)
-			}
-			o := Options{Preset: c.preset, Quant: c.quant, Seed: 7, RoutingSkew: DefaultRoutingSkew}
-			if c.preset == "gemma4-tiny" {
-				o.Layers = 3
-			}
-			path, _ := genFile(t, o)
-			got, err := gguf.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got.Tensors) != len(ref.Tensors) {
-				t.Fatalf("%d tensors, golden has %d", len(got.Tensors), len(ref.Tensors))
-			}
-			for i := range ref.Tensors {
-				g, r := got.Tensors[i], ref.Tensors[i]
-				if g.Name != r.Name || g.Type != r.Type || !reflect.DeepEqual(g.Dims, r.Dims) || g.Size != r.Size || g.RelOff != r.RelOff {
-					t.Errorf("tensor %d: got %s %s %v size %d off %d, golden %s %s %v size %d off %d",
-						i, g.Name, g.Type, g.Dims, g.Size, g.RelOff, r.Name, r.Type, r.Dims, r.Size, r.RelOff)
-				}
-			}
-			skip := func(k string) bool {
-				return k == "general.name" || k == "general.description" || strings.HasPrefix(k, "pipe.gen.")
-			}
-			var gk, rk []string
-			for _, kv := range got.KV {
-				if !skip(kv.Key) {
-					gk = append(gk, kv.Key)
-				}
-			}
-			for _, kv := range ref.KV {
-				if !skip(kv.Key) {
-					rk = append(rk, kv.Key)
-				}
-			}
-			if c.preset == "gemma4-tiny" {
-				sort.Strings(gk)
-				sort.Strings(rk)
-			}
-			if !reflect.DeepEqual(gk, rk) {
-				t.Errorf("metadata keys\n got %v\nwant %v", gk, rk)
-			}
-			for _, kv := range ref.KV {
-				if skip(kv.Key) || strings.HasPrefix(kv.Key, "tokenizer.ggml.merges") || kv.Key == "tokenizer.ggml.tokens" || kv.Key == "tokenizer.chat_template" {
-					continue
-				}
-				gv, ok := got.Get(kv.Key)
-				if !ok {
-					continue // reported above
-				}
-				if gv.Type != kv.Value.Type || gv.Elem != kv.Value.Elem || gv.String() != kv.Value.String() {
-					t.Errorf("%s = %v (%s), golden %v (%s)", kv.Key, gv, gv.Type, kv.Value, kv.Value.Type)
-				}
-			}
-		})
-	}
 }
 
 func fileSHA(t *testing.T, path string) [32]byte {
@@ -173,85 +79,6 @@ type hashWriter struct {
 func (w *hashWriter) Write(p []byte) (int, error) { return w.h.Write(p) }
 
 func withWorkers(o Options, n int) Options { o.Workers = n; return o }
-
-// TestPresetsRoundTrip: every preset at --layers 1 writes a file gguf.Open
-// reads back with the planned names, types, shapes and sizes, and whose
-// quantized data dequantizes to finite values.
-func TestPresetsRoundTrip(t *testing.T) {
-	for _, p := range Presets() {
-		t.Run(p.Name, func(t *testing.T) {
-			o := Options{Preset: p.Name, Layers: 1, VocabSize: 300, Seed: 3, RoutingSkew: DefaultRoutingSkew}
-			m, err := Prepare(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if testing.Short() && m.Plan.TotalBytes() > 64<<20 {
-				t.Skipf("%s at 1 layer is %d MiB; run without -short", p.Name, m.Plan.TotalBytes()>>20)
-			}
-			path, res := genFile(t, o)
-			f, err := gguf.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, _ := os.Stat(path)
-			if st.Size() != res.Bytes {
-				t.Errorf("file is %d bytes, Write reported %d", st.Size(), res.Bytes)
-			}
-			if len(f.Tensors) != len(m.Plan.Tensors) {
-				t.Fatalf("%d tensors, planned %d", len(f.Tensors), len(m.Plan.Tensors))
-			}
-			for i, want := range m.Plan.Tensors {
-				got := f.Tensors[i]
-				if got.Name != want.Name || got.Type != want.Type || !reflect.DeepEqual(got.Dims, want.Dims) || got.Size != want.Bytes() {
-					t.Errorf("tensor %d: %s %s %v %d, planned %s %s %v %d", i, got.Name, got.Type, got.Dims, got.Size, want.Name, want.Type, want.Dims, want.Bytes())
-				}
-			}
-			if arch, _ := f.GetString("general.architecture"); arch != p.Arch {
-				t.Errorf("general.architecture %q, want %q", arch, p.Arch)
-			}
-			if n, _ := f.GetUint(p.Arch + ".block_count"); n != 1 {
-				t.Errorf("block_count %d, want 1", n)
-			}
-			checkFinite(t, f)
-		})
-	}
-}
-
-// checkFinite dequantizes the first rows of every tensor and checks they are
-// finite and not all equal.
-func checkFinite(t *testing.T, f *gguf.File) {
-	t.Helper()
-	fd, err := os.Open(f.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fd.Close()
-	for _, ti := range f.Tensors {
-		ne0 := int(ti.Dims[0])
-		rows := min(int(ti.Elements())/ne0, 4)
-		buf := make([]byte, int(ti.RowSize())*rows)
-		if _, err := fd.ReadAt(buf, int64(ti.Offset)); err != nil {
-			t.Fatalf("%s: %v", ti.Name, err)
-		}
-		x := make([]float32, ne0*rows)
-		if err := quant.Dequantize(ti.Type, buf, x); err != nil {
-			t.Fatalf("%s: %v", ti.Name, err)
-		}
-		distinct := map[float32]bool{}
-		for _, v := range x {
-			if v == 1e30 && strings.Contains(ti.Name, "rope_freqs") {
-				continue // llama.cpp's converter's mark of an unrotated pair
-			}
-			if v != v || v > 1e6 || v < -1e6 {
-				t.Fatalf("%s: non-finite or huge value %v", ti.Name, v)
-			}
-			distinct[v] = true
-		}
-		if len(x) > 8 && len(distinct) < 2 && !strings.Contains(ti.Name, "scale") && !strings.Contains(ti.Name, "rope_freqs") {
-			t.Errorf("%s: constant data", ti.Name)
-		}
-	}
-}
 
 // TestRealShapesMatchTrace: the qwen3-30b-a3b Q4_K_M plan has, layer by layer,
 // the per-expert bytes and the dense bytes of the real Qwen3-30B-A3B-Q4_K_M

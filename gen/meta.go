@@ -41,6 +41,38 @@ func Metadata(pl *Plan, v *Vocab, o *Options) ([]gguf.KV, error) {
 		{a + "feed_forward_length", u32(p.NFF)},
 		{a + "attention.head_count", u32(p.NHead)},
 	}
+	if f, ok := familyOf(p.Arch); ok {
+		for _, kv := range f.Metadata(p) {
+			ps = append(ps, kvPair{a + kv.Key, kv.Value})
+		}
+	} else {
+		ps = append(ps, legacyMeta(p)...)
+	}
+	kvs, err := makeKVs(ps)
+	if err != nil {
+		return nil, err
+	}
+	kvs = append(kvs, v.KV...)
+	tail, err := makeKVs([]kvPair{
+		{"pipe.gen.preset", p.Name},
+		{"pipe.gen.seed", o.Seed},
+		{"pipe.gen.routing_skew", float32(o.RoutingSkew)},
+		{"pipe.gen.anchor_dims", uint32(anchorDims(p))},
+		{"general.quantization_version", uint32(2)},
+		{"general.file_type", pl.FileType.ID},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(kvs, tail...), nil
+}
+
+// legacyMeta is the hyper-parameter keys of the architectures not yet
+// moved onto Family.
+func legacyMeta(p *Preset) []kvPair {
+	a := p.Arch + "."
+	u32 := func(x int) uint32 { return uint32(x) }
+	var ps []kvPair
 	switch p.Arch {
 	case ArchQwen35MoE:
 		ps = append(ps, qwen35moeMeta(p, a)...)
@@ -107,23 +139,7 @@ func Metadata(pl *Plan, v *Vocab, o *Options) ([]gguf.KV, error) {
 			)
 		}
 	}
-	kvs, err := makeKVs(ps)
-	if err != nil {
-		return nil, err
-	}
-	kvs = append(kvs, v.KV...)
-	tail, err := makeKVs([]kvPair{
-		{"pipe.gen.preset", p.Name},
-		{"pipe.gen.seed", o.Seed},
-		{"pipe.gen.routing_skew", float32(o.RoutingSkew)},
-		{"pipe.gen.anchor_dims", uint32(anchorDims(p))},
-		{"general.quantization_version", uint32(2)},
-		{"general.file_type", pl.FileType.ID},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return append(kvs, tail...), nil
+	return ps
 }
 
 // deepseek2Meta is llama.cpp's converter's deepseek2 hyper-parameters: the

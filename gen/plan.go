@@ -138,22 +138,12 @@ func NewPlan(p Preset, ft FileType, vocab int) (*Plan, error) {
 		return nil, fmt.Errorf("%w: vocabulary size %d", ErrBadOptions, vocab)
 	}
 	var ts []TensorSpec
-	switch p.Arch {
-	case ArchQwen3MoE:
-		ts = qwen3moeTensors(&p, vocab)
-	case ArchGPTOSS:
-		ts = gptossTensors(&p, vocab)
-	case ArchGemma4:
-		ts = gemma4Tensors(&p, vocab)
-	case ArchDeepSeek2:
-		ts = deepseek2Tensors(&p, vocab)
-	case ArchQwen35MoE:
-		ts = qwen35moeTensors(&p, vocab)
-	case ArchQwen2MoE, ArchOLMoE:
-		ts = qwenStyleTensors(&p, vocab)
-	case ArchLFM2MoE:
-		ts = lfm2moeTensors(&p, vocab)
-	default:
+	if f, ok := familyOf(p.Arch); ok {
+		ts = f.Tensors(&p, vocab)
+	} else {
+		ts = legacyTensors(&p, vocab)
+	}
+	if ts == nil {
 		return nil, fmt.Errorf("%w: architecture %q", ErrBadOptions, p.Arch)
 	}
 	sort.SliceStable(ts, func(i, j int) bool { return weightNameLess(ts[i].Name, ts[j].Name) })
@@ -161,6 +151,29 @@ func NewPlan(p Preset, ft FileType, vocab int) (*Plan, error) {
 		return nil, err
 	}
 	return &Plan{Preset: p, FileType: ft, Tensors: ts}, nil
+}
+
+// legacyTensors is the tensor list of the architectures not yet moved
+// onto Family; nil for an unknown one.
+func legacyTensors(p *Preset, vocab int) []TensorSpec {
+	var ts []TensorSpec
+	switch p.Arch {
+	case ArchQwen3MoE:
+		ts = qwen3moeTensors(p, vocab)
+	case ArchGPTOSS:
+		ts = gptossTensors(p, vocab)
+	case ArchGemma4:
+		ts = gemma4Tensors(p, vocab)
+	case ArchDeepSeek2:
+		ts = deepseek2Tensors(p, vocab)
+	case ArchQwen35MoE:
+		ts = qwen35moeTensors(p, vocab)
+	case ArchQwen2MoE, ArchOLMoE:
+		ts = qwenStyleTensors(p, vocab)
+	case ArchLFM2MoE:
+		ts = lfm2moeTensors(p, vocab)
+	}
+	return ts
 }
 
 // weightNameLess is llama_model_loader's weight_name_comparer: tensors outside

@@ -3,7 +3,6 @@ package gen
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -260,11 +259,12 @@ var presets = []Preset{
 	},
 }
 
-// Presets returns every preset, sorted by name.
+// Presets returns every preset (the built-in ones and the registered
+// families'), sorted by name.
 func Presets() []Preset {
-	out := append([]Preset(nil), presets...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	famMu.Lock()
+	defer famMu.Unlock()
+	return allPresetsLocked()
 }
 
 // PresetNames returns the preset names, sorted.
@@ -278,10 +278,11 @@ func PresetNames() []string {
 
 // LookupPreset returns the preset called name.
 func LookupPreset(name string) (Preset, error) {
-	for _, p := range presets {
-		if p.Name == name {
-			return p, nil
-		}
+	famMu.Lock()
+	p, ok := lookupPresetLocked(name)
+	famMu.Unlock()
+	if ok {
+		return p, nil
 	}
 	return Preset{}, fmt.Errorf("%w %q (have %s)", ErrUnknownPreset, name, strings.Join(PresetNames(), ", "))
 }
@@ -302,6 +303,15 @@ func (p *Preset) validate() error {
 		p.NExpert <= 0 || p.NExpertUsed <= 0 || p.NExpertUsed > p.NExpert || p.NFFExp <= 0 || p.Vocab <= 0 {
 		return fmt.Errorf("%w: preset %q has a zero or inconsistent dimension", ErrBadOptions, p.Name)
 	}
+	if f, ok := familyOf(p.Arch); ok {
+		return f.CheckPreset(p)
+	}
+	return p.validateLegacy()
+}
+
+// validateLegacy checks the presets of the architectures not yet moved
+// onto Family.
+func (p *Preset) validateLegacy() error {
 	if p.Arch == ArchDeepSeek2 && (p.KVLoraRank <= 0 || p.NoPE <= 0 || p.NRot <= 0 || p.ValueLen <= 0 || p.NHeadKV != 1 ||
 		p.HeadDim != p.KVLoraRank+p.NRot || p.LeadingDense > p.NLayer) {
 		return fmt.Errorf("%w: deepseek2 preset %q needs KVLoraRank, NoPE, NRot, ValueLen, NHeadKV 1 and HeadDim KVLoraRank+NRot", ErrBadOptions, p.Name)

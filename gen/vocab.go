@@ -185,15 +185,20 @@ func pseudoWord(k int) string {
 	return b.String()
 }
 
-// specials returns the special tokens of the built-in tokenizer for arch and
-// the bos, eos and padding ids relative to the first special.
-func specials(arch string) (names []string, bos, eos, pad int) {
-	switch arch {
-	case ArchGPTOSS:
-		return []string{"<|endoftext|>", "<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|return|>", "<|im_start|>", "<|im_end|>"}, 1, 5, 0
-	default:
-		return []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}, 0, 2, 0
+// vocabSpec is the built-in tokenizer's specials, pre-tokenizer and chat
+// template for arch: its family's (Family.Vocab), else ChatML with the
+// gpt-oss specials and pre-tokenizer for the architectures not yet moved.
+func vocabSpec(arch string) VocabSpec {
+	if f, ok := familyOf(arch); ok {
+		return f.Vocab()
 	}
+	s := ChatMLVocab()
+	if arch == ArchGPTOSS {
+		s.Specials = []string{"<|endoftext|>", "<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|return|>", "<|im_start|>", "<|im_end|>"}
+		s.BOS, s.EOS, s.Pad = 1, 5, 0
+		s.Pre = "gpt-4o"
+	}
+	return s
 }
 
 const chatML = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}\n" +
@@ -204,7 +209,8 @@ const chatML = "{% for message in messages %}{{ '<|im_start|>' + message['role']
 // words up to the size, and the special tokens last. The tokenizer therefore
 // encodes any text (every byte has a token), and generated ids decode to words.
 func BuiltinVocab(arch string, size int) (*Vocab, error) {
-	sp, bos, eos, pad := specials(arch)
+	spec := vocabSpec(arch)
+	sp := spec.Specials
 	if size < 256+len(sp) {
 		return nil, fmt.Errorf("%w: built-in vocabulary needs at least %d tokens, preset asks %d", ErrBadOptions, 256+len(sp), size)
 	}
@@ -242,21 +248,17 @@ func BuiltinVocab(arch string, size int) (*Vocab, error) {
 	if merges == nil {
 		merges = []string{}
 	}
-	pre := "qwen2"
-	if arch == ArchGPTOSS {
-		pre = "gpt-4o"
-	}
 	kvs, err := makeKVs([]kvPair{
 		{"tokenizer.ggml.model", "gpt2"},
-		{"tokenizer.ggml.pre", pre},
+		{"tokenizer.ggml.pre", spec.Pre},
 		{"tokenizer.ggml.tokens", tokens},
 		{"tokenizer.ggml.token_type", types},
 		{"tokenizer.ggml.merges", merges},
-		{"tokenizer.ggml.bos_token_id", uint32(first + bos)},
-		{"tokenizer.ggml.eos_token_id", uint32(first + eos)},
-		{"tokenizer.ggml.padding_token_id", uint32(first + pad)},
+		{"tokenizer.ggml.bos_token_id", uint32(first + spec.BOS)},
+		{"tokenizer.ggml.eos_token_id", uint32(first + spec.EOS)},
+		{"tokenizer.ggml.padding_token_id", uint32(first + spec.Pad)},
 		{"tokenizer.ggml.add_bos_token", false},
-		{"tokenizer.chat_template", chatML},
+		{"tokenizer.chat_template", spec.ChatTemplate},
 	})
 	if err != nil {
 		return nil, err

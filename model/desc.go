@@ -255,6 +255,9 @@ type Desc struct {
 	Name      string // general.name
 	Supported bool   // an architecture is registered under Arch (see Runnable)
 	HParams   HParams
+	// FamilyHP is the family's own hyper-parameters: what its
+	// Family.ReadHParams returned (nil for most families).
+	FamilyHP any
 
 	File    *gguf.File
 	Tensors map[string]*gguf.TensorInfo // name → info (points into File.Tensors)
@@ -348,157 +351,109 @@ func (d *Desc) bad(format string, args ...any) error {
 	return fmt.Errorf("model: %s: %w: "+format, append([]any{d.File.Path, ErrBadModel}, args...)...)
 }
 
-// readHParams reads the hyper-parameter keys; required keys are only
-// enforced when known (a registered architecture).
+// readHParams reads the hyper-parameter keys: the common ones, those of
+// the families not yet moved onto Family (readLegacyKeys), llama.cpp's
+// defaults, then the family's own keys (Family.ReadHParams). Required
+// keys are only enforced when known (a registered architecture).
 func (d *Desc) readHParams(known bool) error {
-	f := d.File
-	pre := d.Arch + "."
+	r := newMetaReader(d, known)
 	h := &d.HParams
-	var firstErr error
-	note := func(err error) {
-		if firstErr == nil {
-			firstErr = err
+	readCommonKeys(r, h)
+	readLegacyKeys(r, h)
+	if err := r.Err(); err != nil {
+		return err
+	}
+	h.applyDefaults()
+	if toks, ok := d.File.Get("tokenizer.ggml.tokens"); ok && toks.Type == gguf.TypeArray {
+		h.NVocab = toks.Len()
+	} else if te, ok := d.Tensors["token_embd.weight"]; ok && len(te.Dims) >= 2 && te.Dims[1] <= math.MaxInt32 {
+		h.NVocab = int(te.Dims[1])
+	}
+	if f, ok := Lookup(d.Arch); ok {
+		own, err := f.ReadHParams(r, h)
+		if err == nil {
+			err = r.Err()
 		}
-	}
-	// integer reads key as a non-negative int bounded by max; a per-layer
-	// array yields its maximum and the array itself.
-	integer := func(key string, required bool, max int64) (int, []int) {
-		v, ok := f.Get(pre + key)
-		if !ok {
-			if required && known {
-				note(d.bad("missing key %s%s", pre, key))
-			}
-			return 0, nil
+		if err != nil {
+			return err
 		}
-		conv := func(x Value) (int, bool) {
-			u, ok := x.Uint()
-			if !ok || u > uint64(max) {
-				return 0, false
-			}
-			return int(u), true
-		}
-		if v.Type == gguf.TypeArray {
-			n := v.Len()
-			if n > maxLayers {
-				note(d.bad("%s%s has %d elements", pre, key, n))
-				return 0, nil
-			}
-			arr := make([]int, n)
-			best := 0
-			for i := 0; i < n; i++ {
-				e, _ := v.Index(i)
-				x, ok := conv(e)
-				if !ok {
-					note(d.bad("%s%s[%d] = %v is not an integer in [0, %d]", pre, key, i, e, max))
-					return 0, nil
-				}
-				arr[i] = x
-				best = max2(best, x)
-			}
-			return best, arr
-		}
-		x, ok := conv(v)
-		if !ok {
-			note(d.bad("%s%s = %v is not an integer in [0, %d]", pre, key, v, max))
-		}
-		return x, nil
+		d.FamilyHP = own
 	}
-	// float reads key as a finite number in [0, hi] (0 is also "absent":
-	// the defaults below); NaN, an infinity, a negative value or one beyond
-	// hi would run and print garbage.
-	float := func(key string, hi float64) float32 {
-		v, ok := f.Get(pre + key)
-		if !ok {
-			return 0
-		}
-		x, ok := v.Float()
-		if !ok || !(x >= 0 && x <= hi) {
-			note(d.bad("%s%s = %v is not a number in [0, %g]", pre, key, v, hi))
-			return 0
-		}
-		return float32(x)
+	if known {
+		return d.checkHParams()
 	}
-	const big = 1 << 30
-	h.NLayer, _ = integer("block_count", true, maxLayers)
-	h.NEmbd, _ = integer("embedding_length", true, big)
-	h.NHead, h.HeadCountLayers = integer("attention.head_count", true, big)
-	h.NHeadKV, h.HeadCountKVLayers = integer("attention.head_count_kv", false, big)
-	h.HeadDim, _ = integer("attention.key_length", false, big)
-	h.HeadDimV, _ = integer("attention.value_length", false, big)
-	h.NExpert, _ = integer("expert_count", true, maxExperts)
-	h.NExpertUsed, _ = integer("expert_used_count", true, maxExperts)
-	h.NFF, _ = integer("feed_forward_length", false, big)
-	h.NFFExp, _ = integer("expert_feed_forward_length", false, big)
-	h.NFFShExp, _ = integer("expert_shared_feed_forward_length", false, big)
-	h.NCtxTrain, _ = integer("context_length", false, big)
-	h.NRot, _ = integer("rope.dimension_count", false, big)
-	h.SlidingWindow, _ = integer("attention.sliding_window", false, big)
-	h.SWA.HeadDim, _ = integer("attention.key_length_swa", false, big)
-	h.SWA.HeadDimV, _ = integer("attention.value_length_swa", false, big)
-	h.SWA.NRot, _ = integer("rope.dimension_count_swa", false, big)
-	h.SharedKVLayers, _ = integer("attention.shared_kv_layers", false, maxLayers)
-	h.EmbdPerLayer, _ = integer("embedding_length_per_layer_input", false, big)
-	h.RopeScalingOrigCtx, _ = integer("rope.scaling.original_context_length", false, big)
-	_, h.RopeSections = integer("rope.dimension_sections", false, big)
-	h.SSM.ConvKernel, _ = integer("ssm.conv_kernel", false, big)
-	h.SSM.InnerSize, _ = integer("ssm.inner_size", false, big)
-	h.SSM.StateSize, _ = integer("ssm.state_size", false, big)
-	h.SSM.TimeStepRank, _ = integer("ssm.time_step_rank", false, big)
-	h.SSM.GroupCount, _ = integer("ssm.group_count", false, big)
-	h.SSM.FullAttentionInterval, _ = integer("full_attention_interval", false, maxLayers)
-	const eps, base, factor = 1, 1e12, 1e6 // bounds far beyond any real model's
-	h.ShortConvL, _ = integer("shortconv.l_cache", false, big)
-	h.MoE.LeadingDense, _ = integer("leading_dense_block_count", false, maxLayers)
-	h.MoE.NShared, _ = integer("expert_shared_count", false, maxExperts)
-	h.MoE.GatingFunc, _ = integer("expert_gating_func", false, 16)
-	h.MoE.Groups, _ = integer("expert_group_count", false, maxExperts)
-	h.MoE.GroupsUsed, _ = integer("expert_group_used_count", false, maxExperts)
-	h.MoE.WeightsScale = float("expert_weights_scale", factor)
-	h.RopeYarnLogMul = float("rope.scaling.yarn_log_multiplier", factor)
-	if v, ok := f.Get(pre + "expert_weights_norm"); ok {
-		b, isBool := v.Bool()
-		if !isBool {
-			note(d.bad("%sexpert_weights_norm = %v is not a bool", pre, v))
-		}
-		h.MoE.WeightsNorm = b
-	}
-	h.MLA.QLoraRank, _ = integer("attention.q_lora_rank", false, big)
-	h.MLA.KVLoraRank, _ = integer("attention.kv_lora_rank", false, big)
-	h.MLA.KeyLength, _ = integer("attention.key_length_mla", false, big)
-	h.MLA.ValLength, _ = integer("attention.value_length_mla", false, big)
-	h.RMSEps = float("attention.layer_norm_rms_epsilon", eps)
-	h.RopeFreqBase = float("rope.freq_base", base)
-	h.SWA.RopeFreqBase = float("rope.freq_base_swa", base)
-	for _, k := range []struct {
-		key string
-		v   float32
-	}{{"rope.freq_base", h.RopeFreqBase}, {"rope.freq_base_swa", h.SWA.RopeFreqBase}} {
-		// A RoPE base of 0 would be taken for absent (10000); present, it
-		// is a broken file (issue 35: it was accepted).
-		if _, present := f.Get(pre + k.key); present && k.v == 0 && firstErr == nil {
-			note(d.bad("%s%s = 0: a RoPE base must be > 0", pre, k.key))
-		}
-	}
-	h.RopeScaleLinear = float("rope.scaling.factor", factor)
-	if h.RopeScaleLinear == 0 {
-		h.RopeScaleLinear = float("rope.scale_linear", factor)
-	}
-	h.RopeScalingAttn = float("rope.scaling.attn_factor", factor)
-	h.FinalLogitSoftcap = float("final_logit_softcapping", factor)
-	if s, err := f.GetString(pre + "rope.scaling.type"); err == nil {
-		h.RopeScalingType = s
-	}
-	if v, ok := f.Get(pre + "attention.sliding_window_pattern"); ok && v.Type == gguf.TypeArray && v.Elem == gguf.TypeBool {
-		h.SlidingWindowPattern, _ = v.Any().([]bool)
-	}
-	if v, ok := f.Get(pre + "attention.recurrent_layers"); ok && v.Type == gguf.TypeArray && v.Elem == gguf.TypeBool {
-		h.SSM.Recurrent, _ = v.Any().([]bool)
-	}
-	if firstErr != nil {
-		return firstErr
-	}
+	return nil
+}
 
-	// Defaults, as llama.cpp applies them.
+// readCommonKeys reads the keys every family has or shares: the decoder's
+// shape, the experts, RoPE and its scaling, the norm epsilon.
+func readCommonKeys(r *MetaReader, h *HParams) {
+	h.NLayer = r.Int("block_count", true, maxLayers)
+	h.NEmbd = r.Int("embedding_length", true, MaxDim)
+	h.NHead, h.HeadCountLayers = r.Ints("attention.head_count", true, MaxDim)
+	h.NHeadKV, h.HeadCountKVLayers = r.Ints("attention.head_count_kv", false, MaxDim)
+	h.HeadDim = r.Int("attention.key_length", false, MaxDim)
+	h.HeadDimV = r.Int("attention.value_length", false, MaxDim)
+	h.NExpert = r.Int("expert_count", true, maxExperts)
+	h.NExpertUsed = r.Int("expert_used_count", true, maxExperts)
+	h.NFF = r.Int("feed_forward_length", false, MaxDim)
+	h.NFFExp = r.Int("expert_feed_forward_length", false, MaxDim)
+	h.NFFShExp = r.Int("expert_shared_feed_forward_length", false, MaxDim)
+	h.NCtxTrain = r.Int("context_length", false, MaxDim)
+	h.NRot = r.Int("rope.dimension_count", false, MaxDim)
+	h.RopeScalingOrigCtx = r.Int("rope.scaling.original_context_length", false, MaxDim)
+	const eps, base, factor = 1, 1e12, 1e6 // bounds far beyond any real model's
+	h.RMSEps = r.Float("attention.layer_norm_rms_epsilon", eps)
+	h.RopeFreqBase = r.Float("rope.freq_base", base)
+	r.refuseZeroRopeBase("rope.freq_base", h.RopeFreqBase)
+	h.RopeScaleLinear = r.Float("rope.scaling.factor", factor)
+	if h.RopeScaleLinear == 0 {
+		h.RopeScaleLinear = r.Float("rope.scale_linear", factor)
+	}
+	h.RopeScalingAttn = r.Float("rope.scaling.attn_factor", factor)
+	h.RopeScalingType = r.String("rope.scaling.type")
+}
+
+// readLegacyKeys reads the keys of the families that do not read their own
+// yet (their fields in HParams): sliding windows, recurrent layers,
+// DeepSeek's MoE and latent-attention keys, Gemma's.
+func readLegacyKeys(r *MetaReader, h *HParams) {
+	const big, base, factor = MaxDim, 1e12, 1e6
+	h.SlidingWindow = r.Int("attention.sliding_window", false, big)
+	h.SWA.HeadDim = r.Int("attention.key_length_swa", false, big)
+	h.SWA.HeadDimV = r.Int("attention.value_length_swa", false, big)
+	h.SWA.NRot = r.Int("rope.dimension_count_swa", false, big)
+	h.SharedKVLayers = r.Int("attention.shared_kv_layers", false, maxLayers)
+	h.EmbdPerLayer = r.Int("embedding_length_per_layer_input", false, big)
+	_, h.RopeSections = r.Ints("rope.dimension_sections", false, big)
+	h.SSM.ConvKernel = r.Int("ssm.conv_kernel", false, big)
+	h.SSM.InnerSize = r.Int("ssm.inner_size", false, big)
+	h.SSM.StateSize = r.Int("ssm.state_size", false, big)
+	h.SSM.TimeStepRank = r.Int("ssm.time_step_rank", false, big)
+	h.SSM.GroupCount = r.Int("ssm.group_count", false, big)
+	h.SSM.FullAttentionInterval = r.Int("full_attention_interval", false, maxLayers)
+	h.ShortConvL = r.Int("shortconv.l_cache", false, big)
+	h.MoE.LeadingDense = r.Int("leading_dense_block_count", false, maxLayers)
+	h.MoE.NShared = r.Int("expert_shared_count", false, maxExperts)
+	h.MoE.GatingFunc = r.Int("expert_gating_func", false, 16)
+	h.MoE.Groups = r.Int("expert_group_count", false, maxExperts)
+	h.MoE.GroupsUsed = r.Int("expert_group_used_count", false, maxExperts)
+	h.MoE.WeightsScale = r.Float("expert_weights_scale", factor)
+	h.MoE.WeightsNorm = r.Bool("expert_weights_norm")
+	h.RopeYarnLogMul = r.Float("rope.scaling.yarn_log_multiplier", factor)
+	h.MLA.QLoraRank = r.Int("attention.q_lora_rank", false, big)
+	h.MLA.KVLoraRank = r.Int("attention.kv_lora_rank", false, big)
+	h.MLA.KeyLength = r.Int("attention.key_length_mla", false, big)
+	h.MLA.ValLength = r.Int("attention.value_length_mla", false, big)
+	h.SWA.RopeFreqBase = r.Float("rope.freq_base_swa", base)
+	r.refuseZeroRopeBase("rope.freq_base_swa", h.SWA.RopeFreqBase)
+	h.FinalLogitSoftcap = r.Float("final_logit_softcapping", factor)
+	h.SlidingWindowPattern = r.Bools("attention.sliding_window_pattern")
+	h.SSM.Recurrent = r.Bools("attention.recurrent_layers")
+}
+
+// applyDefaults fills the absent common keys as llama.cpp does.
+func (h *HParams) applyDefaults() {
 	if h.NHeadKV == 0 {
 		h.NHeadKV = h.NHead
 	}
@@ -517,38 +472,30 @@ func (d *Desc) readHParams(known bool) error {
 	if h.RopeFreqBase == 0 {
 		h.RopeFreqBase = 10000
 	}
-	if toks, ok := f.Get("tokenizer.ggml.tokens"); ok && toks.Type == gguf.TypeArray {
-		h.NVocab = toks.Len()
-	} else if te, ok := d.Tensors["token_embd.weight"]; ok && len(te.Dims) >= 2 && te.Dims[1] <= math.MaxInt32 {
-		h.NVocab = int(te.Dims[1])
-	}
+}
 
-	if known {
-		switch {
-		case h.NLayer == 0:
-			return d.bad("%sblock_count is 0", pre)
-		case h.NExpert == 0:
-			return d.bad("%sexpert_count is 0", pre)
-		case h.NExpertUsed == 0 || h.NExpertUsed > h.NExpert:
-			return d.bad("%sexpert_used_count %d is not in [1, expert_count %d]", pre, h.NExpertUsed, h.NExpert)
-		case h.NHeadKV > h.NHead:
-			return d.bad("%sattention.head_count_kv %d > head_count %d", pre, h.NHeadKV, h.NHead)
-		case h.NHeadKV > 0 && len(h.HeadCountLayers) == 0 && len(h.HeadCountKVLayers) == 0 && h.NHead%h.NHeadKV != 0:
-			return d.bad("%sattention.head_count %d is not a multiple of attention.head_count_kv %d (each K/V head serves a whole group of query heads)", pre, h.NHead, h.NHeadKV)
-		}
+// checkHParams refuses the common hyper-parameters of a registered
+// architecture that cannot describe a model.
+func (d *Desc) checkHParams() error {
+	h := &d.HParams
+	pre := d.Arch + "."
+	switch {
+	case h.NLayer == 0:
+		return d.bad("%sblock_count is 0", pre)
+	case h.NExpert == 0:
+		return d.bad("%sexpert_count is 0", pre)
+	case h.NExpertUsed == 0 || h.NExpertUsed > h.NExpert:
+		return d.bad("%sexpert_used_count %d is not in [1, expert_count %d]", pre, h.NExpertUsed, h.NExpert)
+	case h.NHeadKV > h.NHead:
+		return d.bad("%sattention.head_count_kv %d > head_count %d", pre, h.NHeadKV, h.NHead)
+	case h.NHeadKV > 0 && len(h.HeadCountLayers) == 0 && len(h.HeadCountKVLayers) == 0 && h.NHead%h.NHeadKV != 0:
+		return d.bad("%sattention.head_count %d is not a multiple of attention.head_count_kv %d (each K/V head serves a whole group of query heads)", pre, h.NHead, h.NHeadKV)
 	}
 	return nil
 }
 
 // Value is gguf.Value (alias to keep the hyper-parameter reader short).
 type Value = gguf.Value
-
-func max2(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
-}
 
 // split computes the expert ranges and the dense complement.
 func (d *Desc) split() error {

@@ -9,9 +9,13 @@
 // or O_DIRECT reads into a bounded cache) and in which order experts are
 // computed; the architecture supplies the per-expert math through ExpertFFN
 // and the gating rule through RouterSpec. Nothing here names a stage, and the
-// stages never name an architecture: architectures register themselves with
-// Register and are found by their GGUF general.architecture string
-// (package model/archs imports them all).
+// stages never name an architecture: a family registers one Family value
+// (family.go; package family's Register, from the family's own package) and
+// is found by its GGUF general.architecture string (package model/archs
+// imports them all). The engine asks the family for what differs: its own
+// metadata keys (MetaReader), its model, its per-sequence state
+// (StateBytes) and its inspect rows. Architectures not yet moved onto
+// Family register a Factory with Register.
 //
 // Architectures share one decoder-block skeleton (block.go): a Decoder is
 // the embedding, Layers of Attention (weights plus per-layer geometry: heads,
@@ -33,8 +37,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/pipe-engine/pipe/gguf"
@@ -264,59 +266,6 @@ type Options struct {
 	ExpertsUsed int
 	// Timings, if not nil, accumulates the Forward time breakdown.
 	Timings *Timings
-}
-
-// Factory builds an architecture instance from its description.
-type Factory func(d *Desc, src DenseSource, opt Options) (Model, error)
-
-var (
-	regMu    sync.Mutex
-	registry = map[string]Factory{}
-)
-
-// Register makes an architecture available under its GGUF name. Called once
-// from the architecture package's init.
-func Register(arch string, f Factory) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, dup := registry[arch]; dup {
-		panic("model: architecture registered twice: " + arch)
-	}
-	registry[arch] = f
-}
-
-// Runnable reports whether an architecture is registered.
-func Runnable(arch string) bool {
-	regMu.Lock()
-	defer regMu.Unlock()
-	_, ok := registry[arch]
-	return ok
-}
-
-// Architectures lists the registered architectures.
-func Architectures() []string {
-	regMu.Lock()
-	defer regMu.Unlock()
-	var s []string
-	for a := range registry {
-		s = append(s, a)
-	}
-	sort.Strings(s)
-	return s
-}
-
-// New builds the model described by d.
-func New(d *Desc, src DenseSource, opt Options) (Model, error) {
-	regMu.Lock()
-	f, ok := registry[d.Arch]
-	regMu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("%w: %q (runnable: %v)", ErrUnsupportedArch, d.Arch, Architectures())
-	}
-	if opt.Pool == nil {
-		return nil, errors.New("model: Options.Pool is nil")
-	}
-	return f(d, src, opt)
 }
 
 // Weight is a resident 2-D weight matrix: Rows output rows of Cols inputs.

@@ -1,7 +1,8 @@
 // Package archs imports every architecture pipe can run, so that a program
-// registers them all with one import (architectures register themselves
-// with model.Register from their package's init). Adding an architecture
-// means adding its package here; nothing else in the engine names it.
+// registers them all with one import (a family registers itself with
+// family.Register from its package's init; one not yet moved onto
+// family.Family with model.Register). Adding an architecture means adding
+// its package here; nothing else in the engine names it.
 package archs
 
 import (

@@ -1,0 +1,159 @@
+package model
+
+// family.go: the model side of a family (Family) and the registry of the
+// architectures pipe runs. A family registers one value, from its own
+// package (package family's Register, which also hands the value to gen);
+// the engine finds it by the GGUF general.architecture string and asks it,
+// never a switch on the name, for everything that differs between
+// families: the metadata keys beyond the common ones (ReadHParams), the
+// model (New), the per-sequence state a context needs (StateBytes) and
+// the lines `pipe inspect` shows (InspectRows).
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Family is the model side of one architecture family.
+type Family interface {
+	// Arch is the GGUF general.architecture the family runs.
+	Arch() string
+	// ReadHParams reads the family's own metadata keys with r (which
+	// reads arch.-prefixed keys and collects the first error) after the
+	// common ones are in h, and returns the family's hyper-parameter
+	// value, kept in Desc.Family (nil when it has none). It may fill
+	// defaults in h that the family's keys imply.
+	ReadHParams(r *MetaReader, h *HParams) (any, error)
+	// New builds the model described by d.
+	New(d *Desc, src DenseSource, opt Options) (Model, error)
+	// StateBytes is the memory one sequence's state takes for a context
+	// of positions positions with KV elements of elemBytes bytes: the KV
+	// cache of its attention layers and any recurrent state, saturating
+	// at 1<<62 instead of overflowing.
+	StateBytes(d *Desc, positions, elemBytes int) int64
+	// InspectRows are the family's own rows of `pipe inspect`'s
+	// hyper-parameter table, printed after the common ones.
+	InspectRows(d *Desc) []InspectRow
+}
+
+// InspectRow is one row of `pipe inspect`'s hyper-parameter table.
+type InspectRow struct {
+	Key   string
+	Value string
+}
+
+// Factory builds an architecture instance from its description.
+type Factory func(d *Desc, src DenseSource, opt Options) (Model, error)
+
+var (
+	regMu    sync.Mutex
+	registry = map[string]Family{}
+)
+
+// RegisterFamily makes family f available under f.Arch(). It is called
+// once, from the family package's init (through package family's
+// Register); a second family of the same name panics.
+func RegisterFamily(f Family) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	arch := f.Arch()
+	if _, dup := registry[arch]; dup {
+		panic("model: architecture registered twice: " + arch)
+	}
+	registry[arch] = f
+}
+
+// Register makes an architecture that is not yet a Family available under
+// its GGUF name: its hyper-parameters are the ones HParams reads for every
+// file, its state is sized by HParams (LegacyStateBytes) and inspect shows
+// no rows of its own. Called once from the architecture package's init.
+func Register(arch string, f Factory) { RegisterFamily(legacyFamily{arch, f}) }
+
+// legacyFamily adapts a Factory registered with Register.
+type legacyFamily struct {
+	arch string
+	f    Factory
+}
+
+func (l legacyFamily) Arch() string                                 { return l.arch }
+func (legacyFamily) ReadHParams(*MetaReader, *HParams) (any, error) { return nil, nil }
+func (l legacyFamily) New(d *Desc, src DenseSource, opt Options) (Model, error) {
+	return l.f(d, src, opt)
+}
+func (legacyFamily) InspectRows(*Desc) []InspectRow { return nil }
+func (legacyFamily) StateBytes(d *Desc, positions, elemBytes int) int64 {
+	return LegacyStateBytes(&d.HParams, positions, elemBytes)
+}
+
+// Lookup returns the family registered under arch.
+func Lookup(arch string) (Family, bool) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	f, ok := registry[arch]
+	return f, ok
+}
+
+// Runnable reports whether an architecture is registered.
+func Runnable(arch string) bool {
+	_, ok := Lookup(arch)
+	return ok
+}
+
+// Architectures lists the registered architectures.
+func Architectures() []string {
+	regMu.Lock()
+	defer regMu.Unlock()
+	var s []string
+	for a := range registry {
+		s = append(s, a)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// New builds the model described by d.
+func New(d *Desc, src DenseSource, opt Options) (Model, error) {
+	f, ok := Lookup(d.Arch)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q (runnable: %v)", ErrUnsupportedArch, d.Arch, Architectures())
+	}
+	if opt.Pool == nil {
+		return nil, errors.New("model: Options.Pool is nil")
+	}
+	return f.New(d, src, opt)
+}
+
+// StateBytes is the memory one sequence's state takes for a context of
+// positions positions with KV elements of elemBytes bytes, as d's family
+// sizes it (LegacyStateBytes for an architecture that is not registered).
+func StateBytes(d *Desc, positions, elemBytes int) int64 {
+	if f, ok := Lookup(d.Arch); ok {
+		return f.StateBytes(d, positions, elemBytes)
+	}
+	return LegacyStateBytes(&d.HParams, positions, elemBytes)
+}
+
+// KVStateBytes is the KV cache of layers attention layers of row floats
+// per position (K and V together) for positions positions of elemBytes
+// (at least 2) bytes each, saturating at 1<<62.
+func KVStateBytes(layers, row, positions, elemBytes int) int64 {
+	per := int64(layers) * int64(row) * int64(max(elemBytes, 2))
+	if per > 0 && int64(positions) > (1<<62)/per {
+		return 1 << 62
+	}
+	return per * int64(positions)
+}
+
+// LegacyStateBytes sizes the state from HParams alone: the attention
+// layers' KV cache of HParams.KVRow per position plus the recurrent
+// layers' float32 states (HParams.RecurrentFloats each).
+func LegacyStateBytes(hp *HParams, positions, elemBytes int) int64 {
+	nRec := hp.RecurrentLayers()
+	per := int64(hp.NLayer-nRec) * int64(hp.KVRow()) * int64(max(elemBytes, 2))
+	if per > 0 && int64(positions) > (1<<62)/per {
+		return 1 << 62
+	}
+	return per*int64(positions) + int64(nRec)*4*int64(hp.RecurrentFloats())
+}
