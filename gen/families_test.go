@@ -5,7 +5,9 @@ package gen_test
 // outside package gen and import model/archs).
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -198,5 +200,46 @@ func checkFinite(t *testing.T, f *gguf.File) {
 		if len(x) > 8 && len(distinct) < 2 && !strings.Contains(ti.Name, "scale") && !strings.Contains(ti.Name, "rope_freqs") {
 			t.Errorf("%s: constant data", ti.Name)
 		}
+	}
+}
+
+// TestRegeneratesGoldenFiles: the golden models pipe gen wrote (the seeds
+// testdata/golden/README.md names, llama.cpp's Q4_K_M of them equal to pipe
+// gen's own) are written again byte for byte: a family's presets, tensor
+// list, metadata, tokenizer and weights do not change when the family moves
+// (or anything else changes in gen) unless the goldens are remade.
+func TestRegeneratesGoldenFiles(t *testing.T) {
+	cases := []struct {
+		preset, quant string
+		seed          uint64
+		golden        string
+	}{
+		{"olmoe-tiny", "F32", 2208, "tiny-olmoe-F32.gguf"},
+		{"olmoe-tiny", "Q4_K_M", 2208, "tiny-olmoe-Q4_K_M.gguf"},
+		{"qwen2moe-tiny", "F32", 2207, "tiny-qwen2moe-F32.gguf"},
+		{"qwen2moe-tiny", "Q4_K_M", 2207, "tiny-qwen2moe-Q4_K_M.gguf"},
+		{"lfm2moe-tiny", "F32", 61721, "tiny-lfm2moe-F32.gguf"},
+		{"lfm2moe-tiny", "Q4_K_M", 61721, "tiny-lfm2moe-Q4_K_M.gguf"},
+		{"qwen35moe-tiny", "F32", 90417, "tiny-qwen35moe-F32.gguf"},
+		{"deepseek2-tiny", "F32", 2222, "tiny-deepseek2-F32.gguf"},
+	}
+	for _, c := range cases {
+		if testing.Short() && c.quant != "Q4_K_M" {
+			continue
+		}
+		t.Run(c.golden, func(t *testing.T) {
+			want, err := os.ReadFile(filepath.Join(goldenModels, c.golden))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := sha256.New()
+			o := gen.Options{Preset: c.preset, Quant: c.quant, Seed: c.seed, RoutingSkew: gen.DefaultRoutingSkew}
+			if _, err := gen.Generate(context.Background(), o, h); err != nil {
+				t.Fatal(err)
+			}
+			if got, w := h.Sum(nil), sha256.Sum256(want); !bytes.Equal(got, w[:]) {
+				t.Fatalf("pipe gen --preset %s --quant %s --seed %d: sha256 %x, golden %s has %x", c.preset, c.quant, c.seed, got, c.golden, w)
+			}
+		})
 	}
 }

@@ -124,9 +124,7 @@ func legacyMeta(p *Preset) []kvPair {
 			kvPair{a + "attention.key_length", u32(p.HeadDim)},
 			kvPair{a + "attention.value_length", u32(p.HeadDim)},
 		)
-		if p.Arch != ArchOLMoE { // olmoe's experts are feed_forward_length wide
-			ps = append(ps, kvPair{a + "expert_feed_forward_length", u32(p.NFFExp)})
-		}
+		ps = append(ps, kvPair{a + "expert_feed_forward_length", u32(p.NFFExp)})
 		if p.Arch == ArchQwen2MoE {
 			ps = append(ps, kvPair{a + "expert_shared_feed_forward_length", u32(p.NFFShExp)})
 		}

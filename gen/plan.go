@@ -168,8 +168,8 @@ func legacyTensors(p *Preset, vocab int) []TensorSpec {
 		ts = deepseek2Tensors(p, vocab)
 	case ArchQwen35MoE:
 		ts = qwen35moeTensors(p, vocab)
-	case ArchQwen2MoE, ArchOLMoE:
-		ts = qwenStyleTensors(p, vocab)
+	case ArchQwen2MoE:
+		ts = qwen2moeTensors(p, vocab)
 	case ArchLFM2MoE:
 		ts = lfm2moeTensors(p, vocab)
 	}
@@ -267,22 +267,13 @@ func routedBlock(p *Preset, il int) []TensorSpec {
 	}
 }
 
-// qwenStyleTensors follows llama.cpp's LLM_ARCH_QWEN2MOE tensor creation
-// (q/k/v biases, a shared expert with its sigmoid gate row) and
-// LLM_ARCH_OLMOE's (n_embd-wide q/k norms over the whole projection, experts
-// feed_forward_length wide).
-func qwenStyleTensors(p *Preset, vocab int) []TensorSpec {
+// qwen2moeTensors follows llama.cpp's LLM_ARCH_QWEN2MOE tensor creation
+// (q/k/v biases, a shared expert with its sigmoid gate row).
+func qwen2moeTensors(p *Preset, vocab int) []TensorSpec {
 	E, hd := p.NEmbd, p.HeadDim
 	ts := headTensors(p, vocab)
 	for il := 0; il < p.NLayer; il++ {
 		ts = append(ts, routedBlock(p, il)...)
-		if p.Arch == ArchOLMoE {
-			ts = append(ts,
-				TensorSpec{Name: blk(il, "attn_q_norm.weight"), Layer: il, Dims: u(hd * p.NHead), Role: RoleNorm},
-				TensorSpec{Name: blk(il, "attn_k_norm.weight"), Layer: il, Dims: u(hd * p.NHeadKV), Role: RoleNorm},
-			)
-			continue
-		}
 		ts = append(ts,
 			TensorSpec{Name: blk(il, "attn_q.bias"), Layer: il, Dims: u(hd * p.NHead), Role: RoleBias},
 			TensorSpec{Name: blk(il, "attn_k.bias"), Layer: il, Dims: u(hd * p.NHeadKV), Role: RoleBias},

@@ -20,7 +20,6 @@ const (
 	ArchGemma4    = "gemma4"
 	ArchDeepSeek2 = "deepseek2"
 	ArchQwen2MoE  = "qwen2moe"
-	ArchOLMoE     = "olmoe"
 )
 
 // Preset is the hyper-parameter set of one model shape. Field names follow
@@ -212,20 +211,6 @@ var presets = []Preset{
 		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 482, DefaultQuant: "Q4_K_M",
 	},
 	{
-		Name: "olmoe-1b-7b", Arch: ArchOLMoE, ModelName: "OLMoE-1B-7B (synthetic)",
-		Description: "allenai/OLMoE-1B-7B-0924 config.json",
-		NLayer:      16, NEmbd: 2048, NHead: 16, NHeadKV: 16, HeadDim: 128,
-		NExpert: 64, NExpertUsed: 8, NFFExp: 1024, NFF: 1024, NCtxTrain: 4096,
-		RopeBase: 10000, RMSEps: 1e-5, Vocab: 50304, DefaultQuant: "Q4_K_M",
-	},
-	{
-		Name: "olmoe-tiny", Arch: ArchOLMoE, ModelName: "tiny-random-olmoe",
-		Description: "olmoe-1b-7b scaled down",
-		NLayer:      3, NEmbd: 256, NHead: 4, NHeadKV: 4, HeadDim: 64,
-		NExpert: 8, NExpertUsed: 2, NFFExp: 128, NFF: 128, NCtxTrain: 512,
-		RopeBase: 10000, RMSEps: 1e-5, Vocab: 482, DefaultQuant: "Q4_K_M",
-	},
-	{
 		// DeepSeek-V2-Lite's paths (27 layers: llama.cpp's "lite" test, so a
 		// plain query projection; softmax gating without renormalisation,
 		// two shared experts, YaRN ×40 with its log multiplier), tiny widths
@@ -320,11 +305,8 @@ func (p *Preset) validateLegacy() error {
 		h.ValueHeads%h.KeyHeads != 0 || h.AttnInterval <= 0 || h.NRot <= 0 || h.NRot > p.HeadDim || h.NFFShExp <= 0) {
 		return fmt.Errorf("%w: qwen35moe preset %q has a zero or inconsistent hybrid geometry", ErrBadOptions, p.Name)
 	}
-	if (p.Arch == ArchQwen2MoE || p.Arch == ArchOLMoE) && p.NHead*p.HeadDim != p.NEmbd {
+	if p.Arch == ArchQwen2MoE && p.NHead*p.HeadDim != p.NEmbd {
 		return fmt.Errorf("%w: %s preset %q: heads × head_dim must be n_embd (llama.cpp's attn_output is n_embd × n_embd)", ErrBadOptions, p.Arch, p.Name)
-	}
-	if p.Arch == ArchOLMoE && (p.NHeadKV != p.NHead || p.NFF != p.NFFExp) {
-		return fmt.Errorf("%w: olmoe preset %q needs NHeadKV = NHead (n_embd-wide k norm) and NFF = NFFExp (the experts' width)", ErrBadOptions, p.Name)
 	}
 	if p.Arch == ArchQwen2MoE && p.NFFShExp <= 0 {
 		return fmt.Errorf("%w: qwen2moe preset %q needs NFFShExp", ErrBadOptions, p.Name)

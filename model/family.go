@@ -135,6 +135,15 @@ func StateBytes(d *Desc, positions, elemBytes int) int64 {
 	return LegacyStateBytes(&d.HParams, positions, elemBytes)
 }
 
+// InspectRows are the rows d's family adds to `pipe inspect`'s
+// hyper-parameter table (none for an architecture that is not registered).
+func InspectRows(d *Desc) []InspectRow {
+	if f, ok := Lookup(d.Arch); ok {
+		return f.InspectRows(d)
+	}
+	return nil
+}
+
 // KVStateBytes is the KV cache of layers attention layers of row floats
 // per position (K and V together) for positions positions of elemBytes
 // (at least 2) bytes each, saturating at 1<<62.
@@ -144,6 +153,12 @@ func KVStateBytes(layers, row, positions, elemBytes int) int64 {
 		return 1 << 62
 	}
 	return per * int64(positions)
+}
+
+// AttentionStateBytes is the state of a model whose every layer keeps K
+// and V rows of its KV heads (n_head_kv × head_dim each) per position.
+func AttentionStateBytes(hp *HParams, positions, elemBytes int) int64 {
+	return KVStateBytes(hp.NLayer, 2*hp.NHeadKV*hp.HeadDim, positions, elemBytes)
 }
 
 // LegacyStateBytes sizes the state from HParams alone: the attention

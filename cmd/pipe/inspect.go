@@ -42,6 +42,7 @@ type inspectReport struct {
 	Name             string          `json:"name,omitempty"`
 	Runnable         bool            `json:"runnable"`
 	HParams          model.HParams   `json:"hparams"`
+	FamilyHParams    any             `json:"family_hparams,omitempty"` // the family's own keys (model.Desc.FamilyHP)
 	NTensors         int             `json:"n_tensors"`
 	Tensors          []inspectTensor `json:"tensors,omitempty"`
 	TensorBytes      uint64          `json:"tensor_bytes"`
@@ -79,7 +80,7 @@ func (c *InspectCmd) Run(g *Globals) error {
 func buildInspectReport(f *gguf.File, d *model.Desc, table bool) *inspectReport {
 	rep := &inspectReport{
 		File: f.Path, Version: f.Version, Alignment: f.Alignment,
-		Arch: d.Arch, Name: d.Name, Runnable: d.Supported, HParams: d.HParams,
+		Arch: d.Arch, Name: d.Name, Runnable: d.Supported, HParams: d.HParams, FamilyHParams: d.FamilyHP,
 		NTensors: len(f.Tensors), TensorBytes: f.TensorBytes(),
 		DenseBytes: d.DenseBytes, DenseTensorBytes: d.DenseTensorBytes, DenseRanges: len(d.Dense),
 		ExpertBytes: d.ExpertTotalBytes, OneExpertBytes: d.ExpertBytes, WorkingSetBytes: d.WorkingSet,
@@ -125,7 +126,7 @@ func writeInspectText(w io.Writer, r *inspectReport, d *model.Desc) error {
 	}
 	h := r.HParams
 	p("\nhyper-parameters:\n")
-	writeHParams(ew, h)
+	writeHParams(ew, h, model.InspectRows(d))
 
 	if len(r.Tensors) > 0 {
 		p("\ntensors (%d):\n", r.NTensors)
@@ -240,8 +241,9 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// writeHParams writes the hyper-parameters table of inspect's text report.
-func writeHParams(ew io.Writer, h model.HParams) {
+// writeHParams writes the hyper-parameters table of inspect's text report:
+// the common rows, then the family's own.
+func writeHParams(ew io.Writer, h model.HParams, own []model.InspectRow) {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	row := func(k string, v any) {
 		if s, ok := v.(string); ok {
@@ -303,6 +305,9 @@ func writeHParams(ew io.Writer, h model.HParams) {
 	}
 	if h.ShortConvL > 0 {
 		row("shortconv l_cache", h.ShortConvL)
+	}
+	for _, r := range own {
+		row(r.Key, r.Value)
 	}
 	tw.Flush()
 }

@@ -14,16 +14,42 @@
 // The experts' width is feed_forward_length (llama.cpp's n_ff for olmoe).
 // llama.cpp sizes attn_k_norm by n_embd, so K has as many heads as Q. The
 // routed experts are computed behind model.MoE with model.Experts (SwiGLU).
-// The package registers itself as "olmoe" on import.
+//
+// The package is the whole family (family.Family): Family's model side is
+// here, its `pipe gen` presets, tensors and metadata in gen.go. It
+// registers itself as "olmoe" on import.
 package olmoe
 
 import (
 	"fmt"
 
+	"github.com/pipe-engine/pipe/family"
 	"github.com/pipe-engine/pipe/model"
 )
 
-func init() { model.Register("olmoe", New) }
+func init() { family.Register(Family{}) }
+
+// Family is the olmoe family: the model here, the generator side in gen.go.
+type Family struct{}
+
+// Arch implements family.Family.
+func (Family) Arch() string { return "olmoe" }
+
+// ReadHParams implements model.Family: olmoe reads only the common keys.
+func (Family) ReadHParams(*model.MetaReader, *model.HParams) (any, error) { return nil, nil }
+
+// New implements model.Family.
+func (Family) New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, error) {
+	return New(d, src, opt)
+}
+
+// StateBytes implements model.Family: a KV cache in every layer.
+func (Family) StateBytes(d *model.Desc, positions, elemBytes int) int64 {
+	return model.AttentionStateBytes(&d.HParams, positions, elemBytes)
+}
+
+// InspectRows implements model.Family: none beyond the common rows.
+func (Family) InspectRows(*model.Desc) []model.InspectRow { return nil }
 
 // New builds an OLMoE from its description and dense weights: the shared
 // decoder with whole-projection Q/K norms and a routed FFN per layer, plus

@@ -5,10 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipe-engine/pipe/gen"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/model/goldentest"
-	_ "github.com/pipe-engine/pipe/model/olmoe"
+	"github.com/pipe-engine/pipe/model/olmoe"
 	"github.com/pipe-engine/pipe/router"
 )
 
@@ -44,5 +45,26 @@ func TestRouter(t *testing.T) {
 	m, _, _ := goldentest.Load(t, "../../testdata/golden/models/tiny-olmoe-F32.gguf", model.Options{})
 	if s := m.Router(0); s.Normalize || s.Gating != model.SoftmaxTopK || s.K != 2 || s.NExpert != 8 {
 		t.Fatalf("router %+v", s)
+	}
+}
+
+// TestFamily: olmoe is one registered value for the engine and for gen,
+// and sizes its state as the KV cache of every layer (3 layers × K and V
+// of 4 heads × 64 × 2 bytes per position for tiny-olmoe).
+func TestFamily(t *testing.T) {
+	f, ok := model.Lookup("olmoe")
+	if _, isOLMoE := f.(olmoe.Family); !ok || !isOLMoE {
+		t.Fatalf("model.Lookup(olmoe) = %T, %v", f, ok)
+	}
+	p, err := gen.LookupPreset("olmoe-tiny")
+	if err != nil || p.Arch != "olmoe" {
+		t.Fatalf("gen.LookupPreset(olmoe-tiny) = %+v, %v", p, err)
+	}
+	d, _ := goldentest.Open(t, "../../testdata/golden/models/tiny-olmoe-F32.gguf")
+	if got, want := model.StateBytes(d, 512, 2), int64(3*2*4*64*2*512); got != want {
+		t.Fatalf("StateBytes(512 positions, f16) = %d, want %d", got, want)
+	}
+	if got := model.StateBytes(d, 1<<60, 4); got != 1<<62 {
+		t.Fatalf("StateBytes(2^60 positions) = %d, want the 1<<62 saturation", got)
 	}
 }
