@@ -23,8 +23,9 @@ type Family interface {
 	// ReadHParams reads the family's own metadata keys with r (which
 	// reads arch.-prefixed keys and collects the first error) after the
 	// common ones are in h, and returns the family's hyper-parameter
-	// value, kept in Desc.Family (nil when it has none). It may fill
-	// defaults in h that the family's keys imply.
+	// value, kept in Desc.FamilyHP (nil when it has none); it refuses
+	// values it cannot run with r.Bad. It may fill defaults in h that
+	// the family's keys imply.
 	ReadHParams(r *MetaReader, h *HParams) (any, error)
 	// New builds the model described by d.
 	New(d *Desc, src DenseSource, opt Options) (Model, error)
@@ -142,6 +143,29 @@ func InspectRows(d *Desc) []InspectRow {
 		return f.InspectRows(d)
 	}
 	return nil
+}
+
+// StateKeyer is implemented by a family whose state has a part no context
+// size changes (recurrent layers): the metadata keys that size it, for an
+// error that says which.
+type StateKeyer interface {
+	StateKeys(d *Desc) string
+}
+
+// StateKeys names the metadata keys that size d's recurrent state: its
+// family's answer (StateKeyer), else the shared recurrent mixers' ssm.*
+// keys (or lfm2's short-conv keys, until lfm2moe reads its own).
+func StateKeys(d *Desc) string {
+	if f, ok := Lookup(d.Arch); ok {
+		if k, ok := f.(StateKeyer); ok {
+			return k.StateKeys(d)
+		}
+	}
+	h := &d.HParams
+	if h.ShortConvL > 0 {
+		return fmt.Sprintf("shortconv.l_cache %d, embedding_length %d", h.ShortConvL, h.NEmbd)
+	}
+	return fmt.Sprintf("ssm.conv_kernel %d, ssm.inner_size %d, ssm.state_size %d, ssm.group_count %d", h.SSM.ConvKernel, h.SSM.InnerSize, h.SSM.StateSize, h.SSM.GroupCount)
 }
 
 // KVStateBytes is the KV cache of layers attention layers of row floats

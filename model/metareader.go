@@ -46,6 +46,10 @@ func (r *MetaReader) note(err error) {
 	}
 }
 
+// Bad is a family's refusal of the file's hyper-parameters: an ErrBadModel
+// error naming the file.
+func (r *MetaReader) Bad(format string, args ...any) error { return r.d.bad(format, args...) }
+
 // Get returns the raw value of arch.key.
 func (r *MetaReader) Get(key string) (Value, bool) { return r.d.File.Get(r.pre + key) }
 

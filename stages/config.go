@@ -227,9 +227,9 @@ func resolve(cfg Config, in Inputs, d *model.Desc, l expertLayout) (Resolved, er
 	r := Resolved{Config: cfg, Inputs: in, K: cmp.Or(cfg.ExpertsUsed, hp.NExpertUsed), SlotBytes: l.slotBytes}
 	r.Cache.Floor = max(cfg.Cache.Floor, 0)
 	r.WorkingSet = cache.TokenWorkingSet(hp.NLayer, r.K, r.SlotBytes)
-	r.KVBytes = kvBytes(hp, r.KVPositions, r.KVElemBytes)
+	r.KVBytes = kvBytes(d, r.KVPositions, r.KVElemBytes)
 	if r.KVPositions > 0 {
-		if err := checkKV(hp, r.KVPositions, r.KVElemBytes); err != nil {
+		if err := checkKV(d, r.KVPositions, r.KVElemBytes); err != nil {
 			return Resolved{}, err
 		}
 	}

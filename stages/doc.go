@@ -10,6 +10,10 @@
 // Resolved, which Engine.Config returns and nothing edits), picks the expert
 // source, builds the architecture and runs forward passes; Session is a
 // decode sequence on it.
+// The stages name no architecture: the memory one sequence's state takes
+// (KV cache, recurrent state) is the model family's answer
+// (model.StateBytes), checked against the memory available before it is
+// allocated.
 // The per-layer flow is the pipeline type (pipeline.go), which the model's
 // Forward calls as its model.MoE: route, plan the ffn.Job, have the expert
 // source deliver the experts, finish the rank-order sum.

@@ -269,7 +269,7 @@ func (e *Engine) Observe(f func(step, layer int, ids [][]int, weights [][]float3
 // newState allocates a KV cache, refusing one larger than the memory
 // available.
 func (e *Engine) newState(nCtx int, kv model.KVType) (*model.State, error) {
-	if err := checkKV(e.desc.HParams, nCtx, kvElemBytes(kv)); err != nil {
+	if err := checkKV(e.desc, nCtx, kvElemBytes(kv)); err != nil {
 		return nil, err
 	}
 	return e.model.NewState(nCtx, kv)

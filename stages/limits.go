@@ -11,48 +11,39 @@ import (
 	"github.com/pipe-engine/pipe/model"
 )
 
-// kvBytes is the KV cache of positions positions: attention layers ×
-// positions × a position's row (K and V, or the latent of latent
-// attention: HParams.KVRow) × element size (saturating instead of
-// overflowing), plus the recurrent layers' float32 states.
-func kvBytes(hp model.HParams, positions, elemBytes int) int64 {
-	nRec := hp.RecurrentLayers()
-	per := int64(hp.NLayer-nRec) * int64(hp.KVRow()) * int64(max(elemBytes, 2))
-	if per > 0 && int64(positions) > (1<<62)/per {
-		return 1 << 62
-	}
-	return per*int64(positions) + recurrentBytes(hp)
+// kvBytes is one sequence's state for a context of positions positions
+// (the KV cache and any recurrent state), as the model's family sizes it
+// (model.StateBytes): the stages know no family's layout.
+func kvBytes(d *model.Desc, positions, elemBytes int) int64 {
+	return model.StateBytes(d, positions, elemBytes)
 }
 
-// recurrentBytes is the recurrent layers' float32 states, which no context
-// size changes.
-func recurrentBytes(hp model.HParams) int64 {
-	return int64(hp.RecurrentLayers()) * 4 * int64(hp.RecurrentFloats())
+// recurrentBytes is the part of the state no context size changes (the
+// recurrent layers'): the family's state for no position.
+func recurrentBytes(d *model.Desc, elemBytes int) int64 {
+	return model.StateBytes(d, 0, elemBytes)
 }
 
 // checkKV refuses, before allocating it, a KV cache larger than the memory
 // available to the process. Without memory information it allows the cache.
-func checkKV(hp model.HParams, positions, elemBytes int) error {
+func checkKV(d *model.Desc, positions, elemBytes int) error {
 	avail, source, _, err := cache.Available("", "")
 	if err != nil {
 		return nil
 	}
-	return kvFits(hp, positions, elemBytes, avail, source)
+	return kvFits(d, positions, elemBytes, avail, source)
 }
 
 // kvFits is checkKV against avail bytes (source names where the figure
 // comes from). When the recurrent states alone exceed it, -c cannot help:
-// the refusal names the file's keys that size them.
-func kvFits(hp model.HParams, positions, elemBytes int, avail int64, source string) error {
-	need := kvBytes(hp, positions, elemBytes)
+// the refusal names the file's keys that size them (model.StateKeys).
+func kvFits(d *model.Desc, positions, elemBytes int, avail int64, source string) error {
+	need := kvBytes(d, positions, elemBytes)
 	if need <= avail {
 		return nil
 	}
-	if rec := recurrentBytes(hp); rec > avail {
-		keys := fmt.Sprintf("ssm.conv_kernel %d, ssm.inner_size %d, ssm.state_size %d, ssm.group_count %d", hp.SSM.ConvKernel, hp.SSM.InnerSize, hp.SSM.StateSize, hp.SSM.GroupCount)
-		if hp.ShortConvL > 0 {
-			keys = fmt.Sprintf("shortconv.l_cache %d, embedding_length %d", hp.ShortConvL, hp.NEmbd)
-		}
+	if rec := recurrentBytes(d, elemBytes); rec > avail {
+		keys := model.StateKeys(d)
 		return fmt.Errorf("%w: the recurrent layers' state needs %s whatever the context, more than the %s available (%s): the model file's %s are not runnable here (-c does not change this)",
 			ErrConfig, mib(rec), mib(avail), source, keys)
 	}

@@ -100,16 +100,17 @@ func TestBudgetAboveAvailable(t *testing.T) {
 func TestRecurrentStateRefusalNamesTheKeys(t *testing.T) {
 	hp := model.HParams{NLayer: 4, NEmbd: 64, NHead: 2, NHeadKV: 2, HeadDim: 32, HeadDimV: 32,
 		SSM: model.SSMGeom{ConvKernel: 1 << 30, StateSize: 16, InnerSize: 64, GroupCount: 2, TimeStepRank: 4}}
-	err := kvFits(hp, 16, 2, 1<<30, "test")
+	d := &model.Desc{Arch: "no-family", HParams: hp}
+	err := kvFits(d, 16, 2, 1<<30, "test")
 	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "ssm.conv_kernel 1073741824") || strings.Contains(err.Error(), "lower -c") {
 		t.Fatalf("enormous conv_kernel: %v", err)
 	}
-	hp.SSM.ConvKernel = 4
-	err = kvFits(hp, 1<<30, 2, 1<<30, "test")
+	d.HParams.SSM.ConvKernel = 4
+	err = kvFits(d, 1<<30, 2, 1<<30, "test")
 	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "lower -c") {
 		t.Fatalf("a long context: %v", err)
 	}
-	if err := kvFits(hp, 16, 2, 1<<30, "test"); err != nil {
+	if err := kvFits(d, 16, 2, 1<<30, "test"); err != nil {
 		t.Fatalf("a small model: %v", err)
 	}
 }
