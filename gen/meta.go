@@ -125,9 +125,6 @@ func legacyMeta(p *Preset) []kvPair {
 			kvPair{a + "attention.value_length", u32(p.HeadDim)},
 		)
 		ps = append(ps, kvPair{a + "expert_feed_forward_length", u32(p.NFFExp)})
-		if p.Arch == ArchQwen2MoE {
-			ps = append(ps, kvPair{a + "expert_shared_feed_forward_length", u32(p.NFFShExp)})
-		}
 		if p.Arch == ArchGPTOSS {
 			ps = append(ps,
 				kvPair{a + "attention.sliding_window", u32(p.SlidingWindow)},

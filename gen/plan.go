@@ -168,8 +168,6 @@ func legacyTensors(p *Preset, vocab int) []TensorSpec {
 		ts = deepseek2Tensors(p, vocab)
 	case ArchQwen35MoE:
 		ts = qwen35moeTensors(p, vocab)
-	case ArchQwen2MoE:
-		ts = qwen2moeTensors(p, vocab)
 	case ArchLFM2MoE:
 		ts = lfm2moeTensors(p, vocab)
 	}
@@ -265,26 +263,6 @@ func routedBlock(p *Preset, il int) []TensorSpec {
 		{Name: blk(il, "ffn_up_exps.weight"), Layer: il, Dims: u(E, p.NFFExp, p.NExpert), Role: RoleExpert},
 		{Name: blk(il, "ffn_down_exps.weight"), Layer: il, Dims: u(p.NFFExp, E, p.NExpert), Role: RoleExpertOut},
 	}
-}
-
-// qwen2moeTensors follows llama.cpp's LLM_ARCH_QWEN2MOE tensor creation
-// (q/k/v biases, a shared expert with its sigmoid gate row).
-func qwen2moeTensors(p *Preset, vocab int) []TensorSpec {
-	E, hd := p.NEmbd, p.HeadDim
-	ts := headTensors(p, vocab)
-	for il := 0; il < p.NLayer; il++ {
-		ts = append(ts, routedBlock(p, il)...)
-		ts = append(ts,
-			TensorSpec{Name: blk(il, "attn_q.bias"), Layer: il, Dims: u(hd * p.NHead), Role: RoleBias},
-			TensorSpec{Name: blk(il, "attn_k.bias"), Layer: il, Dims: u(hd * p.NHeadKV), Role: RoleBias},
-			TensorSpec{Name: blk(il, "attn_v.bias"), Layer: il, Dims: u(hd * p.NHeadKV), Role: RoleBias},
-			TensorSpec{Name: blk(il, "ffn_gate_inp_shexp.weight"), Layer: il, Dims: u(E), Role: RoleProj},
-			TensorSpec{Name: blk(il, "ffn_gate_shexp.weight"), Layer: il, Dims: u(E, p.NFFShExp), Role: RoleProj},
-			TensorSpec{Name: blk(il, "ffn_up_shexp.weight"), Layer: il, Dims: u(E, p.NFFShExp), Role: RoleProj},
-			TensorSpec{Name: blk(il, "ffn_down_shexp.weight"), Layer: il, Dims: u(p.NFFShExp, E), Role: RoleProjOut},
-		)
-	}
-	return ts
 }
 
 // gptossTensors follows llama.cpp's LLM_ARCH_OPENAI_MOE tensor creation.

@@ -19,7 +19,6 @@ const (
 	ArchGPTOSS    = "gpt-oss"
 	ArchGemma4    = "gemma4"
 	ArchDeepSeek2 = "deepseek2"
-	ArchQwen2MoE  = "qwen2moe"
 )
 
 // Preset is the hyper-parameter set of one model shape. Field names follow
@@ -39,7 +38,7 @@ type Preset struct {
 	NExpertUsed int
 	NFFExp      int // expert FFN width
 	NFF         int // dense FFN width (feed_forward_length; olmoe's expert width)
-	NFFShExp    int // shared expert width (qwen2moe: expert_shared_feed_forward_length)
+	NFFShExp    int // shared expert width (expert_shared_feed_forward_length)
 	NCtxTrain   int
 	RopeBase    float32
 	RMSEps      float32
@@ -197,20 +196,6 @@ var presets = []Preset{
 			NRot: 16, Sections: [4]int{2, 2, 1, 1}, NFFShExp: 128},
 	},
 	{
-		Name: "qwen1.5-moe-a2.7b", Arch: ArchQwen2MoE, ModelName: "Qwen1.5-MoE-A2.7B (synthetic)",
-		Description: "Qwen/Qwen1.5-MoE-A2.7B config.json",
-		NLayer:      24, NEmbd: 2048, NHead: 16, NHeadKV: 16, HeadDim: 128,
-		NExpert: 60, NExpertUsed: 4, NFFExp: 1408, NFFShExp: 5632, NFF: 5632, NCtxTrain: 8192,
-		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 151936, DefaultQuant: "Q4_K_M",
-	},
-	{
-		Name: "qwen2moe-tiny", Arch: ArchQwen2MoE, ModelName: "tiny-random-qwen2moe",
-		Description: "qwen1.5-moe-a2.7b scaled down (with GQA, as Qwen2-57B-A14B)",
-		NLayer:      3, NEmbd: 256, NHead: 4, NHeadKV: 2, HeadDim: 64,
-		NExpert: 8, NExpertUsed: 2, NFFExp: 128, NFFShExp: 256, NFF: 512, NCtxTrain: 512,
-		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 482, DefaultQuant: "Q4_K_M",
-	},
-	{
 		// DeepSeek-V2-Lite's paths (27 layers: llama.cpp's "lite" test, so a
 		// plain query projection; softmax gating without renormalisation,
 		// two shared experts, YaRN ×40 with its log multiplier), tiny widths
@@ -304,12 +289,6 @@ func (p *Preset) validateLegacy() error {
 	if h := &p.Hybrid; p.Arch == ArchQwen35MoE && (h.ConvKernel <= 0 || h.StateSize <= 0 || h.KeyHeads <= 0 ||
 		h.ValueHeads%h.KeyHeads != 0 || h.AttnInterval <= 0 || h.NRot <= 0 || h.NRot > p.HeadDim || h.NFFShExp <= 0) {
 		return fmt.Errorf("%w: qwen35moe preset %q has a zero or inconsistent hybrid geometry", ErrBadOptions, p.Name)
-	}
-	if p.Arch == ArchQwen2MoE && p.NHead*p.HeadDim != p.NEmbd {
-		return fmt.Errorf("%w: %s preset %q: heads × head_dim must be n_embd (llama.cpp's attn_output is n_embd × n_embd)", ErrBadOptions, p.Arch, p.Name)
-	}
-	if p.Arch == ArchQwen2MoE && p.NFFShExp <= 0 {
-		return fmt.Errorf("%w: qwen2moe preset %q needs NFFShExp", ErrBadOptions, p.Name)
 	}
 	if p.Arch == ArchLFM2MoE && (p.Hybrid.ConvKernel < 2 || p.GatingFunc != 2 || p.NFF <= 0) {
 		return fmt.Errorf("%w: lfm2moe preset %q needs shortconv taps ≥ 2, sigmoid gating and a dense FFN width", ErrBadOptions, p.Name)
