@@ -76,8 +76,6 @@ func legacyMeta(p *Preset) []kvPair {
 	switch p.Arch {
 	case ArchQwen35MoE:
 		ps = append(ps, qwen35moeMeta(p, a)...)
-	case ArchLFM2MoE:
-		ps = append(ps, lfm2moeMeta(p, a)...)
 	case ArchGemma4:
 		kv := make([]uint32, p.NLayer)
 		swa := make([]bool, p.NLayer)

@@ -168,8 +168,6 @@ func legacyTensors(p *Preset, vocab int) []TensorSpec {
 		ts = deepseek2Tensors(p, vocab)
 	case ArchQwen35MoE:
 		ts = qwen35moeTensors(p, vocab)
-	case ArchLFM2MoE:
-		ts = lfm2moeTensors(p, vocab)
 	}
 	return ts
 }

@@ -208,25 +208,6 @@ var presets = []Preset{
 		KVLoraRank: 64, NoPE: 32, NRot: 32, ValueLen: 32,
 		LeadingDense: 1, NShared: 2, GatingFunc: 1, WeightsScale: 1,
 	},
-	{
-		Name: "lfm2-8b-a1b", Arch: ArchLFM2MoE, ModelName: "LFM2-8B-A1B (synthetic)",
-		Description: "LiquidAI/LFM2-8B-A1B config.json; llama.cpp src/models/lfm2moe.cpp",
-		NLayer:      24, NEmbd: 2048, NHead: 32, NHeadKV: 8, HeadDim: 64,
-		NExpert: 32, NExpertUsed: 4, NFFExp: 1792, NFF: 7168, NCtxTrain: 128000,
-		RopeBase: 1e6, RMSEps: 1e-5, Vocab: 65536, DefaultQuant: "Q4_K_M",
-		LeadingDense: 2, GatingFunc: 2,
-		Hybrid: HybridGeom{AttnLayers: []int{2, 6, 10, 14, 18, 21}, ConvKernel: 3},
-	},
-	{
-		// a dense leading conv layer, then attention, conv, attention
-		Name: "lfm2moe-tiny", Arch: ArchLFM2MoE, ModelName: "tiny-random-lfm2moe",
-		Description: "lfm2-8b-a1b scaled down",
-		NLayer:      4, NEmbd: 256, NHead: 4, NHeadKV: 2, HeadDim: 64,
-		NExpert: 8, NExpertUsed: 2, NFFExp: 128, NFF: 256, NCtxTrain: 4096,
-		RopeBase: 1e6, RMSEps: 1e-5, Vocab: 512, DefaultQuant: "Q4_K_M",
-		LeadingDense: 1, GatingFunc: 2,
-		Hybrid: HybridGeom{AttnLayers: []int{1, 3}, ConvKernel: 3, OwnOutput: true},
-	},
 }
 
 // Presets returns every preset (the built-in ones and the registered
@@ -289,9 +270,6 @@ func (p *Preset) validateLegacy() error {
 	if h := &p.Hybrid; p.Arch == ArchQwen35MoE && (h.ConvKernel <= 0 || h.StateSize <= 0 || h.KeyHeads <= 0 ||
 		h.ValueHeads%h.KeyHeads != 0 || h.AttnInterval <= 0 || h.NRot <= 0 || h.NRot > p.HeadDim || h.NFFShExp <= 0) {
 		return fmt.Errorf("%w: qwen35moe preset %q has a zero or inconsistent hybrid geometry", ErrBadOptions, p.Name)
-	}
-	if p.Arch == ArchLFM2MoE && (p.Hybrid.ConvKernel < 2 || p.GatingFunc != 2 || p.NFF <= 0) {
-		return fmt.Errorf("%w: lfm2moe preset %q needs shortconv taps ≥ 2, sigmoid gating and a dense FFN width", ErrBadOptions, p.Name)
 	}
 	if p.Arch == ArchGemma4 && (p.SWAPeriod <= 0 || p.HeadDimFull <= 0 || p.NHeadKVFull <= 0) {
 		return fmt.Errorf("%w: gemma4 preset %q needs SWAPeriod, HeadDimFull, NHeadKVFull", ErrBadOptions, p.Name)

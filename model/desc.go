@@ -121,11 +121,8 @@ type HParams struct {
 	// RopeSections is rope.dimension_sections (multi-section RoPE, qwen35moe).
 	RopeSections []int   `json:"rope_sections,omitempty"`
 	SSM          SSMGeom `json:"ssm,omitzero"`
-	// ShortConvL is shortconv.l_cache (lfm2): the taps of the short-conv
-	// layers, the layers whose attention.head_count_kv is 0.
-	ShortConvL int     `json:"shortconv_l_cache,omitempty"`
-	MoE        MoEGeom `json:"moe,omitzero"`
-	MLA        MLAGeom `json:"mla,omitzero"`
+	MoE          MoEGeom `json:"moe,omitzero"`
+	MLA          MLAGeom `json:"mla,omitzero"`
 }
 
 // MoEGeom are the MoE keys beyond expert_count and expert_used_count
@@ -198,12 +195,9 @@ func (g *SSMGeom) IsRecurrent(il int) bool {
 }
 
 // IsRecurrent reports whether layer il keeps a recurrent state instead of
-// KV rows: a delta-net layer (SSMGeom.IsRecurrent) or a short-conv layer
-// (shortconv.l_cache set and no KV heads, llama.cpp's lfm2 is_recr).
+// KV rows: a delta-net layer (SSMGeom.IsRecurrent). A family with other
+// recurrent layers says so itself (its Family.StateBytes and InspectRows).
 func (h *HParams) IsRecurrent(il int) bool {
-	if h.ShortConvL > 0 {
-		return il >= 0 && il < len(h.HeadCountKVLayers) && h.HeadCountKVLayers[il] == 0
-	}
 	return h.SSM.IsRecurrent(il)
 }
 
@@ -220,12 +214,8 @@ func (h *HParams) RecurrentLayers() int {
 }
 
 // RecurrentFloats is the floats of state one recurrent layer keeps per
-// sequence: SSMGeom.StateFloats, or a short-conv layer's last l_cache-1
-// inputs of n_embd (llama.cpp's n_embd_r).
+// sequence: SSMGeom.StateFloats.
 func (h *HParams) RecurrentFloats() int {
-	if h.ShortConvL > 0 {
-		return (h.ShortConvL - 1) * h.NEmbd
-	}
 	return h.SSM.StateFloats()
 }
 
@@ -432,7 +422,6 @@ func readLegacyKeys(r *MetaReader, h *HParams) {
 	h.SSM.TimeStepRank = r.Int("ssm.time_step_rank", false, big)
 	h.SSM.GroupCount = r.Int("ssm.group_count", false, big)
 	h.SSM.FullAttentionInterval = r.Int("full_attention_interval", false, maxLayers)
-	h.ShortConvL = r.Int("shortconv.l_cache", false, big)
 	h.MoE.LeadingDense = r.Int("leading_dense_block_count", false, maxLayers)
 	h.MoE.NShared = r.Int("expert_shared_count", false, maxExperts)
 	h.MoE.GatingFunc = r.Int("expert_gating_func", false, 16)

@@ -154,7 +154,7 @@ type StateKeyer interface {
 
 // StateKeys names the metadata keys that size d's recurrent state: its
 // family's answer (StateKeyer), else the shared recurrent mixers' ssm.*
-// keys (or lfm2's short-conv keys, until lfm2moe reads its own).
+// keys.
 func StateKeys(d *Desc) string {
 	if f, ok := Lookup(d.Arch); ok {
 		if k, ok := f.(StateKeyer); ok {
@@ -162,9 +162,6 @@ func StateKeys(d *Desc) string {
 		}
 	}
 	h := &d.HParams
-	if h.ShortConvL > 0 {
-		return fmt.Sprintf("shortconv.l_cache %d, embedding_length %d", h.ShortConvL, h.NEmbd)
-	}
 	return fmt.Sprintf("ssm.conv_kernel %d, ssm.inner_size %d, ssm.state_size %d, ssm.group_count %d", h.SSM.ConvKernel, h.SSM.InnerSize, h.SSM.StateSize, h.SSM.GroupCount)
 }
 

@@ -303,9 +303,6 @@ func writeHParams(ew io.Writer, h model.HParams, own []model.InspectRow) {
 	if g := h.SSM; g.StateSize != 0 {
 		row("ssm conv / state / heads k,v", fmt.Sprintf("%d / %d / %d,%d", g.ConvKernel, g.StateSize, g.GroupCount, g.TimeStepRank))
 	}
-	if h.ShortConvL > 0 {
-		row("shortconv l_cache", h.ShortConvL)
-	}
 	for _, r := range own {
 		row(r.Key, r.Value)
 	}

@@ -17,8 +17,12 @@
 //
 // The short-conv layers are model.Mixer hooks (their state beside the
 // attention layers' KV rows in model.State, convolved by model.CausalConv);
-// the routed experts are model.Experts (SwiGLU) behind model.MoE. The
-// package registers itself as "lfm2moe" on import.
+// the routed experts are model.Experts (SwiGLU) behind model.MoE.
+//
+// The package is the whole family (family.Family, family.go): its own key
+// (shortconv.l_cache, in HParams), its per-sequence state, its inspect
+// rows; its `pipe gen` presets, tensors and metadata are in gen.go. It
+// registers itself as "lfm2moe" on import.
 package lfm2moe
 
 import (
@@ -27,8 +31,6 @@ import (
 
 	"github.com/pipe-engine/pipe/model"
 )
-
-func init() { model.Register("lfm2moe", New) }
 
 // Model is a loaded LFM2-MoE.
 type Model struct {
@@ -49,12 +51,13 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 		return nil, err
 	}
 	E, hd := hp.NEmbd, hp.HeadDim
+	own, _ := d.FamilyHP.(HParams)
 	switch {
 	case hp.NLayer <= 0 || E <= 0 || hp.NHead <= 0 || hd <= 0 || hd%2 != 0 || hp.NExpert <= 0 || hp.NFFExp <= 0 ||
 		(hp.MoE.LeadingDense > 0 && hp.NFF <= 0):
 		return nil, fmt.Errorf("%w: lfm2moe hyper-parameters %+v", model.ErrBadModel, hp)
-	case hp.ShortConvL < 2 || len(hp.HeadCountKVLayers) != hp.NLayer:
-		return nil, fmt.Errorf("%w: lfm2moe needs shortconv.l_cache ≥ 2 and attention.head_count_kv per layer (got %d and %d values)", model.ErrBadModel, hp.ShortConvL, len(hp.HeadCountKVLayers))
+	case own.ShortConvL < 2 || len(hp.HeadCountKVLayers) != hp.NLayer:
+		return nil, fmt.Errorf("%w: lfm2moe needs shortconv.l_cache ≥ 2 and attention.head_count_kv per layer (got %d and %d values)", model.ErrBadModel, own.ShortConvL, len(hp.HeadCountKVLayers))
 	case hp.MoE.GatingFunc != gatingSigmoid:
 		return nil, fmt.Errorf("%w: lfm2moe expert_gating_func %d (llama.cpp's LFM2-MoE gating is sigmoid, 2)", model.ErrUnsupportedArch, hp.MoE.GatingFunc)
 	}
@@ -80,7 +83,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 		p := fmt.Sprintf("blk.%d.", l)
 		var layer model.Layer
 		if nkv := hp.HeadCountKVLayers[l]; nkv == 0 {
-			layer.Mixer = loadShortConv(ld, l, E, hp.ShortConvL)
+			layer.Mixer = loadShortConv(ld, l, E, own.ShortConvL)
 		} else {
 			if hp.NHead%nkv != 0 {
 				return nil, fmt.Errorf("%w: lfm2moe layer %d: %d heads over %d KV heads", model.ErrBadModel, l, hp.NHead, nkv)

@@ -2,15 +2,17 @@ package lfm2moe_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/model/goldentest"
-	_ "github.com/pipe-engine/pipe/model/lfm2moe"
+	"github.com/pipe-engine/pipe/model/lfm2moe"
 	"github.com/pipe-engine/pipe/router"
 )
 
@@ -104,5 +106,26 @@ func TestPassesAgree(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestFamilyKeys: shortconv.l_cache is lfm2moe's own key (not in the
+// common HParams): Describe keeps it in FamilyHP, inspect shows the
+// short-conv layers from it, and a model without it is refused.
+func TestFamilyKeys(t *testing.T) {
+	d, raw := goldentest.Open(t, filepath.Join(golden, "models/tiny-lfm2moe-F32.gguf"))
+	if own, ok := d.FamilyHP.(lfm2moe.HParams); !ok || own.ShortConvL != 3 {
+		t.Fatalf("FamilyHP = %#v, want lfm2moe.HParams{ShortConvL: 3}", d.FamilyHP)
+	}
+	rows := model.InspectRows(d)
+	if len(rows) != 2 || rows[0].Value != "2 of 4 (state 512 floats each)" || rows[1].Value != "3" {
+		t.Fatalf("InspectRows = %v", rows)
+	}
+	d.FamilyHP = lfm2moe.HParams{ShortConvL: 1}
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	_, err := model.New(d, goldentest.FileSource(raw), model.Options{Pool: pool})
+	if !errors.Is(err, model.ErrBadModel) || !strings.Contains(err.Error(), "shortconv.l_cache") {
+		t.Fatalf("l_cache 1: %v", err)
 	}
 }
