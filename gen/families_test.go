@@ -243,3 +243,40 @@ func TestRegeneratesGoldenFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestPresetExpertBytes: one expert's bytes equal those of the real files
+// (DESIGN.md §8 and the trace preambles): gpt-oss MXFP4 experts 13,219,200
+// bytes; Gemma-4-26B-A4B Q4_K_M 4,336,640 (down Q8_0) / 3,593,216 (down Q5_0).
+func TestPresetExpertBytes(t *testing.T) {
+	cases := []struct {
+		preset string
+		want   map[uint64]bool
+	}{
+		{"gpt-oss-120b", map[uint64]bool{13219200: true}},
+		{"gpt-oss-20b", map[uint64]bool{13219200: true}},
+		{"gemma4-26b-a4b", map[uint64]bool{4336640: true, 3593216: true}},
+		{"qwen3-30b-a3b", map[uint64]bool{3059712: true, 2654208: true}},
+	}
+	for _, c := range cases {
+		m, err := gen.Prepare(gen.Options{Preset: c.preset, VocabSize: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := map[int]uint64{}
+		for _, ts := range m.Plan.Tensors {
+			if len(ts.Dims) == 3 {
+				per[ts.Layer] += ts.Bytes() / ts.Dims[2]
+			}
+		}
+		seen := map[uint64]bool{}
+		for l, b := range per {
+			if !c.want[b] {
+				t.Errorf("%s layer %d: %d bytes per expert, want one of %v", c.preset, l, b, c.want)
+			}
+			seen[b] = true
+		}
+		if len(seen) != len(c.want) {
+			t.Errorf("%s: expert sizes %v, want %v", c.preset, seen, c.want)
+		}
+	}
+}

@@ -123,14 +123,6 @@ func legacyMeta(p *Preset) []kvPair {
 			kvPair{a + "attention.value_length", u32(p.HeadDim)},
 		)
 		ps = append(ps, kvPair{a + "expert_feed_forward_length", u32(p.NFFExp)})
-		if p.Arch == ArchGPTOSS {
-			ps = append(ps,
-				kvPair{a + "attention.sliding_window", u32(p.SlidingWindow)},
-				kvPair{a + "rope.scaling.type", "yarn"},
-				kvPair{a + "rope.scaling.factor", p.YarnFactor},
-				kvPair{a + "rope.scaling.original_context_length", u32(p.YarnOrigCtx)},
-			)
-		}
 	}
 	return ps
 }

@@ -160,8 +160,6 @@ func legacyTensors(p *Preset, vocab int) []TensorSpec {
 	switch p.Arch {
 	case ArchQwen3MoE:
 		ts = qwen3moeTensors(p, vocab)
-	case ArchGPTOSS:
-		ts = gptossTensors(p, vocab)
 	case ArchGemma4:
 		ts = gemma4Tensors(p, vocab)
 	case ArchDeepSeek2:
@@ -261,36 +259,6 @@ func routedBlock(p *Preset, il int) []TensorSpec {
 		{Name: blk(il, "ffn_up_exps.weight"), Layer: il, Dims: u(E, p.NFFExp, p.NExpert), Role: RoleExpert},
 		{Name: blk(il, "ffn_down_exps.weight"), Layer: il, Dims: u(p.NFFExp, E, p.NExpert), Role: RoleExpertOut},
 	}
-}
-
-// gptossTensors follows llama.cpp's LLM_ARCH_OPENAI_MOE tensor creation.
-func gptossTensors(p *Preset, vocab int) []TensorSpec {
-	E, hd := p.NEmbd, p.HeadDim
-	ts := untiedHead(E, vocab)
-	for il := 0; il < p.NLayer; il++ {
-		ts = append(ts,
-			TensorSpec{Name: blk(il, "attn_norm.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "attn_q.weight"), Layer: il, Dims: u(E, hd*p.NHead), Role: RoleProj},
-			TensorSpec{Name: blk(il, "attn_k.weight"), Layer: il, Dims: u(E, hd*p.NHeadKV), Role: RoleProj},
-			TensorSpec{Name: blk(il, "attn_v.weight"), Layer: il, Dims: u(E, hd*p.NHeadKV), Role: RoleProj},
-			TensorSpec{Name: blk(il, "attn_output.weight"), Layer: il, Dims: u(hd*p.NHead, E), Role: RoleProjOut},
-			TensorSpec{Name: blk(il, "attn_q.bias"), Layer: il, Dims: u(hd * p.NHead), Role: RoleBias},
-			TensorSpec{Name: blk(il, "attn_k.bias"), Layer: il, Dims: u(hd * p.NHeadKV), Role: RoleBias},
-			TensorSpec{Name: blk(il, "attn_v.bias"), Layer: il, Dims: u(hd * p.NHeadKV), Role: RoleBias},
-			TensorSpec{Name: blk(il, "attn_output.bias"), Layer: il, Dims: u(E), Role: RoleBias},
-			TensorSpec{Name: blk(il, "attn_sinks.weight"), Layer: il, Dims: u(p.NHead), Role: RoleSink},
-			TensorSpec{Name: blk(il, "post_attention_norm.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "ffn_gate_inp.weight"), Layer: il, Dims: u(E, p.NExpert), Role: RoleRouter},
-			TensorSpec{Name: blk(il, "ffn_gate_inp.bias"), Layer: il, Dims: u(p.NExpert), Role: RoleBias},
-			TensorSpec{Name: blk(il, "ffn_gate_exps.weight"), Layer: il, Dims: u(E, p.NFFExp, p.NExpert), Role: RoleExpert},
-			TensorSpec{Name: blk(il, "ffn_up_exps.weight"), Layer: il, Dims: u(E, p.NFFExp, p.NExpert), Role: RoleExpert},
-			TensorSpec{Name: blk(il, "ffn_down_exps.weight"), Layer: il, Dims: u(p.NFFExp, E, p.NExpert), Role: RoleExpertOut},
-			TensorSpec{Name: blk(il, "ffn_gate_exps.bias"), Layer: il, Dims: u(p.NFFExp, p.NExpert), Role: RoleBias},
-			TensorSpec{Name: blk(il, "ffn_up_exps.bias"), Layer: il, Dims: u(p.NFFExp, p.NExpert), Role: RoleBias},
-			TensorSpec{Name: blk(il, "ffn_down_exps.bias"), Layer: il, Dims: u(E, p.NExpert), Role: RoleBias},
-		)
-	}
-	return ts
 }
 
 // gemma4Tensors follows llama.cpp's LLM_ARCH_GEMMA4 tensor creation for the MoE

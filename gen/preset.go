@@ -16,7 +16,6 @@ var ErrBadOptions = errors.New("bad generator options")
 // Architecture names as GGUF's general.architecture spells them.
 const (
 	ArchQwen3MoE  = "qwen3moe"
-	ArchGPTOSS    = "gpt-oss"
 	ArchGemma4    = "gemma4"
 	ArchDeepSeek2 = "deepseek2"
 )
@@ -45,6 +44,10 @@ type Preset struct {
 	Vocab       int // vocabulary size (token_embd/output rows) with the built-in tokenizer
 
 	DefaultQuant string // file type used when --quant is not given
+
+	// NoAnchors: the residual stream gets no anchor dimensions (gpt-oss:
+	// its router bias carries the experts' popularity instead).
+	NoAnchors bool
 
 	// gpt-oss: sliding window on even layers, YaRN.
 	SlidingWindow int
@@ -105,30 +108,6 @@ var presets = []Preset{
 		NLayer:      4, NEmbd: 256, NHead: 4, NHeadKV: 2, HeadDim: 64,
 		NExpert: 8, NExpertUsed: 2, NFFExp: 256, NFF: 512, NCtxTrain: 512,
 		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 482, DefaultQuant: "Q4_K_M",
-	},
-	{
-		Name: "gpt-oss-20b", Arch: ArchGPTOSS, ModelName: "gpt-oss-20b (synthetic)",
-		Description: "openai/gpt-oss-20b config.json",
-		NLayer:      24, NEmbd: 2880, NHead: 64, NHeadKV: 8, HeadDim: 64,
-		NExpert: 32, NExpertUsed: 4, NFFExp: 2880, NFF: 2880, NCtxTrain: 131072,
-		RopeBase: 150000, RMSEps: 1e-5, Vocab: 201088, DefaultQuant: "MXFP4_MOE",
-		SlidingWindow: 128, YarnFactor: 32, YarnOrigCtx: 4096,
-	},
-	{
-		Name: "gpt-oss-120b", Arch: ArchGPTOSS, ModelName: "gpt-oss-120b (synthetic)",
-		Description: "openai/gpt-oss-120b config.json",
-		NLayer:      36, NEmbd: 2880, NHead: 64, NHeadKV: 8, HeadDim: 64,
-		NExpert: 128, NExpertUsed: 4, NFFExp: 2880, NFF: 2880, NCtxTrain: 131072,
-		RopeBase: 150000, RMSEps: 1e-5, Vocab: 201088, DefaultQuant: "MXFP4_MOE",
-		SlidingWindow: 128, YarnFactor: 32, YarnOrigCtx: 4096,
-	},
-	{
-		Name: "gptoss-tiny", Arch: ArchGPTOSS, ModelName: "tiny-random-gpt-oss",
-		Description: "testdata/golden/models/tiny-gptoss (llama.cpp golden model)",
-		NLayer:      4, NEmbd: 256, NHead: 4, NHeadKV: 2, HeadDim: 64,
-		NExpert: 8, NExpertUsed: 4, NFFExp: 256, NFF: 256, NCtxTrain: 131072,
-		RopeBase: 150000, RMSEps: 1e-5, Vocab: 487, DefaultQuant: "MXFP4_MOE",
-		SlidingWindow: 16, YarnFactor: 32, YarnOrigCtx: 4096,
 	},
 	{
 		// Expert shapes checked against the real Q4_K_M file's per-expert bytes
@@ -240,13 +219,7 @@ func LookupPreset(name string) (Preset, error) {
 
 // isSWA reports whether layer il uses sliding-window attention.
 func (p *Preset) isSWA(il int) bool {
-	switch p.Arch {
-	case ArchGPTOSS:
-		return il%2 == 0
-	case ArchGemma4:
-		return il%p.SWAPeriod != p.SWAPeriod-1
-	}
-	return false
+	return p.Arch == ArchGemma4 && il%p.SWAPeriod != p.SWAPeriod-1
 }
 
 func (p *Preset) validate() error {

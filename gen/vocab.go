@@ -186,19 +186,12 @@ func pseudoWord(k int) string {
 }
 
 // vocabSpec is the built-in tokenizer's specials, pre-tokenizer and chat
-// template for arch: its family's (Family.Vocab), else ChatML with the
-// gpt-oss specials and pre-tokenizer for the architectures not yet moved.
+// template for arch: its family's (Family.Vocab), else ChatML.
 func vocabSpec(arch string) VocabSpec {
 	if f, ok := familyOf(arch); ok {
 		return f.Vocab()
 	}
-	s := ChatMLVocab()
-	if arch == ArchGPTOSS {
-		s.Specials = []string{"<|endoftext|>", "<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|return|>", "<|im_start|>", "<|im_end|>"}
-		s.BOS, s.EOS, s.Pad = 1, 5, 0
-		s.Pre = "gpt-4o"
-	}
-	return s
+	return ChatMLVocab()
 }
 
 const chatML = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}\n" +

@@ -79,7 +79,7 @@ const DefaultRoutingSkew = 0.85
 
 // anchorDims returns how many anchor dimensions preset p's residual stream has.
 func anchorDims(p *Preset) int {
-	if p.Arch == ArchGPTOSS || p.NEmbd < 16*nAnchorDims {
+	if p.NoAnchors || p.NEmbd < 16*nAnchorDims {
 		return 0
 	}
 	return nAnchorDims

@@ -21,7 +21,11 @@
 // behind model.MoE; this package describes their math (model.Experts with
 // SwiGLU-OAI and the per-expert biases: ComputeExpert, ComputeExperts) and
 // the gating rule (model.TopKSoftmax). Every shape comes from
-// GGUF metadata. The package registers itself as "gpt-oss" on import.
+// GGUF metadata.
+//
+// The package is the whole family (family.Family): Family is below, its
+// `pipe gen` presets, tensors, metadata and tokenizer in gen.go. It
+// registers itself as "gpt-oss" on import.
 //
 // Buffers: dense weights are borrowed from the DenseSource for the model's
 // lifetime; the per-expert biases are copied into float32 slices at load.
@@ -33,11 +37,37 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/pipe-engine/pipe/family"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 )
 
-func init() { model.Register("gpt-oss", New) }
+func init() { family.Register(Family{}) }
+
+// Family is the gpt-oss family: the model here, the generator side in
+// gen.go.
+type Family struct{}
+
+// Arch implements family.Family.
+func (Family) Arch() string { return "gpt-oss" }
+
+// ReadHParams implements model.Family: gpt-oss reads only the common keys
+// (its sliding window and YaRN keys are read for every file).
+func (Family) ReadHParams(*model.MetaReader, *model.HParams) (any, error) { return nil, nil }
+
+// New implements model.Family.
+func (Family) New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, error) {
+	return New(d, src, opt)
+}
+
+// StateBytes implements model.Family: a KV cache of the whole context in
+// every layer (the sliding-window layers keep every position too).
+func (Family) StateBytes(d *model.Desc, positions, elemBytes int) int64 {
+	return model.AttentionStateBytes(&d.HParams, positions, elemBytes)
+}
+
+// InspectRows implements model.Family: none beyond the common rows.
+func (Family) InspectRows(*model.Desc) []model.InspectRow { return nil }
 
 // SwiGLU-OAI constants, hard-coded in llama.cpp's build_moe_ffn (no GGUF key).
 const (
