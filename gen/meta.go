@@ -74,8 +74,6 @@ func legacyMeta(p *Preset) []kvPair {
 	u32 := func(x int) uint32 { return uint32(x) }
 	var ps []kvPair
 	switch p.Arch {
-	case ArchQwen35MoE:
-		ps = append(ps, qwen35moeMeta(p, a)...)
 	case ArchGemma4:
 		kv := make([]uint32, p.NLayer)
 		swa := make([]bool, p.NLayer)

@@ -164,8 +164,6 @@ func legacyTensors(p *Preset, vocab int) []TensorSpec {
 		ts = gemma4Tensors(p, vocab)
 	case ArchDeepSeek2:
 		ts = deepseek2Tensors(p, vocab)
-	case ArchQwen35MoE:
-		ts = qwen35moeTensors(p, vocab)
 	}
 	return ts
 }

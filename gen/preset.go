@@ -87,6 +87,24 @@ type Preset struct {
 	Hybrid HybridGeom
 }
 
+// HybridGeom is a hybrid preset's recurrent-layer geometry and its other
+// qwen35moe- and lfm2moe-only shapes.
+type HybridGeom struct {
+	AttnLayers []int // lfm2moe: the attention layers (the others convolve)
+	// OwnOutput: lfm2moe writes an output.weight (LFM2 ties it to
+	// token_embd; with random weights a tied head scores the last token
+	// highest, so a tiny model would repeat it forever).
+	OwnOutput    bool
+	ConvKernel   int    // ssm.conv_kernel; lfm2moe: shortconv.l_cache
+	StateSize    int    // ssm.state_size: key and value head width
+	KeyHeads     int    // ssm.group_count
+	ValueHeads   int    // ssm.time_step_rank
+	AttnInterval int    // full_attention_interval
+	NRot         int    // rope.dimension_count
+	Sections     [4]int // rope.dimension_sections
+	NFFShExp     int    // expert_shared_feed_forward_length
+}
+
 var presets = []Preset{
 	{
 		Name: "qwen3-30b-a3b", Arch: ArchQwen3MoE, ModelName: "Qwen3-30B-A3B (synthetic)",
@@ -155,26 +173,6 @@ var presets = []Preset{
 		ProbsBias: true, ExpertGroups: 4, ExpertGroupsUsed: 2,
 	},
 	{
-		Name: "qwen3.6-35b-a3b", Arch: ArchQwen35MoE, ModelName: "Qwen3.6-35B-A3B (synthetic)",
-		Description: "Qwen/Qwen3.6-35B-A3B config.json (text model); llama.cpp src/models/qwen35moe.cpp",
-		NLayer:      40, NEmbd: 2048, NHead: 16, NHeadKV: 2, HeadDim: 256,
-		NExpert: 256, NExpertUsed: 8, NFFExp: 512, NFF: 512, NCtxTrain: 262144,
-		RopeBase: 1e7, RMSEps: 1e-6, Vocab: 248320, DefaultQuant: "Q4_K_M",
-		Hybrid: HybridGeom{ConvKernel: 4, StateSize: 128, KeyHeads: 16, ValueHeads: 32, AttnInterval: 4,
-			NRot: 64, Sections: [4]int{11, 11, 10, 0}, NFFShExp: 512},
-	},
-	{
-		// two delta-net and two attention layers; key heads shared by
-		// two value heads; rope sections that leave one pair unrotated
-		Name: "qwen35moe-tiny", Arch: ArchQwen35MoE, ModelName: "tiny-random-qwen35moe",
-		Description: "qwen3.6-35b-a3b scaled down",
-		NLayer:      4, NEmbd: 256, NHead: 4, NHeadKV: 2, HeadDim: 64,
-		NExpert: 8, NExpertUsed: 2, NFFExp: 128, NFF: 128, NCtxTrain: 4096,
-		RopeBase: 1e7, RMSEps: 1e-6, Vocab: 512, DefaultQuant: "Q4_K_M",
-		Hybrid: HybridGeom{ConvKernel: 4, StateSize: 32, KeyHeads: 2, ValueHeads: 4, AttnInterval: 2,
-			NRot: 16, Sections: [4]int{2, 2, 1, 1}, NFFShExp: 128},
-	},
-	{
 		// DeepSeek-V2-Lite's paths (27 layers: llama.cpp's "lite" test, so a
 		// plain query projection; softmax gating without renormalisation,
 		// two shared experts, YaRN ×40 with its log multiplier), tiny widths
@@ -239,10 +237,6 @@ func (p *Preset) validateLegacy() error {
 	if p.Arch == ArchDeepSeek2 && (p.KVLoraRank <= 0 || p.NoPE <= 0 || p.NRot <= 0 || p.ValueLen <= 0 || p.NHeadKV != 1 ||
 		p.HeadDim != p.KVLoraRank+p.NRot || p.LeadingDense > p.NLayer) {
 		return fmt.Errorf("%w: deepseek2 preset %q needs KVLoraRank, NoPE, NRot, ValueLen, NHeadKV 1 and HeadDim KVLoraRank+NRot", ErrBadOptions, p.Name)
-	}
-	if h := &p.Hybrid; p.Arch == ArchQwen35MoE && (h.ConvKernel <= 0 || h.StateSize <= 0 || h.KeyHeads <= 0 ||
-		h.ValueHeads%h.KeyHeads != 0 || h.AttnInterval <= 0 || h.NRot <= 0 || h.NRot > p.HeadDim || h.NFFShExp <= 0) {
-		return fmt.Errorf("%w: qwen35moe preset %q has a zero or inconsistent hybrid geometry", ErrBadOptions, p.Name)
 	}
 	if p.Arch == ArchGemma4 && (p.SWAPeriod <= 0 || p.HeadDimFull <= 0 || p.NHeadKVFull <= 0) {
 		return fmt.Errorf("%w: gemma4 preset %q needs SWAPeriod, HeadDimFull, NHeadKVFull", ErrBadOptions, p.Name)

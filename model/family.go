@@ -182,6 +182,23 @@ func AttentionStateBytes(hp *HParams, positions, elemBytes int) int64 {
 	return KVStateBytes(hp.NLayer, 2*hp.NHeadKV*hp.HeadDim, positions, elemBytes)
 }
 
+// HybridStateBytes is the state of a model whose layers keep either K and
+// V rows of its KV heads (n_head_kv × head_dim each) per position or,
+// where recurrent(il), recFloats float32 of recurrent state.
+func HybridStateBytes(hp *HParams, recurrent func(il int) bool, recFloats, positions, elemBytes int) int64 {
+	nRec := 0
+	for il := 0; il < hp.NLayer; il++ {
+		if recurrent(il) {
+			nRec++
+		}
+	}
+	kv := KVStateBytes(hp.NLayer-nRec, 2*hp.NHeadKV*hp.HeadDim, positions, elemBytes)
+	if kv == 1<<62 {
+		return kv
+	}
+	return kv + int64(nRec)*4*int64(recFloats)
+}
+
 // LegacyStateBytes sizes the state from HParams alone: the attention
 // layers' KV cache of HParams.KVRow per position plus the recurrent
 // layers' float32 states (HParams.RecurrentFloats each).

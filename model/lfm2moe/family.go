@@ -64,12 +64,8 @@ func convFloats(d *model.Desc) int {
 // and the short-conv layers' float32 inputs.
 func (Family) StateBytes(d *model.Desc, positions, elemBytes int) int64 {
 	hp := &d.HParams
-	nConv := convLayers(hp)
-	kv := model.KVStateBytes(hp.NLayer-nConv, 2*hp.NHeadKV*hp.HeadDim, positions, elemBytes)
-	if kv == 1<<62 {
-		return kv
-	}
-	return kv + int64(nConv)*4*int64(convFloats(d))
+	conv := func(il int) bool { return convLayer(hp, il) }
+	return model.HybridStateBytes(hp, conv, convFloats(d), positions, elemBytes)
 }
 
 // StateKeys implements model.StateKeyer: the keys that size the

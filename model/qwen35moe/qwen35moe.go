@@ -24,8 +24,11 @@
 // states live in the model.State beside the attention layers' KV rows. The
 // routed experts are computed behind model.MoE (model.Experts, SwiGLU); the
 // gating rule is softmax over all experts, top-k, renormalised. Multi-token
-// prediction layers (nextn_predict_layers) are refused. The package
-// registers itself as "qwen35moe" on import.
+// prediction layers (nextn_predict_layers) are refused.
+//
+// The package is the whole family (family.Family, family.go; its `pipe
+// gen` presets, tensors and metadata in gen.go). It registers itself as
+// "qwen35moe" on import.
 package qwen35moe
 
 import (
@@ -34,8 +37,6 @@ import (
 
 	"github.com/pipe-engine/pipe/model"
 )
-
-func init() { model.Register("qwen35moe", New) }
 
 // Model is a loaded Qwen3.5-MoE: the shared decoder skeleton with
 // delta-net mixers on the recurrent layers, gated attention on the others,
