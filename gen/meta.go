@@ -108,8 +108,6 @@ func legacyMeta(p *Preset) []kvPair {
 			kvPair{a + "rope.dimension_count", u32(p.HeadDimFull)},
 			kvPair{a + "rope.dimension_count_swa", u32(p.HeadDim)},
 		)
-	case ArchDeepSeek2:
-		ps = append(ps, deepseek2Meta(p)...)
 	default:
 		ps = append(ps,
 			kvPair{a + "attention.head_count_kv", u32(p.NHeadKV)},
@@ -121,52 +119,6 @@ func legacyMeta(p *Preset) []kvPair {
 			kvPair{a + "attention.value_length", u32(p.HeadDim)},
 		)
 		ps = append(ps, kvPair{a + "expert_feed_forward_length", u32(p.NFFExp)})
-	}
-	return ps
-}
-
-// deepseek2Meta is llama.cpp's converter's deepseek2 hyper-parameters: the
-// latent attention written as one KV head of the cached row
-// (key_length = kv_lora_rank + n_rot, value_length = kv_lora_rank) with the
-// per-head widths in the _mla keys.
-func deepseek2Meta(p *Preset) []kvPair {
-	a := p.Arch + "."
-	u32 := func(x int) uint32 { return uint32(x) }
-	ps := []kvPair{
-		{a + "attention.head_count_kv", uint32(1)},
-		{a + "rope.freq_base", p.RopeBase},
-		{a + "attention.layer_norm_rms_epsilon", p.RMSEps},
-		{a + "expert_used_count", u32(p.NExpertUsed)},
-		{a + "leading_dense_block_count", u32(p.LeadingDense)},
-	}
-	if p.QLoraRank > 0 {
-		ps = append(ps, kvPair{a + "attention.q_lora_rank", u32(p.QLoraRank)})
-	}
-	ps = append(ps,
-		kvPair{a + "attention.kv_lora_rank", u32(p.KVLoraRank)},
-		kvPair{a + "attention.key_length", u32(p.KVLoraRank + p.NRot)},
-		kvPair{a + "attention.value_length", u32(p.KVLoraRank)},
-		kvPair{a + "attention.key_length_mla", u32(p.NoPE + p.NRot)},
-		kvPair{a + "attention.value_length_mla", u32(p.ValueLen)},
-		kvPair{a + "expert_feed_forward_length", u32(p.NFFExp)},
-		kvPair{a + "expert_count", u32(p.NExpert)},
-		kvPair{a + "expert_shared_count", u32(p.NShared)},
-		kvPair{a + "expert_weights_scale", p.WeightsScale},
-		kvPair{a + "expert_weights_norm", p.WeightsNorm},
-		kvPair{a + "expert_gating_func", u32(p.GatingFunc)},
-	)
-	if p.ExpertGroups > 1 {
-		ps = append(ps,
-			kvPair{a + "expert_group_count", u32(p.ExpertGroups)},
-			kvPair{a + "expert_group_used_count", u32(p.ExpertGroupsUsed)})
-	}
-	ps = append(ps, kvPair{a + "rope.dimension_count", u32(p.NRot)})
-	if p.YarnFactor > 0 {
-		ps = append(ps,
-			kvPair{a + "rope.scaling.type", "yarn"},
-			kvPair{a + "rope.scaling.factor", p.YarnFactor},
-			kvPair{a + "rope.scaling.original_context_length", u32(p.YarnOrigCtx)},
-			kvPair{a + "rope.scaling.yarn_log_multiplier", p.YarnLogMul})
 	}
 	return ps
 }

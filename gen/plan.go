@@ -162,8 +162,6 @@ func legacyTensors(p *Preset, vocab int) []TensorSpec {
 		ts = qwen3moeTensors(p, vocab)
 	case ArchGemma4:
 		ts = gemma4Tensors(p, vocab)
-	case ArchDeepSeek2:
-		ts = deepseek2Tensors(p, vocab)
 	}
 	return ts
 }
@@ -207,16 +205,6 @@ func u(xs ...int) []uint64 {
 }
 
 func blk(il int, name string) string { return "blk." + strconv.Itoa(il) + "." + name }
-
-// untiedHead is the tensors outside the blocks of a model with its own
-// output matrix: token_embd, output_norm and output.
-func untiedHead(E, vocab int) []TensorSpec {
-	return []TensorSpec{
-		{Name: "token_embd.weight", Layer: -1, Dims: u(E, vocab), Role: RoleEmbed},
-		{Name: "output_norm.weight", Layer: -1, Dims: u(E), Role: RoleNorm},
-		{Name: "output.weight", Layer: -1, Dims: u(E, vocab), Role: RoleOutput},
-	}
-}
 
 // qwen3moeTensors follows llama.cpp's LLM_ARCH_QWEN3MOE tensor creation.
 func qwen3moeTensors(p *Preset, vocab int) []TensorSpec {
@@ -300,57 +288,6 @@ func gemma4Tensors(p *Preset, vocab int) []TensorSpec {
 		)
 		if swa || !p.KEqV {
 			ts = append(ts, TensorSpec{Name: blk(il, "attn_v.weight"), Layer: il, Dims: u(E, hd*nkv), Role: RoleProj})
-		}
-	}
-	return ts
-}
-
-// deepseek2Tensors follows llama.cpp's LLM_ARCH_DEEPSEEK2 tensor creation
-// for a file with the split attn_k_b/attn_v_b (the absorbed latent
-// attention): dense leading layers, then routed experts with shared ones.
-func deepseek2Tensors(p *Preset, vocab int) []TensorSpec {
-	E, nh := p.NEmbd, p.NHead
-	kq := p.NoPE + p.NRot
-	ts := untiedHead(E, vocab)
-	for il := 0; il < p.NLayer; il++ {
-		ts = append(ts,
-			TensorSpec{Name: blk(il, "attn_norm.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "attn_kv_a_norm.weight"), Layer: il, Dims: u(p.KVLoraRank), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "attn_kv_a_mqa.weight"), Layer: il, Dims: u(E, p.KVLoraRank+p.NRot), Role: RoleProj},
-			TensorSpec{Name: blk(il, "attn_k_b.weight"), Layer: il, Dims: u(p.NoPE, p.KVLoraRank, nh), Role: RoleProj},
-			TensorSpec{Name: blk(il, "attn_v_b.weight"), Layer: il, Dims: u(p.KVLoraRank, p.ValueLen, nh), Role: RoleProj},
-			TensorSpec{Name: blk(il, "attn_output.weight"), Layer: il, Dims: u(nh*p.ValueLen, E), Role: RoleProjOut},
-			TensorSpec{Name: blk(il, "ffn_norm.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
-		)
-		if p.QLoraRank > 0 {
-			ts = append(ts,
-				TensorSpec{Name: blk(il, "attn_q_a_norm.weight"), Layer: il, Dims: u(p.QLoraRank), Role: RoleNorm},
-				TensorSpec{Name: blk(il, "attn_q_a.weight"), Layer: il, Dims: u(E, p.QLoraRank), Role: RoleProj},
-				TensorSpec{Name: blk(il, "attn_q_b.weight"), Layer: il, Dims: u(p.QLoraRank, nh*kq), Role: RoleProj})
-		} else {
-			ts = append(ts, TensorSpec{Name: blk(il, "attn_q.weight"), Layer: il, Dims: u(E, nh*kq), Role: RoleProj})
-		}
-		if il < p.LeadingDense {
-			ts = append(ts,
-				TensorSpec{Name: blk(il, "ffn_gate.weight"), Layer: il, Dims: u(E, p.NFF), Role: RoleProj},
-				TensorSpec{Name: blk(il, "ffn_up.weight"), Layer: il, Dims: u(E, p.NFF), Role: RoleProj},
-				TensorSpec{Name: blk(il, "ffn_down.weight"), Layer: il, Dims: u(p.NFF, E), Role: RoleProjOut})
-			continue
-		}
-		ts = append(ts,
-			TensorSpec{Name: blk(il, "ffn_gate_inp.weight"), Layer: il, Dims: u(E, p.NExpert), Role: RoleRouter},
-			TensorSpec{Name: blk(il, "ffn_gate_exps.weight"), Layer: il, Dims: u(E, p.NFFExp, p.NExpert), Role: RoleExpert},
-			TensorSpec{Name: blk(il, "ffn_up_exps.weight"), Layer: il, Dims: u(E, p.NFFExp, p.NExpert), Role: RoleExpert},
-			TensorSpec{Name: blk(il, "ffn_down_exps.weight"), Layer: il, Dims: u(p.NFFExp, E, p.NExpert), Role: RoleExpertOut},
-		)
-		if p.ProbsBias {
-			ts = append(ts, TensorSpec{Name: blk(il, "exp_probs_b.bias"), Layer: il, Dims: u(p.NExpert), Role: RoleBias})
-		}
-		if sh := p.NFFExp * p.NShared; sh > 0 {
-			ts = append(ts,
-				TensorSpec{Name: blk(il, "ffn_gate_shexp.weight"), Layer: il, Dims: u(E, sh), Role: RoleProj},
-				TensorSpec{Name: blk(il, "ffn_up_shexp.weight"), Layer: il, Dims: u(E, sh), Role: RoleProj},
-				TensorSpec{Name: blk(il, "ffn_down_shexp.weight"), Layer: il, Dims: u(sh, E), Role: RoleProjOut})
 		}
 	}
 	return ts

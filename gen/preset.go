@@ -15,9 +15,8 @@ var ErrBadOptions = errors.New("bad generator options")
 
 // Architecture names as GGUF's general.architecture spells them.
 const (
-	ArchQwen3MoE  = "qwen3moe"
-	ArchGemma4    = "gemma4"
-	ArchDeepSeek2 = "deepseek2"
+	ArchQwen3MoE = "qwen3moe"
+	ArchGemma4   = "gemma4"
 )
 
 // Preset is the hyper-parameter set of one model shape. Field names follow
@@ -148,43 +147,6 @@ var presets = []Preset{
 		SlidingWindow: 16, SWAPeriod: 3, NHeadKVFull: 1, HeadDimFull: 128,
 		RopeBaseSWA: 10000, FinalSoftcap: 30, KEqV: true,
 	},
-	{
-		Name: "deepseek-v2-lite", Arch: ArchDeepSeek2, ModelName: "DeepSeek-V2-Lite (synthetic)",
-		Description: "deepseek-ai/DeepSeek-V2-Lite config.json; llama.cpp src/models/deepseek2.cpp",
-		NLayer:      27, NEmbd: 2048, NHead: 16, NHeadKV: 1, HeadDim: 512 + 64,
-		NExpert: 64, NExpertUsed: 6, NFFExp: 1408, NFF: 10944, NCtxTrain: 163840,
-		RopeBase: 10000, RMSEps: 1e-6, Vocab: 102400, DefaultQuant: "Q4_K_M",
-		YarnFactor: 40, YarnOrigCtx: 4096, YarnLogMul: 0.0707,
-		KVLoraRank: 512, NoPE: 128, NRot: 64, ValueLen: 128,
-		LeadingDense: 1, NShared: 2, GatingFunc: 1, WeightsScale: 1,
-	},
-	{
-		// GLM-4.7-Flash's gating (a query bottleneck, sigmoid, selection
-		// bias, renormalised and scaled weights) with DeepSeek-V3's expert
-		// groups and V2-Lite's YaRN, scaled down
-		Name: "deepseek2-tiny", Arch: ArchDeepSeek2, ModelName: "tiny-random-deepseek2",
-		Description: "deepseek-v2-lite and GLM-4.7-Flash scaled down",
-		NLayer:      4, NEmbd: 256, NHead: 4, NHeadKV: 1, HeadDim: 64 + 32,
-		NExpert: 16, NExpertUsed: 3, NFFExp: 128, NFF: 512, NCtxTrain: 1024,
-		RopeBase: 10000, RMSEps: 1e-6, Vocab: 512, DefaultQuant: "Q4_K_M",
-		YarnFactor: 4, YarnOrigCtx: 256, YarnLogMul: 0.0707,
-		KVLoraRank: 64, QLoraRank: 128, NoPE: 32, NRot: 32, ValueLen: 32,
-		LeadingDense: 1, NShared: 1, GatingFunc: 2, WeightsNorm: true, WeightsScale: 2.5,
-		ProbsBias: true, ExpertGroups: 4, ExpertGroupsUsed: 2,
-	},
-	{
-		// DeepSeek-V2-Lite's paths (27 layers: llama.cpp's "lite" test, so a
-		// plain query projection; softmax gating without renormalisation,
-		// two shared experts, YaRN ×40 with its log multiplier), tiny widths
-		Name: "deepseek2-lite-tiny", Arch: ArchDeepSeek2, ModelName: "tiny-random-deepseek2-lite",
-		Description: "deepseek-v2-lite with tiny widths",
-		NLayer:      27, NEmbd: 128, NHead: 4, NHeadKV: 1, HeadDim: 64 + 32,
-		NExpert: 8, NExpertUsed: 2, NFFExp: 64, NFF: 256, NCtxTrain: 163840,
-		RopeBase: 10000, RMSEps: 1e-6, Vocab: 512, DefaultQuant: "Q4_K_M",
-		YarnFactor: 40, YarnOrigCtx: 4096, YarnLogMul: 0.0707,
-		KVLoraRank: 64, NoPE: 32, NRot: 32, ValueLen: 32,
-		LeadingDense: 1, NShared: 2, GatingFunc: 1, WeightsScale: 1,
-	},
 }
 
 // Presets returns every preset (the built-in ones and the registered
@@ -234,10 +196,6 @@ func (p *Preset) validate() error {
 // validateLegacy checks the presets of the architectures not yet moved
 // onto Family.
 func (p *Preset) validateLegacy() error {
-	if p.Arch == ArchDeepSeek2 && (p.KVLoraRank <= 0 || p.NoPE <= 0 || p.NRot <= 0 || p.ValueLen <= 0 || p.NHeadKV != 1 ||
-		p.HeadDim != p.KVLoraRank+p.NRot || p.LeadingDense > p.NLayer) {
-		return fmt.Errorf("%w: deepseek2 preset %q needs KVLoraRank, NoPE, NRot, ValueLen, NHeadKV 1 and HeadDim KVLoraRank+NRot", ErrBadOptions, p.Name)
-	}
 	if p.Arch == ArchGemma4 && (p.SWAPeriod <= 0 || p.HeadDimFull <= 0 || p.NHeadKVFull <= 0) {
 		return fmt.Errorf("%w: gemma4 preset %q needs SWAPeriod, HeadDimFull, NHeadKVFull", ErrBadOptions, p.Name)
 	}

@@ -22,8 +22,11 @@
 // query head and of the cached key, with YaRN when the file asks for it.
 // Files from before the attn_k_b/attn_v_b split (attn_kv_b) and the
 // attention temperature of mistral-large are refused with
-// model.ErrUnsupportedArch. The package registers itself as "deepseek2" on
-// import.
+// model.ErrUnsupportedArch.
+//
+// The package is the whole family (family.Family, family.go; its `pipe
+// gen` presets, tensors and metadata in gen.go). It registers itself as
+// "deepseek2" on import.
 package deepseek2
 
 import (
@@ -32,8 +35,6 @@ import (
 
 	"github.com/pipe-engine/pipe/model"
 )
-
-func init() { model.Register("deepseek2", New) }
 
 // llama.cpp's expert_gating_func values.
 const (
