@@ -2,7 +2,9 @@ package gen_test
 
 // families_test.go: the tests that cover every preset, built-in or
 // registered by a family package (which imports gen, so these tests live
-// outside package gen and import model/archs).
+// outside package gen and import model/archs). The import also registers
+// every family for package gen's internal tests, which share this test
+// binary (they use presets such as gemma4-tiny by name).
 
 import (
 	"bytes"

@@ -68,57 +68,12 @@ func Metadata(pl *Plan, v *Vocab, o *Options) ([]gguf.KV, error) {
 }
 
 // legacyMeta is the hyper-parameter keys of the architectures not yet
-// moved onto Family.
+// moved onto Family (qwen3moe): the plain attention and expert keys and the
+// experts' width.
 func legacyMeta(p *Preset) []kvPair {
-	a := p.Arch + "."
-	u32 := func(x int) uint32 { return uint32(x) }
 	var ps []kvPair
-	switch p.Arch {
-	case ArchGemma4:
-		kv := make([]uint32, p.NLayer)
-		swa := make([]bool, p.NLayer)
-		for il := range kv {
-			swa[il] = p.isSWA(il)
-			kv[il] = u32(p.NHeadKV)
-			if !swa[il] {
-				kv[il] = u32(p.NHeadKVFull)
-			}
-		}
-		ps = append(ps,
-			kvPair{a + "attention.head_count_kv", kv},
-			kvPair{a + "rope.freq_base", p.RopeBase},
-			kvPair{a + "rope.freq_base_swa", p.RopeBaseSWA},
-			kvPair{a + "attention.layer_norm_rms_epsilon", p.RMSEps},
-			kvPair{a + "expert_count", u32(p.NExpert)},
-			kvPair{a + "expert_used_count", u32(p.NExpertUsed)},
-			kvPair{a + "attention.key_length", u32(p.HeadDimFull)},
-			kvPair{a + "attention.value_length", u32(p.HeadDimFull)},
-			kvPair{a + "attention.key_length_swa", u32(p.HeadDim)},
-			kvPair{a + "attention.value_length_swa", u32(p.HeadDim)},
-			kvPair{a + "expert_feed_forward_length", u32(p.NFFExp)},
-			kvPair{a + "attention.sliding_window", u32(p.SlidingWindow)},
-			kvPair{a + "attention.sliding_window_pattern", swa},
-			kvPair{a + "attention.shared_kv_layers", uint32(0)},
-			kvPair{a + "embedding_length_per_layer_input", uint32(0)},
-			kvPair{a + "final_logit_softcapping", p.FinalSoftcap},
-			// as llama.cpp's converter: the full layers rotate their whole
-			// head (rope_freqs stops the unrotated pairs), the sliding ones
-			// theirs; without these llama.cpp rotates 128 dims of a 64-dim
-			// sliding head and aborts
-			kvPair{a + "rope.dimension_count", u32(p.HeadDimFull)},
-			kvPair{a + "rope.dimension_count_swa", u32(p.HeadDim)},
-		)
-	default:
-		ps = append(ps,
-			kvPair{a + "attention.head_count_kv", u32(p.NHeadKV)},
-			kvPair{a + "rope.freq_base", p.RopeBase},
-			kvPair{a + "attention.layer_norm_rms_epsilon", p.RMSEps},
-			kvPair{a + "expert_count", u32(p.NExpert)},
-			kvPair{a + "expert_used_count", u32(p.NExpertUsed)},
-			kvPair{a + "attention.key_length", u32(p.HeadDim)},
-			kvPair{a + "attention.value_length", u32(p.HeadDim)},
-		)
-		ps = append(ps, kvPair{a + "expert_feed_forward_length", u32(p.NFFExp)})
+	for _, kv := range AttentionMoEMeta(p) {
+		ps = append(ps, kvPair{p.Arch + "." + kv.Key, kv.Value})
 	}
-	return ps
+	return append(ps, kvPair{p.Arch + ".expert_feed_forward_length", uint32(p.NFFExp)})
 }

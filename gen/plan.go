@@ -160,8 +160,6 @@ func legacyTensors(p *Preset, vocab int) []TensorSpec {
 	switch p.Arch {
 	case ArchQwen3MoE:
 		ts = qwen3moeTensors(p, vocab)
-	case ArchGemma4:
-		ts = gemma4Tensors(p, vocab)
 	}
 	return ts
 }
@@ -245,52 +243,6 @@ func routedBlock(p *Preset, il int) []TensorSpec {
 		{Name: blk(il, "ffn_up_exps.weight"), Layer: il, Dims: u(E, p.NFFExp, p.NExpert), Role: RoleExpert},
 		{Name: blk(il, "ffn_down_exps.weight"), Layer: il, Dims: u(p.NFFExp, E, p.NExpert), Role: RoleExpertOut},
 	}
-}
-
-// gemma4Tensors follows llama.cpp's LLM_ARCH_GEMMA4 tensor creation for the MoE
-// variant (shared dense FFN beside fused gate+up routed experts, tied output,
-// one rope_freqs tensor shared by the full-attention layers).
-func gemma4Tensors(p *Preset, vocab int) []TensorSpec {
-	E := p.NEmbd
-	ts := []TensorSpec{
-		{Name: "token_embd.weight", Layer: -1, Dims: u(E, vocab), Role: RoleEmbed},
-		{Name: "output_norm.weight", Layer: -1, Dims: u(E), Role: RoleNorm},
-		{Name: "rope_freqs.weight", Layer: -1, Dims: u(p.HeadDimFull / 2), Role: RoleRopeFreqs},
-	}
-	for il := 0; il < p.NLayer; il++ {
-		hd, nkv := p.HeadDim, p.NHeadKV
-		swa := p.isSWA(il)
-		if !swa {
-			hd, nkv = p.HeadDimFull, p.NHeadKVFull
-		}
-		ts = append(ts,
-			TensorSpec{Name: blk(il, "attn_norm.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "attn_q.weight"), Layer: il, Dims: u(E, hd*p.NHead), Role: RoleProj},
-			TensorSpec{Name: blk(il, "attn_k.weight"), Layer: il, Dims: u(E, hd*nkv), Role: RoleProj},
-			TensorSpec{Name: blk(il, "attn_output.weight"), Layer: il, Dims: u(hd*p.NHead, E), Role: RoleProjOut},
-			TensorSpec{Name: blk(il, "attn_q_norm.weight"), Layer: il, Dims: u(hd), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "attn_k_norm.weight"), Layer: il, Dims: u(hd), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "post_attention_norm.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "layer_output_scale.weight"), Layer: il, Dims: u(1), Role: RoleScale},
-			TensorSpec{Name: blk(il, "ffn_norm.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "ffn_gate.weight"), Layer: il, Dims: u(E, p.NFF), Role: RoleProj},
-			TensorSpec{Name: blk(il, "ffn_up.weight"), Layer: il, Dims: u(E, p.NFF), Role: RoleProj},
-			TensorSpec{Name: blk(il, "ffn_down.weight"), Layer: il, Dims: u(p.NFF, E), Role: RoleProjOut},
-			TensorSpec{Name: blk(il, "post_ffw_norm.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "ffn_gate_inp.weight"), Layer: il, Dims: u(E, p.NExpert), Role: RoleRouter},
-			TensorSpec{Name: blk(il, "ffn_gate_inp.scale"), Layer: il, Dims: u(E), Role: RoleScale},
-			TensorSpec{Name: blk(il, "pre_ffw_norm_2.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "post_ffw_norm_1.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "post_ffw_norm_2.weight"), Layer: il, Dims: u(E), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "ffn_gate_up_exps.weight"), Layer: il, Dims: u(E, 2*p.NFFExp, p.NExpert), Role: RoleExpert},
-			TensorSpec{Name: blk(il, "ffn_down_exps.weight"), Layer: il, Dims: u(p.NFFExp, E, p.NExpert), Role: RoleExpertOut},
-			TensorSpec{Name: blk(il, "ffn_down_exps.scale"), Layer: il, Dims: u(p.NExpert), Role: RoleScale},
-		)
-		if swa || !p.KEqV {
-			ts = append(ts, TensorSpec{Name: blk(il, "attn_v.weight"), Layer: il, Dims: u(E, hd*nkv), Role: RoleProj})
-		}
-	}
-	return ts
 }
 
 // category is llama-quant.cpp's tensor_category.

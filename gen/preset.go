@@ -16,7 +16,6 @@ var ErrBadOptions = errors.New("bad generator options")
 // Architecture names as GGUF's general.architecture spells them.
 const (
 	ArchQwen3MoE = "qwen3moe"
-	ArchGemma4   = "gemma4"
 )
 
 // Preset is the hyper-parameter set of one model shape. Field names follow
@@ -64,6 +63,9 @@ type Preset struct {
 	RopeBaseSWA     float32
 	FinalSoftcap    float32
 	KEqV            bool
+	// ScaledEmbed: the model multiplies its embeddings by √n_embd
+	// (gemma4), so token_embd is written 1/√n_embd smaller.
+	ScaledEmbed bool
 
 	// deepseek2: latent attention (a KVLoraRank latent plus NRot rotated
 	// dims cached per position; query heads of NoPE + NRot, value heads of
@@ -126,27 +128,6 @@ var presets = []Preset{
 		NExpert: 8, NExpertUsed: 2, NFFExp: 256, NFF: 512, NCtxTrain: 512,
 		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 482, DefaultQuant: "Q4_K_M",
 	},
-	{
-		// Expert shapes checked against the real Q4_K_M file's per-expert bytes
-		// in traces/gemma.route.csv (4,336,640 and 3,593,216 = gate_up Q4_K +
-		// down Q8_0/Q5_0 at n_embd 2816, n_ff_exp 704).
-		Name: "gemma4-26b-a4b", Arch: ArchGemma4, ModelName: "Gemma-4-26B-A4B (synthetic)",
-		Description: "google/gemma-4-26B-A4B config.json; llama.cpp src/models/gemma4.cpp",
-		NLayer:      30, NEmbd: 2816, NHead: 16, NHeadKV: 8, HeadDim: 256,
-		NExpert: 128, NExpertUsed: 8, NFFExp: 704, NFF: 2112, NCtxTrain: 262144,
-		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 262144, DefaultQuant: "Q4_K_M",
-		SlidingWindow: 1024, SWAPeriod: 6, NHeadKVFull: 2, HeadDimFull: 512,
-		RopeBaseSWA: 10000, FinalSoftcap: 30, KEqV: true, RopePartialFull: 0.25,
-	},
-	{
-		Name: "gemma4-tiny", Arch: ArchGemma4, ModelName: "tiny-random-gemma4",
-		Description: "gemma4-26b-a4b scaled down",
-		NLayer:      6, NEmbd: 256, NHead: 4, NHeadKV: 2, HeadDim: 64,
-		NExpert: 8, NExpertUsed: 2, NFFExp: 256, NFF: 512, NCtxTrain: 4096,
-		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 512, DefaultQuant: "Q4_K_M",
-		SlidingWindow: 16, SWAPeriod: 3, NHeadKVFull: 1, HeadDimFull: 128,
-		RopeBaseSWA: 10000, FinalSoftcap: 30, KEqV: true,
-	},
 }
 
 // Presets returns every preset (the built-in ones and the registered
@@ -177,11 +158,6 @@ func LookupPreset(name string) (Preset, error) {
 	return Preset{}, fmt.Errorf("%w %q (have %s)", ErrUnknownPreset, name, strings.Join(PresetNames(), ", "))
 }
 
-// isSWA reports whether layer il uses sliding-window attention.
-func (p *Preset) isSWA(il int) bool {
-	return p.Arch == ArchGemma4 && il%p.SWAPeriod != p.SWAPeriod-1
-}
-
 func (p *Preset) validate() error {
 	if p.NLayer <= 0 || p.NEmbd <= 0 || p.NHead <= 0 || p.NHeadKV <= 0 || p.HeadDim <= 0 ||
 		p.NExpert <= 0 || p.NExpertUsed <= 0 || p.NExpertUsed > p.NExpert || p.NFFExp <= 0 || p.Vocab <= 0 {
@@ -196,8 +172,5 @@ func (p *Preset) validate() error {
 // validateLegacy checks the presets of the architectures not yet moved
 // onto Family.
 func (p *Preset) validateLegacy() error {
-	if p.Arch == ArchGemma4 && (p.SWAPeriod <= 0 || p.HeadDimFull <= 0 || p.NHeadKVFull <= 0) {
-		return fmt.Errorf("%w: gemma4 preset %q needs SWAPeriod, HeadDimFull, NHeadKVFull", ErrBadOptions, p.Name)
-	}
 	return nil
 }

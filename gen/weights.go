@@ -91,7 +91,7 @@ func anchorDims(p *Preset) int {
 // as for the other architectures (at scale 1 every logit of the tied output
 // would saturate the soft-cap); 1 otherwise.
 func embedScale(p *Preset) float64 {
-	if p.Arch == ArchGemma4 {
+	if p.ScaledEmbed {
 		return 1 / math.Sqrt(float64(p.NEmbd))
 	}
 	return 1

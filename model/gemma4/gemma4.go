@@ -32,7 +32,10 @@
 // the output scales) and the gating rule. The router input handed to
 // a model.RouterInputMoE (and read by PeekRouter) is the attention output a,
 // so next-layer prefetch applies layer ℓ+1's whole router (norm, scales,
-// matrix) to layer ℓ's attention output. The package registers itself as
+// matrix) to layer ℓ's attention output.
+//
+// The package is the whole family (family.Family, family.go; its `pipe
+// gen` presets, tensors and metadata in gen.go). It registers itself as
 // "gemma4" on import.
 //
 // Buffers: dense weights are borrowed from the DenseSource for the model's
@@ -46,8 +49,6 @@ import (
 
 	"github.com/pipe-engine/pipe/model"
 )
-
-func init() { model.Register("gemma4", New) }
 
 // Model is a loaded Gemma-4: the shared decoder skeleton with gemma4's FFN
 // hook per layer, plus the expert math.
