@@ -14,6 +14,7 @@ import (
 
 	"github.com/pipe-engine/pipe/gen"
 	"github.com/pipe-engine/pipe/gguf"
+	_ "github.com/pipe-engine/pipe/model/qwen3moe" // registers the qwen3-tiny preset
 	"github.com/pipe-engine/pipe/quant"
 )
 

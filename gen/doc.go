@@ -8,6 +8,14 @@
 // depends only on quant (the llama.cpp reference quantizers) and gguf (the
 // writer), never on the engine's stages.
 //
+// gen names no architecture. Each model family registers a Family
+// (family.go) from its own package (model/<family>/gen.go, through package
+// family): its presets, its tensor list, its metadata keys and its
+// tokenizer defaults, built from the shared pieces here (HeadTensors,
+// RoutedBlock, AttentionMoEMeta, ChatMLVocab, the Preset fields several
+// families use). A program sees the presets of the families it imports
+// (model/archs: all); gen alone has none.
+//
 // Invariants:
 //   - Every byte of a quantized tensor is a real quantizer output: each block is
 //     quant.Quantize applied to random floats. Large tensors are assembled from

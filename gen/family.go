@@ -4,8 +4,8 @@ package gen
 // registry. A family's package implements Family next to its model code
 // and registers it (package family's Register); gen then finds the
 // family's presets, tensor list, metadata and tokenizer defaults by the
-// preset's architecture instead of a switch on its name. The architectures
-// still listed in preset.go, plan.go and meta.go are those not yet moved.
+// preset's architecture instead of a switch on its name: gen itself names
+// no architecture.
 
 import (
 	"fmt"
@@ -95,10 +95,10 @@ func familyOf(arch string) (Family, bool) {
 	return f, ok
 }
 
-// allPresetsLocked is the built-in presets and every registered family's,
-// sorted by name. famMu must be held.
+// allPresetsLocked is every registered family's presets, sorted by name.
+// famMu must be held.
 func allPresetsLocked() []Preset {
-	out := append([]Preset(nil), presets...)
+	var out []Preset
 	for _, f := range families {
 		out = append(out, f.Presets()...)
 	}

@@ -41,12 +41,12 @@ func Metadata(pl *Plan, v *Vocab, o *Options) ([]gguf.KV, error) {
 		{a + "feed_forward_length", u32(p.NFF)},
 		{a + "attention.head_count", u32(p.NHead)},
 	}
-	if f, ok := familyOf(p.Arch); ok {
-		for _, kv := range f.Metadata(p) {
-			ps = append(ps, kvPair{a + kv.Key, kv.Value})
-		}
-	} else {
-		ps = append(ps, legacyMeta(p)...)
+	f, ok := familyOf(p.Arch)
+	if !ok {
+		return nil, fmt.Errorf("%w: architecture %q (no family registered)", ErrBadOptions, p.Arch)
+	}
+	for _, kv := range f.Metadata(p) {
+		ps = append(ps, kvPair{a + kv.Key, kv.Value})
 	}
 	kvs, err := makeKVs(ps)
 	if err != nil {
@@ -65,15 +65,4 @@ func Metadata(pl *Plan, v *Vocab, o *Options) ([]gguf.KV, error) {
 		return nil, err
 	}
 	return append(kvs, tail...), nil
-}
-
-// legacyMeta is the hyper-parameter keys of the architectures not yet
-// moved onto Family (qwen3moe): the plain attention and expert keys and the
-// experts' width.
-func legacyMeta(p *Preset) []kvPair {
-	var ps []kvPair
-	for _, kv := range AttentionMoEMeta(p) {
-		ps = append(ps, kvPair{p.Arch + "." + kv.Key, kv.Value})
-	}
-	return append(ps, kvPair{p.Arch + ".expert_feed_forward_length", uint32(p.NFFExp)})
 }

@@ -137,31 +137,13 @@ func NewPlan(p Preset, ft FileType, vocab int) (*Plan, error) {
 	if vocab <= 0 {
 		return nil, fmt.Errorf("%w: vocabulary size %d", ErrBadOptions, vocab)
 	}
-	var ts []TensorSpec
-	if f, ok := familyOf(p.Arch); ok {
-		ts = f.Tensors(&p, vocab)
-	} else {
-		ts = legacyTensors(&p, vocab)
-	}
-	if ts == nil {
-		return nil, fmt.Errorf("%w: architecture %q", ErrBadOptions, p.Arch)
-	}
+	f, _ := familyOf(p.Arch) // validate refused an unregistered one
+	ts := f.Tensors(&p, vocab)
 	sort.SliceStable(ts, func(i, j int) bool { return weightNameLess(ts[i].Name, ts[j].Name) })
 	if err := assignTypes(&p, ft, ts); err != nil {
 		return nil, err
 	}
 	return &Plan{Preset: p, FileType: ft, Tensors: ts}, nil
-}
-
-// legacyTensors is the tensor list of the architectures not yet moved
-// onto Family; nil for an unknown one.
-func legacyTensors(p *Preset, vocab int) []TensorSpec {
-	var ts []TensorSpec
-	switch p.Arch {
-	case ArchQwen3MoE:
-		ts = qwen3moeTensors(p, vocab)
-	}
-	return ts
 }
 
 // weightNameLess is llama_model_loader's weight_name_comparer: tensors outside
@@ -203,19 +185,6 @@ func u(xs ...int) []uint64 {
 }
 
 func blk(il int, name string) string { return "blk." + strconv.Itoa(il) + "." + name }
-
-// qwen3moeTensors follows llama.cpp's LLM_ARCH_QWEN3MOE tensor creation.
-func qwen3moeTensors(p *Preset, vocab int) []TensorSpec {
-	ts := headTensors(p, vocab)
-	for il := 0; il < p.NLayer; il++ {
-		ts = append(ts, routedBlock(p, il)...)
-		ts = append(ts,
-			TensorSpec{Name: blk(il, "attn_q_norm.weight"), Layer: il, Dims: u(p.HeadDim), Role: RoleNorm},
-			TensorSpec{Name: blk(il, "attn_k_norm.weight"), Layer: il, Dims: u(p.HeadDim), Role: RoleNorm},
-		)
-	}
-	return ts
-}
 
 // headTensors are the embeddings, the output norm and an untied output.
 func headTensors(p *Preset, vocab int) []TensorSpec {

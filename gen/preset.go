@@ -13,11 +13,6 @@ var ErrUnknownPreset = errors.New("unknown preset")
 // vocabulary too small for the built-in tokenizer, …).
 var ErrBadOptions = errors.New("bad generator options")
 
-// Architecture names as GGUF's general.architecture spells them.
-const (
-	ArchQwen3MoE = "qwen3moe"
-)
-
 // Preset is the hyper-parameter set of one model shape. Field names follow
 // llama.cpp's hparams; values come from the models' public configs.
 type Preset struct {
@@ -43,6 +38,10 @@ type Preset struct {
 
 	DefaultQuant string // file type used when --quant is not given
 
+	// CopyHead: layer 0 gets the previous-token copy head and the routers
+	// read the routing dimensions (the qwen3moe presets: the token-to-token
+	// expert reuse of the real Qwen3 traces, see weights.go).
+	CopyHead bool
 	// NoAnchors: the residual stream gets no anchor dimensions (gpt-oss:
 	// its router bias carries the experts' popularity instead).
 	NoAnchors bool
@@ -106,30 +105,6 @@ type HybridGeom struct {
 	NFFShExp     int    // expert_shared_feed_forward_length
 }
 
-var presets = []Preset{
-	{
-		Name: "qwen3-30b-a3b", Arch: ArchQwen3MoE, ModelName: "Qwen3-30B-A3B (synthetic)",
-		Description: "Qwen/Qwen3-30B-A3B config.json",
-		NLayer:      48, NEmbd: 2048, NHead: 32, NHeadKV: 4, HeadDim: 128,
-		NExpert: 128, NExpertUsed: 8, NFFExp: 768, NFF: 6144, NCtxTrain: 40960,
-		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 151936, DefaultQuant: "Q4_K_M",
-	},
-	{
-		Name: "qwen3-235b-a22b", Arch: ArchQwen3MoE, ModelName: "Qwen3-235B-A22B (synthetic)",
-		Description: "Qwen/Qwen3-235B-A22B config.json",
-		NLayer:      94, NEmbd: 4096, NHead: 64, NHeadKV: 4, HeadDim: 128,
-		NExpert: 128, NExpertUsed: 8, NFFExp: 1536, NFF: 12288, NCtxTrain: 40960,
-		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 151936, DefaultQuant: "Q4_K_M",
-	},
-	{
-		Name: "qwen3-tiny", Arch: ArchQwen3MoE, ModelName: "tiny-random-qwen3moe",
-		Description: "testdata/golden/models/tiny-qwen3moe (llama.cpp golden model)",
-		NLayer:      4, NEmbd: 256, NHead: 4, NHeadKV: 2, HeadDim: 64,
-		NExpert: 8, NExpertUsed: 2, NFFExp: 256, NFF: 512, NCtxTrain: 512,
-		RopeBase: 1e6, RMSEps: 1e-6, Vocab: 482, DefaultQuant: "Q4_K_M",
-	},
-}
-
 // Presets returns every preset (the built-in ones and the registered
 // families'), sorted by name.
 func Presets() []Preset {
@@ -163,14 +138,9 @@ func (p *Preset) validate() error {
 		p.NExpert <= 0 || p.NExpertUsed <= 0 || p.NExpertUsed > p.NExpert || p.NFFExp <= 0 || p.Vocab <= 0 {
 		return fmt.Errorf("%w: preset %q has a zero or inconsistent dimension", ErrBadOptions, p.Name)
 	}
-	if f, ok := familyOf(p.Arch); ok {
-		return f.CheckPreset(p)
+	f, ok := familyOf(p.Arch)
+	if !ok {
+		return fmt.Errorf("%w: architecture %q (no family registered)", ErrBadOptions, p.Arch)
 	}
-	return p.validateLegacy()
-}
-
-// validateLegacy checks the presets of the architectures not yet moved
-// onto Family.
-func (p *Preset) validateLegacy() error {
-	return nil
+	return f.CheckPreset(p)
 }

@@ -161,7 +161,7 @@ type weightGen struct {
 // hasCopyHead reports whether preset p gets the previous-token copy head and
 // routers restricted to the routing dimensions.
 func hasCopyHead(p *Preset) bool {
-	return p.Arch == ArchQwen3MoE && anchorDims(p) > 0 && p.HeadDim >= 2*copyPairs && p.NEmbd >= routeDimsOf(p)+nAnchorDims
+	return p.CopyHead && anchorDims(p) > 0 && p.HeadDim >= 2*copyPairs && p.NEmbd >= routeDimsOf(p)+nAnchorDims
 }
 
 // routeDimsOf is the number of routing dimensions: one attention head's width.
