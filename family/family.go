@@ -24,10 +24,8 @@
 // calls Register from its init, and package model/archs imports every
 // family, so a program that imports model/archs runs them all.
 //
-// Families not yet moved onto Family register only their model with
-// model.Register; their keys, state size, presets and metadata are still
-// the shared switches of model (readLegacyKeys, LegacyStateBytes) and gen
-// (legacyTensors, legacyMeta, validateLegacy).
+// Every family pipe runs is registered this way (model/archs lists them);
+// neither model nor gen nor the stages switch on an architecture's name.
 package family
 
 import (

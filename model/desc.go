@@ -342,14 +342,14 @@ func (d *Desc) bad(format string, args ...any) error {
 }
 
 // readHParams reads the hyper-parameter keys: the common ones, those of
-// the families not yet moved onto Family (readLegacyKeys), llama.cpp's
+// the shared pieces several families build on (readSharedKeys), llama.cpp's
 // defaults, then the family's own keys (Family.ReadHParams). Required
 // keys are only enforced when known (a registered architecture).
 func (d *Desc) readHParams(known bool) error {
 	r := newMetaReader(d, known)
 	h := &d.HParams
 	readCommonKeys(r, h)
-	readLegacyKeys(r, h)
+	readSharedKeys(r, h)
 	if err := r.Err(); err != nil {
 		return err
 	}
@@ -404,10 +404,12 @@ func readCommonKeys(r *MetaReader, h *HParams) {
 	h.RopeScalingType = r.String("rope.scaling.type")
 }
 
-// readLegacyKeys reads the keys of the families that do not read their own
-// yet (their fields in HParams): sliding windows, recurrent layers,
-// DeepSeek's MoE and latent-attention keys, Gemma's.
-func readLegacyKeys(r *MetaReader, h *HParams) {
+// readSharedKeys reads the keys of the pieces several families build on
+// (their fields in HParams): sliding windows and their own geometry, the
+// recurrent mixers' ssm.* keys, multi-section RoPE, the MoE routing keys
+// and the latent attention's. A key only one family reads belongs in that
+// family's ReadHParams.
+func readSharedKeys(r *MetaReader, h *HParams) {
 	const big, base, factor = MaxDim, 1e12, 1e6
 	h.SlidingWindow = r.Int("attention.sliding_window", false, big)
 	h.SWA.HeadDim = r.Int("attention.key_length_swa", false, big)

@@ -26,9 +26,21 @@ var errStandIn = errors.New("stand-in architecture")
 // their files as registered (required hyper-parameters enforced).
 func init() {
 	for _, a := range []string{"qwen3moe", "gpt-oss", "gemma4"} {
-		Register(a, func(*Desc, DenseSource, Options) (Model, error) { return nil, errStandIn })
+		RegisterFamily(standInArch(a))
 	}
 }
+
+// standInArch is a Family that reads the common keys only and builds
+// nothing.
+type standInArch string
+
+func (a standInArch) Arch() string                                 { return string(a) }
+func (standInArch) ReadHParams(*MetaReader, *HParams) (any, error) { return nil, nil }
+func (standInArch) New(*Desc, DenseSource, Options) (Model, error) { return nil, errStandIn }
+func (standInArch) StateBytes(d *Desc, positions, elemBytes int) int64 {
+	return EstimateStateBytes(&d.HParams, positions, elemBytes)
+}
+func (standInArch) InspectRows(*Desc) []InspectRow { return nil }
 
 func openGolden(t *testing.T, name string) *gguf.File {
 	t.Helper()

@@ -45,9 +45,6 @@ type InspectRow struct {
 	Value string
 }
 
-// Factory builds an architecture instance from its description.
-type Factory func(d *Desc, src DenseSource, opt Options) (Model, error)
-
 var (
 	regMu    sync.Mutex
 	registry = map[string]Family{}
@@ -64,28 +61,6 @@ func RegisterFamily(f Family) {
 		panic("model: architecture registered twice: " + arch)
 	}
 	registry[arch] = f
-}
-
-// Register makes an architecture that is not yet a Family available under
-// its GGUF name: its hyper-parameters are the ones HParams reads for every
-// file, its state is sized by HParams (LegacyStateBytes) and inspect shows
-// no rows of its own. Called once from the architecture package's init.
-func Register(arch string, f Factory) { RegisterFamily(legacyFamily{arch, f}) }
-
-// legacyFamily adapts a Factory registered with Register.
-type legacyFamily struct {
-	arch string
-	f    Factory
-}
-
-func (l legacyFamily) Arch() string                                 { return l.arch }
-func (legacyFamily) ReadHParams(*MetaReader, *HParams) (any, error) { return nil, nil }
-func (l legacyFamily) New(d *Desc, src DenseSource, opt Options) (Model, error) {
-	return l.f(d, src, opt)
-}
-func (legacyFamily) InspectRows(*Desc) []InspectRow { return nil }
-func (legacyFamily) StateBytes(d *Desc, positions, elemBytes int) int64 {
-	return LegacyStateBytes(&d.HParams, positions, elemBytes)
 }
 
 // Lookup returns the family registered under arch.
@@ -128,12 +103,13 @@ func New(d *Desc, src DenseSource, opt Options) (Model, error) {
 
 // StateBytes is the memory one sequence's state takes for a context of
 // positions positions with KV elements of elemBytes bytes, as d's family
-// sizes it (LegacyStateBytes for an architecture that is not registered).
+// sizes it (EstimateStateBytes for an architecture that is not
+// registered, which nothing runs).
 func StateBytes(d *Desc, positions, elemBytes int) int64 {
 	if f, ok := Lookup(d.Arch); ok {
 		return f.StateBytes(d, positions, elemBytes)
 	}
-	return LegacyStateBytes(&d.HParams, positions, elemBytes)
+	return EstimateStateBytes(&d.HParams, positions, elemBytes)
 }
 
 // InspectRows are the rows d's family adds to `pipe inspect`'s
@@ -199,10 +175,11 @@ func HybridStateBytes(hp *HParams, recurrent func(il int) bool, recFloats, posit
 	return kv + int64(nRec)*4*int64(recFloats)
 }
 
-// LegacyStateBytes sizes the state from HParams alone: the attention
-// layers' KV cache of HParams.KVRow per position plus the recurrent
-// layers' float32 states (HParams.RecurrentFloats each).
-func LegacyStateBytes(hp *HParams, positions, elemBytes int) int64 {
+// EstimateStateBytes sizes the state of an architecture no family
+// describes from the shared HParams alone: the attention layers' KV cache
+// of HParams.KVRow per position plus the delta-net layers' float32 states
+// (HParams.RecurrentFloats each).
+func EstimateStateBytes(hp *HParams, positions, elemBytes int) int64 {
 	nRec := hp.RecurrentLayers()
 	per := int64(hp.NLayer-nRec) * int64(hp.KVRow()) * int64(max(elemBytes, 2))
 	if per > 0 && int64(positions) > (1<<62)/per {

@@ -47,7 +47,7 @@ func standInFile(t *testing.T, window any) *Desc {
 // TestFamilySeam: Describe hands a registered family its own keys
 // (FamilyHP), the engine's state size and inspect rows come from the
 // family, and an architecture that is not registered is sized from
-// HParams (LegacyStateBytes).
+// HParams (EstimateStateBytes).
 func TestFamilySeam(t *testing.T) {
 	d := standInFile(t, uint32(16))
 	if hp, ok := d.FamilyHP.(standInHP); !ok || hp.Window != 16 || !d.Supported {
@@ -60,8 +60,8 @@ func TestFamilySeam(t *testing.T) {
 		t.Fatalf("InspectRows = %v", rows)
 	}
 	d.Arch = "unregistered"
-	if got, want := StateBytes(d, 100, 2), LegacyStateBytes(&d.HParams, 100, 2); got != want || want != 2*2*64*2*100 {
-		t.Fatalf("unregistered StateBytes = %d, want LegacyStateBytes %d (= %d)", got, want, 2*2*64*2*100)
+	if got, want := StateBytes(d, 100, 2), EstimateStateBytes(&d.HParams, 100, 2); got != want || want != 2*2*64*2*100 {
+		t.Fatalf("unregistered StateBytes = %d, want EstimateStateBytes %d (= %d)", got, want, 2*2*64*2*100)
 	}
 	if InspectRows(d) != nil {
 		t.Fatal("unregistered architecture has inspect rows")

@@ -14,8 +14,7 @@
 // is found by its GGUF general.architecture string (package model/archs
 // imports them all). The engine asks the family for what differs: its own
 // metadata keys (MetaReader), its model, its per-sequence state
-// (StateBytes) and its inspect rows. Architectures not yet moved onto
-// Family register a Factory with Register.
+// (StateBytes) and its inspect rows.
 //
 // Architectures share one decoder-block skeleton (block.go): a Decoder is
 // the embedding, Layers of Attention (weights plus per-layer geometry: heads,

@@ -1,8 +1,7 @@
 // Package archs imports every architecture pipe can run, so that a program
 // registers them all with one import (a family registers itself with
-// family.Register from its package's init; one not yet moved onto
-// family.Family with model.Register). Adding an architecture means adding
-// its package here; nothing else in the engine names it.
+// family.Register from its package's init). Adding an architecture means
+// adding its package here; nothing else in the engine or gen names it.
 package archs
 
 import (
