@@ -10,7 +10,7 @@ import (
 
 // GenCmd is `pipe gen`: write a synthetic model with a real model's shapes.
 type GenCmd struct {
-	Preset      string  `required:"" help:"Model shape: qwen3-30b-a3b, qwen3-235b-a22b, qwen3-tiny, gpt-oss-20b, gpt-oss-120b, gptoss-tiny, gemma4-26b-a4b, gemma4-tiny, deepseek-v2-lite, deepseek2-tiny, deepseek2-lite-tiny, qwen3.6-35b-a3b, qwen35moe-tiny, qwen1.5-moe-a2.7b, qwen2moe-tiny, olmoe-1b-7b, olmoe-tiny, lfm2-8b-a1b, lfm2moe-tiny."`
+	Preset      string  `required:"" help:"Model shape: ${presets} (every registered family's)."`
 	Out         string  `required:"" short:"o" type:"path" help:"Output GGUF file (written to a temporary file and renamed)."`
 	Quant       string  `help:"Quantization mix as llama-quantize names it: F32, F16, BF16, Q4_0, Q8_0, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, MXFP4_MOE (alias MXFP4). Default: the preset's (Q4_K_M; MXFP4_MOE for gpt-oss)."`
 	Seed        uint64  `default:"1" help:"Weight seed: the same seed and flags give a byte-identical file."`

@@ -12,12 +12,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/alecthomas/kong"
 	"github.com/rs/zerolog"
 
+	"github.com/pipe-engine/pipe/gen"
 	"github.com/pipe-engine/pipe/internal/status"
 	_ "github.com/pipe-engine/pipe/model/archs" // registers every architecture
 	"github.com/pipe-engine/pipe/sink"
@@ -81,7 +83,7 @@ func parser(cli *CLI, stdout, stderr io.Writer, exit func(int)) (*kong.Kong, err
 		kong.Name("pipe"),
 		kong.Description("Run Mixture-of-Experts models larger than RAM by streaming routed experts from flash."),
 		kong.UsageOnError(),
-		kong.Vars{"version": versionString()},
+		kong.Vars{"version": versionString(), "presets": strings.Join(gen.PresetNames(), ", ")},
 		engineVars(),
 		kong.Writers(stdout, stderr),
 		kong.Exit(exit),
