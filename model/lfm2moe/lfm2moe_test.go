@@ -110,12 +110,16 @@ func TestPassesAgree(t *testing.T) {
 }
 
 // TestFamilyKeys: shortconv.l_cache is lfm2moe's own key (not in the
-// common HParams): Describe keeps it in FamilyHP, inspect shows the
-// short-conv layers from it, and a model without it is refused.
+// common HParams): Describe keeps it in FamilyHP, the stages' refusal of a
+// too-large state names it (StateKeys), inspect shows the short-conv layers
+// from it, and a model without it is refused.
 func TestFamilyKeys(t *testing.T) {
 	d, raw := goldentest.Open(t, filepath.Join(golden, "models/tiny-lfm2moe-F32.gguf"))
 	if own, ok := d.FamilyHP.(lfm2moe.HParams); !ok || own.ShortConvL != 3 {
 		t.Fatalf("FamilyHP = %#v, want lfm2moe.HParams{ShortConvL: 3}", d.FamilyHP)
+	}
+	if keys := model.StateKeys(d); keys != "shortconv.l_cache 3, embedding_length 256" {
+		t.Fatalf("StateKeys = %q", keys)
 	}
 	rows := model.InspectRows(d)
 	if len(rows) != 2 || rows[0].Value != "2 of 4 (state 512 floats each)" || rows[1].Value != "3" {
