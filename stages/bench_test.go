@@ -90,8 +90,14 @@ func steadySession(tb testing.TB, cfg Config, n int) (*Session, func()) {
 // router logits and the output row, the slices wrapped once.
 func moeCase(tb testing.TB, cfg Config) (*Engine, func(layer int) error) {
 	tb.Helper()
+	return moeCaseWith(tb, cfg, Inputs{})
+}
+
+// moeCaseWith is moeCase with the engine's Inputs.
+func moeCaseWith(tb testing.TB, cfg Config, in Inputs) (*Engine, func(layer int) error) {
+	tb.Helper()
 	cfg.Path = "../testdata/golden/models/tiny-qwen3moe-Q4_K_M.gguf"
-	e, err := Open(context.Background(), cfg, Inputs{})
+	e, err := Open(context.Background(), cfg, in)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
@@ -19,6 +20,7 @@ import (
 	"github.com/pipe-engine/pipe/model"
 	_ "github.com/pipe-engine/pipe/model/archs"
 	"github.com/pipe-engine/pipe/reader"
+	"github.com/pipe-engine/pipe/warmstart"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -325,7 +327,12 @@ func TestStreamMatchesMmap(t *testing.T) {
 
 // TestSteadyLayerAllocatesNothing: once the routed experts are resident, a
 // layer's hand-offs (router → planner → cache → FFN) allocate nothing, in
-// streaming and in mmap mode, with the prefetch policies on too.
+// streaming and in mmap mode, with the prefetch policies on too. The cache
+// (which holds every expert) is filled by a warm start of every expert and
+// the test waits for it to complete: a speculative guess of an expert not
+// yet resident takes a new cache entry, and which guesses are sent in the
+// warm-up passes depends on the machine's load (a guess goes only when the
+// planner's queue has room).
 func TestSteadyLayerAllocatesNothing(t *testing.T) {
 	for name, mod := range map[string]func(*Config){
 		"stream":     func(c *Config) { c.Cache.Bytes = 64 << 20 },
@@ -337,8 +344,20 @@ func TestSteadyLayerAllocatesNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := baseCfg()
 			mod(&c)
-			e, run := moeCase(t, c)
+			var all []warmstart.Key
+			in := Inputs{WarmKeys: func(d *model.Desc) []warmstart.Key {
+				for l, exps := range d.Experts {
+					for x := range exps {
+						all = append(all, warmstart.Key{Layer: l, Expert: x})
+					}
+				}
+				return all
+			}}
+			e, run := moeCaseWith(t, c, in)
 			defer e.Close()
+			if c.Stream != StreamOff {
+				waitWarmDone(t, e, len(all))
+			}
 			layers := e.Desc().HParams.NLayer
 			pass := func() {
 				for l := 0; l < layers; l++ {
@@ -407,5 +426,16 @@ func TestCancelCause(t *testing.T) {
 	}
 	if _, _, err := s.Step(ctx, 100, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Step after cancel: %v", err)
+	}
+}
+
+// waitWarmDone waits (with a hang guard that fails the test) until the warm
+// start has read n experts.
+func waitWarmDone(t *testing.T, e *Engine, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); e.Metrics().Warm.Completed < int64(n); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("warm start of %d experts not done in a minute: %+v", n, e.Metrics().Warm)
+		}
 	}
 }
