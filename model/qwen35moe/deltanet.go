@@ -133,45 +133,23 @@ type recurJob struct {
 //
 //	M *= exp(g); δ_j = (v_j − M_j·k)·β; M_j += δ_j·k; o_j = (M_j·q)/√S
 //
-// q and k are key head h mod nk (llama.cpp's Qwen3.5 head pattern).
+// in one pass over the rows (kernels.DeltaRule: each row's steps depend on
+// that row alone). q and k are key head h mod nk (llama.cpp's Qwen3.5 head
+// pattern).
 func (j *recurJob) run(h int) {
 	d := j.d
 	S, C, nv := d.S, d.C(), d.nv
 	kh := h % d.nk
 	M := j.state[h*S*S : (h+1)*S*S]
 	scale := float32(1 / math.Sqrt(float64(S)))
-	var deltaBuf [512]float32
-	delta := deltaBuf[:0]
-	if S <= len(deltaBuf) {
-		delta = deltaBuf[:S]
-	} else {
-		delta = make([]float32, S)
-	}
 	for t := 0; t < j.n; t++ {
 		row := j.mixed[t*C : (t+1)*C]
 		q := row[kh*S : (kh+1)*S]
 		k := row[(d.nk+kh)*S : (d.nk+kh+1)*S]
 		v := row[2*d.nk*S+h*S : 2*d.nk*S+(h+1)*S]
-		b := j.beta[t*nv+h]
 		eg := float32(math.Exp(float64(j.g[t*nv+h])))
-		for i := range M {
-			M[i] *= eg
-		}
-		kernels.DotsF32(k, M, S, delta)
-		for i := range delta {
-			delta[i] = (v[i] - delta[i]) * b
-		}
-		for r := 0; r < S; r++ {
-			mr, dr := M[r*S:(r+1)*S], delta[r]
-			for i, ki := range k {
-				mr[i] += float32(ki * dr) // explicit rounding: no FMA on arm64
-			}
-		}
 		out := j.o[t*nv*S+h*S : t*nv*S+(h+1)*S]
-		kernels.DotsF32(q, M, S, out)
-		for i := range out {
-			out[i] *= scale
-		}
+		kernels.DeltaRule(M, k, q, v, out, eg, j.beta[t*nv+h], scale)
 	}
 }
 
