@@ -87,11 +87,21 @@ func benchForward(b *testing.B, n int) {
 		tokens[i] = int32(i % 16)
 	}
 	b.ResetTimer()
+	c0 := processCPUSeconds()
 	for range b.N {
 		st.Pos = 0
 		if _, err := d.Forward(context.Background(), st, tokens, nil, false); err != nil {
 			b.Fatal(err)
 		}
+	}
+	reportCPU(b, c0)
+}
+
+// reportCPU adds the process CPU time per operation since c0 (cpu-ns/op),
+// robust where other processes share the machine.
+func reportCPU(b *testing.B, c0 float64) {
+	if c := processCPUSeconds() - c0; c > 0 {
+		b.ReportMetric(c*1e9/float64(b.N), "cpu-ns/op")
 	}
 }
 
@@ -115,9 +125,11 @@ func BenchmarkDeltaRecur(b *testing.B) {
 	j.mixed, j.beta, j.g = randVec(rng, C, 0.1, 0), randVec(rng, nv, 0.1, 0.5), randVec(rng, nv, 0.01, -0.05)
 	j.o, j.state = make([]float32, nv*S), randVec(rng, nv*S*S, 0.1, 0)
 	b.ResetTimer()
+	c0 := processCPUSeconds()
 	for range b.N {
 		for h := range nv {
 			j.run(h)
 		}
 	}
+	reportCPU(b, c0)
 }
