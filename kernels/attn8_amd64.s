@@ -600,6 +600,50 @@ sgloop:
 	VZEROUPPER
 	RET
 
+// func siluAVX2(out, x *float32, n int)
+//
+// out[i] = x[i] / (1 + float32(math.Exp(float64(-x[i])))) (n a multiple of
+// 8): swiGLUAVX2 without the up factor.
+TEXT ·siluAVX2(SB), NOSPLIT, $0-24
+	MOVQ         out+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	SHRQ         $3, CX
+	VBROADCASTSS expc<>+480(SB), Y14 // sign
+	MOVL         $0x3f800000, AX
+	VMOVD        AX, X15
+	VBROADCASTSS X15, Y15            // 1.0
+	VBROADCASTSS expc<>+452(SB), Y11 // -700
+	VBROADCASTSS expc<>+456(SB), Y12 // 700
+	VBROADCASTSS expc<>+460(SB), Y13 // +Inf
+
+siloop:
+	VMOVUPS      (SI), Y8            // x
+	VXORPS       Y14, Y8, Y0         // -x
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $1, Y0, X2
+	VCVTPS2PD    X2, Y2
+	EXP4(Y1, X3, Y4, Y5)
+	EXP4(Y2, X3, Y4, Y5)
+	VCVTPD2PSY   Y1, X1
+	VCVTPD2PSY   Y2, X2
+	VINSERTF128  $1, X2, Y1, Y1      // e = float32(exp(-x))
+	VCMPPS       $1, Y11, Y0, Y7
+	VANDNPS      Y1, Y7, Y1          // -x < -700: 0
+	VCMPPS       $0x1e, Y12, Y0, Y7
+	VBLENDVPS    Y7, Y13, Y1, Y1     // -x > 700: +Inf
+	VCMPPS       $3, Y0, Y0, Y7
+	VBLENDVPS    Y7, Y0, Y1, Y1      // NaN: itself
+	VADDPS       Y15, Y1, Y1         // 1 + e
+	VDIVPS       Y1, Y8, Y1          // x / (1 + e)
+	VMOVUPS      Y1, (DI)
+	ADDQ         $32, SI
+	ADDQ         $32, DI
+	DECQ         CX
+	JNZ          siloop
+	VZEROUPPER
+	RET
+
 // func roundF16AVX2(x *float32, n int)
 //
 // x[i] rounded to the nearest F16 value and back (n a multiple of 8).

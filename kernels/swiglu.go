@@ -19,6 +19,20 @@ func refSwiGLU(out, gate, up []float32) {
 	}
 }
 
+// SiLU writes silu(x[i]) = x[i]/(1+float32(exp(-x[i]))) into out as
+// ggml's scalar code computes it (SwiGLU without the up factor): the same
+// values bit for bit where the assembly runs. out may alias x; x holds at
+// least len(out) values.
+func SiLU(out, x []float32) { silu(out, x[:len(out)]) }
+
+// refSiLU is SiLU in Go.
+func refSiLU(out, x []float32) {
+	for i := range out {
+		v := x[i]
+		out[i] = v / (1 + float32(math.Exp(float64(-v))))
+	}
+}
+
 // Exp replaces every x[i] with float32(math.Exp(float64(x[i]))): the same
 // values bit for bit where the assembly runs (the softmax's exponentials,
 // which replicate math.Exp), for activations other than SwiGLU's.

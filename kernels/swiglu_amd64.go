@@ -14,3 +14,16 @@ func swiGLU(out, gate, up []float32) {
 	}
 	refSwiGLU(out[n8:], gate[n8:], up[n8:])
 }
+
+//go:noescape
+func siluAVX2(out, x *float32, n int)
+
+// silu is refSiLU with whole groups of 8 in assembly (hasGroupAVX2, as
+// swiGLU).
+func silu(out, x []float32) {
+	n8 := len(out) &^ 7
+	if hasGroupAVX2 && n8 > 0 {
+		siluAVX2(&out[0], &x[0], n8)
+	}
+	refSiLU(out[n8:], x[n8:])
+}

@@ -3,3 +3,5 @@
 package kernels
 
 func swiGLU(out, gate, up []float32) { refSwiGLU(out, gate, up) }
+
+func silu(out, x []float32) { refSiLU(out, x) }

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestSwiGLUIdentical: SwiGLU equals the scalar loop bit for bit (NaN for
+// TestSwiGLUIdentical: SwiGLU and SiLU equal the scalar loop bit for bit (NaN for
 // NaN) over float32 bit patterns spread across the whole range (subnormals,
 // the exponential's overflow and underflow edges, infinities, NaNs), random
 // activations, lengths around the vector width, and out aliasing gate.
@@ -46,6 +46,19 @@ func TestSwiGLUIdentical(t *testing.T) {
 	SwiGLU(alias, alias, up)
 	if !bitsEqualNaN(alias, want) {
 		t.Fatal("SwiGLU with out aliasing gate differs from the scalar loop")
+	}
+	refSiLU(want, gate)
+	for _, n := range []int{0, 1, 7, 8, 9, 17, len(gate)} {
+		got := make([]float32, n)
+		SiLU(got, gate)
+		if !bitsEqualNaN(got, want[:n]) {
+			t.Fatalf("n=%d: SiLU differs from the scalar loop", n)
+		}
+	}
+	alias = slices.Clone(gate)
+	SiLU(alias, alias)
+	if !bitsEqualNaN(alias, want) {
+		t.Fatal("SiLU in place differs from the scalar loop")
 	}
 }
 

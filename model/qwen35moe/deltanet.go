@@ -84,9 +84,7 @@ func (d *deltaNet) Mix(p *model.Pass, st *model.State, l int, x []float32) error
 		}
 	}
 	model.CausalConv(rec[:(d.K-1)*C], mixed, d.conv, n, C, d.K, p.Buf(d.K-1+n))
-	for i, v := range mixed {
-		mixed[i] = model.SiLU(v)
-	}
+	kernels.SiLU(mixed, mixed)
 	for t := 0; t < n; t++ {
 		qk := mixed[t*C : t*C+2*d.nk*d.S]
 		for i := 0; i+d.S <= len(qk); i += d.S {
@@ -104,9 +102,7 @@ func (d *deltaNet) Mix(p *model.Pass, st *model.State, l int, x []float32) error
 	for r := 0; r < n*nv; r++ {
 		head, zh := o[r*d.S:(r+1)*d.S], z[r*d.S:(r+1)*d.S]
 		model.RMSNorm(head, head, p.Eps, d.ssmNorm)
-		for i := range head {
-			head[i] *= model.SiLU(zh[i])
-		}
+		kernels.SwiGLU(head, zh, head) // head·silu(z), the product commutes
 	}
 	y := p.Buf(n * p.E)
 	if err := p.MatMul(&d.out, o, y); err != nil {
