@@ -9,7 +9,13 @@ package model
 // by the tokens: out[t][c] = Σ_i win_c[t+i]·taps[c·K+i], a float32 sum over
 // the taps in order. state (channels × (K-1), channel-major) is updated to
 // each channel's last K-1 inputs. win is scratch of at least K-1+n floats.
+// A single token (decode) is convolved straight from the state, without
+// the window copy, in the same order.
 func CausalConv(state, x, taps []float32, n, channels, K int, win []float32) {
+	if n == 1 {
+		causalConvOne(state, x[:channels], taps, K)
+		return
+	}
 	win = win[:K-1+n]
 	for c := 0; c < channels; c++ {
 		st, w := state[c*(K-1):(c+1)*(K-1)], taps[c*K:(c+1)*K]
@@ -25,5 +31,21 @@ func CausalConv(state, x, taps []float32, n, channels, K int, win []float32) {
 			x[t*channels+c] = sum
 		}
 		copy(st, win[n:n+K-1])
+	}
+}
+
+// causalConvOne is CausalConv of one token x (one value per channel).
+func causalConvOne(state, x, taps []float32, K int) {
+	for c, xc := range x {
+		st, w := state[c*(K-1):(c+1)*(K-1)], taps[c*K:(c+1)*K]
+		var sum float32
+		for i, s := range st {
+			sum += float32(s * w[i]) // explicit rounding: no FMA on arm64
+		}
+		x[c] = sum + float32(xc*w[K-1])
+		if K > 1 {
+			copy(st, st[1:])
+			st[K-2] = xc
+		}
 	}
 }

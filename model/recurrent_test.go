@@ -2,6 +2,9 @@ package model
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -101,5 +104,39 @@ func TestCausalConv(t *testing.T) {
 	CausalConv(state, two[2:], taps, 2, 2, 3, win)
 	if fmt.Sprint(two) != fmt.Sprint(one) {
 		t.Fatalf("two passes %v, one pass %v", two, one)
+	}
+}
+
+// TestCausalConvTokenByToken: random float inputs convolved token by token
+// (the single-token path) give the whole pass's outputs and state bit for
+// bit, for 1 to 5 taps.
+func TestCausalConvTokenByToken(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 2))
+	const n, ch = 9, 13
+	for K := 1; K <= 5; K++ {
+		vec := func(m int) []float32 {
+			v := make([]float32, m)
+			for i := range v {
+				v[i] = float32(rng.NormFloat64())
+			}
+			return v
+		}
+		taps, x, st0 := vec(ch*K), vec(n*ch), vec(ch*(K-1))
+		whole, st := slices.Clone(x), slices.Clone(st0)
+		CausalConv(st, whole, taps, n, ch, K, make([]float32, K-1+n))
+		steps, st1 := slices.Clone(x), slices.Clone(st0)
+		for tok := 0; tok < n; tok++ {
+			CausalConv(st1, steps[tok*ch:(tok+1)*ch], taps, 1, ch, K, make([]float32, K))
+		}
+		for i := range whole {
+			if math.Float32bits(whole[i]) != math.Float32bits(steps[i]) {
+				t.Fatalf("K=%d: output %d: token by token %g, whole pass %g", K, i, steps[i], whole[i])
+			}
+		}
+		for i := range st {
+			if math.Float32bits(st[i]) != math.Float32bits(st1[i]) {
+				t.Fatalf("K=%d: state %d: token by token %g, whole pass %g", K, i, st1[i], st[i])
+			}
+		}
 	}
 }
