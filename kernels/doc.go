@@ -164,6 +164,18 @@
 // the query heads of a KV head when it has fewer than 8 (gemma4's sliding
 // layers: 4 tokens × 2 heads), so each K/V row is loaded once per tile.
 //
+// # Element-wise and recurrent helpers
+//
+// SwiGLU, SiLU and Exp (swiglu.go) replicate ggml's scalar activations with
+// math.Exp's float64 exponential; MulScalar and AddMulScalar (scaled.go)
+// scale and accumulate rows with the product rounded before the addition.
+// DeltaRule (delta.go) is one token of the gated delta rule over one value
+// head's state (qwen35moe's delta-net): each state row is scaled, dotted
+// with k in DotsF32's order, updated by the rank-1 term and dotted with q in
+// a single pass, four rows at a time in the AVX2 version. All of them have
+// AVX2 assembly on amd64 and run the pure-Go reference on arm64 and under
+// purego, with the same bits.
+//
 // # Concurrency and ownership
 //
 // A Pool owns its persistent worker goroutines; MatVec/MatVecQ/MatMul split
