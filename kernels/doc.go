@@ -172,9 +172,10 @@
 // DeltaRule (delta.go) is one token of the gated delta rule over one value
 // head's state (qwen35moe's delta-net): each state row is scaled, dotted
 // with k in DotsF32's order, updated by the rank-1 term and dotted with q in
-// a single pass, four rows at a time in the AVX2 version. All of them have
-// AVX2 assembly on amd64 and run the pure-Go reference on arm64 and under
-// purego, with the same bits.
+// a single pass, four rows at a time in the assembly. All of them have
+// AVX2 assembly on amd64; DeltaRule also has NEON on arm64 (the others run
+// the pure-Go reference there); purego runs the reference; the bits are the
+// same everywhere.
 //
 // # Concurrency and ownership
 //
