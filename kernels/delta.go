@@ -13,9 +13,9 @@ package kernels
 //
 // which is, bit for bit, scaling the whole state, DotsF32 of k against it,
 // the rank-1 update and DotsF32 of q, done one row at a time in a single
-// pass. q has len(k) values, v len(out), m len(out)·len(k). The AVX2
-// (delta_amd64.s) and NEON (delta_arm64.s) versions run four rows at a
-// time in the same order.
+// pass. q has len(k) values, v len(out), m len(out)·len(k). The AVX2 and
+// AVX-512 (delta_amd64.s) and NEON (delta_arm64.s) versions run four rows
+// at a time in the same order.
 func DeltaRule(m, k, q, v, out []float32, eg, beta, scale float32) {
 	w := len(k)
 	deltaRule(m[:len(out)*w], k, q[:w], v[:len(out)], out, eg, beta, scale)

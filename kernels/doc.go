@@ -172,7 +172,10 @@
 // DeltaRule (delta.go) is one token of the gated delta rule over one value
 // head's state (qwen35moe's delta-net): each state row is scaled, dotted
 // with k in DotsF32's order, updated by the rank-1 term and dotted with q in
-// a single pass, four rows at a time in the assembly. All of them have
+// a single pass, four rows at a time in the assembly (AVX-512, where the
+// CPU has it and the width is a multiple of 16: 16 elements per register,
+// the four rows' products transposed by 128-bit lanes so that one
+// accumulator holds every row's four dot lanes). All of them have
 // AVX2 assembly on amd64; DeltaRule also has NEON on arm64 (the others run
 // the pure-Go reference there); purego runs the reference; the bits are the
 // same everywhere.
