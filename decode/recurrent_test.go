@@ -8,9 +8,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/pipe-engine/pipe/gen"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/stages"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // TestReuseRecurrent: with recurrent layers (qwen35moe) Reuse keeps the

@@ -29,8 +29,8 @@
 package family
 
 import (
-	"github.com/pipe-engine/pipe/gen"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // Family is everything about one architecture family. Arch is the one

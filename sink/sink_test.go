@@ -20,7 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/pipe-engine/pipe/report"
+	"github.com/pipe-engine/pipe/tools/report"
 )
 
 const wantHeader = "step,steps,wall_ms,io_ms,compute_ms,read_bytes,cache_hit_pct,stall_ms,mgmt_ms,majflt,cpu_ms,resident_frac"

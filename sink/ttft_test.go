@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/pipe-engine/pipe/report"
+	"github.com/pipe-engine/pipe/tools/report"
 )
 
 // TestTTFT: the first FirstToken call is the run's ttft_ms in the trailer and

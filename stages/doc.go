@@ -2,6 +2,17 @@
 // prefetch planner → reader lanes → expert cache → FFN compute; per token,
 // metrics to the sink.
 //
+// # Where it sits
+//
+// The stages are packages of their own, one each: router, prefetch (the
+// planner), reader (the lanes), cache, ffn and sink; expert is the hand-off
+// between the planner and the FFN stage, warmstart the warm start. This
+// package wires them and imports no front end. Above it, decode runs
+// sequences on an Engine for cmd/pipe and serve. Below it, model and the
+// families (one folder each, registered through package family) compute the
+// blocks on kernels, quant and gguf. The offline tools (tools/gen, bench,
+// report, replay, quality) are never imported by the engine.
+//
 // # Types
 //
 // Engine opens the model, resolves the configuration once (the user's

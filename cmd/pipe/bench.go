@@ -14,9 +14,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/pipe-engine/pipe/bench"
 	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/internal/size"
+	"github.com/pipe-engine/pipe/tools/bench"
 )
 
 // BenchCmd is `pipe bench`: run a matrix of `pipe run` configurations side by

@@ -38,7 +38,7 @@ func TestBenchPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := filepath.Abs("../../bench/testdata/peer/bmoe-cli.stdout")
+	out, err := filepath.Abs("../../tools/bench/testdata/peer/bmoe-cli.stdout")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/model"
-	"github.com/pipe-engine/pipe/replay"
+	"github.com/pipe-engine/pipe/tools/replay"
 	"github.com/pipe-engine/pipe/warmstart"
 )
 

@@ -40,7 +40,7 @@ func TestHotSetFromTrace(t *testing.T) {
 		t.Errorf("--warm-start=false: trailer %q, text %q vs %q", off[strings.LastIndex(off, "#"):], offText, warmText)
 	}
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"hotset", "-m", tinyModel, "--route-trace", "../../replay/testdata/gemma.route.csv", "-o", hot}, &out, &errb)
+	code := run(context.Background(), []string{"hotset", "-m", tinyModel, "--route-trace", "../../tools/replay/testdata/gemma.route.csv", "-o", hot}, &out, &errb)
 	if code == 0 || !strings.Contains(errb.String(), "recorded on another model") {
 		t.Errorf("trace of another model: exit %d, stderr %q", code, errb.String())
 	}

@@ -19,10 +19,10 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/rs/zerolog"
 
-	"github.com/pipe-engine/pipe/gen"
 	"github.com/pipe-engine/pipe/internal/status"
 	_ "github.com/pipe-engine/pipe/model/archs" // registers every architecture
 	"github.com/pipe-engine/pipe/sink"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".

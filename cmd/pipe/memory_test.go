@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipe-engine/pipe/bench"
-	"github.com/pipe-engine/pipe/gen"
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/tools/bench"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // mainEnv makes the test binary act as the pipe CLI, so bench can run it as

@@ -12,8 +12,8 @@ import (
 	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/internal/status"
 	"github.com/pipe-engine/pipe/model"
-	"github.com/pipe-engine/pipe/quality"
 	"github.com/pipe-engine/pipe/sample"
+	"github.com/pipe-engine/pipe/tools/quality"
 )
 
 // PerplexityCmd is `pipe perplexity`: llama-perplexity's perplexity and KL

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/pipe-engine/pipe/internal/safefile"
-	"github.com/pipe-engine/pipe/replay"
+	"github.com/pipe-engine/pipe/tools/replay"
 )
 
 // ReplayCmd is `pipe replay TRACE…`: offline cache simulation of route_trace

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const replayTrace = "../../replay/testdata/gemma.route.csv"
+const replayTrace = "../../tools/replay/testdata/gemma.route.csv"
 
 func TestReplayCommand(t *testing.T) {
 	var out, errb bytes.Buffer

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/pipe-engine/pipe/report"
+	"github.com/pipe-engine/pipe/tools/report"
 )
 
 // ReportCmd is `pipe report FILE.csv [FILE2.csv …]`: the warm-up analysis of

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-const reportData = "../../report/testdata/"
+const reportData = "../../tools/report/testdata/"
 
 func TestReportCommand(t *testing.T) {
 	var out, errb bytes.Buffer

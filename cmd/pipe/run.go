@@ -17,10 +17,10 @@ import (
 	"github.com/pipe-engine/pipe/internal/safefile"
 	"github.com/pipe-engine/pipe/internal/sysmem"
 	"github.com/pipe-engine/pipe/model"
-	"github.com/pipe-engine/pipe/replay"
 	"github.com/pipe-engine/pipe/sample"
 	"github.com/pipe-engine/pipe/sink"
 	"github.com/pipe-engine/pipe/tokenizer"
+	"github.com/pipe-engine/pipe/tools/replay"
 )
 
 // RunCmd is `pipe run`: decode a prompt with the streaming pipeline.

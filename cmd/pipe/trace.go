@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/pipe-engine/pipe/decode"
-	"github.com/pipe-engine/pipe/replay"
+	"github.com/pipe-engine/pipe/tools/replay"
 )
 
 // openTrace starts --route-trace into out: every (token, layer) routing of

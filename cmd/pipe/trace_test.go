@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipe-engine/pipe/replay"
+	"github.com/pipe-engine/pipe/tools/replay"
 )
 
 // TestRouteTrace: `pipe run --route-trace` writes route_trace v1 that the

@@ -271,7 +271,7 @@ func TestReadLine(t *testing.T) {
 // floats get a clear error naming the flag, before anything is loaded or
 // written, and never a panic, a runaway allocation or exit 0.
 func TestFlagBounds(t *testing.T) {
-	trace := "../../replay/testdata/qwen.route.csv"
+	trace := "../../tools/replay/testdata/qwen.route.csv"
 	out := filepath.Join(t.TempDir(), "x.gguf")
 	for _, c := range []struct {
 		args []string

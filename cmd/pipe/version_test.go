@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipe-engine/pipe/gen"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 func TestVersionOf(t *testing.T) {

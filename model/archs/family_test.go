@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/pipe-engine/pipe/family"
-	"github.com/pipe-engine/pipe/gen"
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // TestStateBytes: the per-sequence state every family reports for its

@@ -9,7 +9,7 @@ package gemma4
 import (
 	"fmt"
 
-	"github.com/pipe-engine/pipe/gen"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // Presets implements gen.Family.

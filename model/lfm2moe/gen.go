@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/pipe-engine/pipe/gen"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // Presets implements gen.Family.

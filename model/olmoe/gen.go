@@ -7,7 +7,7 @@ package olmoe
 import (
 	"fmt"
 
-	"github.com/pipe-engine/pipe/gen"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // Presets implements gen.Family.

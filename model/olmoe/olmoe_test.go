@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipe-engine/pipe/gen"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/model/goldentest"
 	"github.com/pipe-engine/pipe/model/olmoe"
 	"github.com/pipe-engine/pipe/router"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // routing is what the recording MoE routes with: the engine's router.

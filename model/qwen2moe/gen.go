@@ -7,7 +7,7 @@ package qwen2moe
 import (
 	"fmt"
 
-	"github.com/pipe-engine/pipe/gen"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // Presets implements gen.Family.

@@ -9,7 +9,7 @@ package qwen35moe
 import (
 	"fmt"
 
-	"github.com/pipe-engine/pipe/gen"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // Presets implements gen.Family.

@@ -7,7 +7,7 @@ package qwen3moe
 // traces' token-to-token expert reuse.
 
 import (
-	"github.com/pipe-engine/pipe/gen"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // Presets implements gen.Family.

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pipe-engine/pipe/gen"
 	"github.com/pipe-engine/pipe/gguf"
 	_ "github.com/pipe-engine/pipe/model/qwen3moe" // registers the qwen3-tiny preset
 	"github.com/pipe-engine/pipe/quant"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // tinyMoE writes the qwen3-tiny preset (8 experts, 2 used, 4 layers).

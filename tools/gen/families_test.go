@@ -17,13 +17,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipe-engine/pipe/gen"
 	"github.com/pipe-engine/pipe/gguf"
 	_ "github.com/pipe-engine/pipe/model/archs"
 	"github.com/pipe-engine/pipe/quant"
+	"github.com/pipe-engine/pipe/tools/gen"
 )
 
-const goldenModels = "../testdata/golden/models"
+const goldenModels = "../../testdata/golden/models"
 
 func genFile(t *testing.T, o gen.Options) (string, *gen.Result) {
 	t.Helper()

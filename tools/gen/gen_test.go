@@ -14,10 +14,10 @@ import (
 
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/internal/safefile"
-	"github.com/pipe-engine/pipe/replay"
+	"github.com/pipe-engine/pipe/tools/replay"
 )
 
-const goldenModels = "../testdata/golden/models"
+const goldenModels = "../../testdata/golden/models"
 
 func genFile(t *testing.T, o Options) (string, *Result) {
 	t.Helper()
