@@ -9,8 +9,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/gen"
 	"github.com/pipe-engine/pipe/stages"
-	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // TestReuseRecurrent: with recurrent layers (qwen35moe) Reuse keeps the

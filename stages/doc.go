@@ -9,9 +9,9 @@
 // between the planner and the FFN stage, warmstart the warm start. This
 // package wires them and imports no front end. Above it, decode runs
 // sequences on an Engine for cmd/pipe and serve. Below it, model and the
-// families (one folder each, registered through package family) compute the
-// blocks on kernels, quant and gguf. The offline tools (tools/gen, bench,
-// report, replay, quality) are never imported by the engine.
+// families (one folder each, registered through package model/family)
+// compute the blocks on kernels, quant and gguf. The offline tools
+// (tools/bench, report, replay, quality) are never imported by the engine.
 //
 // # Types
 //

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/pipe-engine/pipe/tools/gen"
+	"github.com/pipe-engine/pipe/model/gen"
 )
 
 // demoCacheMB is the expert cache of the default run: smaller than the demo

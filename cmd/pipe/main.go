@@ -21,8 +21,8 @@ import (
 
 	"github.com/pipe-engine/pipe/internal/status"
 	_ "github.com/pipe-engine/pipe/model/archs" // registers every architecture
+	"github.com/pipe-engine/pipe/model/gen"
 	"github.com/pipe-engine/pipe/sink"
-	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".

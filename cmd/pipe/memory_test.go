@@ -12,8 +12,8 @@ import (
 
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/gen"
 	"github.com/pipe-engine/pipe/tools/bench"
-	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // mainEnv makes the test binary act as the pipe CLI, so bench can run it as

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipe-engine/pipe/tools/gen"
+	"github.com/pipe-engine/pipe/model/gen"
 )
 
 func TestVersionOf(t *testing.T) {

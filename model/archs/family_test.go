@@ -3,10 +3,10 @@ package archs_test
 import (
 	"testing"
 
-	"github.com/pipe-engine/pipe/family"
 	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/model"
-	"github.com/pipe-engine/pipe/tools/gen"
+	"github.com/pipe-engine/pipe/model/family"
+	"github.com/pipe-engine/pipe/model/gen"
 )
 
 // TestStateBytes: the per-sequence state every family reports for its

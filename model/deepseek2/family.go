@@ -4,8 +4,8 @@ package deepseek2
 // side beyond New: the latent attention's per-sequence state.
 
 import (
-	"github.com/pipe-engine/pipe/family"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/family"
 )
 
 func init() { family.Register(Family{}) }

@@ -9,7 +9,7 @@ package deepseek2
 import (
 	"fmt"
 
-	"github.com/pipe-engine/pipe/tools/gen"
+	"github.com/pipe-engine/pipe/model/gen"
 )
 
 // Presets implements gen.Family.

@@ -4,8 +4,8 @@ package gemma4
 // beyond New.
 
 import (
-	"github.com/pipe-engine/pipe/family"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/family"
 )
 
 func init() { family.Register(Family{}) }

@@ -5,7 +5,7 @@ package gptoss
 // the o200k-style specials of its tokenizer.
 
 import (
-	"github.com/pipe-engine/pipe/tools/gen"
+	"github.com/pipe-engine/pipe/model/gen"
 )
 
 // Presets implements gen.Family. The residual stream has no anchor

@@ -37,9 +37,9 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/pipe-engine/pipe/family"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/family"
 )
 
 func init() { family.Register(Family{}) }

@@ -6,8 +6,8 @@ package lfm2moe
 import (
 	"fmt"
 
-	"github.com/pipe-engine/pipe/family"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/family"
 )
 
 func init() { family.Register(Family{}) }

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/pipe-engine/pipe/tools/gen"
+	"github.com/pipe-engine/pipe/model/gen"
 )
 
 // Presets implements gen.Family.

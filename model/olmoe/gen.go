@@ -7,7 +7,7 @@ package olmoe
 import (
 	"fmt"
 
-	"github.com/pipe-engine/pipe/tools/gen"
+	"github.com/pipe-engine/pipe/model/gen"
 )
 
 // Presets implements gen.Family.

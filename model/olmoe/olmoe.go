@@ -23,8 +23,8 @@ package olmoe
 import (
 	"fmt"
 
-	"github.com/pipe-engine/pipe/family"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/family"
 )
 
 func init() { family.Register(Family{}) }

@@ -7,10 +7,10 @@ import (
 
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/gen"
 	"github.com/pipe-engine/pipe/model/goldentest"
 	"github.com/pipe-engine/pipe/model/olmoe"
 	"github.com/pipe-engine/pipe/router"
-	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // routing is what the recording MoE routes with: the engine's router.

@@ -7,7 +7,7 @@ package qwen2moe
 import (
 	"fmt"
 
-	"github.com/pipe-engine/pipe/tools/gen"
+	"github.com/pipe-engine/pipe/model/gen"
 )
 
 // Presets implements gen.Family.

@@ -4,8 +4,8 @@ package qwen35moe
 // side beyond New: the state of its delta-net and attention layers.
 
 import (
-	"github.com/pipe-engine/pipe/family"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/family"
 )
 
 func init() { family.Register(Family{}) }

@@ -7,7 +7,7 @@ package qwen3moe
 // traces' token-to-token expert reuse.
 
 import (
-	"github.com/pipe-engine/pipe/tools/gen"
+	"github.com/pipe-engine/pipe/model/gen"
 )
 
 // Presets implements gen.Family.

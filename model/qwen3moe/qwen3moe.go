@@ -23,8 +23,8 @@ package qwen3moe
 import (
 	"fmt"
 
-	"github.com/pipe-engine/pipe/family"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/family"
 )
 
 func init() { family.Register(Family{}) }

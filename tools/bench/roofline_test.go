@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/model/gen"
 	_ "github.com/pipe-engine/pipe/model/qwen3moe" // registers the qwen3-tiny preset
 	"github.com/pipe-engine/pipe/quant"
-	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 // tinyMoE writes the qwen3-tiny preset (8 experts, 2 used, 4 layers).

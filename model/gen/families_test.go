@@ -19,8 +19,8 @@ import (
 
 	"github.com/pipe-engine/pipe/gguf"
 	_ "github.com/pipe-engine/pipe/model/archs"
+	"github.com/pipe-engine/pipe/model/gen"
 	"github.com/pipe-engine/pipe/quant"
-	"github.com/pipe-engine/pipe/tools/gen"
 )
 
 const goldenModels = "../../testdata/golden/models"

@@ -30,7 +30,7 @@ package family
 
 import (
 	"github.com/pipe-engine/pipe/model"
-	"github.com/pipe-engine/pipe/tools/gen"
+	"github.com/pipe-engine/pipe/model/gen"
 )
 
 // Family is everything about one architecture family. Arch is the one

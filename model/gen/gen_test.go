@@ -84,7 +84,7 @@ func withWorkers(o Options, n int) Options { o.Workers = n; return o }
 // the per-expert bytes and the dense bytes of the real Qwen3-30B-A3B-Q4_K_M
 // file recorded in the real route trace's preamble (replay's testdata).
 func TestRealShapesMatchTrace(t *testing.T) {
-	f, err := os.Open("../replay/testdata/qwen.route.csv")
+	f, err := os.Open("../../tools/replay/testdata/qwen.route.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
