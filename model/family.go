@@ -152,6 +152,24 @@ func KVStateBytes(layers, row, positions, elemBytes int) int64 {
 	return per * int64(positions)
 }
 
+// AttentionOnly is what a family embeds whose only per-sequence state is
+// a KV cache in every layer, sized as the widest layer
+// (AttentionStateBytes), that reads only the common metadata keys and adds
+// no rows to pipe inspect: it supplies ReadHParams, StateBytes and
+// InspectRows, and the family writes Arch and New.
+type AttentionOnly struct{}
+
+// ReadHParams implements Family: no keys of the family's own.
+func (AttentionOnly) ReadHParams(*MetaReader, *HParams) (any, error) { return nil, nil }
+
+// StateBytes implements Family: a KV cache in every layer.
+func (AttentionOnly) StateBytes(d *Desc, positions, elemBytes int) int64 {
+	return AttentionStateBytes(&d.HParams, positions, elemBytes)
+}
+
+// InspectRows implements Family: none beyond the common rows.
+func (AttentionOnly) InspectRows(*Desc) []InspectRow { return nil }
+
 // AttentionStateBytes is the state of a model whose every layer keeps K
 // and V rows of its KV heads (n_head_kv × head_dim each) per position.
 func AttentionStateBytes(hp *HParams, positions, elemBytes int) int64 {

@@ -45,29 +45,18 @@ import (
 func init() { family.Register(Family{}) }
 
 // Family is the gpt-oss family: the model here, the generator side in
-// gen.go.
-type Family struct{}
+// gen.go; the common keys only (its sliding window and YaRN keys are read
+// for every file), and a KV cache of the whole context in every layer, the
+// sliding-window layers' too (model.AttentionOnly).
+type Family struct{ model.AttentionOnly }
 
 // Arch implements family.Family.
 func (Family) Arch() string { return "gpt-oss" }
-
-// ReadHParams implements model.Family: gpt-oss reads only the common keys
-// (its sliding window and YaRN keys are read for every file).
-func (Family) ReadHParams(*model.MetaReader, *model.HParams) (any, error) { return nil, nil }
 
 // New implements model.Family.
 func (Family) New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, error) {
 	return New(d, src, opt)
 }
-
-// StateBytes implements model.Family: a KV cache of the whole context in
-// every layer (the sliding-window layers keep every position too).
-func (Family) StateBytes(d *model.Desc, positions, elemBytes int) int64 {
-	return model.AttentionStateBytes(&d.HParams, positions, elemBytes)
-}
-
-// InspectRows implements model.Family: none beyond the common rows.
-func (Family) InspectRows(*model.Desc) []model.InspectRow { return nil }
 
 // SwiGLU-OAI constants, hard-coded in llama.cpp's build_moe_ffn (no GGUF key).
 const (

@@ -31,26 +31,15 @@ func init() { family.Register(Family{}) }
 
 // Family is the qwen3moe family: the model here, the generator side in
 // gen.go.
-type Family struct{}
+type Family struct{ model.AttentionOnly }
 
 // Arch implements family.Family.
 func (Family) Arch() string { return "qwen3moe" }
-
-// ReadHParams implements model.Family: qwen3moe reads only the common keys.
-func (Family) ReadHParams(*model.MetaReader, *model.HParams) (any, error) { return nil, nil }
 
 // New implements model.Family.
 func (Family) New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, error) {
 	return New(d, src, opt)
 }
-
-// StateBytes implements model.Family: a KV cache in every layer.
-func (Family) StateBytes(d *model.Desc, positions, elemBytes int) int64 {
-	return model.AttentionStateBytes(&d.HParams, positions, elemBytes)
-}
-
-// InspectRows implements model.Family: none beyond the common rows.
-func (Family) InspectRows(*model.Desc) []model.InspectRow { return nil }
 
 // New builds a Qwen3-MoE from its description and dense weights: the shared
 // decoder with per-head Q/K norms and a routed FFN per layer, plus the
