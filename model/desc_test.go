@@ -41,6 +41,9 @@ func (standInArch) StateBytes(d *Desc, positions, elemBytes int) int64 {
 	return EstimateStateBytes(&d.HParams, positions, elemBytes)
 }
 func (standInArch) InspectRows(*Desc) []InspectRow { return nil }
+func (standInArch) TokenWork(d *Desc, positions int) TokenWork {
+	return AttentionOnly{}.TokenWork(d, positions)
+}
 
 func openGolden(t *testing.T, name string) *gguf.File {
 	t.Helper()

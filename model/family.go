@@ -6,7 +6,8 @@ package model
 // the engine finds it by the GGUF general.architecture string and asks it,
 // never a switch on the name, for everything that differs between
 // families: the metadata keys beyond the common ones (ReadHParams), the
-// model (New), the per-sequence state a context needs (StateBytes) and
+// model (New), the per-sequence state a context needs (StateBytes), a token's work
+// beside the weights (TokenWork) and
 // the lines `pipe inspect` shows (InspectRows).
 
 import (
@@ -34,6 +35,10 @@ type Family interface {
 	// cache of its attention layers and any recurrent state, saturating
 	// at 1<<62 instead of overflowing.
 	StateBytes(d *Desc, positions, elemBytes int) int64
+	// TokenWork is the state one decode token at a depth of positions
+	// reads and writes beside the weights (work.go): attention over the
+	// KV cache, recurrent state, short convolutions.
+	TokenWork(d *Desc, positions int) TokenWork
 	// InspectRows are the family's own rows of `pipe inspect`'s
 	// hyper-parameter table, printed after the common ones.
 	InspectRows(d *Desc) []InspectRow
@@ -155,7 +160,7 @@ func KVStateBytes(layers, row, positions, elemBytes int) int64 {
 // AttentionOnly is what a family embeds whose only per-sequence state is
 // a KV cache in every layer, sized as the widest layer
 // (AttentionStateBytes), that reads only the common metadata keys and adds
-// no rows to pipe inspect: it supplies ReadHParams, StateBytes and
+// no rows to pipe inspect: it supplies ReadHParams, StateBytes, TokenWork and
 // InspectRows, and the family writes Arch and New.
 type AttentionOnly struct{}
 

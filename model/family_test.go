@@ -24,6 +24,7 @@ func (standInFamily) New(*Desc, DenseSource, Options) (Model, error) { return ni
 func (standInFamily) StateBytes(d *Desc, positions, elemBytes int) int64 {
 	return KVStateBytes(d.HParams.NLayer, d.FamilyHP.(standInHP).Window, positions, elemBytes)
 }
+func (standInFamily) TokenWork(d *Desc, positions int) TokenWork { return TokenWork{} }
 func (standInFamily) InspectRows(d *Desc) []InspectRow {
 	return []InspectRow{{"window", "w"}}
 }

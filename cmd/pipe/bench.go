@@ -32,7 +32,7 @@ type BenchCmd struct {
 	OutDir        string        `name:"out-dir" type:"path" help:"Folder for each run's CSV and log, bench.json and bench.md (default: bench-<time>)."`
 	Format        string        `enum:"auto,text,markdown,json" default:"auto" help:"Table format on stdout: text, markdown, json (one line) or auto (text on a terminal, else json)."`
 	Timeout       time.Duration `default:"0s" help:"Kill a run, with its whole process group, after this long (0 = never)."`
-	Roofline      bool          `help:"Measure the roofline of -m on this machine (bytes per token by weight format; before every run the memory read rate and the kernels' rate on cached rows of each format, at 1 and 2 threads; O_DIRECT expert reads, before every run under --mem-cap) and report each run's steady tok/s as a fraction of its bound, the slowest of memory, compute and (capped) disk, and which of them bounds it."`
+	Roofline      bool          `help:"Measure the roofline of -m on this machine (bytes per token by weight format; before every run the memory read rate and the kernels' rate on cached rows of each format, at 1 and 2 threads; the state its attention, recurrent and convolution blocks read and write per token at a depth of -n positions, at the F32 kernel's rate; O_DIRECT expert reads, before every run under --mem-cap) and report each run's steady tok/s as a fraction of its bound, the slowest of memory, compute and (capped) disk, and which of them bounds it."`
 	RooflineDisk  time.Duration `name:"roofline-disk" default:"10s" help:"How long --roofline reads experts with O_DIRECT (0 = skip the disk)."`
 	RooflineLanes int           `name:"roofline-lanes" default:"4" help:"Concurrent O_DIRECT readers of --roofline (pipe run's --io-threads)."`
 	Peer          []string      `sep:"none" placeholder:"NAME=COMMAND" help:"Another engine's command line, run after pipe's runs in every round under the same --mem-cap and --cold (repeatable), e.g. bmoe='bmoe-cli -m {model} -n {n} -p {prompt} --moe-stream'. Split into arguments like a shell would, but no shell runs it; {model} {n} {prompt} and {out} (this run's file prefix in --out-dir) are replaced per run. Its tok/s is read from its output: bmoe-cli's generation line, llama-bench's tg test, llama.cpp's eval time line, or --peer-regex."`
@@ -91,7 +91,7 @@ func (c *BenchCmd) Run(g *Globals) error {
 		if c.RooflineLanes < 1 {
 			return fmt.Errorf("bench: --roofline-lanes %d: want at least 1", c.RooflineLanes)
 		}
-		if o.Roofline, err = bench.MeasureRoofline(g.Ctx, c.Model, c.RooflineLanes, c.RooflineDisk); err != nil {
+		if o.Roofline, err = bench.MeasureRoofline(g.Ctx, c.Model, c.RooflineLanes, c.RooflineDisk, c.N); err != nil {
 			return fmt.Errorf("bench: --roofline: %w", err)
 		}
 		g.Log.Info().Str("event", "roofline").Int64("token_bytes", o.Roofline.TokenBytes).

@@ -39,3 +39,10 @@ func (Family) StateBytes(d *model.Desc, positions, elemBytes int) int64 {
 // InspectRows implements model.Family: the latent attention and gating
 // rows are the common ones.
 func (Family) InspectRows(*model.Desc) []model.InspectRow { return nil }
+
+// TokenWork implements model.Family: every layer's attention reads, per
+// position, the cached kv_lora_rank latent and its n_rot rotated key part.
+func (Family) TokenWork(d *model.Desc, positions int) model.TokenWork {
+	hp := &d.HParams
+	return model.TokenWork{Attention: model.AttentionWork(hp.NLayer, hp.MLA.KVLoraRank+hp.NRot, positions)}
+}

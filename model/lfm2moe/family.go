@@ -84,3 +84,14 @@ func (Family) InspectRows(d *model.Desc) []model.InspectRow {
 		{Key: "shortconv l_cache", Value: fmt.Sprint(own.ShortConvL)},
 	}
 }
+
+// TokenWork implements model.Family: the attention layers' K and V rows
+// at the depth and each short-conv layer's convolution (l_cache taps over
+// n_embd channels); the short convolutions keep no state beyond their
+// inputs.
+func (Family) TokenWork(d *model.Desc, positions int) model.TokenWork {
+	hp := &d.HParams
+	own, _ := d.FamilyHP.(HParams)
+	conv := func(il int) bool { return convLayer(hp, il) }
+	return model.HybridWork(hp, conv, 0, own.ShortConvL*hp.NEmbd, positions)
+}

@@ -39,3 +39,13 @@ func (Family) StateBytes(d *model.Desc, positions, elemBytes int) int64 {
 // InspectRows implements model.Family: the delta-net rows are the common
 // recurrent rows.
 func (Family) InspectRows(*model.Desc) []model.InspectRow { return nil }
+
+// TokenWork implements model.Family: the attention layers' K and V rows
+// at the depth, and per delta-net layer its S×S state per value head
+// (d_state × d_inner) read and written and its convolution (conv_kernel
+// taps over the q, k and v channels).
+func (Family) TokenWork(d *model.Desc, positions int) model.TokenWork {
+	hp := &d.HParams
+	g := &hp.SSM
+	return model.HybridWork(hp, g.IsRecurrent, g.StateSize*g.InnerSize, g.ConvKernel*g.ConvChannels(), positions)
+}

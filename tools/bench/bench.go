@@ -10,7 +10,9 @@
 // tok/s this machine allows it, and names the term that sets it: the
 // slowest of the weight bytes of a token at the memory read rate measured
 // just before the run, the kernels' time over those bytes at the rates
-// measured then on cached rows of each weight format (compute.go), and
+// measured then on cached rows of each weight format (compute.go) plus
+// the state its attention, recurrent and convolution blocks read and write
+// at the run's depth, as the model's family counts it (blocks.go), and
 // under a cap the bytes the run read per token at the O_DIRECT rate
 // measured then.
 //

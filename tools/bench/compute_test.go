@@ -15,7 +15,7 @@ import (
 // positive and finite, and the report names the compute term.
 func TestMeasureCompute(t *testing.T) {
 	path := tinyMoE(t, t.TempDir())
-	r, err := MeasureRoofline(context.Background(), path, 1, 0)
+	r, err := MeasureRoofline(context.Background(), path, 1, 0, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -518,7 +518,7 @@ func (r *Report) runRates() string {
 		if rf := run.Roofline; rf != nil {
 			p := fmt.Sprintf("%s #%d %.1f GB/s", run.Label, run.Rep, rf.MemGBs[1])
 			if len(rf.Compute) > 0 {
-				p += fmt.Sprintf(" compute %s tok/s", f(1/computeSeconds(rf.Compute, 2), 2))
+				p += fmt.Sprintf(" compute %s tok/s", f(1/rf.computeTime(2), 2))
 			}
 			if r.MemCapBytes > 0 && !math.IsNaN(rf.DiskGBs) {
 				p += fmt.Sprintf(" disk %.2f GB/s", rf.DiskGBs)

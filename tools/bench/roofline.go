@@ -34,11 +34,14 @@ type Roofline struct {
 	MemGBs      [2]float64 `json:"mem_GB_s"`     // memory read GB/s with 1 and 2 threads
 	// Compute splits TokenBytes by weight format, most bytes first, with
 	// the kernels' rate on each.
-	Compute     []TypeRate `json:"compute"`
-	DiskGBs     float64    `json:"disk_GB_s"`     // O_DIRECT expert reads, GB/s (NaN when not measured)
-	DiskReadKiB float64    `json:"disk_read_KiB"` // mean bytes of one pread
-	DiskLanes   int        `json:"disk_lanes"`
-	DiskBytes   int64      `json:"disk_bytes"` // bytes read by the measurement
+	Compute []TypeRate `json:"compute"`
+	// Blocks is the compute term's work beside the weight products:
+	// attention, recurrent state and convolutions at the run's depth.
+	Blocks      BlockWork `json:"blocks"`
+	DiskGBs     float64   `json:"disk_GB_s"`     // O_DIRECT expert reads, GB/s (NaN when not measured)
+	DiskReadKiB float64   `json:"disk_read_KiB"` // mean bytes of one pread
+	DiskLanes   int       `json:"disk_lanes"`
+	DiskBytes   int64     `json:"disk_bytes"` // bytes read by the measurement
 
 	slices   []expertSlices
 	diskTime time.Duration
@@ -126,9 +129,14 @@ func modelBytes(path string) (*tokenBytes, error) {
 // rate (256 MiB, best of a few passes, 1 and 2 goroutines), the kernels'
 // rate on cached rows of every weight format the token reads (compute.go)
 // and, for about diskTime, O_DIRECT reads of random whole experts by lanes
-// goroutines (diskTime 0: no disk measurement; DiskGBs is then NaN).
-func MeasureRoofline(ctx context.Context, model string, lanes int, diskTime time.Duration) (*Roofline, error) {
+// goroutines (diskTime 0: no disk measurement; DiskGBs is then NaN). The
+// blocks' work (blocks.go) is counted at a context depth of positions.
+func MeasureRoofline(ctx context.Context, model string, lanes int, diskTime time.Duration, positions int) (*Roofline, error) {
 	tb, err := modelBytes(model)
+	if err != nil {
+		return nil, err
+	}
+	blocks, err := blockWork(model, positions)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +144,7 @@ func MeasureRoofline(ctx context.Context, model string, lanes int, diskTime time
 	if err != nil {
 		return nil, err
 	}
-	r := &Roofline{TokenBytes: tb.dense + tb.experts, DenseBytes: tb.dense, ExpertBytes: tb.experts, Compute: rates,
+	r := &Roofline{TokenBytes: tb.dense + tb.experts, DenseBytes: tb.dense, ExpertBytes: tb.experts, Compute: rates, Blocks: blocks,
 		DiskGBs: math.NaN(), DiskLanes: max(1, lanes), slices: tb.slices, diskTime: diskTime}
 	return r, r.remeasure(ctx, true)
 }
@@ -159,6 +167,9 @@ func (r *Roofline) remeasure(ctx context.Context, disk bool) error {
 		r.MemGBs[t-1] = memRate(buf, t, 5)
 	}
 	if err := measureCompute(ctx, r.Compute); err != nil {
+		return err
+	}
+	if err := r.Blocks.measure(ctx); err != nil {
 		return err
 	}
 	if disk && r.diskTime > 0 && len(r.slices) > 0 {
@@ -312,12 +323,13 @@ const (
 // threads reading missBytes per token from the disk, and the term that
 // sets it: the slowest of the weights streamed from memory at the measured
 // rate (1 or 2 threads), the kernels' time over them (Σ per format bytes ÷
-// rate, at 1 or 2 threads; formats with no rate left out), and the misses
+// rate, at 1 or 2 threads; formats with no rate left out; plus the blocks'
+// state at the F32 rate), and the misses
 // read at the disk's rate, all three fully overlapped.
 func (r *Roofline) Bound(threads int, missBytes float64) (tokS float64, by string) {
 	th := min(max(threads, 1), 2)
 	t, by := float64(r.TokenBytes)/(r.MemGBs[th-1]*1e9), BoundMemory
-	if c := computeSeconds(r.Compute, th); c > t {
+	if c := r.computeTime(th); c > t {
 		t, by = c, BoundCompute
 	}
 	if missBytes > 0 && r.DiskGBs > 0 {
@@ -336,16 +348,23 @@ func (r *Roofline) String(capped bool) string {
 	if len(r.Compute) > 0 {
 		s += ", kernels on cached rows " + r.computeString()
 	}
+	s += ", " + r.Blocks.String()
 	if !math.IsNaN(r.DiskGBs) {
 		s += fmt.Sprintf(", O_DIRECT expert reads %.2f GB/s (%d lanes, %.0f KiB each)", r.DiskGBs, r.DiskLanes, r.DiskReadKiB)
 	}
-	s += "; bound = the slower of token bytes ÷ memory rate and Σ per format bytes ÷ kernel rate (compute)"
+	s += "; bound = the slower of token bytes ÷ memory rate and Σ per format bytes ÷ kernel rate + blocks' state bytes ÷ F32 rate (compute)"
 	if capped {
 		s += ", or MiB read per token ÷ disk rate where slower still (all fully overlapped)"
 	}
 	_, by := r.Bound(2, 0)
-	return s + fmt.Sprintf("; in RAM at 2 threads %s bounds (memory %s tok/s, compute %s)",
-		by, f(r.MemGBs[1]*1e9/float64(r.TokenBytes), 2), f(1/computeSeconds(r.Compute, 2), 2))
+	return s + fmt.Sprintf("; in RAM at 2 threads %s bounds (memory %s tok/s, compute %s: weights %.3f ms, blocks %.3f ms per token)",
+		by, f(r.MemGBs[1]*1e9/float64(r.TokenBytes), 2), f(1/r.computeTime(2), 2), 1e3*computeSeconds(r.Compute, 2), 1e3*r.Blocks.Seconds(2))
+}
+
+// computeTime is the compute term at threads: the weight products and the
+// blocks' work.
+func (r *Roofline) computeTime(threads int) float64 {
+	return computeSeconds(r.Compute, threads) + r.Blocks.Seconds(threads)
 }
 
 // computeString lists the formats: MiB per token and GB/s at 1 and 2

@@ -168,7 +168,7 @@ func TestRooflineDisk(t *testing.T) {
 	} else {
 		f.Close()
 	}
-	r, err := MeasureRoofline(context.Background(), path, 2, 200*time.Millisecond)
+	r, err := MeasureRoofline(context.Background(), path, 2, 200*time.Millisecond, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/model"
+)
+
+const goldenModels = "../../testdata/golden/models/"
+
+// goldenHP is the hyper-parameters of a golden model.
+func goldenHP(t *testing.T, path string) *model.HParams {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := model.Describe(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &d.HParams
+}
+
+// wantWork is the token work the hyper-parameters imply at a depth of
+// positions: per attention layer positions × KV heads × head dim × 2 (K
+// and V); per delta-net layer the S×S state of every value head (state
+// size × inner size) read and written and the convolution's taps over its
+// q, k and v channels.
+func wantWork(hp *model.HParams, positions int) model.TokenWork {
+	g := &hp.SSM
+	var w model.TokenWork
+	for il := 0; il < hp.NLayer; il++ {
+		if g.IsRecurrent(il) {
+			w.Recurrent += int64(2 * g.StateSize * g.InnerSize)
+			w.Conv += int64(g.ConvKernel * (g.InnerSize + 2*g.GroupCount*g.StateSize))
+			continue
+		}
+		w.Attention += int64(positions * hp.NHeadKV * hp.HeadDim * 2)
+	}
+	return w
+}
+
+// TestBlockWorkGolden: on the tiny qwen3moe (attention only) and qwen35moe
+// (gated delta-net and attention) goldens, the block terms are the ones
+// the hyper-parameters imply, the attention term doubles with the depth
+// and the recurrent terms do not move with it.
+func TestBlockWorkGolden(t *testing.T) {
+	for _, c := range []struct {
+		file      string
+		recurrent bool
+	}{{"tiny-qwen3moe-F32.gguf", false}, {"tiny-qwen35moe-F32.gguf", true}} {
+		path := goldenModels + c.file
+		hp := goldenHP(t, path)
+		var prev model.TokenWork
+		for _, pos := range []int{100, 200} {
+			b, err := blockWork(path, pos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := wantWork(hp, pos); b.Elems != want || b.Positions != pos {
+				t.Fatalf("%s at %d: work %+v (depth %d), want %+v", c.file, pos, b.Elems, b.Positions, want)
+			}
+			if b.Elems.Attention == 0 || (b.Elems.Recurrent > 0) != c.recurrent || (b.Elems.Conv > 0) != c.recurrent {
+				t.Fatalf("%s: work %+v: want attention, and recurrent and conv terms only in the recurrent model", c.file, b.Elems)
+			}
+			if pos == 200 && (b.Elems.Attention != 2*prev.Attention || b.Elems.Recurrent != prev.Recurrent || b.Elems.Conv != prev.Conv) {
+				t.Fatalf("%s: work %+v at 200, %+v at 100: attention should double, the rest stay", c.file, b.Elems, prev)
+			}
+			prev = b.Elems
+		}
+	}
+}
+
+// TestRooflineBlocks: the measured roofline of the tiny qwen35moe carries
+// its blocks' work, times it in the compute term, and names it in its
+// line and its JSON.
+func TestRooflineBlocks(t *testing.T) {
+	path := goldenModels + "tiny-qwen35moe-F32.gguf"
+	r, err := MeasureRoofline(context.Background(), path, 1, 0, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := wantWork(goldenHP(t, path), 64); r.Blocks.Elems != want {
+		t.Fatalf("blocks %+v, want %+v", r.Blocks.Elems, want)
+	}
+	if !(r.Blocks.GBsT2 > 0) || !(r.Blocks.Seconds(2) > 0) || !(r.computeTime(2) > computeSeconds(r.Compute, 2)) {
+		t.Fatalf("blocks rate %g GB/s, %g s: want a measured rate and a compute term above the weights' alone", r.Blocks.GBsT2, r.Blocks.Seconds(2))
+	}
+	s := r.String(false)
+	for _, w := range []string{"blocks at depth 64", "attention ", "recurrent ", "conv ", "blocks "} {
+		if !strings.Contains(s, w) {
+			t.Fatalf("String without %q: %s", w, s)
+		}
+	}
+	b, err := json.Marshal(r)
+	if err != nil || !strings.Contains(string(b), `"blocks":{`) || !strings.Contains(string(b), `"recurrent":`) {
+		t.Fatalf("json %s, %v: want the blocks' work", b, err)
+	}
+}
