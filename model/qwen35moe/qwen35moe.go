@@ -125,8 +125,8 @@ func check(d *model.Desc) error {
 	case hp.HeadDimV != hp.HeadDim:
 		return fmt.Errorf("%w: qwen35moe: attention.value_length %d != key_length %d", model.ErrBadModel, hp.HeadDimV, hp.HeadDim)
 	case g.ConvKernel < 1 || g.StateSize <= 0 || g.GroupCount <= 0 || g.TimeStepRank <= 0 || g.TimeStepRank%g.GroupCount != 0 ||
-		g.InnerSize != g.StateSize*g.TimeStepRank || g.StateSize > 512:
-		return fmt.Errorf("%w: qwen35moe ssm.* keys %+v (want conv_kernel ≥ 1, inner_size = state_size·time_step_rank, time_step_rank a multiple of group_count, state_size ≤ 512)", model.ErrBadModel, g)
+		g.InnerSize != g.StateSize*g.TimeStepRank:
+		return fmt.Errorf("%w: qwen35moe ssm.* keys %+v (want conv_kernel ≥ 1, inner_size = state_size·time_step_rank, time_step_rank a multiple of group_count)", model.ErrBadModel, g)
 	}
 	if v, ok := d.File.Get(d.Arch + ".nextn_predict_layers"); ok {
 		if n, _ := v.Uint(); n > 0 {
