@@ -76,6 +76,39 @@ func TestBlockWorkGolden(t *testing.T) {
 	}
 }
 
+// TestBlockWorkShortConv: the tiny lfm2moe golden's work is, per layer
+// with KV heads, positions × its KV heads × head dim × 2, and per
+// short-conv layer (no KV heads) shortconv.l_cache × n_embd, no recurrent
+// state.
+func TestBlockWorkShortConv(t *testing.T) {
+	path := goldenModels + "tiny-lfm2moe-F32.gguf"
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := f.GetUint("lfm2moe.shortconv.l_cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp := goldenHP(t, path)
+	const pos = 50
+	var want model.TokenWork
+	for il := 0; il < hp.NLayer; il++ {
+		if kv := hp.HeadCountKVLayers[il]; kv > 0 {
+			want.Attention += int64(pos * kv * hp.HeadDim * 2)
+		} else {
+			want.Conv += int64(l) * int64(hp.NEmbd)
+		}
+	}
+	b, err := blockWork(path, pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Elems != want || want.Attention == 0 || want.Conv == 0 {
+		t.Fatalf("work %+v, want %+v (attention and conv both present)", b.Elems, want)
+	}
+}
+
 // TestRooflineBlocks: the measured roofline of the tiny qwen35moe carries
 // its blocks' work, times it in the compute term, and names it in its
 // line and its JSON.
