@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -133,5 +134,21 @@ func TestRooflineBlocks(t *testing.T) {
 	b, err := json.Marshal(r)
 	if err != nil || !strings.Contains(string(b), `"blocks":{`) || !strings.Contains(string(b), `"recurrent":`) {
 		t.Fatalf("json %s, %v: want the blocks' work", b, err)
+	}
+}
+
+// TestRunRatesBlocks: each run's rates name the blocks' share of its
+// compute term: 1 GB of weights at 10 GB/s and 250 M elements (1 GB) at
+// 40 GB/s are 100 ms and 25 ms, 20 %.
+func TestRunRatesBlocks(t *testing.T) {
+	rf := &Roofline{TokenBytes: 1e9, MemGBs: [2]float64{10, 20}, DiskGBs: math.NaN(),
+		Compute: []TypeRate{{Type: "Q4_K", Bytes: 1e9, GBsT1: 5, GBsT2: 10}},
+		Blocks:  BlockWork{Elems: model.TokenWork{Attention: 200e6, Recurrent: 50e6}, GBsT1: 20, GBsT2: 40}}
+	rep := &Report{Runs: []RunResult{{Label: "a", Rep: 1, Roofline: rf}}}
+	if s := rep.runRates(); !strings.Contains(s, "compute 8.00 tok/s (blocks 20 %)") {
+		t.Fatalf("runRates: %s", s)
+	}
+	if tokS, by := rf.Bound(2, 0); by != BoundCompute || math.Abs(tokS-8) > 1e-9 {
+		t.Fatalf("bound %g tok/s by %s, want 8 by compute", tokS, by)
 	}
 }

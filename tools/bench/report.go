@@ -511,14 +511,15 @@ func (r *Report) caption() string {
 }
 
 // runRates lists each run's memory rate and compute bound at 2 threads
-// and, where measured, disk rate.
+// with the blocks' share of it and, where measured, disk rate.
 func (r *Report) runRates() string {
 	var parts []string
 	for _, run := range r.Runs {
 		if rf := run.Roofline; rf != nil {
 			p := fmt.Sprintf("%s #%d %.1f GB/s", run.Label, run.Rep, rf.MemGBs[1])
 			if len(rf.Compute) > 0 {
-				p += fmt.Sprintf(" compute %s tok/s", f(1/rf.computeTime(2), 2))
+				c := rf.computeTime(2)
+				p += fmt.Sprintf(" compute %s tok/s (blocks %.0f %%)", f(1/c, 2), 100*rf.Blocks.Seconds(2)/c)
 			}
 			if r.MemCapBytes > 0 && !math.IsNaN(rf.DiskGBs) {
 				p += fmt.Sprintf(" disk %.2f GB/s", rf.DiskGBs)
