@@ -364,6 +364,25 @@ type apiErrorBody struct {
 	Type    string  `json:"type"`
 	Param   *string `json:"param,omitempty"`
 	Code    any     `json:"code"`
+	// NPromptTokens and NCtx are set on an exceed_context_size_error (see
+	// contextError), as llama-server sets them.
+	NPromptTokens *int `json:"n_prompt_tokens,omitempty"`
+	NCtx          *int `json:"n_ctx,omitempty"`
+}
+
+// errorBody is err's error object with the type typ and the HTTP status
+// code: a contextError's type is exceed_context_size_error, with its counts;
+// a fieldError names its field in param.
+func errorBody(code int, typ string, err error) apiErrorBody {
+	body := apiErrorBody{Message: err.Error(), Type: typ, Code: &code}
+	var ce *contextError
+	if errors.As(err, &ce) {
+		body.Type, body.NPromptTokens, body.NCtx = "exceed_context_size_error", &ce.prompt, &ce.nCtx
+	}
+	if f, ok := fieldOf(err); ok {
+		body.Param = &f
+	}
+	return body
 }
 
 // jsonError turns a request body's decoding error into plain words: the

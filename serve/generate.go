@@ -101,7 +101,7 @@ func (s *Server) encode(ctx context.Context, j *job) ([]int32, error) {
 		return nil, badRequest("messages: %v", err)
 	}
 	if err := s.o.Model.FitText(len(text), s.nCtx); err != nil {
-		return nil, fmt.Errorf("%w: the rendered chat: %w", errContext, err)
+		return nil, &contextError{prompt: s.o.Model.MinTokens(len(text)), nCtx: s.nCtx, cause: err}
 	}
 	ids := tok.Encode(text, true, true)
 	if len(ids) == 0 {
@@ -118,15 +118,14 @@ func (s *Server) encode(ctx context.Context, j *job) ([]int32, error) {
 func (s *Server) prepare(ctx context.Context, j *job) error {
 	j.stops = append(j.stops, s.o.Stops...)
 	if err := s.o.Model.FitText(j.textBytes(), s.nCtx); err != nil {
-		return fmt.Errorf("%w: the prompt: %w", errContext, err)
+		return &contextError{prompt: s.o.Model.MinTokens(j.textBytes()), nCtx: s.nCtx, cause: err}
 	}
 	ids, err := s.encode(ctx, j)
 	if err != nil {
 		return err
 	}
 	if len(ids) >= s.nCtx {
-		return fmt.Errorf("%w: the prompt (%d tokens) leaves no room to generate in the context of %d tokens",
-			errContext, len(ids), s.nCtx)
+		return &contextError{prompt: len(ids), nCtx: s.nCtx}
 	}
 	j.ids = ids
 	return s.resolveHooks(j)
@@ -213,8 +212,21 @@ func (s *Server) limit(asked, room int) int {
 	return asked
 }
 
-// errContext: the request does not fit the server's context (HTTP 400).
-var errContext = fmt.Errorf("%w: context length exceeded", ErrRequest)
+// contextError: a prompt of at least prompt tokens leaves no room to
+// generate in the context of nCtx (HTTP 400), llama-server's
+// exceed_context_size_error, in its words and with its n_prompt_tokens and
+// n_ctx. A prompt refused by its length alone, untokenized (cause: a
+// decode.ErrTooLong), counts the fewest tokens its text can be.
+type contextError struct {
+	prompt, nCtx int
+	cause        error
+}
+
+func (e *contextError) Error() string {
+	return fmt.Sprintf("request (%d tokens) exceeds the available context size (%d tokens), try increasing it", e.prompt, e.nCtx)
+}
+
+func (e *contextError) Unwrap() []error { return []error{ErrRequest, e.cause} }
 
 func (s *Server) run(ctx context.Context, j *job, chain *sample.Chain, feed []int32, em emitter, start time.Time, o *outcome) error {
 	st := stopper{stops: j.stops}

@@ -149,12 +149,7 @@ func logOutcome(ev *zerolog.Event, o *outcome) {
 // field at fault when the error does (fieldError).
 func (s *Server) fail(x *exchange, status int, typ string, err error) {
 	x.err = err
-	code := status
-	body := apiErrorBody{Message: err.Error(), Type: typ, Code: &code}
-	if f, ok := fieldOf(err); ok {
-		body.Param = &f
-	}
-	_ = writeJSON(x.w, s.o.WriteTimeout, status, apiError{Error: body})
+	_ = writeJSON(x.w, s.o.WriteTimeout, status, apiError{Error: errorBody(status, typ, err)})
 }
 
 // failGen answers a failed generation: an error status when nothing was sent
@@ -173,8 +168,7 @@ func (s *Server) failGen(x *exchange, st *sse, err error) {
 		return
 	}
 	x.err = err
-	code := status
-	_ = st.fail(apiError{Error: apiErrorBody{Message: err.Error(), Type: typ, Code: &code}})
+	_ = st.fail(apiError{Error: errorBody(status, typ, err)})
 }
 
 // readBody reads a size-limited request body.
