@@ -199,11 +199,12 @@ func (s *Server) generate(ctx context.Context, j *job, em emitter, start time.Ti
 	return s.run(ctx, j, chain, ids[o.cachedTokens:], em, start, o)
 }
 
-// limit is the tokens a request may generate: what it asked for (negative:
-// no limit), at most the server's -n (when set) and what is left of the
-// context, as llama-server clamps it (finish_reason "length").
+// limit is the tokens a request may generate: what it asked for, else
+// (negative) the server's -n (when set; the request's own limit wins, as in
+// llama-server), at most what is left of the context, as llama-server
+// clamps it (finish_reason "length").
 func (s *Server) limit(asked, room int) int {
-	if c := s.o.MaxTokens; c > 0 && (asked < 0 || asked > c) {
+	if c := s.o.MaxTokens; c > 0 && asked < 0 {
 		asked = c
 	}
 	if asked < 0 || asked > room {

@@ -165,7 +165,8 @@ func TestPropsSlotsHealth(t *testing.T) {
 }
 
 // TestLimits: n_predict is honoured on the OpenAI routes (over max_tokens,
-// as llama-server reads it), -n caps every request and is the default, and
+// as llama-server reads it), -n is the default of a request that sets no
+// limit, not a cap over one that does (llama-server's n_predict_max), and
 // max_tokens past the context is clamped to what fits with finish_reason
 // "length".
 func TestLimits(t *testing.T) {
@@ -181,7 +182,8 @@ func TestLimits(t *testing.T) {
 	}{
 		{`{"prompt":"Paris is","n_predict":3}`, 3},
 		{`{"prompt":"Paris is","max_tokens":4,"n_predict":2}`, 2},
-		{`{"prompt":"Paris is","max_tokens":50}`, 5},
+		{`{"prompt":"Paris is","max_tokens":9}`, 9},
+		{`{"prompt":"Paris is","n_predict":8}`, 8},
 		{`{"prompt":"Paris is","n_predict":-1}`, 5},
 		{`{"prompt":"Paris is","ignore":"me"}`, 5},
 	} {

@@ -14,7 +14,7 @@
 //     then `data: [DONE]`. usage.prompt_tokens_details.cached_tokens counts
 //     the prompt tokens whose KV was reused.
 //     n_predict (llama-server's name) wins over max_tokens; the server's
-//     MaxTokens (-n) caps both; a limit past the context is clamped to what
+//     MaxTokens (-n) is the limit of a request that sets neither; a limit past the context is clamped to what
 //     fits (finish_reason "length"); any "model" is answered by the one
 //     served. Streamed chunks carry the engine's telemetry in an extension
 //     field "pipe" (telemetry.go).
@@ -109,8 +109,9 @@ type Options struct {
 	// seed of a request without one (negative: a random seed per request).
 	Sampling sample.Params
 	Seed     int64
-	// MaxTokens caps every request's generated tokens and is the limit of a
-	// request that sets none (llama-server's -n; 0 or negative: none).
+	// MaxTokens is the limit of generated tokens of a request that sets
+	// none; a request's own limit wins (llama-server's -n; 0 or negative:
+	// none).
 	MaxTokens int
 	// Stops end every request's text, besides its own "stop" (llama-server's
 	// -r, --reverse-prompt).

@@ -56,7 +56,7 @@ var llamaTable = []llamaFlag{
 	{"-f --file", llamaSupported, "the same: the prompt from a file (- = stdin)"},
 	{"-e --escape --no-escape", llamaSupported, "the same"},
 	{"-sys --system-prompt", llamaSupported, "--system; renders the chat template (--chat implied) or says why it cannot"},
-	{"-n --predict --n-predict", llamaSupported, "the same (run; serve: the cap and default of every request); -n -1 after a space works"},
+	{"-n --predict --n-predict", llamaSupported, "the same (run; serve: the default of a request that sets no limit); -n -1 after a space works"},
 	{"-c --ctx-size", llamaSupported, "the same"},
 	{"-t --threads", llamaSupported, "the same"},
 	{"-s --seed", llamaSupported, "the same (-1 = random)"},

@@ -31,7 +31,7 @@ type ServeCmd struct {
 	Ctx            int      `short:"c" name:"ctx-size" help:"Context of the served session in tokens: prompt + max_tokens of a request must fit." default:"4096" group:"Model"`
 	KVType         string   `name:"kv-type" help:"KV cache element type: f16 or f32." enum:"f16,f32" default:"f16" group:"Model"`
 	Reverse        []string `short:"r" name:"reverse-prompt" help:"Stop every reply at this text, besides a request's own stop sequences (repeatable), as llama-server's -r." group:"Server"`
-	N              int      `short:"n" name:"n-predict" aliases:"predict" help:"Most tokens one request may generate, and the limit of a request that sets none (-1 = none: up to the context), as llama-server's -n." default:"-1" group:"Server"`
+	N              int      `short:"n" name:"n-predict" aliases:"predict" help:"Most tokens a request that sets no n_predict/max_tokens may generate (-1 = none: up to the context); a request's own limit wins, as llama-server's -n." default:"-1" group:"Server"`
 	Slots          bool     `help:"Answer GET /slots (--no-slots: 501, as llama-server's)." default:"true" negatable:"" group:"Server"`
 	Metrics        bool     `help:"Answer GET /metrics (--no-metrics: 501; llama-server's is off unless --metrics)." default:"true" negatable:"" group:"Server"`
 
