@@ -342,12 +342,15 @@ type choice struct {
 
 // response is a completion, a chat completion or one chunk of either.
 type response struct {
-	ID      string   `json:"id"`
-	Object  string   `json:"object"`
-	Created int64    `json:"created"`
-	Model   string   `json:"model"`
-	Choices []choice `json:"choices"`
-	Usage   *usage   `json:"usage,omitempty"`
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	// SystemFingerprint names the build, in every chunk too (as
+	// llama-server's, see Options.Fingerprint).
+	SystemFingerprint string   `json:"system_fingerprint"`
+	Choices           []choice `json:"choices"`
+	Usage             *usage   `json:"usage,omitempty"`
 	// Pipe is the engine's telemetry of a streamed chunk (an extension
 	// field; see telemetry).
 	Pipe *telemetry `json:"pipe,omitempty"`

@@ -1,8 +1,10 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 )
@@ -50,5 +52,57 @@ func TestContextOverflow(t *testing.T) {
 	r := h.do("/v1/chat/completions", string(b), 400)
 	if e, _ := r["error"].(map[string]any); e["type"] != "exceed_context_size_error" || e["n_ctx"] != 256.0 || e["n_prompt_tokens"].(float64) < float64(n) {
 		t.Errorf("chat: error %v, want exceed_context_size_error with n_prompt_tokens >= %d", e, n)
+	}
+}
+
+// sseData posts body to path with "stream": true and returns each data
+// event but [DONE], decoded.
+func (h *harness) sseData(path, body string) []map[string]any {
+	h.t.Helper()
+	resp, err := h.post(context.Background(), path, body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		h.t.Fatalf("POST %s: %d %v %q", path, resp.StatusCode, err, b)
+	}
+	var out []map[string]any
+	for _, line := range strings.Split(string(b), "\n") {
+		data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			h.t.Fatalf("event %q: %v", data, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestSystemFingerprint: OpenAI chat and text completions, and every
+// streamed chunk of either, name the build in system_fingerprint, as
+// llama-server's do.
+func TestSystemFingerprint(t *testing.T) {
+	const fp = "v1.2.3-0123456789ab"
+	h := start(t, func(o *Options) { o.Fingerprint = fp })
+	chat := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":3`
+	comp := `{"prompt":"Paris is","max_tokens":3`
+	for _, c := range []struct{ path, body string }{{"/v1/chat/completions", chat}, {"/v1/completions", comp}} {
+		if r := h.do(c.path, c.body+"}", 200); r["system_fingerprint"] != fp {
+			t.Errorf("%s: system_fingerprint %v, want %q", c.path, r["system_fingerprint"], fp)
+		}
+		evs := h.sseData(c.path, c.body+`,"stream":true}`)
+		if len(evs) < 3 {
+			t.Fatalf("%s: %d chunks", c.path, len(evs))
+		}
+		for i, ev := range evs {
+			if ev["system_fingerprint"] != fp {
+				t.Errorf("%s chunk %d: system_fingerprint %v, want %q", c.path, i, ev["system_fingerprint"], fp)
+			}
+		}
 	}
 }

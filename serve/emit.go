@@ -17,6 +17,7 @@ type shape struct {
 	id      string
 	model   string
 	created int64
+	fp      string      // system_fingerprint
 	pf      *probFormat // nil: the request asked for no log-probabilities
 }
 
@@ -39,7 +40,8 @@ func (sh shape) object(chunk bool) string {
 }
 
 func (sh shape) response(chunk bool, c choice) *response {
-	return &response{ID: sh.id, Object: sh.object(chunk), Created: sh.created, Model: sh.model, Choices: []choice{c}}
+	return &response{ID: sh.id, Object: sh.object(chunk), Created: sh.created, Model: sh.model,
+		SystemFingerprint: sh.fp, Choices: []choice{c}}
 }
 
 // collector is the emitter of a non-streaming request: one JSON body at the

@@ -202,7 +202,7 @@ func (s *Server) complete(x *exchange, chat bool) {
 	if !s.admitJob(x, &j, err) {
 		return
 	}
-	sh := shape{chat: chat, id: prefix + x.id, model: s.o.ModelID, created: time.Now().Unix(), pf: s.probFormat(&j)}
+	sh := shape{chat: chat, id: prefix + x.id, model: s.o.ModelID, created: time.Now().Unix(), fp: s.o.Fingerprint, pf: s.probFormat(&j)}
 	var em emitter = &collector{sh: sh, w: x.w, timeout: s.o.WriteTimeout}
 	var st *sse
 	if j.stream {

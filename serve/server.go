@@ -103,6 +103,9 @@ type Options struct {
 	ModelPath string
 	// Version is the server's build, for /props' build_info.
 	Version string
+	// Fingerprint names the build in OpenAI responses' system_fingerprint
+	// (llama-server's b<build>-<commit>).
+	Fingerprint string
 	// Ctx is the KV positions of the served session (0: decode.DefaultCtx).
 	Ctx int
 	// Sampling are the defaults of fields a request leaves out; Seed is the

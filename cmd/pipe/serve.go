@@ -99,7 +99,7 @@ func (c *ServeCmd) Run(g *Globals) error {
 		m.Close()
 		return err
 	}
-	srv, err := serve.New(serve.Options{Model: m, ModelID: c.modelID(path), ModelPath: path, Version: versionString(),
+	srv, err := serve.New(serve.Options{Model: m, ModelID: c.modelID(path), ModelPath: path, Version: versionString(), Fingerprint: fingerprint(),
 		Ctx: c.Ctx, Sampling: params, Seed: c.Seed, MaxTokens: c.N, Stops: c.Reverse, NoThink: c.NoThink, APIKey: c.APIKey,
 		AllowedHosts: append(c.AllowedHosts, c.Host), AllowedOrigins: c.AllowedOrigins, NoSlots: !c.Slots, NoMetrics: !c.Metrics,
 		Log: g.Log})

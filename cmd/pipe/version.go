@@ -12,16 +12,28 @@ func versionString() string {
 	return versionOf(version, bi)
 }
 
-// versionOf is the version stamped with -ldflags "-X main.version=…", else
+// fingerprint is pipe serve's system_fingerprint (see fingerprintOf).
+func fingerprint() string {
+	bi, _ := debug.ReadBuildInfo()
+	return fingerprintOf(version, bi)
+}
+
+// build is what a binary knows of its build: the version (see versionOf)
+// and, when Go recorded them, the VCS revision (12 digits, +dirty), its
+// commit time and the Go version.
+type build struct {
+	v, rev, when, goVersion string
+}
+
+// buildOf reads the version stamped with -ldflags "-X main.version=…", else
 // the module version Go recorded: the release tag for `go install …@vX`,
 // a pseudo-version v0.0.0-TIME-REV (+dirty) for `go build` in a git clone.
 // A build that recorded a revision but no version (an older Go) gets the
 // pseudo-version made from it; one with neither (-buildvcs=false, or a
-// source tree without its git directory) says so. The VCS revision, its
-// commit time and the Go version follow in parentheses.
-func versionOf(stamped string, bi *debug.BuildInfo) string {
+// source tree without its git directory) says so. bi nil: the stamp alone.
+func buildOf(stamped string, bi *debug.BuildInfo) build {
 	if bi == nil {
-		return "pipe " + stamped
+		return build{v: stamped}
 	}
 	var rev, when string
 	dirty := false
@@ -52,16 +64,42 @@ func versionOf(stamped string, bi *debug.BuildInfo) string {
 	default:
 		v = "v0.0.0-unknown (no version recorded: build with go install …@VERSION, or go build -buildvcs=true in a git clone)"
 	}
+	if rev != "" && dirty {
+		rev += "+dirty"
+	}
+	return build{v: v, rev: rev, when: when, goVersion: bi.GoVersion}
+}
+
+// versionOf is --version's line: "pipe VERSION", then the VCS revision, its
+// commit time and the Go version in parentheses (see buildOf).
+func versionOf(stamped string, bi *debug.BuildInfo) string {
+	b := buildOf(stamped, bi)
+	if bi == nil {
+		return "pipe " + b.v
+	}
 	var extra []string
-	if rev != "" {
-		if dirty {
-			rev += "+dirty"
-		}
-		extra = append(extra, "rev "+rev)
+	if b.rev != "" {
+		extra = append(extra, "rev "+b.rev)
 	}
-	if when != "" {
-		extra = append(extra, when)
+	if b.when != "" {
+		extra = append(extra, b.when)
 	}
-	extra = append(extra, bi.GoVersion)
-	return "pipe " + v + " (" + strings.Join(extra, ", ") + ")"
+	extra = append(extra, b.goVersion)
+	return "pipe " + b.v + " (" + strings.Join(extra, ", ") + ")"
+}
+
+// fingerprintOf is the build as llama-server's system_fingerprint names one,
+// b<build>-<commit>, in pipe's terms: the version and, when the version does
+// not already end with it, "-" and the revision; "unknown" when the build
+// recorded neither.
+func fingerprintOf(stamped string, bi *debug.BuildInfo) string {
+	b := buildOf(stamped, bi)
+	v := b.v
+	if strings.HasPrefix(v, "v0.0.0-unknown") {
+		v = "unknown"
+	}
+	if b.rev != "" && !strings.HasSuffix(v, b.rev) {
+		v += "-" + b.rev
+	}
+	return v
 }

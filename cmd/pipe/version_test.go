@@ -39,6 +39,30 @@ func TestVersionOf(t *testing.T) {
 	}
 }
 
+// TestFingerprintOf: serve's system_fingerprint is the version with the
+// revision (llama-server's b<build>-<commit>), the revision once.
+func TestFingerprintOf(t *testing.T) {
+	vcs := []debug.BuildSetting{{Key: "vcs.revision", Value: "fa50e07bcb06aa0011223344"}, {Key: "vcs.time", Value: "2026-12-05T19:55:29Z"}}
+	dirty := append(vcs[:2:2], debug.BuildSetting{Key: "vcs.modified", Value: "true"})
+	for _, c := range []struct {
+		stamped string
+		bi      *debug.BuildInfo
+		want    string
+	}{
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.1"}}, "v0.3.1"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.1"}, Settings: vcs}, "v0.3.1-fa50e07bcb06"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261205195529-fa50e07bcb06"}, Settings: vcs}, "v0.0.0-20261205195529-fa50e07bcb06"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: dirty}, "v0.0.0-20261205195529-fa50e07bcb06+dirty"},
+		{"v1.2.3", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "v1.2.3"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "unknown"},
+		{"dev", nil, "dev"},
+	} {
+		if got := fingerprintOf(c.stamped, c.bi); got != c.want {
+			t.Errorf("%q %+v: got %q, want %q", c.stamped, c.bi, got, c.want)
+		}
+	}
+}
+
 // TestVersionStamped builds pipe as the README says (go build in a git
 // clone) and reads its --version: a pseudo-version with the revision.
 // A linked git worktree is not a clone Go stamps; CI's is.
