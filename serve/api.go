@@ -149,6 +149,7 @@ type job struct {
 	prompt     string              // completion
 	given      []int32             // /completion's prompt given as token ids
 	noCache    bool                // /completion's cache_prompt: false (prefill the whole prompt)
+	fields     []string            // /completion's response_fields (none: all)
 	maxTokens  int                 // < 0: until end-of-generation or the context is full
 	stops      []string
 	stream     bool

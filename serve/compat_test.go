@@ -106,3 +106,32 @@ func TestSystemFingerprint(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseFields: /completion's response_fields keeps only the fields
+// named, a "/" path's value at the top under the path, a path that names
+// nothing left out, as llama-server's; the stream's last event too; without
+// it the answer is whole.
+func TestResponseFields(t *testing.T) {
+	h := start(t, nil)
+	body := `{"prompt":"Paris is","n_predict":4,"response_fields":["content","generation_settings/n_predict","prompt","timings/nope","nope"]`
+	r := h.do("/completion", body+"}", 200)
+	if len(r) != 3 || r["generation_settings/n_predict"] != 4.0 || r["prompt"] != "Paris is" {
+		t.Fatalf("response_fields: %v", r)
+	}
+	if s, ok := r["content"].(string); !ok || s == "" {
+		t.Fatalf("response_fields: content %v", r["content"])
+	}
+	evs := h.sseData("/completion", body+`,"stream":true}`)
+	last := evs[len(evs)-1]
+	if len(last) != 3 || last["generation_settings/n_predict"] != 4.0 || last["content"] != "" {
+		t.Fatalf("streamed, the last event: %v", last)
+	}
+	if len(evs) < 2 || evs[0]["stop"] != false {
+		t.Fatalf("streamed, the pieces are kept whole: %v", evs)
+	}
+	whole := h.do("/completion", `{"prompt":"Paris is","n_predict":4,"response_fields":[]}`, 200)
+	if _, ok := whole["generation_settings"].(map[string]any); !ok || whole["timings"] == nil {
+		t.Fatalf("no response_fields: %v", whole)
+	}
+	h.do("/completion", `{"prompt":"Paris is","response_fields":"content"}`, 400)
+}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -21,6 +22,8 @@ type nativeRequest struct {
 	CachePrompt  *bool        `json:"cache_prompt"` // default true
 	ReturnTokens bool         `json:"return_tokens"`
 	Logprobs     *int         `json:"logprobs"` // n_probs' alias
+	// ResponseFields keeps only these fields of the answer (see pick).
+	ResponseFields []string `json:"response_fields"`
 	commonFields
 }
 
@@ -74,7 +77,8 @@ func parseNative(body []byte, def sample.Params) (job, bool, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return job{}, false, jsonError(err)
 	}
-	j := job{prompt: r.Prompt.text, given: r.Prompt.ids, noCache: r.CachePrompt != nil && !*r.CachePrompt}
+	j := job{prompt: r.Prompt.text, given: r.Prompt.ids, noCache: r.CachePrompt != nil && !*r.CachePrompt,
+		fields: r.ResponseFields}
 	if j.prompt == "" && j.given == nil {
 		return j, false, badRequest("prompt: a non-empty prompt is required")
 	}
@@ -226,12 +230,54 @@ func (n *native) end(o *outcome) error {
 	}
 	if n.stream != nil {
 		f.Content = ""
-		return n.stream.event(f)
-	}
-	if n.pf != nil && len(n.probs) > 0 {
+	} else if n.pf != nil && len(n.probs) > 0 {
 		f.CompletionProbabilities = n.pf.entries(n.probs)
 	}
-	return writeJSON(n.w, n.s.o.WriteTimeout, http.StatusOK, f)
+	var out any = f
+	if len(n.j.fields) > 0 {
+		picked, err := pick(f, n.j.fields)
+		if err != nil {
+			return err
+		}
+		out = picked
+	}
+	if n.stream != nil {
+		return n.stream.event(out)
+	}
+	return writeJSON(n.w, n.s.o.WriteTimeout, http.StatusOK, out)
+}
+
+// pick is v's JSON object with only the fields paths name, as
+// llama-server's response_fields keeps them: a path is keys joined by "/"
+// into nested objects, and the value it names is kept under the path
+// itself ("generation_settings/n_predict" at the top); a path that names
+// nothing is left out.
+func pick(v any, paths []string) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // numbers as they were written
+	var whole map[string]any
+	if err := dec.Decode(&whole); err != nil {
+		return nil, err
+	}
+	out := make(map[string]any, len(paths))
+	for _, p := range paths {
+		var cur any = whole
+		found := true
+		for _, k := range strings.Split(p, "/") {
+			m, _ := cur.(map[string]any) // nil (names nothing) when cur is not an object
+			if cur, found = m[k]; !found {
+				break
+			}
+		}
+		if found {
+			out[p] = cur
+		}
+	}
+	return out, nil
 }
 
 func nonNil(ids []int32) []int32 {
