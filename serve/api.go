@@ -53,6 +53,8 @@ type commonFields struct {
 	IgnoreEOS         bool            `json:"ignore_eos"`
 	NProbs            *int            `json:"n_probs"`
 	PostSamplingProbs bool            `json:"post_sampling_probs"`
+	// Verbose adds __verbose to an OpenAI answer (llama-server's).
+	Verbose bool `json:"verbose"`
 	samplingFields
 	grammarFields // grammar.go
 }
@@ -150,6 +152,7 @@ type job struct {
 	given      []int32             // /completion's prompt given as token ids
 	noCache    bool                // /completion's cache_prompt: false (prefill the whole prompt)
 	fields     []string            // /completion's response_fields (none: all)
+	verbose    bool                // __verbose in an OpenAI answer
 	maxTokens  int                 // < 0: until end-of-generation or the context is full
 	stops      []string
 	stream     bool
@@ -225,6 +228,16 @@ func (c *commonFields) toJob(def sample.Params, j *job) error {
 	return nil
 }
 
+// verbose takes an OpenAI request's verbose: __verbose in the answer, not
+// streamed by pipe (a 400 naming it).
+func (c *commonFields) verbose(j *job) error {
+	if c.Verbose && c.Stream {
+		return fieldErr("verbose", "verbose: __verbose is not streamed by pipe serve")
+	}
+	j.verbose = c.Verbose
+	return nil
+}
+
 // apply returns def with the request's fields set (the seed is resolved at
 // decode time).
 func (f *samplingFields) apply(def sample.Params) sample.Params {
@@ -280,6 +293,9 @@ func parseChat(body []byte, def sample.Params) (job, error) {
 	if err := r.resolve(true, &j); err != nil {
 		return j, err
 	}
+	if err := r.verbose(&j); err != nil {
+		return j, err
+	}
 	if r.Logprobs == nil && r.TopLogprobs == nil {
 		// llama-server takes its native n_probs on the chat route too
 		return j, nProbs(r.NProbs, nil, false, &j)
@@ -303,6 +319,9 @@ func parseCompletion(body []byte, def sample.Params) (job, error) {
 		return j, err
 	}
 	if err := r.resolve(true, &j); err != nil {
+		return j, err
+	}
+	if err := r.verbose(&j); err != nil {
 		return j, err
 	}
 	return j, nProbs(r.NProbs, r.Logprobs, true, &j)
@@ -352,6 +371,9 @@ type response struct {
 	SystemFingerprint string   `json:"system_fingerprint"`
 	Choices           []choice `json:"choices"`
 	Usage             *usage   `json:"usage,omitempty"`
+	// Verbose is llama-server's __verbose: the answer in /completion's
+	// shape, for a request with verbose: true (not streamed).
+	Verbose *nativeFinal `json:"__verbose,omitempty"`
 	// Pipe is the engine's telemetry of a streamed chunk (an extension
 	// field; see telemetry).
 	Pipe *telemetry `json:"pipe,omitempty"`

@@ -135,3 +135,30 @@ func TestResponseFields(t *testing.T) {
 	}
 	h.do("/completion", `{"prompt":"Paris is","response_fields":"content"}`, 400)
 }
+
+// TestVerbose: an OpenAI request with verbose: true gets llama-server's
+// __verbose, the answer in /completion's shape with the rendered prompt;
+// without it none; streamed it is a 400 naming verbose.
+func TestVerbose(t *testing.T) {
+	h := start(t, nil)
+	chat := `{"max_tokens":2,"messages":[{"role":"system","content":"Book"},{"role":"user","content":"What is the best book"}]`
+	r := h.do("/v1/chat/completions", chat+`,"verbose":true}`, 200)
+	v, ok := r["__verbose"].(map[string]any)
+	msg := r["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	if !ok || !strings.Contains(v["prompt"].(string), "Book") || !strings.Contains(v["prompt"].(string), "<|im_start|>") ||
+		v["content"] != msg["content"] || v["tokens_predicted"] != 2.0 || v["stop_type"] != "limit" {
+		t.Fatalf("chat __verbose %v (message %v)", r["__verbose"], msg)
+	}
+	r = h.do("/v1/completions", `{"prompt":"Paris is","max_tokens":2,"verbose":true}`, 200)
+	if v, ok := r["__verbose"].(map[string]any); !ok || v["prompt"] != "Paris is" || v["tokens_predicted"] != 2.0 {
+		t.Fatalf("completion __verbose %v", r["__verbose"])
+	}
+	if r := h.do("/v1/chat/completions", chat+`,"verbose":false}`, 200); r["__verbose"] != nil {
+		t.Fatalf("verbose false: __verbose %v", r["__verbose"])
+	}
+	e := h.do("/v1/chat/completions", chat+`,"verbose":true,"stream":true}`, 400)["error"].(map[string]any)
+	if e["param"] != "verbose" {
+		t.Fatalf("streamed verbose: %v", e)
+	}
+	h.sseData("/completion", `{"prompt":"Paris is","n_predict":2,"verbose":true,"stream":true}`)
+}

@@ -17,7 +17,9 @@ type shape struct {
 	id      string
 	model   string
 	created int64
-	fp      string      // system_fingerprint
+	fp      string // system_fingerprint
+	// verbose is the answer's __verbose (nil: the request did not ask).
+	verbose func(o *outcome, content string) *nativeFinal
 	pf      *probFormat // nil: the request asked for no log-probabilities
 }
 
@@ -72,6 +74,9 @@ func (c *collector) end(o *outcome) error {
 	}
 	r := c.sh.response(false, ch)
 	r.Usage = o.usage()
+	if c.sh.verbose != nil {
+		r.Verbose = c.sh.verbose(o, txt)
+	}
 	return writeJSON(c.w, c.timeout, http.StatusOK, r)
 }
 

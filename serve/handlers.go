@@ -203,6 +203,12 @@ func (s *Server) complete(x *exchange, chat bool) {
 		return
 	}
 	sh := shape{chat: chat, id: prefix + x.id, model: s.o.ModelID, created: time.Now().Unix(), fp: s.o.Fingerprint, pf: s.probFormat(&j)}
+	if j.verbose {
+		sh.verbose = func(o *outcome, content string) *nativeFinal {
+			f := s.final(&j, o, content, nil)
+			return &f
+		}
+	}
 	var em emitter = &collector{sh: sh, w: x.w, timeout: s.o.WriteTimeout}
 	var st *sse
 	if j.stream {

@@ -220,14 +220,7 @@ func (n *native) text(p piece) error {
 }
 
 func (n *native) end(o *outcome) error {
-	content := n.buf.String()
-	f := nativeFinal{Content: content, Tokens: nonNil(n.ids), Stop: true, Model: n.s.o.ModelID,
-		TokensPredicted: o.genTokens, TokensEvaluated: o.promptTokens, GenerationSettings: n.s.settings(n.j, o.maxTokens),
-		Prompt: n.j.prompt, HasNewLine: strings.Contains(content, "\n"), StopType: o.stopType, StoppingWord: o.stopWord,
-		TokensCached: o.cachedTokens + o.genTokens, Timings: timingsOf(o)}
-	if n.j.given != nil {
-		f.Prompt = n.s.o.Model.Tokenizer().Decode(n.j.given, true)
-	}
+	f := n.s.final(n.j, o, n.buf.String(), n.ids)
 	if n.stream != nil {
 		f.Content = ""
 	} else if n.pf != nil && len(n.probs) > 0 {
@@ -245,6 +238,20 @@ func (n *native) end(o *outcome) error {
 		return n.stream.event(out)
 	}
 	return writeJSON(n.w, n.s.o.WriteTimeout, http.StatusOK, out)
+}
+
+// final is a generation's answer in /completion's shape; the OpenAI
+// routes' __verbose (a request's verbose: true) too. Its prompt is the text
+// as given, else (token ids, a chat) the prompt's tokens' text.
+func (s *Server) final(j *job, o *outcome, content string, ids []int32) nativeFinal {
+	f := nativeFinal{Content: content, Tokens: nonNil(ids), Stop: true, Model: s.o.ModelID,
+		TokensPredicted: o.genTokens, TokensEvaluated: o.promptTokens, GenerationSettings: s.settings(j, o.maxTokens),
+		Prompt: j.prompt, HasNewLine: strings.Contains(content, "\n"), StopType: o.stopType, StoppingWord: o.stopWord,
+		TokensCached: o.cachedTokens + o.genTokens, Timings: timingsOf(o)}
+	if j.given != nil || j.chat {
+		f.Prompt = s.o.Model.Tokenizer().Decode(j.ids, true)
+	}
+	return f
 }
 
 // pick is v's JSON object with only the fields paths name, as
