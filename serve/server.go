@@ -14,10 +14,13 @@
 //     then `data: [DONE]`. usage.prompt_tokens_details.cached_tokens counts
 //     the prompt tokens whose KV was reused.
 //     n_predict (llama-server's name) wins over max_tokens; the server's
-//     MaxTokens (-n) is the limit of a request that sets neither; a limit past the context is clamped to what
-//     fits (finish_reason "length"); any "model" is answered by the one
-//     served. Streamed chunks carry the engine's telemetry in an extension
-//     field "pipe" (telemetry.go).
+//     MaxTokens (-n) is the limit of a request that sets neither; a limit
+//     past the context is clamped to what fits (finish_reason "length"); a
+//     prompt that leaves no room is llama-server's exceed_context_size_error;
+//     any "model" is answered by the one served. Answers and chunks carry
+//     system_fingerprint (Options.Fingerprint); verbose: true adds
+//     __verbose. Streamed chunks carry the engine's telemetry in an
+//     extension field "pipe" (telemetry.go).
 //   - GET /v1/models, GET /health, GET /metrics (Prometheus text format;
 //     501 with NoMetrics). /models and /health also answer with /v1, as
 //     llama-server's do.
@@ -25,7 +28,8 @@
 //     chat and draws the telemetry.
 //   - llama-server's native API (native.go): POST /completion and
 //     /completions (prompt as text or token ids, n_predict, stream,
-//     cache_prompt, return_tokens, n_probs, post_sampling_probs; content,
+//     cache_prompt, return_tokens, n_probs, post_sampling_probs,
+//     response_fields; content,
 //     tokens, stop_type, timings, completion_probabilities), POST /tokenize
 //     and /detokenize, GET /props and /slots (501 with NoSlots).
 //
