@@ -490,16 +490,39 @@ type Value = gguf.Value
 
 // split computes the expert ranges and the dense complement.
 func (d *Desc) split() error {
+	byLayer, isExpert, nLayer, err := d.expertTensorsByLayer()
+	if err != nil {
+		return err
+	}
+	if d.HParams.NLayer == 0 {
+		d.HParams.NLayer = nLayer
+	}
+	d.Experts = make([][]ExpertSlices, nLayer)
+	d.ExpertBytes = make([]int64, nLayer)
+	for l := 0; l < nLayer; l++ {
+		if err := d.sliceLayerExperts(l, byLayer[l]); err != nil {
+			return err
+		}
+	}
+	return d.splitDense(isExpert)
+}
+
+// expertTensor is one routed-expert tensor of a layer and the projection it
+// holds.
+type expertTensor struct {
+	ti   *gguf.TensorInfo
+	proj Proj
+}
+
+// expertTensorsByLayer checks the routed-expert tensors of the file and
+// groups them by layer. It also marks which of f.Tensors are expert tensors
+// and returns the number of layers: block_count, or the expert tensors' own
+// layer numbers when the architecture is unknown.
+func (d *Desc) expertTensorsByLayer() (map[int][]expertTensor, []bool, int, error) {
 	h := &d.HParams
 	f := d.File
-	// Layers are bounded by block_count, or by the expert tensors' own layer
-	// numbers when the architecture is unknown.
 	nLayer := h.NLayer
-	type found struct {
-		ti   *gguf.TensorInfo
-		proj Proj
-	}
-	byLayer := map[int][]found{}
+	byLayer := map[int][]expertTensor{}
 	isExpert := make([]bool, len(f.Tensors))
 	for i := range f.Tensors {
 		ti := &f.Tensors[i]
@@ -507,75 +530,93 @@ func (d *Desc) split() error {
 		if !ok {
 			continue
 		}
-		if l >= maxLayers {
-			return d.bad("tensor %s: layer %d out of range", ti.Name, l)
+		if err := d.checkExpertTensor(ti, l); err != nil {
+			return nil, nil, 0, err
 		}
-		if h.NLayer > 0 && l >= h.NLayer {
-			return d.bad("tensor %s: layer %d but block_count is %d", ti.Name, l, h.NLayer)
-		}
-		if len(ti.Dims) != 3 {
-			return d.bad("expert tensor %s has shape %v, want 3 dimensions [cols, rows, n_expert]", ti.Name, ti.Dims)
-		}
-		ne2 := ti.Dims[2]
-		if h.NExpert > 0 && ne2 != uint64(h.NExpert) {
-			return d.bad("expert tensor %s has %d experts, expert_count is %d", ti.Name, ne2, h.NExpert)
-		}
-		if ne2 > maxExperts || ti.Dims[0] > math.MaxInt32 || ti.Dims[1] > math.MaxInt32 {
-			return d.bad("expert tensor %s has shape %v out of range", ti.Name, ti.Dims)
-		}
-		byLayer[l] = append(byLayer[l], found{ti, p})
+		byLayer[l] = append(byLayer[l], expertTensor{ti, p})
 		isExpert[i] = true
 		if l+1 > nLayer {
 			nLayer = l + 1
 		}
 	}
-	if h.NLayer == 0 {
-		h.NLayer = nLayer
-	}
-	d.Experts = make([][]ExpertSlices, nLayer)
-	d.ExpertBytes = make([]int64, nLayer)
-	for l := 0; l < nLayer; l++ {
-		fs := byLayer[l]
-		if len(fs) == 0 {
-			continue
-		}
-		sort.Slice(fs, func(a, b int) bool { return fs[a].proj < fs[b].proj })
-		var has [numProj]bool
-		for _, x := range fs {
-			has[x.proj] = true
-		}
-		if !has[ProjDown] || !(has[ProjGateUp] || (has[ProjGate] && has[ProjUp])) || (has[ProjGateUp] && (has[ProjGate] || has[ProjUp])) {
-			var names []string
-			for _, x := range fs {
-				names = append(names, x.ti.Name)
-			}
-			return d.bad("layer %d has expert tensors %v, want gate+up+down or gate_up+down", l, names)
-		}
-		nExp := int(fs[0].ti.Dims[2])
-		for _, x := range fs[1:] {
-			if int(x.ti.Dims[2]) != nExp {
-				return d.bad("layer %d: %s has %d experts, %s has %d", l, fs[0].ti.Name, nExp, x.ti.Name, x.ti.Dims[2])
-			}
-		}
-		d.Experts[l] = make([]ExpertSlices, nExp)
-		for e := 0; e < nExp; e++ {
-			s := make(ExpertSlices, len(fs))
-			for j, x := range fs {
-				nb2 := int64(x.ti.Strides[2])
-				s[j] = ExpertSlice{
-					Proj: x.proj, Tensor: x.ti.Name, Type: x.ti.Type,
-					Cols: int(x.ti.Dims[0]), Rows: int(x.ti.Dims[1]),
-					Range: Range{Shard: x.ti.Shard, Off: int64(x.ti.Offset) + int64(e)*nb2, Len: nb2},
-				}
-			}
-			d.Experts[l][e] = s
-		}
-		d.ExpertBytes[l] = d.Experts[l][0].Bytes()
-		d.WorkingSet += int64(h.NExpertUsed) * d.ExpertBytes[l]
-	}
+	return byLayer, isExpert, nLayer, nil
+}
 
-	// Dense: per shard, [data offset, end of last tensor) minus the expert tensors.
-	type span struct{ off, end int64 }
+// checkExpertTensor refuses an expert tensor of layer l whose layer or
+// shape does not fit the hyper-parameters or the engine's bounds.
+func (d *Desc) checkExpertTensor(ti *gguf.TensorInfo, l int) error {
+	h := &d.HParams
+	if l >= maxLayers {
+		return d.bad("tensor %s: layer %d out of range", ti.Name, l)
+	}
+	if h.NLayer > 0 && l >= h.NLayer {
+		return d.bad("tensor %s: layer %d but block_count is %d", ti.Name, l, h.NLayer)
+	}
+	if len(ti.Dims) != 3 {
+		return d.bad("expert tensor %s has shape %v, want 3 dimensions [cols, rows, n_expert]", ti.Name, ti.Dims)
+	}
+	ne2 := ti.Dims[2]
+	if h.NExpert > 0 && ne2 != uint64(h.NExpert) {
+		return d.bad("expert tensor %s has %d experts, expert_count is %d", ti.Name, ne2, h.NExpert)
+	}
+	if ne2 > maxExperts || ti.Dims[0] > math.MaxInt32 || ti.Dims[1] > math.MaxInt32 {
+		return d.bad("expert tensor %s has shape %v out of range", ti.Name, ti.Dims)
+	}
+	return nil
+}
+
+// sliceLayerExperts checks that layer l's expert tensors fs form a whole
+// FFN (gate+up+down or gate_up+down, one expert count) and cuts them into
+// one ExpertSlices per expert, in projection order. A layer without expert
+// tensors is left empty.
+func (d *Desc) sliceLayerExperts(l int, fs []expertTensor) error {
+	if len(fs) == 0 {
+		return nil
+	}
+	sort.Slice(fs, func(a, b int) bool { return fs[a].proj < fs[b].proj })
+	var has [numProj]bool
+	for _, x := range fs {
+		has[x.proj] = true
+	}
+	if !has[ProjDown] || !(has[ProjGateUp] || (has[ProjGate] && has[ProjUp])) || (has[ProjGateUp] && (has[ProjGate] || has[ProjUp])) {
+		var names []string
+		for _, x := range fs {
+			names = append(names, x.ti.Name)
+		}
+		return d.bad("layer %d has expert tensors %v, want gate+up+down or gate_up+down", l, names)
+	}
+	nExp := int(fs[0].ti.Dims[2])
+	for _, x := range fs[1:] {
+		if int(x.ti.Dims[2]) != nExp {
+			return d.bad("layer %d: %s has %d experts, %s has %d", l, fs[0].ti.Name, nExp, x.ti.Name, x.ti.Dims[2])
+		}
+	}
+	d.Experts[l] = make([]ExpertSlices, nExp)
+	for e := 0; e < nExp; e++ {
+		s := make(ExpertSlices, len(fs))
+		for j, x := range fs {
+			nb2 := int64(x.ti.Strides[2])
+			s[j] = ExpertSlice{
+				Proj: x.proj, Tensor: x.ti.Name, Type: x.ti.Type,
+				Cols: int(x.ti.Dims[0]), Rows: int(x.ti.Dims[1]),
+				Range: Range{Shard: x.ti.Shard, Off: int64(x.ti.Offset) + int64(e)*nb2, Len: nb2},
+			}
+		}
+		d.Experts[l][e] = s
+	}
+	d.ExpertBytes[l] = d.Experts[l][0].Bytes()
+	d.WorkingSet += int64(d.HParams.NExpertUsed) * d.ExpertBytes[l]
+	return nil
+}
+
+// span is a byte interval [off, end) of one shard.
+type span struct{ off, end int64 }
+
+// splitDense computes the dense ranges: per shard, [data offset, end of
+// last tensor) minus the expert tensors (isExpert, indexed like
+// f.Tensors). It also totals the expert and dense tensor bytes.
+func (d *Desc) splitDense(isExpert []bool) error {
+	f := d.File
 	experts := make([][]span, len(f.Shards))
 	ends := make([]int64, len(f.Shards))
 	for i := range f.Tensors {
@@ -596,23 +637,30 @@ func (d *Desc) split() error {
 		if ends[s] == 0 {
 			continue
 		}
-		ex := experts[s]
-		sort.Slice(ex, func(a, b int) bool { return ex[a].off < ex[b].off })
-		cur := int64(f.Shards[s].DataOffset)
-		for _, x := range ex {
-			if x.off > cur {
-				d.Dense = append(d.Dense, Range{Shard: s, Off: cur, Len: x.off - cur})
-			}
-			cur = max64(cur, x.end)
-		}
-		if ends[s] > cur {
-			d.Dense = append(d.Dense, Range{Shard: s, Off: cur, Len: ends[s] - cur})
-		}
+		d.Dense = append(d.Dense, denseGaps(s, int64(f.Shards[s].DataOffset), ends[s], experts[s])...)
 	}
 	for _, r := range d.Dense {
 		d.DenseBytes += r.Len
 	}
 	return nil
+}
+
+// denseGaps returns the ranges of shard s between its data offset start and
+// end that no expert span covers, in file order. It sorts ex.
+func denseGaps(s int, start, end int64, ex []span) []Range {
+	var out []Range
+	sort.Slice(ex, func(a, b int) bool { return ex[a].off < ex[b].off })
+	cur := start
+	for _, x := range ex {
+		if x.off > cur {
+			out = append(out, Range{Shard: s, Off: cur, Len: x.off - cur})
+		}
+		cur = max64(cur, x.end)
+	}
+	if end > cur {
+		out = append(out, Range{Shard: s, Off: cur, Len: end - cur})
+	}
+	return out
 }
 
 func max64(a, b int64) int64 {
