@@ -225,82 +225,122 @@ func (g *weightGen) zeroRow(r uint64) bool {
 
 // row fills dst (one ne0-long row, row index r) with floats.
 func (g *weightGen) row(r uint64, rg *rng, dst []float32) {
+	switch g.t.Role {
+	case RoleNorm:
+		g.normRow(rg, dst)
+	case RoleConv:
+		convRow(rg, dst)
+	case RoleSSMA:
+		ssmARow(rg, dst)
+	case RoleRopeFreqs:
+		ropeFreqsRow(g.p, dst)
+	case RoleScale:
+		g.scaleRow(dst)
+	case RoleRouter:
+		g.routerRow(r, rg, dst)
+	default:
+		g.matrixRow(r, rg, dst)
+	}
+}
+
+// normRow fills a norm weight: 1 with a small jitter, exactly 1 on the
+// anchor dimensions of an n_embd-long norm.
+func (g *weightGen) normRow(rg *rng, dst []float32) {
+	n := len(dst)
+	for i := range dst {
+		dst[i] = float32(1 + float64(normJitter*rg.norm())) // no FMA on arm64
+	}
+	if n == g.p.NEmbd {
+		for i := n - g.anchors; i < n; i++ {
+			dst[i] = 1
+		}
+	}
+}
+
+// convRow fills a convolution kernel row with N(0, 1/n).
+func convRow(rg *rng, dst []float32) {
+	n := len(dst)
+	for i := range dst {
+		dst[i] = float32(rg.norm() / math.Sqrt(float64(n)))
+	}
+}
+
+// ssmARow fills an SSM A row with negative log-normal decay rates.
+func ssmARow(rg *rng, dst []float32) {
+	for i := range dst {
+		dst[i] = -float32(math.Exp(0.5 * rg.norm()))
+	}
+}
+
+// ropeFreqsRow fills rope frequency factors as llama.cpp's converter does:
+// 1 for the rotated pairs, 1e30 (no rotation) for the rest of a
+// "proportional" full-attention head.
+func ropeFreqsRow(p *Preset, dst []float32) {
+	for i := range dst {
+		dst[i] = 1
+		if i >= ropePairsFull(p) {
+			dst[i] = 1e30
+		}
+	}
+}
+
+// scaleRow fills a scale vector: 1, or √n_embd for gemma4's router scale.
+func (g *weightGen) scaleRow(dst []float32) {
+	for i := range dst {
+		dst[i] = 1
+	}
+	if strings.HasSuffix(g.t.Name, "ffn_gate_inp.scale") {
+		// gemma4's router reads RMSNorm(x)/√n_embd·scale: √n_embd
+		// gives the router the unit-RMS input the logit noise and
+		// popularity weights are calibrated for
+		for i := range dst {
+			dst[i] = float32(math.Sqrt(float64(g.p.NEmbd)))
+		}
+	}
+}
+
+// routerRow fills row r (expert r) of a router: noise over the dimensions
+// the router reads and, on the anchor dimensions, the weight that shifts
+// the expert's logit by its popularity.
+func (g *weightGen) routerRow(r uint64, rg *rng, dst []float32) {
 	t, p := g.t, g.p
 	n := len(dst)
 	std := stdOf(p, t)
-	switch t.Role {
-	case RoleNorm:
-		for i := range dst {
-			dst[i] = float32(1 + float64(normJitter*rg.norm())) // no FMA on arm64
-		}
-		if n == p.NEmbd {
-			for i := n - g.anchors; i < n; i++ {
-				dst[i] = 1
-			}
-		}
-		return
-	case RoleConv:
-		for i := range dst {
-			dst[i] = float32(rg.norm() / math.Sqrt(float64(n)))
-		}
-		return
-	case RoleSSMA:
-		for i := range dst {
-			dst[i] = -float32(math.Exp(0.5 * rg.norm()))
-		}
-		return
-	case RoleRopeFreqs:
-		// llama.cpp's converter: 1 for the rotated pairs, 1e30 (no
-		// rotation) for the rest of a "proportional" full-attention head
-		for i := range dst {
-			dst[i] = 1
-			if i >= ropePairsFull(p) {
-				dst[i] = 1e30
-			}
-		}
-		return
-	case RoleScale:
-		for i := range dst {
-			dst[i] = 1
-		}
-		if strings.HasSuffix(t.Name, "ffn_gate_inp.scale") {
-			// gemma4's router reads RMSNorm(x)/√n_embd·scale: √n_embd
-			// gives the router the unit-RMS input the logit noise and
-			// popularity weights are calibrated for
-			for i := range dst {
-				dst[i] = float32(math.Sqrt(float64(p.NEmbd)))
-			}
-		}
-		return
-	case RoleRouter:
-		read := n - g.anchors // dimensions the router reads
-		// explicit roundings: no FMA on arm64
-		rstd, v := std, float64(embedStd*embedStd)+float64(layerVarGain*float64(t.Layer))
-		if hasCopyHead(p) {
-			// same logit noise as reading every dimension, from the routing
-			// dimensions only; those hold e_t + α·e_{t-1}
-			read = routeDimsOf(p)
-			rstd = std * math.Sqrt(float64(n-g.anchors)/float64(read))
-			v += copyGain * copyGain * embedStd * embedStd
-		}
-		for i := range dst {
-			if i < read {
-				dst[i] = float32(rstd * rg.norm())
-			} else {
-				dst[i] = 0
-			}
-		}
-		if g.anchors > 0 {
-			// Each anchor input is x̂_a = M/rms; the logit noise is
-			// σ·|x̂_read| = σ·sqrt(read·v_l)/rms: the rms cancels.
-			A := float64(g.anchors)
-			w := g.skew * rstd * math.Sqrt(float64(read)*v) * g.pop[r] / (A * anchorValue)
-			for i := n - g.anchors; i < n; i++ {
-				dst[i] = float32(w)
-			}
-		}
-		return
+	read := n - g.anchors // dimensions the router reads
+	// explicit roundings: no FMA on arm64
+	rstd, v := std, float64(embedStd*embedStd)+float64(layerVarGain*float64(t.Layer))
+	if hasCopyHead(p) {
+		// same logit noise as reading every dimension, from the routing
+		// dimensions only; those hold e_t + α·e_{t-1}
+		read = routeDimsOf(p)
+		rstd = std * math.Sqrt(float64(n-g.anchors)/float64(read))
+		v += copyGain * copyGain * embedStd * embedStd
 	}
+	for i := range dst {
+		if i < read {
+			dst[i] = float32(rstd * rg.norm())
+		} else {
+			dst[i] = 0
+		}
+	}
+	if g.anchors > 0 {
+		// Each anchor input is x̂_a = M/rms; the logit noise is
+		// σ·|x̂_read| = σ·sqrt(read·v_l)/rms: the rms cancels.
+		A := float64(g.anchors)
+		w := g.skew * rstd * math.Sqrt(float64(read)*v) * g.pop[r] / (A * anchorValue)
+		for i := n - g.anchors; i < n; i++ {
+			dst[i] = float32(w)
+		}
+	}
+}
+
+// matrixRow fills row r of any other tensor: a copy-head row, an all-zero
+// anchor row, or N(0, std²) noise with the router bias's popularity
+// offsets and the anchor columns set.
+func (g *weightGen) matrixRow(r uint64, rg *rng, dst []float32) {
+	t, p := g.t, g.p
+	n := len(dst)
+	std := stdOf(p, t)
 	if g.special(r) {
 		g.copyRow(r, rg, dst)
 		return
