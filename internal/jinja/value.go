@@ -397,22 +397,7 @@ func FromGoValue(v any) Value {
 		return NewFloat(val)
 
 	case json.Number:
-		// json.Number preserves whether the source JSON used a decimal
-		// point or exponent. Integers (no '.', 'e', 'E') become Int so
-		// that downstream tojson emits them as integers — matching
-		// Python json.dumps, which keeps int and float distinct. Without
-		// this, a value like 9007199254740991 round-trips as
-		// 9.007199254740991e+15 and breaks chat-template tokenization.
-		s := string(val)
-		if !strings.ContainsAny(s, ".eE") {
-			if i, err := val.Int64(); err == nil {
-				return NewInt(i)
-			}
-		}
-		if f, err := val.Float64(); err == nil {
-			return NewFloat(f)
-		}
-		return NewString(s)
+		return fromJSONNumber(val)
 
 	case string:
 		return NewString(val)
@@ -445,10 +430,33 @@ func FromGoValue(v any) Value {
 		return d
 	}
 
-	// Reflection fallback for named types (e.g., []model.D where D is
-	// map[string]any). Go's type switch won't match named types against
-	// their underlying type, so we use reflect to handle slices and maps
-	// whose elements are convertible to any or map[string]any.
+	return fromReflect(v)
+}
+
+// fromJSONNumber converts a json.Number. json.Number preserves whether the
+// source JSON used a decimal point or exponent. Integers (no '.', 'e', 'E')
+// become Int so that downstream tojson emits them as integers — matching
+// Python json.dumps, which keeps int and float distinct. Without this, a
+// value like 9007199254740991 round-trips as 9.007199254740991e+15 and
+// breaks chat-template tokenization.
+func fromJSONNumber(val json.Number) Value {
+	s := string(val)
+	if !strings.ContainsAny(s, ".eE") {
+		if i, err := val.Int64(); err == nil {
+			return NewInt(i)
+		}
+	}
+	if f, err := val.Float64(); err == nil {
+		return NewFloat(f)
+	}
+	return NewString(s)
+}
+
+// fromReflect is FromGoValue's reflection fallback for named types (e.g.,
+// []model.D where D is map[string]any). Go's type switch won't match named
+// types against their underlying type, so we use reflect to handle slices
+// and maps whose elements are convertible to any or map[string]any.
+func fromReflect(v any) Value {
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
 	case reflect.Slice:
