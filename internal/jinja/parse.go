@@ -1072,81 +1072,11 @@ func (p *templateParser) parseUntil(stopKeywords ...string) ([]node, error) {
 			nodes = append(nodes, &outputNode{expression: e})
 
 		case segStmt:
-			keyword := stmtKeyword(seg.text)
-			switch keyword {
-			case "if":
-				n, err := p.parseIf()
-				if err != nil {
-					return nil, err
-				}
-				nodes = append(nodes, n)
-
-			case "for":
-				n, err := p.parseFor()
-				if err != nil {
-					return nil, err
-				}
-				nodes = append(nodes, n)
-
-			case "set":
-				n, err := p.parseSet()
-				if err != nil {
-					return nil, err
-				}
-				nodes = append(nodes, n)
-
-			case "macro":
-				n, err := p.parseMacro()
-				if err != nil {
-					return nil, err
-				}
-				nodes = append(nodes, n)
-
-			case "call":
-				n, err := p.parseCall()
-				if err != nil {
-					return nil, err
-				}
-				nodes = append(nodes, n)
-
-			case "filter":
-				n, err := p.parseFilterBlock()
-				if err != nil {
-					return nil, err
-				}
-				nodes = append(nodes, n)
-
-			case "raw":
-				n, err := p.parseRaw()
-				if err != nil {
-					return nil, err
-				}
-				nodes = append(nodes, n)
-
-			case "break":
-				p.advance()
-				nodes = append(nodes, &breakNode{})
-
-			case "continue":
-				p.advance()
-				nodes = append(nodes, &continueNode{})
-
-			case "generation":
-				// generation/endgeneration are tokenizer hints; treat as no-op.
-				p.advance()
-				body, err := p.parseUntil("endgeneration")
-				if err != nil {
-					return nil, err
-				}
-				if p.done() || stmtKeyword(p.peek().text) != "endgeneration" {
-					return nil, fmt.Errorf("line %d: unclosed generation block", seg.line)
-				}
-				p.advance()
-				nodes = append(nodes, body...)
-
-			default:
-				return nil, fmt.Errorf("line %d: unknown statement %q", seg.line, keyword)
+			stmt, err := p.parseStmt(seg)
+			if err != nil {
+				return nil, err
 			}
+			nodes = append(nodes, stmt...)
 
 		default:
 			p.advance()
@@ -1154,6 +1084,55 @@ func (p *templateParser) parseUntil(stopKeywords ...string) ([]node, error) {
 	}
 
 	return nodes, nil
+}
+
+// parseStmt parses the statement seg opens (the parser stands on it) and
+// returns the nodes it yields: one, none, or a generation block's body.
+func (p *templateParser) parseStmt(seg *segment) ([]node, error) {
+	keyword := stmtKeyword(seg.text)
+	switch keyword {
+	case "if":
+		return oneNode(p.parseIf())
+	case "for":
+		return oneNode(p.parseFor())
+	case "set":
+		return oneNode(p.parseSet())
+	case "macro":
+		return oneNode(p.parseMacro())
+	case "call":
+		return oneNode(p.parseCall())
+	case "filter":
+		return oneNode(p.parseFilterBlock())
+	case "raw":
+		return oneNode(p.parseRaw())
+	case "break":
+		p.advance()
+		return []node{&breakNode{}}, nil
+	case "continue":
+		p.advance()
+		return []node{&continueNode{}}, nil
+	case "generation":
+		// generation/endgeneration are tokenizer hints; treat as no-op.
+		p.advance()
+		body, err := p.parseUntil("endgeneration")
+		if err != nil {
+			return nil, err
+		}
+		if p.done() || stmtKeyword(p.peek().text) != "endgeneration" {
+			return nil, fmt.Errorf("line %d: unclosed generation block", seg.line)
+		}
+		p.advance()
+		return body, nil
+	}
+	return nil, fmt.Errorf("line %d: unknown statement %q", seg.line, keyword)
+}
+
+// oneNode wraps a statement parser's result as a one-node list.
+func oneNode(n node, err error) ([]node, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []node{n}, nil
 }
 
 func (p *templateParser) parseIf() (*ifNode, error) {
