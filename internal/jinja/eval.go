@@ -636,122 +636,138 @@ func (e *evaluator) evalSlice(n *sliceExpr) (Value, error) {
 	}
 
 	if obj.IsList() {
-		list := obj.AsList()
-		length := list.Len()
-		start, stop, step := resolveSlice(n, e, length)
-
-		// Fast path for the overwhelmingly common step==1 case
-		// (e.g. messages[1:] in chat templates). A single allocation
-		// of the exact size avoids the geometric growth of append.
-		// Aliasing the source slice would be unsafe because List.Append
-		// could later mutate beyond Len() into the backing array.
-		if step == 1 {
-			if start < 0 {
-				start = 0
-			}
-			if stop > length {
-				stop = length
-			}
-			if start >= stop {
-				return NewList(nil), nil
-			}
-			items := make([]Value, stop-start)
-			copy(items, list.Items[start:stop])
-			return NewList(items), nil
-		}
-
-		var items []Value
-		if step > 0 {
-			// Pre-size to the maximum possible iteration count to
-			// avoid append's geometric growth allocations.
-			count := (stop - start + step - 1) / step
-			if count > 0 {
-				items = make([]Value, 0, count)
-			}
-			for i := start; i < stop; i += step {
-				if i >= 0 && i < length {
-					items = append(items, list.Items[i])
-				}
-			}
-		} else if step < 0 {
-			count := (start - stop - step - 1) / -step
-			if count > 0 {
-				items = make([]Value, 0, count)
-			}
-			for i := start; i > stop; i += step {
-				if i >= 0 && i < length {
-					items = append(items, list.Items[i])
-				}
-			}
-		}
-		return NewList(items), nil
+		return e.sliceList(n, obj.AsList()), nil
 	}
 
 	if obj.IsString() {
-		s := obj.AsString()
-
-		// ASCII fast path. Most chat-template string slicing operates
-		// on tag/role names or message content that is ASCII; for those
-		// we can index by byte and skip the []rune conversion entirely.
-		// This is the dominant cost in the kronk dense profile because
-		// the system prompt can be tens of thousands of bytes.
-		if isASCII(s) {
-			length := len(s)
-			start, stop, step := resolveSlice(n, e, length)
-
-			if step == 1 {
-				if start < 0 {
-					start = 0
-				}
-				if stop > length {
-					stop = length
-				}
-				if start >= stop {
-					return NewString(""), nil
-				}
-				return NewString(s[start:stop]), nil
-			}
-
-			if step == -1 {
-				if start >= length {
-					start = length - 1
-				}
-				if stop < -1 {
-					stop = -1
-				}
-				if start <= stop {
-					return NewString(""), nil
-				}
-				buf := make([]byte, 0, start-stop)
-				for i := start; i > stop; i-- {
-					buf = append(buf, s[i])
-				}
-				return NewString(string(buf)), nil
-			}
-			// Fall through to the general path for unusual steps.
-		}
-
-		runes := []rune(s)
-		length := len(runes)
-		start, stop, step := resolveSlice(n, e, length)
-		var result []rune
-		if step > 0 {
-			for i := start; i < stop; i += step {
-				if i >= 0 && i < length {
-					result = append(result, runes[i])
-				}
-			}
-		} else if step < 0 {
-			for i := start; i > stop; i += step {
-				if i >= 0 && i < length {
-					result = append(result, runes[i])
-				}
-			}
-		}
-		return NewString(string(result)), nil
+		return e.sliceString(n, obj.AsString()), nil
 	}
 
 	return Undefined(), nil
+}
+
+// sliceList evaluates the slice n of list.
+func (e *evaluator) sliceList(n *sliceExpr, list *List) Value {
+	length := list.Len()
+	start, stop, step := resolveSlice(n, e, length)
+
+	// Fast path for the overwhelmingly common step==1 case
+	// (e.g. messages[1:] in chat templates). A single allocation
+	// of the exact size avoids the geometric growth of append.
+	// Aliasing the source slice would be unsafe because List.Append
+	// could later mutate beyond Len() into the backing array.
+	if step == 1 {
+		if start < 0 {
+			start = 0
+		}
+		if stop > length {
+			stop = length
+		}
+		if start >= stop {
+			return NewList(nil)
+		}
+		items := make([]Value, stop-start)
+		copy(items, list.Items[start:stop])
+		return NewList(items)
+	}
+
+	var items []Value
+	if step > 0 {
+		// Pre-size to the maximum possible iteration count to
+		// avoid append's geometric growth allocations.
+		count := (stop - start + step - 1) / step
+		if count > 0 {
+			items = make([]Value, 0, count)
+		}
+		for i := start; i < stop; i += step {
+			if i >= 0 && i < length {
+				items = append(items, list.Items[i])
+			}
+		}
+	} else if step < 0 {
+		count := (start - stop - step - 1) / -step
+		if count > 0 {
+			items = make([]Value, 0, count)
+		}
+		for i := start; i > stop; i += step {
+			if i >= 0 && i < length {
+				items = append(items, list.Items[i])
+			}
+		}
+	}
+	return NewList(items)
+}
+
+// sliceString evaluates the slice n of s, by code point.
+func (e *evaluator) sliceString(n *sliceExpr, s string) Value {
+	// ASCII fast path. Most chat-template string slicing operates
+	// on tag/role names or message content that is ASCII; for those
+	// we can index by byte and skip the []rune conversion entirely.
+	// This is the dominant cost in the kronk dense profile because
+	// the system prompt can be tens of thousands of bytes.
+	if isASCII(s) {
+		if v, ok := e.sliceASCII(n, s); ok {
+			return v
+		}
+		// Fall through to the general path for unusual steps.
+	}
+
+	runes := []rune(s)
+	length := len(runes)
+	start, stop, step := resolveSlice(n, e, length)
+	var result []rune
+	if step > 0 {
+		for i := start; i < stop; i += step {
+			if i >= 0 && i < length {
+				result = append(result, runes[i])
+			}
+		}
+	} else if step < 0 {
+		for i := start; i > stop; i += step {
+			if i >= 0 && i < length {
+				result = append(result, runes[i])
+			}
+		}
+	}
+	return NewString(string(result))
+}
+
+// sliceASCII evaluates the slice n of the ASCII string s by byte when its
+// step is 1 or -1; ok is false for any other step.
+func (e *evaluator) sliceASCII(n *sliceExpr, s string) (v Value, ok bool) {
+	length := len(s)
+	start, stop, step := resolveSlice(n, e, length)
+
+	if step == 1 {
+		if start < 0 {
+			start = 0
+		}
+		if stop > length {
+			stop = length
+		}
+		if start >= stop {
+			return NewString(""), true
+		}
+		return NewString(s[start:stop]), true
+	}
+
+	if step == -1 {
+		if start >= length {
+			start = length - 1
+		}
+		if stop < -1 {
+			stop = -1
+		}
+		if start <= stop {
+			return NewString(""), true
+		}
+		buf := make([]byte, 0, start-stop)
+		for i := start; i > stop; i-- {
+			buf = append(buf, s[i])
+		}
+		return NewString(string(buf)), true
+	}
+	return Value{}, false
 }
 
 // isASCII reports whether s contains only 7-bit ASCII bytes. Used to
