@@ -134,51 +134,99 @@ func (e *evaluator) execIf(n *ifNode) error {
 	return nil
 }
 
+// forItems returns the values a for loop over iterVal visits: a list's
+// items, a dict's keys, a string's characters, nothing for anything else.
+func forItems(iterVal Value) ([]Value, error) {
+	switch {
+	case iterVal.IsList():
+		return iterVal.AsList().Items, nil
+	case iterVal.IsDict():
+		d := iterVal.AsDict()
+		items := make([]Value, 0, len(d.Keys))
+		for _, key := range d.Keys {
+			items = append(items, NewString(key))
+		}
+		return items, nil
+	case iterVal.IsString():
+		return stringRunes(iterVal.AsString())
+	default:
+		// Empty iteration.
+		return nil, nil
+	}
+}
+
+// filterForItems keeps the items for which the loop's filter (for x in xs
+// if cond) is truthy, evaluating it with the loop variable bound.
+func (e *evaluator) filterForItems(n *forNode, items []Value) ([]Value, error) {
+	var filtered []Value
+	for _, item := range items {
+		if err := e.b.step(); err != nil {
+			return nil, err
+		}
+		child := newScope(e.scope)
+		child.set(n.valVar, item)
+		old := e.scope
+		e.scope = child
+		fv, err := e.evalExpr(n.filterExpr)
+		e.scope = old
+		if err != nil {
+			return nil, err
+		}
+		if fv.IsTruthy() {
+			filtered = append(filtered, item)
+		}
+	}
+	return filtered, nil
+}
+
+// setLoopVars updates the loop object ld for iteration i over items.
+func setLoopVars(ld *Dict, items []Value, i int) {
+	total := int64(len(items))
+	idx := int64(i)
+	ld.Data["index"] = NewInt(idx + 1)
+	ld.Data["index0"] = NewInt(idx)
+	ld.Data["revindex"] = NewInt(total - idx)
+	ld.Data["revindex0"] = NewInt(total - idx - 1)
+	ld.Data["first"] = NewBool(i == 0)
+	ld.Data["last"] = NewBool(i == len(items)-1)
+
+	if i > 0 {
+		ld.Data["previtem"] = items[i-1]
+	} else {
+		ld.Data["previtem"] = Undefined()
+	}
+	if i < len(items)-1 {
+		ld.Data["nextitem"] = items[i+1]
+	} else {
+		ld.Data["nextitem"] = Undefined()
+	}
+
+	// cycle function — capture idx by value for closure correctness.
+	cycleIdx := idx
+	ld.Data["cycle"] = NewCallable("loop.cycle", func(args []Value, kwargs map[string]Value) (Value, error) {
+		if len(args) == 0 {
+			return Undefined(), nil
+		}
+		return args[int(cycleIdx)%len(args)], nil
+	})
+}
+
 func (e *evaluator) execFor(n *forNode) error {
 	iterVal, err := e.evalExpr(n.iter)
 	if err != nil {
 		return err
 	}
 
-	var items []Value
-	switch {
-	case iterVal.IsList():
-		items = iterVal.AsList().Items
-	case iterVal.IsDict():
-		d := iterVal.AsDict()
-		items = make([]Value, 0, len(d.Keys))
-		for _, key := range d.Keys {
-			items = append(items, NewString(key))
-		}
-	case iterVal.IsString():
-		if items, err = stringRunes(iterVal.AsString()); err != nil {
-			return err
-		}
-	default:
-		// Empty iteration.
+	items, err := forItems(iterVal)
+	if err != nil {
+		return err
 	}
 
 	// Apply filter if present.
 	if n.filterExpr != nil {
-		var filtered []Value
-		for _, item := range items {
-			if err := e.b.step(); err != nil {
-				return err
-			}
-			child := newScope(e.scope)
-			child.set(n.valVar, item)
-			old := e.scope
-			e.scope = child
-			fv, err := e.evalExpr(n.filterExpr)
-			e.scope = old
-			if err != nil {
-				return err
-			}
-			if fv.IsTruthy() {
-				filtered = append(filtered, item)
-			}
+		if items, err = e.filterForItems(n, items); err != nil {
+			return err
 		}
-		items = filtered
 	}
 
 	if len(items) == 0 {
@@ -221,33 +269,7 @@ func (e *evaluator) execFor(n *forNode) error {
 		}
 
 		// Update loop object for this iteration.
-		idx := int64(i)
-		ld.Data["index"] = NewInt(idx + 1)
-		ld.Data["index0"] = NewInt(idx)
-		ld.Data["revindex"] = NewInt(total - idx)
-		ld.Data["revindex0"] = NewInt(total - idx - 1)
-		ld.Data["first"] = NewBool(i == 0)
-		ld.Data["last"] = NewBool(i == len(items)-1)
-
-		if i > 0 {
-			ld.Data["previtem"] = items[i-1]
-		} else {
-			ld.Data["previtem"] = Undefined()
-		}
-		if i < len(items)-1 {
-			ld.Data["nextitem"] = items[i+1]
-		} else {
-			ld.Data["nextitem"] = Undefined()
-		}
-
-		// cycle function — capture idx by value for closure correctness.
-		cycleIdx := idx
-		ld.Data["cycle"] = NewCallable("loop.cycle", func(args []Value, kwargs map[string]Value) (Value, error) {
-			if len(args) == 0 {
-				return Undefined(), nil
-			}
-			return args[int(cycleIdx)%len(args)], nil
-		})
+		setLoopVars(ld, items, i)
 
 		old := e.scope
 		e.scope = child
