@@ -554,128 +554,132 @@ func (p *exprParser) parsePostfix() (expr, error) {
 	}
 
 	for {
-		t := p.peek()
-
-		// Attribute access: e.attr
-		if t.kind == tokDot {
+		switch p.peek().kind {
+		case tokDot: // Attribute access: e.attr
+			e, err = p.parseAttr(e)
+		case tokLBracket: // Subscript / slice: e[key] or e[start:stop]
+			e, err = p.parseSubscript(e)
+		case tokLParen: // Function call: e(args)
 			p.advance()
-			attrTok := p.advance()
-			if attrTok.kind != tokName && attrTok.kind != tokInt {
-				return nil, fmt.Errorf("expected attribute name after '.', got %q", attrTok.val)
+			args, kwargs, cerr := p.parseCallArgs()
+			if cerr != nil {
+				return nil, cerr
 			}
-
-			// Check if this is a method call: e.method(args)
-			if p.peek().kind == tokLParen {
-				p.advance()
-				args, kwargs, err := p.parseCallArgs()
-				if err != nil {
-					return nil, err
-				}
-				e = &callExpr{
-					fn:     &attrExpr{obj: e, attr: attrTok.val},
-					args:   args,
-					kwargs: kwargs,
-				}
-			} else {
-				e = &attrExpr{obj: e, attr: attrTok.val}
-			}
-			continue
+			e = &callExpr{fn: e, args: args, kwargs: kwargs}
+		case tokPipe: // Filter: e | filtername or e | filtername(args)
+			e, err = p.parseFilter(e)
+		default:
+			return e, nil
 		}
-
-		// Subscript / slice: e[key] or e[start:stop]
-		if t.kind == tokLBracket {
-			p.advance()
-
-			// Check for slice: e[start:stop:step]
-			var startExpr, stopExpr, stepExpr expr
-			isSlice := false
-
-			if p.peek().kind == tokColon {
-				isSlice = true
-			} else {
-				startExpr, err = p.parseExpression()
-				if err != nil {
-					return nil, err
-				}
-				if p.peek().kind == tokColon {
-					isSlice = true
-				}
-			}
-
-			if isSlice {
-				if p.peek().kind == tokColon {
-					p.advance()
-				}
-				if p.peek().kind != tokRBracket && p.peek().kind != tokColon {
-					stopExpr, err = p.parseExpression()
-					if err != nil {
-						return nil, err
-					}
-				}
-				if p.peek().kind == tokColon {
-					p.advance()
-					if p.peek().kind != tokRBracket {
-						stepExpr, err = p.parseExpression()
-						if err != nil {
-							return nil, err
-						}
-					}
-				}
-				if _, err := p.expect(tokRBracket, "]"); err != nil {
-					return nil, err
-				}
-				e = &sliceExpr{obj: e, start: startExpr, stop: stopExpr, step: stepExpr}
-			} else {
-				if _, err := p.expect(tokRBracket, "]"); err != nil {
-					return nil, err
-				}
-				e = &itemExpr{obj: e, key: startExpr}
-			}
-			continue
+		if err != nil {
+			return nil, err
 		}
+	}
+}
 
-		// Function call: e(args)
-		if t.kind == tokLParen {
-			p.advance()
-			args, kwargs, err := p.parseCallArgs()
+// parseAttr parses ".attr" or ".method(args)" after e; the parser stands
+// on the dot.
+func (p *exprParser) parseAttr(e expr) (expr, error) {
+	p.advance()
+	attrTok := p.advance()
+	if attrTok.kind != tokName && attrTok.kind != tokInt {
+		return nil, fmt.Errorf("expected attribute name after '.', got %q", attrTok.val)
+	}
+
+	// Check if this is a method call: e.method(args)
+	if p.peek().kind == tokLParen {
+		p.advance()
+		args, kwargs, err := p.parseCallArgs()
+		if err != nil {
+			return nil, err
+		}
+		return &callExpr{
+			fn:     &attrExpr{obj: e, attr: attrTok.val},
+			args:   args,
+			kwargs: kwargs,
+		}, nil
+	}
+	return &attrExpr{obj: e, attr: attrTok.val}, nil
+}
+
+// parseSubscript parses "[key]" or "[start:stop:step]" after e; the parser
+// stands on the bracket.
+func (p *exprParser) parseSubscript(e expr) (expr, error) {
+	p.advance()
+
+	// Check for slice: e[start:stop:step]
+	var startExpr, stopExpr, stepExpr expr
+	var err error
+	isSlice := false
+
+	if p.peek().kind == tokColon {
+		isSlice = true
+	} else {
+		startExpr, err = p.parseExpression()
+		if err != nil {
+			return nil, err
+		}
+		if p.peek().kind == tokColon {
+			isSlice = true
+		}
+	}
+
+	if !isSlice {
+		if _, err := p.expect(tokRBracket, "]"); err != nil {
+			return nil, err
+		}
+		return &itemExpr{obj: e, key: startExpr}, nil
+	}
+	if p.peek().kind == tokColon {
+		p.advance()
+	}
+	if p.peek().kind != tokRBracket && p.peek().kind != tokColon {
+		stopExpr, err = p.parseExpression()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if p.peek().kind == tokColon {
+		p.advance()
+		if p.peek().kind != tokRBracket {
+			stepExpr, err = p.parseExpression()
 			if err != nil {
 				return nil, err
 			}
-			e = &callExpr{fn: e, args: args, kwargs: kwargs}
-			continue
 		}
+	}
+	if _, err := p.expect(tokRBracket, "]"); err != nil {
+		return nil, err
+	}
+	return &sliceExpr{obj: e, start: startExpr, stop: stopExpr, step: stepExpr}, nil
+}
 
-		// Filter: e | filtername or e | filtername(args)
-		if t.kind == tokPipe {
-			p.advance()
-			filterTok := p.advance()
-			if filterTok.kind != tokName {
-				return nil, fmt.Errorf("expected filter name after '|', got %q", filterTok.val)
-			}
-
-			var filterArgs []expr
-			var filterKwargs []kwarg
-			if p.peek().kind == tokLParen {
-				p.advance()
-				filterArgs, filterKwargs, err = p.parseCallArgs()
-				if err != nil {
-					return nil, err
-				}
-			}
-
-			e = &filterExpr{
-				expr:   e,
-				name:   filterTok.val,
-				args:   filterArgs,
-				kwargs: filterKwargs,
-			}
-			continue
-		}
-
-		break
+// parseFilter parses "| name" or "| name(args)" after e; the parser stands
+// on the pipe.
+func (p *exprParser) parseFilter(e expr) (expr, error) {
+	p.advance()
+	filterTok := p.advance()
+	if filterTok.kind != tokName {
+		return nil, fmt.Errorf("expected filter name after '|', got %q", filterTok.val)
 	}
 
-	return e, nil
+	var filterArgs []expr
+	var filterKwargs []kwarg
+	if p.peek().kind == tokLParen {
+		p.advance()
+		var err error
+		filterArgs, filterKwargs, err = p.parseCallArgs()
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	return &filterExpr{
+		expr:   e,
+		name:   filterTok.val,
+		args:   filterArgs,
+		kwargs: filterKwargs,
+	}, nil
 }
 
 func (p *exprParser) parseAtom() (expr, error) {
