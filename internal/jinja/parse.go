@@ -731,87 +731,17 @@ func (p *exprParser) parseAtom() (expr, error) {
 
 	// Parenthesized expression or tuple.
 	if t.kind == tokLParen {
-		p.advance()
-		if p.peek().kind == tokRParen {
-			p.advance()
-			return &listExpr{items: nil}, nil
-		}
-		e, err := p.parseExpression()
-		if err != nil {
-			return nil, err
-		}
-
-		// Check if tuple: (a, b, ...)
-		if p.peek().kind == tokComma {
-			items := []expr{e}
-			for p.peek().kind == tokComma {
-				p.advance()
-				if p.peek().kind == tokRParen {
-					break
-				}
-				item, err := p.parseExpression()
-				if err != nil {
-					return nil, err
-				}
-				items = append(items, item)
-			}
-			if _, err := p.expect(tokRParen, ")"); err != nil {
-				return nil, err
-			}
-			return &listExpr{items: items}, nil
-		}
-
-		if _, err := p.expect(tokRParen, ")"); err != nil {
-			return nil, err
-		}
-		return e, nil
+		return p.parseParen()
 	}
 
 	// List literal: [a, b, ...]
 	if t.kind == tokLBracket {
-		p.advance()
-		var items []expr
-		for p.peek().kind != tokRBracket && p.peek().kind != tokEOF {
-			item, err := p.parseExpression()
-			if err != nil {
-				return nil, err
-			}
-			items = append(items, item)
-			if p.peek().kind == tokComma {
-				p.advance()
-			}
-		}
-		if _, err := p.expect(tokRBracket, "]"); err != nil {
-			return nil, err
-		}
-		return &listExpr{items: items}, nil
+		return p.parseListLit()
 	}
 
 	// Dict literal: {k: v, ...}
 	if t.kind == tokLBrace {
-		p.advance()
-		var pairs []dictPair
-		for p.peek().kind != tokRBrace && p.peek().kind != tokEOF {
-			key, err := p.parseExpression()
-			if err != nil {
-				return nil, err
-			}
-			if _, err := p.expect(tokColon, ":"); err != nil {
-				return nil, err
-			}
-			value, err := p.parseExpression()
-			if err != nil {
-				return nil, err
-			}
-			pairs = append(pairs, dictPair{key: key, value: value})
-			if p.peek().kind == tokComma {
-				p.advance()
-			}
-		}
-		if _, err := p.expect(tokRBrace, "}"); err != nil {
-			return nil, err
-		}
-		return &dictExpr{pairs: pairs}, nil
+		return p.parseDictLit()
 	}
 
 	// Negative number: handle case where we get here with "-" as op token.
@@ -825,6 +755,94 @@ func (p *exprParser) parseAtom() (expr, error) {
 	}
 
 	return nil, fmt.Errorf("unexpected token %q (kind=%d)", t.val, t.kind)
+}
+
+// parseParen parses "(e)", "()" or a tuple "(a, b, ...)"; the parser stands
+// on the parenthesis.
+func (p *exprParser) parseParen() (expr, error) {
+	p.advance()
+	if p.peek().kind == tokRParen {
+		p.advance()
+		return &listExpr{items: nil}, nil
+	}
+	e, err := p.parseExpression()
+	if err != nil {
+		return nil, err
+	}
+
+	// Check if tuple: (a, b, ...)
+	if p.peek().kind == tokComma {
+		items := []expr{e}
+		for p.peek().kind == tokComma {
+			p.advance()
+			if p.peek().kind == tokRParen {
+				break
+			}
+			item, err := p.parseExpression()
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, item)
+		}
+		if _, err := p.expect(tokRParen, ")"); err != nil {
+			return nil, err
+		}
+		return &listExpr{items: items}, nil
+	}
+
+	if _, err := p.expect(tokRParen, ")"); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// parseListLit parses a list literal [a, b, ...]; the parser stands on the
+// bracket.
+func (p *exprParser) parseListLit() (expr, error) {
+	p.advance()
+	var items []expr
+	for p.peek().kind != tokRBracket && p.peek().kind != tokEOF {
+		item, err := p.parseExpression()
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, item)
+		if p.peek().kind == tokComma {
+			p.advance()
+		}
+	}
+	if _, err := p.expect(tokRBracket, "]"); err != nil {
+		return nil, err
+	}
+	return &listExpr{items: items}, nil
+}
+
+// parseDictLit parses a dict literal {k: v, ...}; the parser stands on the
+// brace.
+func (p *exprParser) parseDictLit() (expr, error) {
+	p.advance()
+	var pairs []dictPair
+	for p.peek().kind != tokRBrace && p.peek().kind != tokEOF {
+		key, err := p.parseExpression()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.expect(tokColon, ":"); err != nil {
+			return nil, err
+		}
+		value, err := p.parseExpression()
+		if err != nil {
+			return nil, err
+		}
+		pairs = append(pairs, dictPair{key: key, value: value})
+		if p.peek().kind == tokComma {
+			p.advance()
+		}
+	}
+	if _, err := p.expect(tokRBrace, "}"); err != nil {
+		return nil, err
+	}
+	return &dictExpr{pairs: pairs}, nil
 }
 
 func (p *exprParser) parseCallArgs() ([]expr, []kwarg, error) {
