@@ -41,6 +41,69 @@ type tok struct {
 	val  string
 }
 
+// scanString scans the string literal that starts at s[i] (its quote) and
+// returns its token, unescaped, and the index after the closing quote. An
+// unterminated literal runs to the end of s.
+func scanString(s string, i int) (tok, int) {
+	quote := s[i]
+	i++
+	var b strings.Builder
+	for i < len(s) && s[i] != quote {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+			switch s[i] {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case '\\':
+				b.WriteByte('\\')
+			case '\'':
+				b.WriteByte('\'')
+			case '"':
+				b.WriteByte('"')
+			default:
+				b.WriteByte('\\')
+				b.WriteByte(s[i])
+			}
+		} else {
+			b.WriteByte(s[i])
+		}
+		i++
+	}
+	if i < len(s) {
+		i++ // skip closing quote
+	}
+	return tok{kind: tokString, val: b.String()}, i
+}
+
+// scanNumber scans the integer or float literal that starts at s[i] (a
+// digit) and returns its token and the index after it.
+func scanNumber(s string, i int) (tok, int) {
+	start := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i < len(s) && s[i] == '.' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9' {
+		i++
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		// Handle scientific notation.
+		if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+			i++
+			if i < len(s) && (s[i] == '+' || s[i] == '-') {
+				i++
+			}
+			for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+				i++
+			}
+		}
+		return tok{kind: tokFloat, val: s[start:i]}, i
+	}
+	return tok{kind: tokInt, val: s[start:i]}, i
+}
+
 func tokenizeExpr(s string) []tok {
 	var tokens []tok
 	i := 0
@@ -56,64 +119,17 @@ func tokenizeExpr(s string) []tok {
 
 		// String literals.
 		if ch == '\'' || ch == '"' {
-			quote := ch
-			i++
-			var b strings.Builder
-			for i < len(s) && s[i] != quote {
-				if s[i] == '\\' && i+1 < len(s) {
-					i++
-					switch s[i] {
-					case 'n':
-						b.WriteByte('\n')
-					case 't':
-						b.WriteByte('\t')
-					case '\\':
-						b.WriteByte('\\')
-					case '\'':
-						b.WriteByte('\'')
-					case '"':
-						b.WriteByte('"')
-					default:
-						b.WriteByte('\\')
-						b.WriteByte(s[i])
-					}
-				} else {
-					b.WriteByte(s[i])
-				}
-				i++
-			}
-			if i < len(s) {
-				i++ // skip closing quote
-			}
-			tokens = append(tokens, tok{kind: tokString, val: b.String()})
+			var t tok
+			t, i = scanString(s, i)
+			tokens = append(tokens, t)
 			continue
 		}
 
 		// Numbers.
 		if ch >= '0' && ch <= '9' {
-			start := i
-			for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-				i++
-			}
-			if i < len(s) && s[i] == '.' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9' {
-				i++
-				for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-					i++
-				}
-				// Handle scientific notation.
-				if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-					i++
-					if i < len(s) && (s[i] == '+' || s[i] == '-') {
-						i++
-					}
-					for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-						i++
-					}
-				}
-				tokens = append(tokens, tok{kind: tokFloat, val: s[start:i]})
-			} else {
-				tokens = append(tokens, tok{kind: tokInt, val: s[start:i]})
-			}
+			var t tok
+			t, i = scanNumber(s, i)
+			tokens = append(tokens, t)
 			continue
 		}
 
