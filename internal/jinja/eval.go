@@ -1123,54 +1123,12 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 	s := obj.AsString()
 
 	switch method {
-	case "strip":
-		return e.makeStringFunc("strip", func(args []Value, kwargs map[string]Value) (Value, error) {
-			if len(args) > 0 {
-				return NewString(strings.Trim(s, printValue(args[0]))), nil
-			}
-			return NewString(strings.TrimSpace(s)), nil
-		}), nil
-
-	case "lstrip":
-		return e.makeStringFunc("lstrip", func(args []Value, kwargs map[string]Value) (Value, error) {
-			if len(args) > 0 {
-				return NewString(strings.TrimLeft(s, printValue(args[0]))), nil
-			}
-			return NewString(strings.TrimLeftFunc(s, func(r rune) bool {
-				return r == ' ' || r == '\t' || r == '\n' || r == '\r'
-			})), nil
-		}), nil
-
-	case "rstrip":
-		return e.makeStringFunc("rstrip", func(args []Value, kwargs map[string]Value) (Value, error) {
-			if len(args) > 0 {
-				return NewString(strings.TrimRight(s, printValue(args[0]))), nil
-			}
-			return NewString(strings.TrimRightFunc(s, func(r rune) bool {
-				return r == ' ' || r == '\t' || r == '\n' || r == '\r'
-			})), nil
-		}), nil
+	case "strip", "lstrip", "rstrip":
+		return e.stripMethod(s, method), nil
 
 	case "split":
 		return e.makeStringFunc("split", func(args []Value, kwargs map[string]Value) (Value, error) {
-			if len(args) == 0 {
-				parts := strings.Fields(s)
-				items := make([]Value, len(parts))
-				for i, p := range parts {
-					items[i] = NewString(p)
-				}
-				return NewList(items), nil
-			}
-			sep := printValue(args[0])
-			if err := checkItems(int64(strings.Count(s, sep)) + 1); err != nil {
-				return Undefined(), err
-			}
-			parts := strings.Split(s, sep)
-			items := make([]Value, len(parts))
-			for i, p := range parts {
-				items[i] = NewString(p)
-			}
-			return NewList(items), nil
+			return strSplit(s, args)
 		}), nil
 
 	case "startswith":
@@ -1215,18 +1173,7 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 
 	case "title":
 		return e.makeStringFunc("title", func(args []Value, kwargs map[string]Value) (Value, error) {
-			// Simple title case: capitalize first letter of each word.
-			runes := []rune(s)
-			inWord := false
-			for i, r := range runes {
-				if r == ' ' || r == '\t' || r == '\n' {
-					inWord = false
-				} else if !inWord {
-					runes[i] = []rune(strings.ToUpper(string(r)))[0]
-					inWord = true
-				}
-			}
-			return NewString(string(runes)), nil
+			return NewString(strTitle(s)), nil
 		}), nil
 
 	case "capitalize":
@@ -1257,21 +1204,98 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 
 	case "format":
 		return e.makeStringFunc("format", func(args []Value, kwargs map[string]Value) (Value, error) {
-			result := s
-			for i, arg := range args {
-				placeholder := fmt.Sprintf("{%d}", i)
-				r, err := replaceBounded(result, placeholder, printValue(arg), -1)
-				if err != nil {
-					return Undefined(), err
-				}
-				result = r.AsString()
-				result = strings.Replace(result, "{}", printValue(arg), 1)
-			}
-			return NewString(result), nil
+			return strFormat(s, args)
 		}), nil
 	}
 
 	return Undefined(), nil
+}
+
+// stripMethod returns the bound method str.strip, str.lstrip or str.rstrip
+// (method) of s.
+func (e *evaluator) stripMethod(s, method string) Value {
+	switch method {
+	case "lstrip":
+		return e.makeStringFunc("lstrip", func(args []Value, kwargs map[string]Value) (Value, error) {
+			if len(args) > 0 {
+				return NewString(strings.TrimLeft(s, printValue(args[0]))), nil
+			}
+			return NewString(strings.TrimLeftFunc(s, func(r rune) bool {
+				return r == ' ' || r == '\t' || r == '\n' || r == '\r'
+			})), nil
+		})
+
+	case "rstrip":
+		return e.makeStringFunc("rstrip", func(args []Value, kwargs map[string]Value) (Value, error) {
+			if len(args) > 0 {
+				return NewString(strings.TrimRight(s, printValue(args[0]))), nil
+			}
+			return NewString(strings.TrimRightFunc(s, func(r rune) bool {
+				return r == ' ' || r == '\t' || r == '\n' || r == '\r'
+			})), nil
+		})
+	}
+	return e.makeStringFunc("strip", func(args []Value, kwargs map[string]Value) (Value, error) {
+		if len(args) > 0 {
+			return NewString(strings.Trim(s, printValue(args[0]))), nil
+		}
+		return NewString(strings.TrimSpace(s)), nil
+	})
+}
+
+// strSplit is str.split: on whitespace runs without an argument, else on
+// the separator args[0] (refused when the parts would exceed MaxItems).
+func strSplit(s string, args []Value) (Value, error) {
+	if len(args) == 0 {
+		parts := strings.Fields(s)
+		items := make([]Value, len(parts))
+		for i, p := range parts {
+			items[i] = NewString(p)
+		}
+		return NewList(items), nil
+	}
+	sep := printValue(args[0])
+	if err := checkItems(int64(strings.Count(s, sep)) + 1); err != nil {
+		return Undefined(), err
+	}
+	parts := strings.Split(s, sep)
+	items := make([]Value, len(parts))
+	for i, p := range parts {
+		items[i] = NewString(p)
+	}
+	return NewList(items), nil
+}
+
+// strTitle is a simple str.title: it capitalizes the first letter of each
+// word.
+func strTitle(s string) string {
+	runes := []rune(s)
+	inWord := false
+	for i, r := range runes {
+		if r == ' ' || r == '\t' || r == '\n' {
+			inWord = false
+		} else if !inWord {
+			runes[i] = []rune(strings.ToUpper(string(r)))[0]
+			inWord = true
+		}
+	}
+	return string(runes)
+}
+
+// strFormat is str.format: {i} becomes args[i] and the first remaining {}
+// the next argument, bounded like replace.
+func strFormat(s string, args []Value) (Value, error) {
+	result := s
+	for i, arg := range args {
+		placeholder := fmt.Sprintf("{%d}", i)
+		r, err := replaceBounded(result, placeholder, printValue(arg), -1)
+		if err != nil {
+			return Undefined(), err
+		}
+		result = r.AsString()
+		result = strings.Replace(result, "{}", printValue(arg), 1)
+	}
+	return NewString(result), nil
 }
 
 func (e *evaluator) makeStringFunc(name string, fn func([]Value, map[string]Value) (Value, error)) Value {
