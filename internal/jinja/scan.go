@@ -28,184 +28,44 @@ func scan(source string) ([]segment, error) {
 	var segs []segment
 
 	// Position tracking.
-	line := 1
-	col := 1
-	i := 0
+	pos := scanPos{line: 1, col: 1}
 	textStart := 0
 	textLine := 1
 	textCol := 1
 
-	for i < len(source) {
+	for pos.i < len(source) {
 		// Look for a two-character tag opener starting with '{'.
-		if source[i] != '{' || i+1 >= len(source) {
-			if source[i] == '\n' {
-				line++
-				col = 1
-			} else {
-				col++
-			}
-			i++
+		if source[pos.i] != '{' || pos.i+1 >= len(source) {
+			pos.step(source)
 			continue
 		}
 
-		next := source[i+1]
-		var kind segKind
-		var closer string
-
-		switch next {
-		case '{':
-			kind = segExpr
-			closer = "}}"
-		case '%':
-			kind = segStmt
-			closer = "%}"
-		case '#':
-			kind = segComment
-			closer = "#}"
-		default:
-			if source[i] == '\n' {
-				line++
-				col = 1
-			} else {
-				col++
-			}
-			i++
+		kind, closer, ok := tagOpener(source[pos.i+1])
+		if !ok {
+			pos.step(source)
 			continue
 		}
 
 		// Emit any accumulated text before this tag.
-		if i > textStart {
+		if pos.i > textStart {
 			segs = append(segs, segment{
 				kind: segText,
-				text: source[textStart:i],
+				text: source[textStart:pos.i],
 				line: textLine,
 				col:  textCol,
 			})
 		}
 
-		tagLine := line
-		tagCol := col
-
-		// Skip past the two-character opener.
-		i += 2
-		col += 2
-
-		// Check for the trim flag immediately after the opener.
-		trimLeft := false
-		if i < len(source) && source[i] == '-' {
-			trimLeft = true
-			i++
-			col++
+		seg, err := scanTag(source, &pos, kind, closer)
+		if err != nil {
+			return nil, err
 		}
-
-		contentStart := i
-
-		// Scan forward for the matching closer, respecting quoted strings.
-		trimRight := false
-		found := false
-
-		for i < len(source) {
-			ch := source[i]
-
-			// Handle quoted strings so that closers inside them are ignored.
-			// Comments are raw text until #}, so don't treat quotes specially there.
-			if kind != segComment && (ch == '\'' || ch == '"') {
-				quote := ch
-				if ch == '\n' {
-					line++
-					col = 1
-				} else {
-					col++
-				}
-				i++
-				for i < len(source) && source[i] != quote {
-					if source[i] == '\\' && i+1 < len(source) {
-						// Skip escaped character.
-						if source[i+1] == '\n' {
-							line++
-							col = 1
-						} else {
-							col++
-						}
-						i++
-					}
-					if source[i] == '\n' {
-						line++
-						col = 1
-					} else {
-						col++
-					}
-					i++
-				}
-				if i < len(source) {
-					// Skip closing quote.
-					col++
-					i++
-				}
-				continue
-			}
-
-			// Check for trim-right flag followed by the closer.
-			if ch == '-' && i+2 < len(source) && source[i+1] == closer[0] && source[i+2] == closer[1] {
-				trimRight = true
-				contentEnd := i
-				i += 3
-				col += 3
-
-				segs = append(segs, segment{
-					kind:      kind,
-					text:      source[contentStart:contentEnd],
-					trimLeft:  trimLeft,
-					trimRight: trimRight,
-					line:      tagLine,
-					col:       tagCol,
-				})
-				found = true
-				break
-			}
-
-			// Check for the two-character closer.
-			if i+1 < len(source) && ch == closer[0] && source[i+1] == closer[1] {
-				contentEnd := i
-				i += 2
-				col += 2
-
-				segs = append(segs, segment{
-					kind:      kind,
-					text:      source[contentStart:contentEnd],
-					trimLeft:  trimLeft,
-					trimRight: trimRight,
-					line:      tagLine,
-					col:       tagCol,
-				})
-				found = true
-				break
-			}
-
-			if ch == '\n' {
-				line++
-				col = 1
-			} else {
-				col++
-			}
-			i++
-		}
-
-		if !found {
-			tagKind := "expression"
-			switch kind {
-			case segStmt:
-				tagKind = "statement"
-			case segComment:
-				tagKind = "comment"
-			}
-			return nil, fmt.Errorf("unclosed %s tag at line %d, col %d", tagKind, tagLine, tagCol)
-		}
+		segs = append(segs, seg)
 
 		// Next text segment starts here.
-		textStart = i
-		textLine = line
-		textCol = col
+		textStart = pos.i
+		textLine = pos.line
+		textCol = pos.col
 	}
 
 	// Emit any trailing text.
@@ -219,4 +79,126 @@ func scan(source string) ([]segment, error) {
 	}
 
 	return segs, nil
+}
+
+// scanPos is the scanner's position: the byte index i and its line and
+// column.
+type scanPos struct {
+	i, line, col int
+}
+
+// step moves past source[p.i], counting a newline as a new line.
+func (p *scanPos) step(source string) {
+	if source[p.i] == '\n' {
+		p.line++
+		p.col = 1
+	} else {
+		p.col++
+	}
+	p.i++
+}
+
+// tagOpener returns the kind and the closer of the tag whose opener is '{'
+// followed by next; ok is false when "{"+next opens no tag.
+func tagOpener(next byte) (kind segKind, closer string, ok bool) {
+	switch next {
+	case '{':
+		return segExpr, "}}", true
+	case '%':
+		return segStmt, "%}", true
+	case '#':
+		return segComment, "#}", true
+	}
+	return 0, "", false
+}
+
+// scanTag scans the tag of the given kind whose opener p stands on, up to
+// and including its closer, and returns it as a segment; p ends after the
+// closer. A tag without its closer is an error naming its line and column.
+func scanTag(source string, p *scanPos, kind segKind, closer string) (segment, error) {
+	tagLine := p.line
+	tagCol := p.col
+
+	// Skip past the two-character opener.
+	p.i += 2
+	p.col += 2
+
+	// Check for the trim flag immediately after the opener.
+	trimLeft := false
+	if p.i < len(source) && source[p.i] == '-' {
+		trimLeft = true
+		p.i++
+		p.col++
+	}
+
+	contentStart := p.i
+
+	// Scan forward for the matching closer, respecting quoted strings.
+	for p.i < len(source) {
+		ch := source[p.i]
+
+		// Handle quoted strings so that closers inside them are ignored.
+		// Comments are raw text until #}, so don't treat quotes specially there.
+		if kind != segComment && (ch == '\'' || ch == '"') {
+			skipQuoted(source, p)
+			continue
+		}
+
+		// Check for trim-right flag followed by the closer, then for the
+		// two-character closer.
+		trimRight := ch == '-' && p.i+2 < len(source) && source[p.i+1] == closer[0] && source[p.i+2] == closer[1]
+		if trimRight || (p.i+1 < len(source) && ch == closer[0] && source[p.i+1] == closer[1]) {
+			contentEnd := p.i
+			n := 2
+			if trimRight {
+				n = 3
+			}
+			p.i += n
+			p.col += n
+			return segment{
+				kind:      kind,
+				text:      source[contentStart:contentEnd],
+				trimLeft:  trimLeft,
+				trimRight: trimRight,
+				line:      tagLine,
+				col:       tagCol,
+			}, nil
+		}
+
+		p.step(source)
+	}
+
+	tagKind := "expression"
+	switch kind {
+	case segStmt:
+		tagKind = "statement"
+	case segComment:
+		tagKind = "comment"
+	}
+	return segment{}, fmt.Errorf("unclosed %s tag at line %d, col %d", tagKind, tagLine, tagCol)
+}
+
+// skipQuoted moves p past the quoted string it stands on (its opening
+// quote), escapes included, and past the closing quote if there is one.
+func skipQuoted(source string, p *scanPos) {
+	quote := source[p.i]
+	p.step(source)
+	for p.i < len(source) && source[p.i] != quote {
+		if source[p.i] == '\\' && p.i+1 < len(source) {
+			// Skip escaped character.
+			if source[p.i+1] == '\n' {
+				p.line++
+				p.col = 1
+			} else {
+				p.col++
+			}
+			p.i++
+		}
+		p.step(source)
+	}
+	if p.i < len(source) {
+		// Skip closing quote.
+		p.col++
+		p.i++
+	}
 }
