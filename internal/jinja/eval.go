@@ -113,7 +113,7 @@ func (e *evaluator) execNode(n node) error {
 		return errContinue
 
 	default:
-		return fmt.Errorf("unknown node type %T", n)
+		return fmt.Errorf("unknown node type %s (%T)", n.nodeType(), n)
 	}
 }
 
