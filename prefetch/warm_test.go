@@ -315,6 +315,9 @@ func TestWarmWithdrawnOnCancel(t *testing.T) {
 		done <- st
 	}()
 	disk.waitStarted(t) // the lane is reading the first expert
+	// Cancel only once a read waits behind it in the queue: Warm may not
+	// have offered the second read yet when the first one starts.
+	waitWarm(t, p, func(ws warmstart.Stats) bool { return ws.Issued >= 2 })
 	cancel()
 	<-done
 	disk.let()
