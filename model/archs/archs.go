@@ -7,6 +7,7 @@ package archs
 import (
 	_ "github.com/pipe-engine/pipe/model/deepseek2" // registers deepseek2
 	_ "github.com/pipe-engine/pipe/model/gemma4"    // registers gemma4
+	_ "github.com/pipe-engine/pipe/model/glm4moe"   // registers glm4moe
 	_ "github.com/pipe-engine/pipe/model/gptoss"    // registers gpt-oss
 	_ "github.com/pipe-engine/pipe/model/lfm2moe"   // registers lfm2moe
 	_ "github.com/pipe-engine/pipe/model/olmoe"     // registers olmoe
