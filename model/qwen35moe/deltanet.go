@@ -3,7 +3,10 @@ package qwen35moe
 // deltanet.go: the gated delta-net layer (linear attention with a
 // recurrent state and a short causal convolution), llama.cpp's
 // build_layer_attn_linear with the fused ggml_gated_delta_net its CPU
-// backend runs for prompts and single tokens alike.
+// backend runs for prompts and single tokens alike. LoadDeltaNet and
+// Projections are exported for qwen3next, whose delta-net differs only in
+// how its input projections are stored and how value heads share key
+// heads.
 
 import (
 	"fmt"
@@ -18,18 +21,18 @@ import (
 // S×S matrix per value head, row j holding column j of the delta rule's
 // state (ggml's layout).
 type deltaNet struct {
-	norm        []float32    // attn_norm
-	qkv, z      model.Weight // attn_qkv (C rows), attn_gate (V rows)
-	beta, alpha model.Weight // ssm_beta, ssm_alpha (nv rows)
-	dt, a       []float32    // ssm_dt.bias, ssm_a (-exp(A_log)), nv each
-	conv        []float32    // ssm_conv1d: C rows of K taps
-	ssmNorm     []float32    // ssm_norm: S
-	out         model.Weight // ssm_out: E rows of V
-	pool        *kernels.Pool
+	norm    []float32   // attn_norm
+	in      Projections // q|k|v, z, β and α from the normed input
+	dt, a   []float32   // ssm_dt.bias, ssm_a (-exp(A_log)), nv each
+	conv    []float32   // ssm_conv1d: C rows of K taps
+	ssmNorm []float32   // ssm_norm: S
+	out     model.Weight
+	pool    *kernels.Pool
 
-	K      int // convolution taps (ssm.conv_kernel)
-	S      int // head width (ssm.state_size), keys and values
-	nk, nv int // key heads (ssm.group_count), value heads (ssm.time_step_rank)
+	K       int  // convolution taps (ssm.conv_kernel)
+	S       int  // head width (ssm.state_size), keys and values
+	nk, nv  int  // key heads (ssm.group_count), value heads (ssm.time_step_rank)
+	grouped bool // value head h reads key head h/(nv/nk), else h mod nk
 
 	job recurJob // the recurrence's arguments, kept with its bound method
 }
@@ -43,16 +46,48 @@ func (d *deltaNet) V() int { return d.nv * d.S }
 // StateFloats implements model.Mixer.
 func (d *deltaNet) StateFloats() int { return (d.K-1)*d.C() + d.nv*d.S*d.S }
 
-// loadDeltaNet reads layer l's delta-net tensors.
-func loadDeltaNet(ld *model.Loader, l, E int, g model.SSMGeom, pool *kernels.Pool) *deltaNet {
+// Projections computes a delta-net layer's input projections of a pass's
+// p.N tokens from h = RMSNorm(x)·attn_norm (p.N × n_embd), before any
+// activation: mixed (p.N × C: the q, k and v heads, the convolution's
+// channels), z (p.N × V: the output gate), beta and alpha (p.N × value
+// heads, in value-head order).
+type Projections interface {
+	Project(p *model.Pass, h, mixed, z, beta, alpha []float32) error
+}
+
+// separate are qwen35moe's input projections: one matrix each.
+type separate struct {
+	qkv, z      model.Weight // attn_qkv (C rows), attn_gate (V rows)
+	beta, alpha model.Weight // ssm_beta, ssm_alpha (nv rows)
+}
+
+// Project implements Projections.
+func (s *separate) Project(p *model.Pass, h, mixed, z, beta, alpha []float32) error {
+	return p.Project(h, []*model.Weight{&s.qkv, &s.z, &s.beta, &s.alpha}, [][]float32{mixed, z, beta, alpha})
+}
+
+// loadDeltaNet reads layer l's delta-net tensors, qwen35moe's: separate
+// projections, value head h reading key head h mod nk.
+func loadDeltaNet(ld *model.Loader, l, E int, g model.SSMGeom, pool *kernels.Pool) model.Mixer {
 	p := fmt.Sprintf("blk.%d.", l)
-	d := &deltaNet{K: g.ConvKernel, S: g.StateSize, nk: g.GroupCount, nv: g.TimeStepRank, pool: pool}
+	C, V, nv := 2*g.GroupCount*g.StateSize+g.TimeStepRank*g.StateSize, g.TimeStepRank*g.StateSize, g.TimeStepRank
+	in := &separate{
+		qkv: ld.Matrix(p+"attn_qkv.weight", E, C), z: ld.Matrix(p+"attn_gate.weight", E, V),
+		beta: ld.Matrix(p+"ssm_beta.weight", E, nv), alpha: ld.Matrix(p+"ssm_alpha.weight", E, nv),
+	}
+	return LoadDeltaNet(ld, l, E, g, pool, in, false)
+}
+
+// LoadDeltaNet reads layer l's delta-net tensors beside its input
+// projections in (attn_norm, ssm_conv1d, ssm_dt.bias, ssm_a, ssm_norm,
+// ssm_out) and returns the layer's mixer. With grouped, value head h reads
+// key head h/(nv/nk), the value heads grouped by key head (qwen3next's
+// repeat-interleave); otherwise key head h mod nk (qwen35moe's tiling).
+func LoadDeltaNet(ld *model.Loader, l, E int, g model.SSMGeom, pool *kernels.Pool, in Projections, grouped bool) model.Mixer {
+	p := fmt.Sprintf("blk.%d.", l)
+	d := &deltaNet{K: g.ConvKernel, S: g.StateSize, nk: g.GroupCount, nv: g.TimeStepRank, pool: pool, in: in, grouped: grouped}
 	C, V := d.C(), d.V()
 	d.norm = ld.Vector(p+"attn_norm.weight", E)
-	d.qkv = ld.Matrix(p+"attn_qkv.weight", E, C)
-	d.z = ld.Matrix(p+"attn_gate.weight", E, V)
-	d.beta = ld.Matrix(p+"ssm_beta.weight", E, d.nv)
-	d.alpha = ld.Matrix(p+"ssm_alpha.weight", E, d.nv)
 	d.dt = ld.Vector(p+"ssm_dt.bias", d.nv)
 	d.a = ld.Vector(p+"ssm_a", d.nv)
 	d.conv = ld.Vector(p+"ssm_conv1d.weight", d.K*C)
@@ -73,7 +108,7 @@ func (d *deltaNet) Mix(p *model.Pass, st *model.State, l int, x []float32) error
 	h := p.Buf(n * p.E)
 	p.Norm(h, x, d.norm)
 	mixed, z, beta, g := p.Buf(n*C), p.Buf(n*V), p.Buf(n*nv), p.Buf(n*nv)
-	if err := p.Project(h, []*model.Weight{&d.qkv, &d.z, &d.beta, &d.alpha}, [][]float32{mixed, z, beta, g}); err != nil {
+	if err := d.in.Project(p, h, mixed, z, beta, g); err != nil {
 		return err
 	}
 	for t := 0; t < n; t++ {
@@ -131,11 +166,14 @@ type recurJob struct {
 //
 // in one pass over the rows (kernels.DeltaRule: each row's steps depend on
 // that row alone). q and k are key head h mod nk (llama.cpp's Qwen3.5 head
-// pattern).
+// pattern), or h/(nv/nk) when grouped (Qwen3-Next's).
 func (j *recurJob) run(h int) {
 	d := j.d
 	S, C, nv := d.S, d.C(), d.nv
 	kh := h % d.nk
+	if d.grouped {
+		kh = h / (nv / d.nk)
+	}
 	M := j.state[h*S*S : (h+1)*S*S]
 	scale := float32(1 / math.Sqrt(float64(S)))
 	for t := 0; t < j.n; t++ {

@@ -50,10 +50,12 @@ func benchDecoder(b *testing.B, pool *kernels.Pool) *model.Decoder {
 	d := &deltaNet{K: 4, S: 128, nk: 16, nv: 32, pool: pool}
 	C, V := d.C(), d.V()
 	d.norm, d.ssmNorm = randVec(rng, E, 0.1, 1), randVec(rng, d.S, 0.1, 1)
-	d.qkv = q8Weight(b, rng, "qkv", C, E, 0.03)
-	d.z = q8Weight(b, rng, "z", V, E, 0.03)
-	d.beta = q8Weight(b, rng, "beta", d.nv, E, 0.03)
-	d.alpha = q8Weight(b, rng, "alpha", d.nv, E, 0.03)
+	d.in = &separate{
+		qkv:   q8Weight(b, rng, "qkv", C, E, 0.03),
+		z:     q8Weight(b, rng, "z", V, E, 0.03),
+		beta:  q8Weight(b, rng, "beta", d.nv, E, 0.03),
+		alpha: q8Weight(b, rng, "alpha", d.nv, E, 0.03),
+	}
 	d.dt, d.a = randVec(rng, d.nv, 0.5, 0), randVec(rng, d.nv, 0.3, -1)
 	d.conv = randVec(rng, d.K*C, 0.3, 0)
 	d.out = q8Weight(b, rng, "out", E, V, 0.02)
