@@ -14,4 +14,5 @@ import (
 	_ "github.com/pipe-engine/pipe/model/qwen2moe"  // registers qwen2moe
 	_ "github.com/pipe-engine/pipe/model/qwen35moe" // registers qwen35moe
 	_ "github.com/pipe-engine/pipe/model/qwen3moe"  // registers qwen3moe
+	_ "github.com/pipe-engine/pipe/model/qwen3next" // registers qwen3next
 )
