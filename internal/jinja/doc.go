@@ -15,5 +15,9 @@
 // testdata/golden.json records what upstream renders for every real template
 // in testdata (upstream's own, the tiny GGUFs' and the repository's
 // testdata/chat-templates) with every context there; TestGoldenRealTemplates
-// proves the fork renders them identically.
+// proves the fork renders them identically. TestLlamaCppTemplates does the
+// same, byte for byte, for the 68 templates of llama.cpp's models/templates
+// (testdata/chat-templates/llamacpp) with the conversations of
+// testdata/llamacpp/contexts.json, against goldens recorded with upstream by
+// the separate module testdata/upstream.
 package jinja
