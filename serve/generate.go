@@ -2,9 +2,7 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/pipe-engine/pipe/decode"
@@ -75,92 +73,20 @@ func (s *decodeSlot) acquire(ctx context.Context) (release func(), err error) {
 	return func() { s.met.setBusy(false); <-s.slot }, nil
 }
 
-// encode renders and tokenizes a job's prompt; a chat template's render
-// stops with ctx (the client went) and is refused untokenized when its text
-// alone cannot fit the context.
-func (s *Server) encode(ctx context.Context, j *job) ([]int32, error) {
-	if j.given != nil {
-		n := int32(s.o.Model.Tokenizer().NVocab())
-		for i, id := range j.given {
-			if id < 0 || id >= n {
-				return nil, badRequest("prompt[%d]: token %d is not in the vocabulary (0..%d)", i, id, n-1)
-			}
-		}
-		return j.given, nil
-	}
-	if !j.chat {
-		ids, _, err := s.o.Model.Encode(decode.Prompt{Text: j.prompt})
-		if errors.Is(err, decode.ErrEmptyPrompt) {
-			return nil, badRequest("prompt: %v", err)
-		}
-		return ids, err
-	}
-	tok := s.o.Model.Tokenizer()
-	text, err := tok.ChatContext(ctx, j.messages, true, s.o.NoThink)
-	if err != nil {
-		return nil, badRequest("messages: %v", err)
-	}
-	if err := s.o.Model.FitText(len(text), s.nCtx); err != nil {
-		return nil, &contextError{prompt: s.o.Model.MinTokens(len(text)), nCtx: s.nCtx, cause: err}
-	}
-	ids := tok.Encode(text, true, true)
-	if len(ids) == 0 {
-		return nil, badRequest("messages: %v", decode.ErrEmptyPrompt)
-	}
-	return ids, nil
-}
-
-// prepare sizes and tokenizes a job's prompt on the request's own
-// goroutine, before it queues for the decode slot: a prompt whose length
-// alone cannot fit the context is refused untokenized, and one whose tokens
-// leave no room to generate is refused without waiting for the slot (a
-// max_tokens past the context is clamped, limit).
-func (s *Server) prepare(ctx context.Context, j *job) error {
-	j.stops = append(j.stops, s.o.Stops...)
-	if err := s.o.Model.FitText(j.textBytes(), s.nCtx); err != nil {
-		return &contextError{prompt: s.o.Model.MinTokens(j.textBytes()), nCtx: s.nCtx, cause: err}
-	}
-	ids, err := s.encode(ctx, j)
-	if err != nil {
-		return err
-	}
-	if len(ids) >= s.nCtx {
-		return &contextError{prompt: len(ids), nCtx: s.nCtx}
-	}
-	j.ids = ids
-	return s.resolveHooks(j)
-}
-
-// resolveHooks turns a job's logit_bias and ignore_eos into the sampler's
-// bias, its grammar into a fresh matcher (the mask), and bounds its top probabilities by the vocabulary.
-func (s *Server) resolveHooks(j *job) error {
-	tok := s.o.Model.Tokenizer()
-	bias, err := parseBias(j.biasRaw, tok)
-	if err != nil {
-		return err
-	}
-	if j.ignoreEOS {
-		for _, id := range tok.EOGs() {
-			bias = append(bias, sample.Bias{ID: id, Value: float32(math.Inf(-1))})
-		}
-	}
-	j.bias = bias
-	if j.gram != nil {
-		if j.ignoreEOS {
-			// a complete grammar allows only end-of-generation
-			return fieldErr("ignore_eos", "ignore_eos: cannot be used with a grammar or JSON schema, which ends with the end-of-generation token")
-		}
-		if j.mask, err = s.newMask(j); err != nil {
-			return err
-		}
-	}
-	j.probs.top = min(j.probs.top, tok.NVocab())
-	return nil
+// generator runs a prepared job (intake.go) in the decode slot, sending its
+// text to an emitter, and describes a generation in llama-server's shapes
+// (settings and final, native.go; probFormat, probs.go).
+type generator struct {
+	o      *Options
+	slot   *decodeSlot // the session and its one-at-a-time gate (slot.go)
+	met    *meters
+	strips *strips // the running generation's per-layer hits and misses (telemetry.go)
+	nCtx   int     // the session's context
 }
 
 // generate runs one prepared job in the decode slot, sending its text to
 // em. o is filled as far as the generation got, also when it fails.
-func (s *Server) generate(ctx context.Context, j *job, em emitter, start time.Time, o *outcome) error {
+func (s *generator) generate(ctx context.Context, j *job, em emitter, start time.Time, o *outcome) error {
 	o.promptTokens = len(j.ids)
 	release, err := s.slot.acquire(ctx)
 	if err != nil {
@@ -203,7 +129,7 @@ func (s *Server) generate(ctx context.Context, j *job, em emitter, start time.Ti
 // (negative) the server's -n (when set; the request's own limit wins, as in
 // llama-server), at most what is left of the context, as llama-server
 // clamps it (finish_reason "length").
-func (s *Server) limit(asked, room int) int {
+func (s *generator) limit(asked, room int) int {
 	if c := s.o.MaxTokens; c > 0 && asked < 0 {
 		asked = c
 	}
@@ -229,7 +155,7 @@ func (e *contextError) Error() string {
 
 func (e *contextError) Unwrap() []error { return []error{ErrRequest, e.cause} }
 
-func (s *Server) run(ctx context.Context, j *job, chain *sample.Chain, feed []int32, em emitter, start time.Time, o *outcome) error {
+func (s *generator) run(ctx context.Context, j *job, chain *sample.Chain, feed []int32, em emitter, start time.Time, o *outcome) error {
 	st := stopper{stops: j.stops}
 	byString := false
 	eng := s.o.Model.Engine()
@@ -296,7 +222,7 @@ func (s *Server) run(ctx context.Context, j *job, chain *sample.Chain, feed []in
 // dropStop drops the probabilities of the tokens that spelled the stop
 // sequence word from the end of tps, as llama-server does (as many as word
 // has tokens): the text they belong to is not sent.
-func (s *Server) dropStop(tps []sample.TokenProbs, word string) []sample.TokenProbs {
+func (s *generator) dropStop(tps []sample.TokenProbs, word string) []sample.TokenProbs {
 	n := len(s.o.Model.Tokenizer().Encode(word, false, false))
 	return tps[:max(len(tps)-n, 0)]
 }

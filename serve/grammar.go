@@ -147,7 +147,7 @@ func responseSchema(v, jsonSchema json.RawMessage) (json.RawMessage, error) {
 // newMask is a job's grammar as a fresh sample.Mask: a Matcher, or a Lazy
 // one whose single-token trigger words become token triggers (as
 // llama-server turns them).
-func (s *Server) newMask(j *job) (sample.Mask, error) {
+func (s *intake) newMask(j *job) (sample.Mask, error) {
 	v := s.grammarVocab()
 	if !j.lazy {
 		return grammar.NewMatcher(j.gram, v), nil
@@ -174,7 +174,7 @@ type vocabCache struct {
 	v    *grammar.Vocab
 }
 
-func (s *Server) grammarVocab() *grammar.Vocab {
+func (s *intake) grammarVocab() *grammar.Vocab {
 	s.gvocab.once.Do(func() { s.gvocab.v = grammar.VocabOf(s.o.Model.Tokenizer()) })
 	return s.gvocab.v
 }

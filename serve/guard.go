@@ -87,7 +87,7 @@ var errForbidden = errors.New("forbidden")
 
 // admit applies the Host, Origin and preflight rules; it reports whether
 // the request goes on (else it has been answered).
-func (s *Server) admit(x *exchange) bool {
+func (s *requests) admit(x *exchange) bool {
 	r := x.r
 	if !s.guard.hostAllowed(r.Host) {
 		s.fail(x, http.StatusForbidden, "invalid_request_error",
@@ -118,7 +118,7 @@ func (s *Server) admit(x *exchange) bool {
 
 // jsonBody reports whether a POST's body is declared JSON, answering 415
 // when it is not.
-func (s *Server) jsonBody(x *exchange) bool {
+func (s *requests) jsonBody(x *exchange) bool {
 	if x.r.Method != http.MethodPost {
 		return true
 	}

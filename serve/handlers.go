@@ -1,12 +1,12 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -25,6 +25,17 @@ type exchange struct {
 }
 
 type handler func(x *exchange)
+
+// requests is the plumbing every route shares: the Host, Origin and body
+// checks (guard.go), the method and API key checks, reading a body, the
+// error answers and the request log with its status count.
+type requests struct {
+	o      *Options
+	met    *meters
+	guard  guard // who may talk to the server (guard.go)
+	idBase string
+	nextID atomic.Uint64
+}
 
 // recorder remembers the status a handler wrote.
 type recorder struct {
@@ -52,7 +63,7 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 // route wraps h with the Host and Origin checks (guard.go), the method
 // check, authentication, the JSON body check, panic recovery and the
 // request log event.
-func (s *Server) route(method string, auth bool, h handler) http.Handler {
+func (s *requests) route(method string, auth bool, h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		x := &exchange{id: s.newID(), start: time.Now(), w: &recorder{ResponseWriter: w}, r: r}
 		defer s.finish(x)
@@ -74,7 +85,7 @@ func (s *Server) route(method string, auth bool, h handler) http.Handler {
 	})
 }
 
-func (s *Server) newID() string {
+func (s *requests) newID() string {
 	return fmt.Sprintf("%s-%d", s.idBase, s.nextID.Add(1))
 }
 
@@ -82,7 +93,7 @@ func (s *Server) newID() string {
 // (after the handler returns) its own write deadline, counts the status
 // and logs the `request` event. The next request on the connection sets
 // its own deadline before it writes (route).
-func (s *Server) finish(x *exchange) {
+func (s *requests) finish(x *exchange) {
 	if p := recover(); p != nil {
 		x.err = fmt.Errorf("panic: %v", p)
 		if x.w.status == 0 {
@@ -147,14 +158,14 @@ func logOutcome(ev *zerolog.Event, o *outcome) {
 
 // fail answers with an OpenAI-style error body; param names the request
 // field at fault when the error does (fieldError).
-func (s *Server) fail(x *exchange, status int, typ string, err error) {
+func (s *requests) fail(x *exchange, status int, typ string, err error) {
 	x.err = err
 	_ = writeJSON(x.w, s.o.WriteTimeout, status, apiError{Error: errorBody(status, typ, err)})
 }
 
 // failGen answers a failed generation: an error status when nothing was sent
 // yet, else an error event on the stream.
-func (s *Server) failGen(x *exchange, st *sse, err error) {
+func (s *requests) failGen(x *exchange, st *sse, err error) {
 	status, typ := http.StatusInternalServerError, "server_error"
 	switch {
 	case errors.Is(err, ErrRequest) || errors.Is(err, model.ErrContextFull):
@@ -172,7 +183,7 @@ func (s *Server) failGen(x *exchange, st *sse, err error) {
 }
 
 // readBody reads a size-limited request body.
-func (s *Server) readBody(x *exchange) ([]byte, bool) {
+func (s *requests) readBody(x *exchange) ([]byte, bool) {
 	b, err := io.ReadAll(http.MaxBytesReader(x.w, x.r.Body, s.o.MaxBodyBytes))
 	if err != nil {
 		var mb *http.MaxBytesError
@@ -186,92 +197,14 @@ func (s *Server) readBody(x *exchange) ([]byte, bool) {
 	return b, true
 }
 
-func (s *Server) chat(x *exchange)       { s.complete(x, true) }
-func (s *Server) completion(x *exchange) { s.complete(x, false) }
-
-func (s *Server) complete(x *exchange, chat bool) {
-	body, ok := s.readBody(x)
-	if !ok {
-		return
-	}
-	parse, prefix := parseCompletion, "cmpl-"
-	if chat {
-		parse, prefix = parseChat, "chatcmpl-"
-	}
-	j, err := parse(body, s.o.Sampling)
-	if !s.admitJob(x, &j, err) {
-		return
-	}
-	sh := shape{chat: chat, id: prefix + x.id, model: s.o.ModelID, created: time.Now().Unix(), fp: s.o.Fingerprint, pf: s.probFormat(&j)}
-	if j.verbose {
-		sh.verbose = func(o *outcome, content string) *nativeFinal {
-			f := s.final(&j, o, content, nil)
-			return &f
-		}
-	}
-	var em emitter = &collector{sh: sh, w: x.w, timeout: s.o.WriteTimeout}
-	var st *sse
-	if j.stream {
-		st = &sse{sh: sh, w: x.w, rc: http.NewResponseController(x.w), timeout: s.o.WriteTimeout}
-		em = st
-	}
-	x.gen = &outcome{}
-	if err := s.generate(x.r.Context(), &j, em, x.start, x.gen); err != nil {
-		s.failGen(x, st, err)
-	}
-}
-
-// admitJob finishes a parsed request (err: the parse's) before it queues:
-// it sizes and tokenizes it, checks its model and names its tenant; a
-// request that fails is answered here and admitJob returns false.
-func (s *Server) admitJob(x *exchange, j *job, err error) bool {
-	if err == nil {
-		err = s.prepare(x.r.Context(), j)
-	}
-	if err != nil {
-		s.failGen(x, nil, err)
-		return false
-	}
-	j.who = tenantOf(x.r, j.cacheKey)
-	return true
-}
-
-func (s *Server) models(x *exchange) {
-	type entry struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
-	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, struct {
-		Object string  `json:"object"`
-		Data   []entry `json:"data"`
-	}{"list", []entry{{ID: s.o.ModelID, Object: "model", Created: s.created, OwnedBy: "pipe"}}})
-}
-
-func (s *Server) health(x *exchange) {
-	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-func (s *Server) metrics(x *exchange) {
-	// rendered first: the meters' lock is not held while a client reads
-	var b bytes.Buffer
-	if x.err = s.met.write(&b); x.err != nil {
-		s.fail(x, http.StatusInternalServerError, "server_error", x.err)
-		return
-	}
-	x.w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_, x.err = x.w.Write(b.Bytes())
-}
-
 // notSupported answers an endpoint the server was started without, as
 // llama-server does (501, not_supported_error).
-func (s *Server) notSupported(msg string) handler {
+func (s *requests) notSupported(msg string) handler {
 	return func(x *exchange) {
 		s.fail(x, http.StatusNotImplemented, "not_supported_error", errors.New(msg))
 	}
 }
 
-func (s *Server) notFound(x *exchange) {
+func (s *requests) notFound(x *exchange) {
 	s.fail(x, http.StatusNotFound, "invalid_request_error", fmt.Errorf("no route %s %s", x.r.Method, x.r.URL.Path))
 }

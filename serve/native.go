@@ -91,32 +91,37 @@ func parseNative(body []byte, def sample.Params) (job, bool, error) {
 	return j, r.ReturnTokens, nProbs(r.NProbs, r.Logprobs, false, &j)
 }
 
-func (s *Server) nativeCompletion(x *exchange) {
-	body, ok := s.readBody(x)
+// nativeAPI is llama-server's native routes: POST /completion (and
+// /completions), /tokenize and /detokenize.
+type nativeAPI struct{ parts }
+
+func (s *nativeAPI) completion(x *exchange) {
+	body, ok := s.rq.readBody(x)
 	if !ok {
 		return
 	}
 	j, returnTokens, err := parseNative(body, s.o.Sampling)
-	if !s.admitJob(x, &j, err) {
+	if err = s.in.admit(x.r, &j, err); err != nil {
+		s.rq.failGen(x, nil, err)
 		return
 	}
 	x.gen = &outcome{}
-	n := &native{s: s, j: &j, o: x.gen, w: x.w, returnTokens: returnTokens, pf: s.probFormat(&j)}
+	n := &native{gen: s.gen, j: &j, o: x.gen, w: x.w, returnTokens: returnTokens, pf: s.gen.probFormat(&j)}
 	var em emitter = n
 	var st *sse
 	if j.stream {
 		st = &sse{w: x.w, rc: http.NewResponseController(x.w), timeout: s.o.WriteTimeout}
 		n.stream = st
 	}
-	if err := s.generate(x.r.Context(), &j, em, x.start, x.gen); err != nil {
-		s.failGen(x, st, err)
+	if err := s.gen.generate(x.r.Context(), &j, em, x.start, x.gen); err != nil {
+		s.rq.failGen(x, st, err)
 	}
 }
 
 // native is /completion's emitter: one JSON object at the end, or (stream)
 // an event per piece of text and a last one with stop: true; no [DONE].
 type native struct {
-	s            *Server
+	gen          *generator
 	j            *job
 	o            *outcome // the generation's, filled as it goes
 	w            http.ResponseWriter
@@ -220,7 +225,7 @@ func (n *native) text(p piece) error {
 }
 
 func (n *native) end(o *outcome) error {
-	f := n.s.final(n.j, o, n.buf.String(), n.ids)
+	f := n.gen.final(n.j, o, n.buf.String(), n.ids)
 	if n.stream != nil {
 		f.Content = ""
 	} else if n.pf != nil && len(n.probs) > 0 {
@@ -237,13 +242,13 @@ func (n *native) end(o *outcome) error {
 	if n.stream != nil {
 		return n.stream.event(out)
 	}
-	return writeJSON(n.w, n.s.o.WriteTimeout, http.StatusOK, out)
+	return writeJSON(n.w, n.gen.o.WriteTimeout, http.StatusOK, out)
 }
 
 // final is a generation's answer in /completion's shape; the OpenAI
 // routes' __verbose (a request's verbose: true) too. Its prompt is the text
 // as given, else (token ids, a chat) the prompt's tokens' text.
-func (s *Server) final(j *job, o *outcome, content string, ids []int32) nativeFinal {
+func (s *generator) final(j *job, o *outcome, content string, ids []int32) nativeFinal {
 	f := nativeFinal{Content: content, Tokens: nonNil(ids), Stop: true, Model: s.o.ModelID,
 		TokensPredicted: o.genTokens, TokensEvaluated: o.promptTokens, GenerationSettings: s.settings(j, o.maxTokens),
 		Prompt: j.prompt, HasNewLine: strings.Contains(content, "\n"), StopType: o.stopType, StoppingWord: o.stopWord,
@@ -296,7 +301,7 @@ func nonNil(ids []int32) []int32 {
 
 // settings are a request's generation settings as llama-server names them
 // (generation_settings, /props' default_generation_settings.params).
-func (s *Server) settings(j *job, maxTokens int) map[string]any {
+func (s *generator) settings(j *job, maxTokens int) map[string]any {
 	p := s.o.Sampling
 	var stops []string
 	stream, cachePrompt := false, true
@@ -332,8 +337,8 @@ func nonNilStrings(s []string) []string {
 
 // tokenize is POST /tokenize: {"content", "add_special" (false),
 // "parse_special" (true), "with_pieces" (false)} → {"tokens"}.
-func (s *Server) tokenize(x *exchange) {
-	body, ok := s.readBody(x)
+func (s *nativeAPI) tokenize(x *exchange) {
+	body, ok := s.rq.readBody(x)
 	if !ok {
 		return
 	}
@@ -344,7 +349,7 @@ func (s *Server) tokenize(x *exchange) {
 		WithPieces   bool    `json:"with_pieces"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
-		s.fail(x, http.StatusBadRequest, "invalid_request_error", jsonError(err))
+		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", jsonError(err))
 		return
 	}
 	type withPiece struct {
@@ -375,8 +380,8 @@ func (s *Server) tokenize(x *exchange) {
 }
 
 // detokenize is POST /detokenize: {"tokens"} → {"content"}.
-func (s *Server) detokenize(x *exchange) {
-	body, ok := s.readBody(x)
+func (s *nativeAPI) detokenize(x *exchange) {
+	body, ok := s.rq.readBody(x)
 	if !ok {
 		return
 	}
@@ -384,45 +389,16 @@ func (s *Server) detokenize(x *exchange) {
 		Tokens []int32 `json:"tokens"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
-		s.fail(x, http.StatusBadRequest, "invalid_request_error", jsonError(err))
+		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", jsonError(err))
 		return
 	}
 	tok := s.o.Model.Tokenizer()
 	n := int32(tok.NVocab())
 	for i, id := range r.Tokens {
 		if id < 0 || id >= n {
-			s.fail(x, http.StatusBadRequest, "invalid_request_error", badRequest("tokens[%d]: token %d is not in the vocabulary (0..%d)", i, id, n-1))
+			s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", badRequest("tokens[%d]: token %d is not in the vocabulary (0..%d)", i, id, n-1))
 			return
 		}
 	}
 	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]string{"content": tok.Decode(r.Tokens, true)})
-}
-
-// props is GET /props: the server's defaults and model, as llama-server's.
-func (s *Server) props(x *exchange) {
-	tok := s.o.Model.Tokenizer()
-	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]any{
-		"default_generation_settings": map[string]any{"params": s.settings(nil, s.o.MaxTokens), "n_ctx": s.slot.sess.Ctx()},
-		"total_slots":                 1,
-		"model_alias":                 s.o.ModelID,
-		"model_path":                  s.o.ModelPath,
-		"modalities":                  map[string]bool{"vision": false, "video": false, "audio": false},
-		"endpoint_slots":              !s.o.NoSlots,
-		"endpoint_props":              false,
-		"endpoint_metrics":            !s.o.NoMetrics,
-		"chat_template":               tok.ChatTemplate(),
-		"bos_token":                   tok.TokenText(tok.BOS()),
-		"eos_token":                   tok.TokenText(tok.EOS()),
-		"build_info":                  s.o.Version,
-		"is_sleeping":                 false,
-	})
-}
-
-// slots is GET /slots: the one decode slot, as llama-server's array.
-func (s *Server) slots(x *exchange) {
-	busy := s.met.running()
-	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, []map[string]any{{
-		"id": 0, "n_ctx": s.slot.sess.Ctx(), "speculative": false, "is_processing": busy,
-		"params": s.settings(nil, s.o.MaxTokens),
-	}})
 }

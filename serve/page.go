@@ -23,14 +23,14 @@ var pageTypes = map[string]string{
 
 // page answers GET / and /page/FILE with the embedded files (no API key: the
 // page asks for one when the API does).
-func (s *Server) page(x *exchange) {
+func (s *infoAPI) page(x *exchange) {
 	name := "page/index.html"
 	if x.r.URL.Path != "/" {
 		name = "page/" + path.Base(x.r.URL.Path)
 	}
 	b, err := pageFiles.ReadFile(name)
 	if err != nil {
-		s.notFound(x)
+		s.rq.notFound(x)
 		return
 	}
 	h := x.w.Header()

@@ -211,7 +211,7 @@ type probFormat struct {
 
 // probFormat is the format of a job's probabilities (nil: it asked for
 // none).
-func (s *Server) probFormat(j *job) *probFormat {
+func (s *generator) probFormat(j *job) *probFormat {
 	if !j.probs.on {
 		return nil
 	}

@@ -88,7 +88,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -158,26 +157,34 @@ const (
 	DefaultShutdownGrace = 10 * time.Second
 )
 
-// Server serves one model. Create it with New. Its methods are the routes:
-// the request plumbing and the OpenAI handlers (handlers.go), llama-server's
-// native ones (native.go) and a generation's steps (generate.go); the other
-// jobs are types of their own: who may call it (guard, guard.go), the
-// session and its one-at-a-time gate (decodeSlot, slot.go), the telemetry
-// strip (strips, telemetry.go) and the Prometheus meters (meters,
-// metrics.go).
+// Server serves one model. Create it with New; its methods are Handler
+// (the route table) and Serve. Each job is a type of its own:
+//
+//   - requests (handlers.go): the plumbing every route shares — the guard
+//     (guard.go), the method and key checks, body reading, error answers
+//     and the request log;
+//   - intake (intake.go): a parsed job sized, tokenized and given its
+//     sampler hooks before it queues (grammar.go, probs.go);
+//   - generator (generate.go): a prepared job run in the decode slot
+//     (decodeSlot, slot.go), its text sent to an emitter (emit.go), and its
+//     generation settings and final answer described (native.go);
+//   - the route families: openAI (openai.go), nativeAPI (native.go) and
+//     infoAPI (info.go: health, metrics, props, slots and the page);
+//   - the telemetry strip (strips, telemetry.go) and the Prometheus meters
+//     (meters, metrics.go).
 type Server struct {
-	o       Options
-	slot    *decodeSlot // the session and its one-at-a-time gate (slot.go)
-	met     *meters
-	nextID  atomic.Uint64
-	idBase  string
-	created int64
-	guard   guard // who may talk to it (guard.go)
+	parts
+	openai openAI
+	native nativeAPI
+	info   infoAPI
+}
 
-	gvocab vocabCache // the tokenizer's vocabulary for grammars (grammar.go)
-
-	nCtx   int     // the session's context
-	strips *strips // the running generation's per-layer hits and misses (telemetry.go)
+// parts are the jobs every route family uses.
+type parts struct {
+	o   *Options // with New's defaults filled in
+	rq  *requests
+	in  *intake
+	gen *generator
 }
 
 // New makes the server's session (its KV cache is allocated here).
@@ -209,10 +216,17 @@ func New(o Options) (*Server, error) {
 	}
 	now := time.Now()
 	met := newMeters()
-	s := &Server{o: o, slot: &decodeSlot{sess: sess, slot: make(chan struct{}, 1), met: met}, nCtx: sess.Ctx(), met: met,
-		idBase: fmt.Sprintf("%x", now.UnixNano()), created: now.Unix(), guard: newGuard(o),
-		strips: &strips{m: o.Model}}
-	o.Model.OnRoute(s.strips.observe)
+	nCtx := sess.Ctx()
+	op := &o
+	strips := &strips{m: o.Model}
+	p := parts{o: op,
+		rq:  &requests{o: op, met: met, guard: newGuard(o), idBase: fmt.Sprintf("%x", now.UnixNano())},
+		in:  &intake{o: op, nCtx: nCtx},
+		gen: &generator{o: op, slot: &decodeSlot{sess: sess, slot: make(chan struct{}, 1), met: met}, met: met, strips: strips, nCtx: nCtx},
+	}
+	s := &Server{parts: p, openai: openAI{parts: p, created: now.Unix()}, native: nativeAPI{p},
+		info: infoAPI{parts: p, met: met, nCtx: nCtx}}
+	o.Model.OnRoute(strips.observe)
 	return s, nil
 }
 
@@ -226,31 +240,32 @@ func bodyLimit(nCtx, maxToken int) int64 {
 // Handler is the server's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	route, ai, nat, inf := s.rq.route, &s.openai, &s.native, &s.info
 	for _, p := range []string{"", "/v1"} {
-		mux.Handle(p+"/chat/completions", s.route(http.MethodPost, true, s.chat))
-		mux.Handle(p+"/models", s.route(http.MethodGet, true, s.models))
-		mux.Handle(p+"/health", s.route(http.MethodGet, false, s.health))
+		mux.Handle(p+"/chat/completions", route(http.MethodPost, true, ai.chat))
+		mux.Handle(p+"/models", route(http.MethodGet, true, ai.models))
+		mux.Handle(p+"/health", route(http.MethodGet, false, inf.health))
 	}
 	// as llama-server's: /v1/completions is OpenAI's, /completions (and
 	// /completion) the native one
-	mux.Handle("/v1/completions", s.route(http.MethodPost, true, s.completion))
-	mux.Handle("/completions", s.route(http.MethodPost, true, s.nativeCompletion))
-	mux.Handle("/completion", s.route(http.MethodPost, true, s.nativeCompletion))
-	mux.Handle("/tokenize", s.route(http.MethodPost, true, s.tokenize))
-	mux.Handle("/detokenize", s.route(http.MethodPost, true, s.detokenize))
-	mux.Handle("/props", s.route(http.MethodGet, true, s.props))
-	slots, metrics := s.slots, s.metrics
+	mux.Handle("/v1/completions", route(http.MethodPost, true, ai.completion))
+	mux.Handle("/completions", route(http.MethodPost, true, nat.completion))
+	mux.Handle("/completion", route(http.MethodPost, true, nat.completion))
+	mux.Handle("/tokenize", route(http.MethodPost, true, nat.tokenize))
+	mux.Handle("/detokenize", route(http.MethodPost, true, nat.detokenize))
+	mux.Handle("/props", route(http.MethodGet, true, inf.props))
+	slots, metrics := inf.slots, inf.metrics
 	if s.o.NoSlots {
-		slots = s.notSupported("This server does not support slots endpoint. Start it with `--slots`")
+		slots = s.rq.notSupported("This server does not support slots endpoint. Start it with `--slots`")
 	}
 	if s.o.NoMetrics {
-		metrics = s.notSupported("This server does not support metrics endpoint. Start it without `--no-metrics`")
+		metrics = s.rq.notSupported("This server does not support metrics endpoint. Start it without `--no-metrics`")
 	}
-	mux.Handle("/slots", s.route(http.MethodGet, true, slots))
-	mux.Handle("/metrics", s.route(http.MethodGet, true, metrics))
-	mux.Handle("GET /{$}", s.route(http.MethodGet, false, s.page))
-	mux.Handle("GET /page/", s.route(http.MethodGet, false, s.page))
-	mux.Handle("/", s.route("", true, s.notFound))
+	mux.Handle("/slots", route(http.MethodGet, true, slots))
+	mux.Handle("/metrics", route(http.MethodGet, true, metrics))
+	mux.Handle("GET /{$}", route(http.MethodGet, false, inf.page))
+	mux.Handle("GET /page/", route(http.MethodGet, false, inf.page))
+	mux.Handle("/", route("", true, s.rq.notFound))
 	return mux
 }
 
@@ -275,7 +290,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.o.Log.Info().Str("event", "listening").Str("addr", ln.Addr().String()).Str("model", s.o.ModelID).
-		Int("ctx", s.slot.sess.Ctx()).Msg("listening")
+		Int("ctx", s.gen.nCtx).Msg("listening")
 	select {
 	case err := <-errc:
 		return err
