@@ -57,11 +57,6 @@ func CliffWarning(budget, workingSet int64) string {
 
 // AutoOptions are the inputs of AutoBudget. All byte counts are >= 0.
 type AutoOptions struct {
-	// ProcRoot is the proc file system ("/proc" when empty); tests point it at a fake tree.
-	ProcRoot string
-	// CgroupRoot is where cgroup file systems are mounted ("/sys/fs/cgroup" when empty).
-	CgroupRoot string
-
 	DenseBytes    int64 // dense weights that will be resident
 	KVBytes       int64 // KV cache
 	OverheadBytes int64 // other known allocations (transient slots, compute buffers)
@@ -79,11 +74,18 @@ type Auto struct {
 	Explain   string // one human line: the arithmetic, for the load log
 }
 
-// Available is the memory the process may still use: the tightest cgroup
+// Memory is what the process may still use (ReadMemory's answer).
+type Memory struct {
+	Avail  int64  // bytes
+	Source string // where the figure comes from: "MemAvailable" or "cgroup vN PATH"
+	Why    string // the arithmetic in words
+}
+
+// ReadMemory reads the memory the process may still use: the tightest cgroup
 // memory limit minus that cgroup's non-reclaimable usage, never more than
-// MemAvailable. It returns where the number came from and the arithmetic in
-// words. procRoot and cgroupRoot default to /proc and /sys/fs/cgroup.
-func Available(procRoot, cgroupRoot string) (avail int64, source, why string, err error) {
+// MemAvailable. procRoot and cgroupRoot ("" for /proc and /sys/fs/cgroup;
+// tests point them at a fake tree) are where it reads.
+func ReadMemory(procRoot, cgroupRoot string) (Memory, error) {
 	if procRoot == "" {
 		procRoot = "/proc"
 	}
@@ -92,37 +94,31 @@ func Available(procRoot, cgroupRoot string) (avail int64, source, why string, er
 	}
 	memAvail, memErr := sysmem.MemAvailable(procRoot)
 	lim, limOK, limErr := sysmem.CgroupLimit(procRoot, cgroupRoot)
+	var m Memory
 	switch {
 	case limOK:
-		avail = max(lim.Limit-lim.Usage, 0)
-		source = fmt.Sprintf("cgroup v%d %s", lim.Version, lim.Path)
-		why = fmt.Sprintf("cgroup v%d limit %s - used %s = %s", lim.Version, fmtMiB(lim.Limit), fmtMiB(lim.Usage), fmtMiB(avail))
-		if memErr == nil && memAvail < avail {
-			avail, source = memAvail, "MemAvailable"
-			why += fmt.Sprintf("; capped by MemAvailable %s", fmtMiB(memAvail))
+		m.Avail = max(lim.Limit-lim.Usage, 0)
+		m.Source = fmt.Sprintf("cgroup v%d %s", lim.Version, lim.Path)
+		m.Why = fmt.Sprintf("cgroup v%d limit %s - used %s = %s", lim.Version, fmtMiB(lim.Limit), fmtMiB(lim.Usage), fmtMiB(m.Avail))
+		if memErr == nil && memAvail < m.Avail {
+			m.Avail, m.Source = memAvail, "MemAvailable"
+			m.Why += fmt.Sprintf("; capped by MemAvailable %s", fmtMiB(memAvail))
 		}
 	case memErr == nil:
-		avail, source = memAvail, "MemAvailable"
-		why = fmt.Sprintf("no cgroup limit; MemAvailable %s", fmtMiB(memAvail))
+		m.Avail, m.Source = memAvail, "MemAvailable"
+		m.Why = fmt.Sprintf("no cgroup limit; MemAvailable %s", fmtMiB(memAvail))
 	default:
-		return 0, "", "", fmt.Errorf("%w: %w", ErrNoMemInfo, errors.Join(memErr, limErr))
+		return Memory{}, fmt.Errorf("%w: %w", ErrNoMemInfo, errors.Join(memErr, limErr))
 	}
-	return avail, source, why, nil
+	return m, nil
 }
 
-// AutoBudget sizes the expert cache: memory available to the process (the
-// tightest cgroup memory limit minus that cgroup's non-reclaimable usage, and
-// never more than MemAvailable), minus dense weights, KV cache, overhead and
-// the floor, clamped to [0, CeilBytes] and rounded down to whole slots. Call it
-// before loading the dense weights (their bytes are subtracted here).
-func AutoBudget(o AutoOptions) (Auto, error) {
-	var a Auto
-	avail, source, why, err := Available(o.ProcRoot, o.CgroupRoot)
-	if err != nil {
-		return Auto{}, err
-	}
-	a.Available, a.Source = avail, source
-	parts := []string{why}
+// AutoBudget sizes the expert cache from m, the memory available to the
+// process (ReadMemory): minus dense weights, KV cache, overhead and the
+// floor, clamped to [0, CeilBytes] and rounded down to whole slots.
+func AutoBudget(m Memory, o AutoOptions) Auto {
+	a := Auto{Available: m.Avail, Source: m.Source}
+	parts := []string{m.Why}
 	b := a.Available - o.DenseBytes - o.KVBytes - o.OverheadBytes - o.FloorBytes
 	parts = append(parts, fmt.Sprintf("- dense %s - KV %s - overhead %s - floor %s = %s",
 		fmtMiB(o.DenseBytes), fmtMiB(o.KVBytes), fmtMiB(o.OverheadBytes), fmtMiB(o.FloorBytes), fmtMiB(b)))
@@ -145,7 +141,7 @@ func AutoBudget(o AutoOptions) (Auto, error) {
 	}
 	a.Budget = b
 	a.Explain = fmt.Sprintf("cache budget %s: %s", fmtMiB(b), strings.Join(parts, "; "))
-	return a, nil
+	return a
 }
 
 func fmtMiB(b int64) string {

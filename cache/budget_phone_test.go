@@ -47,11 +47,11 @@ func TestAutoBudgetAndroid(t *testing.T) {
 				}
 			}
 			o := opts
-			o.ProcRoot, o.CgroupRoot = proc, cg
-			a, err := AutoBudget(o)
+			m, err := ReadMemory(proc, cg)
 			if err != nil {
 				t.Fatal(err)
 			}
+			a := AutoBudget(m, o)
 			if a.Budget != want || a.Source != "MemAvailable" || !strings.Contains(a.Explain, "MemAvailable 16384 MiB") {
 				t.Errorf("budget %d MiB from %s (%s); want %d MiB from MemAvailable", a.Budget/mib, a.Source, a.Explain, want/mib)
 			}

@@ -150,14 +150,14 @@ func TestAutoBudget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			proc, cg := fakeRoots(t, tc.files)
 			o := opts
-			o.ProcRoot, o.CgroupRoot = proc, cg
 			if tc.opts != nil {
 				tc.opts(&o)
 			}
-			a, err := AutoBudget(o)
+			m, err := ReadMemory(proc, cg)
 			if err != nil {
 				t.Fatal(err)
 			}
+			a := AutoBudget(m, o)
 			if a.Budget != tc.budget {
 				t.Errorf("budget %d MiB, want %d MiB (%s)", a.Budget/mib, tc.budget/mib, a.Explain)
 			}
@@ -175,13 +175,14 @@ func TestAutoBudget(t *testing.T) {
 
 func TestAutoBudgetErrors(t *testing.T) {
 	proc, cg := fakeRoots(t, map[string]string{"proc/other": ""})
-	if _, err := AutoBudget(AutoOptions{ProcRoot: proc, CgroupRoot: cg}); !errors.Is(err, ErrNoMemInfo) {
+	if _, err := ReadMemory(proc, cg); !errors.Is(err, ErrNoMemInfo) {
 		t.Errorf("no meminfo, no cgroup: %v", err)
 	}
 }
 
 func TestAutoBudgetReal(t *testing.T) {
-	a, err := AutoBudget(AutoOptions{FloorBytes: DefaultFloorMB * mib})
+	m, err := ReadMemory("", "")
+	a := AutoBudget(m, AutoOptions{FloorBytes: DefaultFloorMB * mib})
 	if err != nil {
 		if _, serr := os.Stat("/proc/meminfo"); serr != nil {
 			t.Skipf("no /proc/meminfo here: %v", serr)

@@ -220,22 +220,24 @@ type Resolved struct {
 // resolve checks cfg, with its defaults applied and validated (Open does
 // both before it opens the file), and the caller's inputs in against the
 // model d whose experts l lays out — the KV cache and the expert-cache
-// budget against the memory available — and sizes the budget.
-// It logs the budget it chose and a budget under one token's working set.
-func resolve(cfg Config, in Inputs, d *model.Desc, l expertLayout) (Resolved, error) {
+// budget against mem, the memory available, read once by the caller — and
+// sizes the budget. It logs the budget it chose and a budget under one
+// token's working set.
+func resolve(cfg Config, in Inputs, d *model.Desc, l expertLayout, mem memory) (Resolved, error) {
 	hp := d.HParams
 	r := Resolved{Config: cfg, Inputs: in, K: cmp.Or(cfg.ExpertsUsed, hp.NExpertUsed), SlotBytes: l.slotBytes}
 	r.Cache.Floor = max(cfg.Cache.Floor, 0)
 	r.WorkingSet = cache.TokenWorkingSet(hp.NLayer, r.K, r.SlotBytes)
-	r.KVBytes = kvBytes(d, r.KVPositions, r.KVElemBytes)
+	st := stateOf(d, r.KVPositions, r.KVElemBytes)
+	r.KVBytes = st.kv
 	if r.KVPositions > 0 {
-		if err := checkKV(d, r.KVPositions, r.KVElemBytes); err != nil {
+		if err := kvFits(st, r.KVPositions, mem); err != nil {
 			return Resolved{}, err
 		}
 	}
 	if !cfg.Streams() || cfg.Cache.Bytes == NoCache {
 		r.Cache.Bytes = 0 // no expert cache
-		return r, errors.Join(r.checkMemory(d), r.checkLossy())
+		return r, errors.Join(r.checkMemory(d, mem), r.checkLossy())
 	}
 	var err error
 	switch all := l.count() * l.slotBytes; {
@@ -244,12 +246,12 @@ func resolve(cfg Config, in Inputs, d *model.Desc, l expertLayout) (Resolved, er
 	case in.AutoBytes > 0:
 		r.Cache.Bytes, err = r.checkBudget(in.AutoBytes, all)
 	default:
-		r.Cache.Bytes, err = r.autoBudget(d, all)
+		r.Cache.Bytes, err = r.autoBudget(d, all, mem)
 	}
 	if err != nil {
 		return Resolved{}, err
 	}
-	if err := r.checkMemory(d); err != nil {
+	if err := r.checkMemory(d, mem); err != nil {
 		return Resolved{}, err
 	}
 	if b := r.Cache.Bytes; b > 0 && b < r.WorkingSet {

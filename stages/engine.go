@@ -167,7 +167,7 @@ func Open(ctx context.Context, cfg Config, in Inputs) (*Engine, error) {
 		return nil, fmt.Errorf("%s: %w: %q (pipe runs: %v)", cfg.Path, model.ErrUnsupportedArch, d.Arch, model.Architectures())
 	}
 	layout := newLayout(d)
-	rc, err := resolve(cfg, in, d, layout)
+	rc, err := resolve(cfg, in, d, layout, readMemory())
 	if err != nil {
 		return nil, err
 	}
@@ -267,9 +267,9 @@ func (e *Engine) Observe(f func(step, layer int, ids [][]int, weights [][]float3
 }
 
 // newState allocates a KV cache, refusing one larger than the memory
-// available.
+// available now.
 func (e *Engine) newState(nCtx int, kv model.KVType) (*model.State, error) {
-	if err := checkKV(e.desc, nCtx, kvElemBytes(kv)); err != nil {
+	if err := kvFits(stateOf(e.desc, nCtx, kvElemBytes(kv)), nCtx, readMemory()); err != nil {
 		return nil, err
 	}
 	return e.model.NewState(nCtx, kv)

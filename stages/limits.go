@@ -11,39 +11,46 @@ import (
 	"github.com/pipe-engine/pipe/model"
 )
 
-// kvBytes is one sequence's state for a context of positions positions
-// (the KV cache and any recurrent state), as the model's family sizes it
-// (model.StateBytes): the stages know no family's layout.
-func kvBytes(d *model.Desc, positions, elemBytes int) int64 {
-	return model.StateBytes(d, positions, elemBytes)
+// stateSize is one sequence's state as the model's family sizes it
+// (model.StateBytes; the stages know no family's layout), asked once and
+// passed down to the checks: kv for a context of the positions asked
+// (the KV cache and any recurrent state), recurrent the part no context
+// size changes, and keys the file's metadata keys that size that part
+// (model.StateKeys).
+type stateSize struct {
+	kv, recurrent int64
+	keys          string
 }
 
-// recurrentBytes is the part of the state no context size changes (the
-// recurrent layers'): the family's state for no position.
-func recurrentBytes(d *model.Desc, elemBytes int) int64 {
-	return model.StateBytes(d, 0, elemBytes)
+func stateOf(d *model.Desc, positions, elemBytes int) stateSize {
+	return stateSize{kv: model.StateBytes(d, positions, elemBytes), recurrent: model.StateBytes(d, 0, elemBytes),
+		keys: model.StateKeys(d)}
 }
 
-// checkKV refuses, before allocating it, a KV cache larger than the memory
-// available to the process. Without memory information it allows the cache.
-func checkKV(d *model.Desc, positions, elemBytes int) error {
-	avail, source, _, err := cache.Available("", "")
-	if err != nil {
+// memory is the memory the process may still use, read once for all of a
+// check's questions (readMemory) and passed down to them; err is why there
+// is no figure, and the checks then allow the run.
+type memory struct {
+	cache.Memory
+	err error
+}
+
+func readMemory() memory {
+	m, err := cache.ReadMemory("", "")
+	return memory{m, err}
+}
+
+// kvFits refuses, before allocating it, a state st (for a context of
+// positions) larger than mem. Without memory information it allows the
+// cache. When the recurrent states alone exceed it, -c cannot help: the
+// refusal names the file's keys that size them.
+func kvFits(st stateSize, positions int, mem memory) error {
+	avail, source := mem.Avail, mem.Source
+	need := st.kv
+	if mem.err != nil || need <= avail {
 		return nil
 	}
-	return kvFits(d, positions, elemBytes, avail, source)
-}
-
-// kvFits is checkKV against avail bytes (source names where the figure
-// comes from). When the recurrent states alone exceed it, -c cannot help:
-// the refusal names the file's keys that size them (model.StateKeys).
-func kvFits(d *model.Desc, positions, elemBytes int, avail int64, source string) error {
-	need := kvBytes(d, positions, elemBytes)
-	if need <= avail {
-		return nil
-	}
-	if rec := recurrentBytes(d, elemBytes); rec > avail {
-		keys := model.StateKeys(d)
+	if rec, keys := st.recurrent, st.keys; rec > avail {
 		return fmt.Errorf("%w: the recurrent layers' state needs %s whatever the context, more than the %s available (%s): the model file's %s are not runnable here (-c does not change this)",
 			ErrConfig, mib(rec), mib(avail), source, keys)
 	}
@@ -91,13 +98,12 @@ func (r *Resolved) need(d *model.Desc) memoryNeed {
 
 // checkMemory is the one memory check of a run, before anything is
 // allocated: it refuses a configuration whose resident memory (need) exceeds
-// what the process may use (the cgroup limit or MemAvailable,
-// cache.Available), and says what would fit. Without memory information it
-// allows the run.
-func (r *Resolved) checkMemory(d *model.Desc) error {
-	avail, source, _, err := cache.Available("", "")
+// mem, what the process may use (the cgroup limit or MemAvailable), and says
+// what would fit. Without memory information it allows the run.
+func (r *Resolved) checkMemory(d *model.Desc, mem memory) error {
+	avail, source := mem.Avail, mem.Source
 	n := r.need(d)
-	if err != nil || n.total() <= avail {
+	if mem.err != nil || n.total() <= avail {
 		return nil
 	}
 	var fixes []string

@@ -58,17 +58,17 @@ func TestLimitsBeforeAllocation(t *testing.T) {
 // against the memory available: a budget just above what is left after the
 // rest is refused naming --cache-mb and the budget that fits, one just
 // below is accepted; dense weights that do not fit beside the cache are
-// refused suggesting --dense-weights mmap, which is then accepted.
+// refused suggesting --dense-weights mmap, which is then accepted. The
+// memory is a fixed figure (resolve reads it once and passes it down), so
+// the edges are exact.
 func TestBudgetAboveAvailable(t *testing.T) {
-	avail, _, _, err := cache.Available("", "")
-	if err != nil {
-		t.Skipf("no memory information on this system: %v", err)
-	}
+	const avail = 64 << 30
+	mem := memory{Memory: cache.Memory{Avail: avail, Source: "test"}}
 	d := &model.Desc{DenseBytes: 0}
 	r := Resolved{Config: baseCfg(), KVBytes: 8 << 20, K: 2, SlotBytes: 1 << 20}
 	r.Dense = dense.Anon
 	fixed := r.KVBytes + int64(max(r.K, cache.DefaultTransientSlots))*r.SlotBytes + runtimeReserve
-	const margin = 256 << 20 // MemAvailable moves while the test runs
+	const margin = 1 << 20
 	for _, c := range []struct {
 		name       string
 		dense      int64
@@ -86,7 +86,7 @@ func TestBudgetAboveAvailable(t *testing.T) {
 	} {
 		d.DenseBytes = c.dense
 		r.Cache.Bytes, r.Dense = c.budget, c.mode
-		err := r.checkMemory(d)
+		err := r.checkMemory(d, mem)
 		if c.ok != (err == nil) || (err != nil && (!errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.flag) || !strings.Contains(err.Error(), c.want))) {
 			t.Errorf("%s: err = %v, want ok %v or an ErrConfig naming %q and %q", c.name, err, c.ok, c.flag, c.want)
 		}
@@ -101,16 +101,17 @@ func TestRecurrentStateRefusalNamesTheKeys(t *testing.T) {
 	hp := model.HParams{NLayer: 4, NEmbd: 64, NHead: 2, NHeadKV: 2, HeadDim: 32, HeadDimV: 32,
 		SSM: model.SSMGeom{ConvKernel: 1 << 30, StateSize: 16, InnerSize: 64, GroupCount: 2, TimeStepRank: 4}}
 	d := &model.Desc{Arch: "no-family", HParams: hp}
-	err := kvFits(d, 16, 2, 1<<30, "test")
+	gib := memory{Memory: cache.Memory{Avail: 1 << 30, Source: "test"}}
+	err := kvFits(stateOf(d, 16, 2), 16, gib)
 	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "ssm.conv_kernel 1073741824") || strings.Contains(err.Error(), "lower -c") {
 		t.Fatalf("enormous conv_kernel: %v", err)
 	}
 	d.HParams.SSM.ConvKernel = 4
-	err = kvFits(d, 1<<30, 2, 1<<30, "test")
+	err = kvFits(stateOf(d, 1<<30, 2), 1<<30, gib)
 	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "lower -c") {
 		t.Fatalf("a long context: %v", err)
 	}
-	if err := kvFits(d, 16, 2, 1<<30, "test"); err != nil {
+	if err := kvFits(stateOf(d, 16, 2), 16, gib); err != nil {
 		t.Fatalf("a small model: %v", err)
 	}
 }
