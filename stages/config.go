@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/dense"
+	"github.com/pipe-engine/pipe/gguf"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/prefetch"
 	"github.com/pipe-engine/pipe/reader"
@@ -215,6 +216,39 @@ type Resolved struct {
 	SlotBytes  int64 // one cache slot: the largest expert span, aligned
 	WorkingSet int64 // one token's experts in slots (Σ layers k × slot)
 	KVBytes    int64 // the KV cache of Inputs.KVPositions positions
+}
+
+// plan is what Open works out before it allocates anything: the model's
+// description, its experts' layout and the configuration resolved against
+// them.
+type plan struct {
+	desc   *model.Desc
+	layout expertLayout
+	cfg    Resolved
+}
+
+// prepare is Open's one resolve step: cfg with its defaults
+// (EnsureDefaults) is validated with the caller's inputs, the model file at
+// cfg.Path is described and its experts laid out, and the configuration is
+// resolved against them and the memory available (resolve).
+func prepare(cfg Config, in Inputs) (plan, error) {
+	if err := errors.Join(cfg.EnsureDefaults().Validate(), in.Validate()); err != nil {
+		return plan{}, err
+	}
+	f, err := gguf.Open(cfg.Path)
+	if err != nil {
+		return plan{}, err
+	}
+	d, err := model.Describe(f)
+	if err != nil {
+		return plan{}, err
+	}
+	if !model.Runnable(d.Arch) {
+		return plan{}, fmt.Errorf("%s: %w: %q (pipe runs: %v)", cfg.Path, model.ErrUnsupportedArch, d.Arch, model.Architectures())
+	}
+	l := newLayout(d)
+	r, err := resolve(cfg, in, d, l, readMemory())
+	return plan{desc: d, layout: l, cfg: r}, err
 }
 
 // resolve checks cfg, with its defaults applied and validated (Open does

@@ -15,9 +15,11 @@
 //
 // # Types
 //
-// Engine opens the model, resolves the configuration once (the user's
-// Config → EnsureDefaults, the one place defaults are written, and Validate,
-// its one check → resolve, with the caller's Inputs and the model →
+// Engine opens the model, resolves the configuration once in one step,
+// prepare, before anything is allocated (the user's Config →
+// EnsureDefaults, the one place defaults are written, and Validate, its one
+// check → the model described → resolve, with the caller's Inputs, the
+// model's state sizes and the memory available read once and passed down →
 // Resolved, which Engine.Config returns and nothing edits), picks the expert
 // source, builds the architecture and runs forward passes; Session is a
 // decode sequence on it.
@@ -157,8 +159,9 @@
 // # Files
 //
 // engine.go: Engine, Open, load, Close; config.go: Config,
-// EnsureDefaults, Validate, Inputs, Resolved and resolve; limits.go and budget.go: the memory checks
-// and the expert-cache budget resolve applies; pipeline.go: the per-layer
+// EnsureDefaults, Validate, Inputs, Resolved, prepare and resolve; limits.go
+// and budget.go: the memory checks and the expert-cache budget resolve
+// applies; pipeline.go: the per-layer
 // flow and the per-token meter; lossy.go: the lossy routing modes between
 // the router and the source; source.go: the expert-source seam and the
 // mapped source; stream.go: the streamed source; speculate.go: speculation

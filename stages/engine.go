@@ -147,31 +147,17 @@ func newLayout(d *model.Desc) expertLayout {
 	return l
 }
 
-// Open loads the model at cfg.Path and starts the pipeline: cfg with its
-// defaults (EnsureDefaults) is validated, then resolved with the caller's
-// inputs in once the model is described (Engine.Config).
+// Open loads the model at cfg.Path and starts the pipeline: prepare
+// works the configuration out (defaults, validation, the model's
+// description, resolve) before anything is allocated, then the engine is
+// built on that plan (Engine.Config).
 func Open(ctx context.Context, cfg Config, in Inputs) (*Engine, error) {
 	t0 := time.Now()
-	if err := errors.Join(cfg.EnsureDefaults().Validate(), in.Validate()); err != nil {
-		return nil, err
-	}
-	f, err := gguf.Open(cfg.Path)
+	p, err := prepare(cfg, in)
 	if err != nil {
 		return nil, err
 	}
-	d, err := model.Describe(f)
-	if err != nil {
-		return nil, err
-	}
-	if !model.Runnable(d.Arch) {
-		return nil, fmt.Errorf("%s: %w: %q (pipe runs: %v)", cfg.Path, model.ErrUnsupportedArch, d.Arch, model.Architectures())
-	}
-	layout := newLayout(d)
-	rc, err := resolve(cfg, in, d, layout, readMemory())
-	if err != nil {
-		return nil, err
-	}
-	e := &Engine{cfg: rc, desc: d, layout: layout}
+	e := &Engine{cfg: p.cfg, desc: p.desc, layout: p.layout}
 	e.life.parent = ctx
 	e.life.ctx, e.life.cancel = context.WithCancelCause(ctx)
 	e.life.wg = conc.NewWaitGroup()
@@ -181,8 +167,8 @@ func Open(ctx context.Context, cfg Config, in Inputs) (*Engine, error) {
 			e.Close()
 		}
 	}()
-	e.pool = kernels.NewPool(cfg.Threads)
-	if err := e.load(f); err != nil {
+	e.pool = kernels.NewPool(p.cfg.Threads)
+	if err := e.load(p.desc.File); err != nil {
 		return nil, err
 	}
 	e.meter.load = time.Since(t0)
