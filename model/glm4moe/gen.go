@@ -28,6 +28,10 @@ var shapes = map[string]shape{
 	"glm-4.5-air":  {nextn: 1},
 }
 
+// nextnOf is preset p's NextN layers: its shape's, fewer when --layers
+// keeps too few blocks for them and one run layer.
+func nextnOf(p *gen.Preset) int { return max(min(shapes[p.Name].nextn, p.NLayer-1), 0) }
+
 // Presets implements gen.Family.
 func (Family) Presets() []gen.Preset {
 	return []gen.Preset{
@@ -68,16 +72,17 @@ func (Family) Presets() []gen.Preset {
 
 // CheckPreset implements gen.Family: a known shape, partial rotation of
 // an even number of dims within the head, dense layers before the NextN
-// ones, the selection bias llama.cpp requires.
+// ones (with --layers 1, none: the one block is run), the selection bias
+// llama.cpp requires.
 func (Family) CheckPreset(p *gen.Preset) error {
-	sh, ok := shapes[p.Name]
+	_, ok := shapes[p.Name]
 	switch {
 	case !ok:
 		return fmt.Errorf("%w: glm4moe preset %q has no NextN / q-k norm shape", gen.ErrBadOptions, p.Name)
 	case p.NRot <= 0 || p.NRot%2 != 0 || p.NRot > p.HeadDim:
 		return fmt.Errorf("%w: glm4moe preset %q: NRot %d must be even and <= HeadDim %d", gen.ErrBadOptions, p.Name, p.NRot, p.HeadDim)
-	case sh.nextn >= p.NLayer || p.LeadingDense > p.NLayer-sh.nextn:
-		return fmt.Errorf("%w: glm4moe preset %q: %d NextN and %d dense layers of %d", gen.ErrBadOptions, p.Name, sh.nextn, p.LeadingDense, p.NLayer)
+	case p.LeadingDense > p.NLayer-nextnOf(p):
+		return fmt.Errorf("%w: glm4moe preset %q: %d NextN and %d dense layers of %d", gen.ErrBadOptions, p.Name, nextnOf(p), p.LeadingDense, p.NLayer)
 	case !p.ProbsBias || p.GatingFunc != 2:
 		return fmt.Errorf("%w: glm4moe preset %q needs sigmoid gating with exp_probs_b", gen.ErrBadOptions, p.Name)
 	}
@@ -96,7 +101,7 @@ func (Family) Metadata(p *gen.Preset) []gen.MetaKV {
 		gen.MetaKV{Key: "expert_gating_func", Value: u32(p.GatingFunc)},
 		gen.MetaKV{Key: "expert_weights_scale", Value: p.WeightsScale},
 		gen.MetaKV{Key: "expert_weights_norm", Value: p.WeightsNorm},
-		gen.MetaKV{Key: "nextn_predict_layers", Value: u32(shapes[p.Name].nextn)})
+		gen.MetaKV{Key: "nextn_predict_layers", Value: u32(nextnOf(p))})
 }
 
 // Tensors implements gen.Family.
@@ -105,7 +110,7 @@ func (Family) Tensors(p *gen.Preset, vocab int) []gen.TensorSpec {
 	ts := gen.HeadTensors(p, vocab)
 	for il := 0; il < p.NLayer; il++ {
 		ts = append(ts, blockTensors(p, sh, il)...)
-		if il >= p.NLayer-sh.nextn {
+		if il >= p.NLayer-nextnOf(p) {
 			ts = append(ts, nextnBlockTensors(p, sh, il, vocab)...)
 		}
 	}
