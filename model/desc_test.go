@@ -221,16 +221,14 @@ func TestDescribeGoldenSplit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			layers, tensors, first := 4, 3, 0
+			// the leading dense blocks (deepseek2, lfm2moe, glm4moe) have no experts
+			layers, tensors, first := 4, 3, d.HParams.MoE.LeadingDense
 			switch d.Arch {
 			case "gemma4": // 3 layers, fused gate_up + down
 				layers, tensors = 3, 2
 			case "qwen2moe", "olmoe":
 				layers = 3
-			case "lfm2moe": // block 0 dense
-				first = 1
-			case "deepseek2": // block 0 dense; the lite-path model has 27 blocks
-				first = 1
+			case "deepseek2": // the lite-path model has 27 blocks
 				if strings.Contains(p, "-lite-") {
 					layers = 27
 				}
