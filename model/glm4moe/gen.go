@@ -36,19 +36,29 @@ func nextnOf(p *gen.Preset) int { return max(min(shapes[p.Name].nextn, p.NLayer-
 func (Family) Presets() []gen.Preset {
 	return []gen.Preset{
 		{
-			// zai-org/GLM-4.5-Air config.json (Glm4MoeForCausalLM), key by key:
-			// num_hidden_layers 46 + num_nextn_predict_layers 1 = block_count 47
-			// (conversion/glm.py adds them); hidden_size 4096;
-			// num_attention_heads 96; num_key_value_heads 8; head_dim 128;
-			// partial_rotary_factor 0.5 → rope.dimension_count 64;
-			// n_routed_experts 128; num_experts_per_tok 8;
-			// moe_intermediate_size 1408; intermediate_size 10944 (layer 0);
-			// first_k_dense_replace 1; n_shared_experts 1;
-			// routed_scaling_factor 1.0; norm_topk_prob true;
-			// max_position_embeddings 131072; rope_theta 1000000;
-			// rms_norm_eps 1e-05; vocab_size 151552; attention_bias true
-			// (q/k/v biases); use_qk_norm false; sigmoid scoring with
-			// e_score_correction_bias (exp_probs_b).
+			// zai-org/GLM-4.5-Air config.json (Glm4MoeForCausalLM). The search
+			// tool did not return that file itself; each value below is the
+			// Air config's as published, and where it was checked, the text
+			// it was checked against:
+			//  [V] GLM-4.5V's config.json text_config (the same 106B-A12B
+			//      language model; a dump of it found in a public repository),
+			//  [S] slime's scripts/models/glm4.5-106B-A12B.sh (Megatron args
+			//      of the Air shape), [C] llama.cpp conversion/glm.py.
+			// num_hidden_layers 46 [V, S: 1 dense + 45 MoE] + num_nextn_predict_layers
+			// 1 (the Air card's MTP layer) = block_count 47 [C adds them];
+			// hidden_size 4096 [V, S]; num_attention_heads 96 [V, S];
+			// num_key_value_heads 8 [V, S]; head_dim 128 [V, S kv-channels];
+			// partial_rotary_factor 0.5 [V, S rotary-percent] → rope.dimension_count
+			// 64 [C]; n_routed_experts 128 [V]; num_experts_per_tok 8 [V];
+			// moe_intermediate_size 1408 [V, S]; intermediate_size 10944 [V, S];
+			// first_k_dense_replace 1 [V]; n_shared_experts 1 [V];
+			// routed_scaling_factor 1.0 [V]; norm_topk_prob true [V];
+			// rms_norm_eps 1e-05 [V]; vocab_size 151552 [V, S]; attention_bias
+			// true [V: q/k/v biased, o not; S add-qkv-bias]; use_qk_norm false
+			// [V]; sigmoid scoring with e_score_correction_bias [V's weights,
+			// S] (exp_probs_b); rope_theta 1000000 [S rotary-base; GLM-4.5V's
+			// own is 10000]; max_position_embeddings 131072 (the Air card's 128K
+			// context; GLM-4.5V's is 65536).
 			Name: "glm-4.5-air", Arch: "glm4moe", ModelName: "GLM-4.5-Air (synthetic)",
 			Description: "zai-org/GLM-4.5-Air config.json; llama.cpp src/models/glm4-moe.cpp",
 			NLayer:      46 + 1, NEmbd: 4096, NHead: 96, NHeadKV: 8, HeadDim: 128, NRot: 64,
