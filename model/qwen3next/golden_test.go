@@ -17,7 +17,7 @@ import (
 
 // The golden set: qwen3next-tiny written by `pipe gen --seed 90533` (a
 // seed no test uses otherwise), its Q4_K_M by llama-quantize, run through
-// llama.cpp 3f545becc by testdata/golden/tools (README section 13).
+// llama.cpp 3f545becc by testdata/golden/tools (README section 15).
 const golden = "../../testdata/golden"
 
 // TestIntermediatesMatchLlamaCpp runs the golden F32 model on p0_fox and
