@@ -26,8 +26,9 @@
 //
 // The routed experts are computed behind model.MoE (model.Experts,
 // SwiGLU); the gating rule is softmax over all experts, top-k,
-// renormalised. Multi-token prediction layers (nextn_predict_layers) are
-// refused.
+// renormalised. The last nextn_predict_layers blocks are the
+// multi-token-prediction layers: checked, as llama.cpp loads them, and not
+// run (nextn.go).
 //
 // The package is the whole family (family.Family, family.go; its `pipe
 // gen` presets, tensors and metadata in gen.go). It registers itself as
@@ -73,7 +74,8 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	m.Experts = &model.Experts{Arch: "qwen3next", Pool: opt.Pool, NEmbd: E, NFF: hp.NFFExp, NExpert: hp.NExpert, Act: model.SwiGLU}
 	ld := model.NewLoader(d, src)
 	ld.Embeddings(m.Decoder)
-	for l := 0; l < hp.NLayer; l++ {
+	run := runLayers(d)
+	for l := 0; l < run; l++ {
 		var layer model.Layer
 		if hp.SSM.IsRecurrent(l) {
 			layer.Mixer = qwen35moe.LoadDeltaNet(ld, l, E, hp.SSM, opt.Pool, loadInputs(ld, l, E, hp.SSM), true)
@@ -89,6 +91,11 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	}
 	if err := ld.CheckVocab(m.Decoder, hp.NVocab); err != nil {
 		return nil, err
+	}
+	for l := run; l < hp.NLayer; l++ {
+		if err := checkNextN(d, l); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }
@@ -165,11 +172,8 @@ func check(d *model.Desc) error {
 	case g.ConvKernel < 1 || g.StateSize <= 0 || g.GroupCount <= 0 || g.TimeStepRank <= 0 || g.TimeStepRank%g.GroupCount != 0 ||
 		g.InnerSize != g.StateSize*g.TimeStepRank:
 		return fmt.Errorf("%w: qwen3next ssm.* keys %+v (want conv_kernel ≥ 1, inner_size = state_size·time_step_rank, time_step_rank a multiple of group_count)", model.ErrBadModel, g)
-	}
-	if v, ok := d.File.Get(d.Arch + ".nextn_predict_layers"); ok {
-		if n, _ := v.Uint(); n > 0 {
-			return fmt.Errorf("%w: qwen3next with %d multi-token-prediction layers (convert with --no-mtp)", model.ErrUnsupportedArch, n)
-		}
+	case nextnLayers(d) < 0 || runLayers(d) < 1:
+		return fmt.Errorf("%w: qwen3next: nextn_predict_layers %d of block_count %d", model.ErrBadModel, nextnLayers(d), hp.NLayer)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/pipe-engine/pipe/model/gen"
 	"github.com/pipe-engine/pipe/model/goldentest"
 	_ "github.com/pipe-engine/pipe/model/qwen3next"
+	"github.com/pipe-engine/pipe/quant"
 	"github.com/pipe-engine/pipe/router"
 )
 
@@ -160,7 +161,7 @@ func TestLegacySSMIn(t *testing.T) {
 	m, moe := load(t, path, 1)
 	want := run(t, m, moe, prompt, 7, 5)
 	legacy := filepath.Join(t.TempDir(), "legacy.gguf")
-	rewrite(t, path, legacy, nil, &m.Desc().HParams.SSM)
+	rewrite(t, path, legacy, edit{legacy: &m.Desc().HParams.SSM})
 	lm, lmoe := load(t, legacy, 1)
 	if lm.Desc().Tensors["blk.0.ssm_in.weight"] == nil || lm.Desc().Tensors["blk.0.attn_qkv.weight"] != nil {
 		t.Fatal("the rewritten file has no ssm_in in place of attn_qkv")
@@ -168,41 +169,67 @@ func TestLegacySSMIn(t *testing.T) {
 	sameBits(t, "ssm_in", run(t, lm, lmoe, prompt, 7, 5), want)
 }
 
-// rewrite copies the F32 file src to dst with the extra metadata and,
-// when legacy is set, every layer's attn_qkv and attn_gate merged into
-// ssm_in, grouped per key head as convert_hf_to_gguf.py wrote it before the
-// split (legacy is the file's delta-net geometry).
-func rewrite(t *testing.T, src, dst string, extra []gguf.KV, legacy *model.SSMGeom) {
+// edit is what rewrite changes in a file: metadata set or replaced, the
+// delta-net projections merged into the legacy ssm_in (legacy is the
+// file's delta-net geometry), tensors added at the end, tensors left out.
+type edit struct {
+	kv     map[string]any
+	legacy *model.SSMGeom
+	add    []tensor
+	drop   string
+}
+
+// tensor is one F32 tensor to add.
+type tensor struct {
+	name string
+	dims []uint64
+	data []byte
+}
+
+// rewrite copies the F32 file src to dst with the edit applied.
+func rewrite(t *testing.T, src, dst string, e edit) {
 	t.Helper()
 	d, raw := goldentest.Open(t, src)
 	var buf bytes.Buffer
 	w := gguf.NewWriter(&buf)
-	for _, kv := range append(d.File.KV, extra...) {
+	for _, kv := range d.File.KV {
+		v := any(kv.Value)
+		if nv, ok := e.kv[kv.Key]; ok {
+			v = nv
+		}
 		if kv.Key != gguf.KeyAlignment {
-			must(t, w.AddKV(kv.Key, kv.Value))
+			must(t, w.AddKV(kv.Key, v))
 		}
 	}
-	type out struct {
-		name string
-		data []byte
+	for k, v := range e.kv {
+		if _, ok := d.File.Get(k); !ok {
+			must(t, w.AddKV(k, v))
+		}
 	}
-	var outs []out
+	var outs []tensor
 	for i := range d.File.Tensors {
 		ti := &d.File.Tensors[i]
 		data := raw[ti.Offset : ti.Offset+ti.Size]
 		switch {
-		case legacy != nil && strings.HasSuffix(ti.Name, ".attn_gate.weight"):
+		case ti.Name == e.drop, e.legacy != nil && strings.HasSuffix(ti.Name, ".attn_gate.weight"):
 			continue
-		case legacy != nil && strings.HasSuffix(ti.Name, ".attn_qkv.weight"):
+		case e.legacy != nil && strings.HasSuffix(ti.Name, ".attn_qkv.weight"):
 			blk := strings.TrimSuffix(ti.Name, "attn_qkv.weight")
 			z := d.Tensors[blk+"attn_gate.weight"]
-			data = mergeQKVZ(data, raw[z.Offset:z.Offset+z.Size], int(ti.Dims[0]), *legacy)
+			data = mergeQKVZ(data, raw[z.Offset:z.Offset+z.Size], int(ti.Dims[0]), *e.legacy)
 			must(t, w.AddTensor(blk+"ssm_in.weight", ti.Type, []uint64{ti.Dims[0], ti.Dims[1] + z.Dims[1]}))
-			outs = append(outs, out{blk + "ssm_in.weight", data})
+			outs = append(outs, tensor{blk + "ssm_in.weight", nil, data})
 			continue
 		}
 		must(t, w.AddTensor(ti.Name, ti.Type, ti.Dims))
-		outs = append(outs, out{ti.Name, data})
+		outs = append(outs, tensor{ti.Name, nil, data})
+	}
+	for _, a := range e.add {
+		if a.name == e.drop {
+			continue
+		}
+		must(t, w.AddTensor(a.name, quant.F32, a.dims))
+		outs = append(outs, a)
 	}
 	must(t, w.WriteHeader())
 	for _, o := range outs {
@@ -235,26 +262,66 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// TestRefusesMTP: a file with multi-token-prediction layers is refused
-// with ErrUnsupportedArch naming nextn_predict_layers' meaning, not run
-// with the MTP block taken for a trunk layer.
-func TestRefusesMTP(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "mtp.gguf")
-	rewrite(t, genTiny(t, "F32"), path, []gguf.KV{{Key: "qwen3next.nextn_predict_layers", Value: mustValue(t, uint32(1))}}, nil)
-	d, raw := goldentest.Open(t, path)
-	pool := kernels.NewPool(1)
-	defer pool.Close()
-	_, err := model.New(d, goldentest.FileSource(raw), model.Options{Pool: pool})
-	if !errors.Is(err, model.ErrUnsupportedArch) || !strings.Contains(err.Error(), "multi-token-prediction") {
-		t.Fatalf("New with nextn_predict_layers 1: %v, want ErrUnsupportedArch", err)
+// withNextN writes the tiny F32 file at src to dst with one NextN layer
+// appended as convert_hf_to_gguf.py writes it: block_count 5,
+// nextn_predict_layers 1, blk.4 a copy of attention layer 3's block plus
+// nextn.eh_proj, enorm and hnorm (less the tensor drop).
+func withNextN(t *testing.T, src, dst, drop string) {
+	t.Helper()
+	d, raw := goldentest.Open(t, src)
+	var add []tensor
+	for i := range d.File.Tensors {
+		ti := &d.File.Tensors[i]
+		if rest, ok := strings.CutPrefix(ti.Name, "blk.3."); ok {
+			add = append(add, tensor{"blk.4." + rest, ti.Dims, raw[ti.Offset : ti.Offset+ti.Size]})
+		}
 	}
+	E := uint64(d.HParams.NEmbd)
+	add = append(add,
+		tensor{"blk.4.nextn.eh_proj.weight", []uint64{2 * E, E}, make([]byte, 4*2*E*E)},
+		tensor{"blk.4.nextn.enorm.weight", []uint64{E}, make([]byte, 4*E)},
+		tensor{"blk.4.nextn.hnorm.weight", []uint64{E}, make([]byte, 4*E)})
+	rewrite(t, src, dst, edit{kv: map[string]any{"qwen3next.block_count": uint32(5), "qwen3next.nextn_predict_layers": uint32(1)}, add: add, drop: drop})
 }
 
-func mustValue(t *testing.T, v any) gguf.Value {
-	t.Helper()
-	val, err := gguf.NewValue(v)
-	if err != nil {
-		t.Fatal(err)
+// TestNextNLayersSkipped: a file with a multi-token-prediction layer, as
+// the converter writes Qwen3-Next by default, runs its first
+// block_count − nextn_predict_layers layers only: the same logits, bit for
+// bit, and the same state size as the file without it; the NextN layer is
+// neither recurrent nor kept in the state, and inspect names it. A NextN
+// layer missing a tensor llama.cpp requires is refused with ErrBadModel
+// naming it.
+func TestNextNLayersSkipped(t *testing.T) {
+	path := genTiny(t, "F32")
+	m, moe := load(t, path, 1)
+	want := run(t, m, moe, prompt, 7, 5)
+	mtp := filepath.Join(t.TempDir(), "mtp.gguf")
+	withNextN(t, path, mtp, "")
+	nm, nmoe := load(t, mtp, 2)
+	d := nm.Desc()
+	if d.HParams.NLayer != 5 || d.HParams.RecurrentLayers() != 2 || d.HParams.IsRecurrent(4) {
+		t.Fatalf("block_count %d, %d recurrent layers, layer 4 recurrent %v", d.HParams.NLayer, d.HParams.RecurrentLayers(), d.HParams.IsRecurrent(4))
 	}
-	return val
+	sameBits(t, "with a NextN layer", run(t, nm, nmoe, prompt, 7, 5), want)
+	if got, w := model.StateBytes(d, 64, 4), model.StateBytes(m.Desc(), 64, 4); got != w {
+		t.Fatalf("StateBytes %d with the NextN layer, %d without", got, w)
+	}
+	var row string
+	for _, r := range model.InspectRows(d) {
+		if r.Key == "NextN (MTP) layers" {
+			row = r.Value
+		}
+	}
+	if row != "1 (blk.4: checked, not run)" {
+		t.Fatalf("inspect NextN row %q", row)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.gguf")
+	withNextN(t, path, bad, "blk.4.nextn.eh_proj.weight")
+	bd, braw := goldentest.Open(t, bad)
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	_, err := model.New(bd, goldentest.FileSource(braw), model.Options{Pool: pool})
+	if !errors.Is(err, model.ErrBadModel) || !strings.Contains(err.Error(), "blk.4.nextn.eh_proj.weight") {
+		t.Fatalf("NextN layer without eh_proj: %v, want ErrBadModel naming it", err)
+	}
 }
