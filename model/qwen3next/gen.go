@@ -6,14 +6,20 @@ package qwen3next
 // load_arch_tensors; the keys convert_hf_to_gguf.py's Qwen3NextModel
 // writes): gated delta-net layers with the fused ssm_ba, gated
 // full-attention layers every full_attention_interval-th layer, routed
-// experts with a gated shared expert beside them. No multi-token
-// prediction layer is written (the converter's --no-mtp).
+// experts with a gated shared expert beside them. The real shape ends with
+// the multi-token-prediction (NextN) block the converter writes by
+// default (block_count counts it; --layers N keeps N−1 trunk blocks and
+// it); the tiny one has none (the converter's --no-mtp).
 
 import (
 	"fmt"
 
 	"github.com/pipe-engine/pipe/model/gen"
 )
+
+// presetNextN are the presets' NextN (MTP) blocks, the last of NLayer, by
+// preset name.
+var presetNextN = map[string]int{"qwen3-next-80b-a3b": 1}
 
 // Presets implements gen.Family.
 func (Family) Presets() []gen.Preset {
@@ -74,15 +80,17 @@ func (Family) CheckPreset(p *gen.Preset) error {
 }
 
 // isRecurrent reports whether layer il of preset p is a delta-net layer
-// (llama.cpp's default is_recr).
-func isRecurrent(p *gen.Preset, il int) bool { return (il+1)%p.Hybrid.AttnInterval != 0 }
+// (llama.cpp's default is_recr: no NextN layer is).
+func isRecurrent(p *gen.Preset, il int) bool {
+	return il < p.NLayer-presetNextN[p.Name] && (il+1)%p.Hybrid.AttnInterval != 0
+}
 
 // Metadata implements gen.Family: Qwen2MoeModel's keys, then
 // Qwen3NextModel's, in the converter's order.
 func (Family) Metadata(p *gen.Preset) []gen.MetaKV {
 	h := &p.Hybrid
 	u32 := func(x int) uint32 { return uint32(x) }
-	return append(gen.AttentionMoEMeta(p), []gen.MetaKV{
+	meta := append(gen.AttentionMoEMeta(p), []gen.MetaKV{
 		{Key: "expert_feed_forward_length", Value: u32(p.NFFExp)},
 		{Key: "expert_shared_feed_forward_length", Value: u32(h.NFFShExp)},
 		{Key: "ssm.conv_kernel", Value: u32(h.ConvKernel)},
@@ -93,6 +101,10 @@ func (Family) Metadata(p *gen.Preset) []gen.MetaKV {
 		{Key: "full_attention_interval", Value: u32(h.AttnInterval)},
 		{Key: "rope.dimension_count", Value: u32(h.NRot)},
 	}...)
+	if n := presetNextN[p.Name]; n > 0 {
+		meta = append(meta, gen.MetaKV{Key: "nextn_predict_layers", Value: u32(n)})
+	}
+	return meta
 }
 
 // Tensors implements gen.Family: llama_model_qwen3next::load_arch_tensors
@@ -102,8 +114,28 @@ func (Family) Tensors(p *gen.Preset, vocab int) []gen.TensorSpec {
 	ts := gen.HeadTensors(p, vocab)
 	for il := 0; il < p.NLayer; il++ {
 		ts = append(ts, blockTensors(p, il)...)
+		if il >= p.NLayer-presetNextN[p.Name] {
+			ts = append(ts, nextnBlockTensors(p, il)...)
+		}
 	}
 	return ts
+}
+
+// nextnBlockTensors are NextN block il's own tensors beside its attention
+// block: the projection of [embedding, hidden state], their norms and the
+// head's norm (the checkpoint's mtp.fc, pre_fc_norm_embedding,
+// pre_fc_norm_hidden and norm; it shares the embedding and the head).
+func nextnBlockTensors(p *gen.Preset, il int) []gen.TensorSpec {
+	E := p.NEmbd
+	t := func(name string, role gen.Role, dims ...int) gen.TensorSpec {
+		return gen.TensorSpec{Name: gen.Blk(il, name), Layer: il, Dims: gen.Dims(dims...), Role: role}
+	}
+	return []gen.TensorSpec{
+		t("nextn.eh_proj.weight", gen.RoleProj, 2*E, E),
+		t("nextn.enorm.weight", gen.RoleNorm, E),
+		t("nextn.hnorm.weight", gen.RoleNorm, E),
+		t("nextn.shared_head_norm.weight", gen.RoleNorm, E),
+	}
 }
 
 // blockTensors is block il: norms, the routed and shared experts, then
