@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // cachedBuiltins is a read-only scope populated once with all built-in
@@ -112,16 +113,42 @@ func rangeLen(start, stop, step int64) int64 {
 }
 
 // replaceBounded is strings.Replace refusing a result past MaxValueBytes
-// before building it (replace(”, x) inserts x at every rune boundary).
-func replaceBounded(s, old, repl string, count int) (Value, error) {
-	n := int64(strings.Count(s, old))
-	if count >= 0 && int64(count) < n {
-		n = int64(count)
+// before building it (replace(”, x) inserts x at every rune boundary) and
+// polling b while it builds it.
+func replaceBounded(b *budget, s, old, repl string, count int) (Value, error) {
+	n := strings.Count(s, old)
+	if count >= 0 && count < n {
+		n = count
 	}
-	if err := checkValueSize(int64(len(s)) + n*(int64(len(repl))-int64(len(old)))); err != nil {
+	size := int64(len(s)) + int64(n)*(int64(len(repl))-int64(len(old)))
+	if err := checkValueSize(size); err != nil {
 		return Undefined(), err
 	}
-	return NewString(strings.Replace(s, old, repl, count)), nil
+	if n == 0 {
+		return NewString(s), nil
+	}
+	var sb strings.Builder
+	sb.Grow(int(size))
+	start := 0
+	for i := range n {
+		j := start
+		if old == "" {
+			if i > 0 {
+				_, w := utf8.DecodeRuneInString(s[start:])
+				j += w
+			}
+		} else {
+			j += strings.Index(s[start:], old)
+		}
+		sb.WriteString(s[start:j])
+		sb.WriteString(repl)
+		if err := b.poll(int64(j-start+len(repl)) + 1); err != nil {
+			return Undefined(), err
+		}
+		start = j + len(old)
+	}
+	sb.WriteString(s[start:])
+	return NewString(sb.String()), nil
 }
 
 func builtinJoiner(args []Value, kwargs map[string]Value) (Value, error) {
@@ -215,11 +242,9 @@ func builtinCycler(args []Value, kwargs map[string]Value) (Value, error) {
 
 func registerFilters(s *scope) {
 	filters := map[string]func([]Value, map[string]Value) (Value, error){
-		"tojson":     filterTojson,
 		"from_json":  filterFromjson,
 		"fromjson":   filterFromjson,
 		"items":      filterItems,
-		"join":       filterJoin,
 		"default":    filterDefault,
 		"d":          filterDefault,
 		"trim":       filterTrim,
@@ -232,26 +257,17 @@ func registerFilters(s *scope) {
 		"length":     filterLength,
 		"count":      filterLength,
 		"reverse":    filterReverse,
-		"sort":       filterSort,
-		"unique":     filterUnique,
 		"list":       filterList,
 		"int":        filterInt,
 		"float":      filterFloatConv,
 		"string":     filterString,
 		"safe":       filterSafe,
-		"replace":    filterReplace,
 		"round":      filterRound,
 		"abs":        filterAbs,
-		"map":        filterMap,
-		"select":     filterSelect,
-		"reject":     filterReject,
-		"selectattr": filterSelectattr,
-		"rejectattr": filterRejectattr,
 		"indent":     filterIndent,
 		"wordcount":  filterWordcount,
 		"escape":     filterEscape,
 		"e":          filterEscape,
-		"dictsort":   filterDictsort,
 		"max":        filterMax,
 		"min":        filterMin,
 		"sum":        filterSum,
@@ -260,6 +276,23 @@ func registerFilters(s *scope) {
 
 	for name, fn := range filters {
 		s.set("__filter_"+name, NewCallable(name, fn))
+	}
+	// The filters whose one call can be long poll the render's budget.
+	ops := map[string]func(*budget, []Value, map[string]Value) (Value, error){
+		"tojson":     filterTojson,
+		"join":       filterJoin,
+		"sort":       filterSort,
+		"unique":     filterUnique,
+		"replace":    filterReplace,
+		"map":        filterMap,
+		"select":     filterSelect,
+		"reject":     filterReject,
+		"selectattr": filterSelectattr,
+		"rejectattr": filterRejectattr,
+		"dictsort":   filterDictsort,
+	}
+	for name, op := range ops {
+		s.set("__filter_"+name, newOpCallable(name, op))
 	}
 }
 
@@ -373,7 +406,7 @@ func evalTest(name string, val Value, args []Value) (bool, error) {
 // Filter implementations
 // =============================================================================
 
-func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
+func filterTojson(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewString(""), nil
 	}
@@ -414,7 +447,7 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 	// + reflect) to a handful (one strings.Builder grow + one Marshal
 	// per leaf string for escaping).
 	var sb strings.Builder
-	if err := encodeValueJSON(&sb, args[0], itemSeparator, keySeparator, 0); err != nil {
+	if err := encodeValueJSON(b, &sb, args[0], itemSeparator, keySeparator, 0); err != nil {
 		if errors.Is(err, ErrLimit) {
 			return Undefined(), err
 		}
@@ -437,13 +470,14 @@ func filterTojson(args []Value, kwargs map[string]Value) (Value, error) {
 //
 // Both differences would otherwise change the tokenization of every tool
 // definition that ends up in a chat prompt.
-func encodeValueJSON(sb *strings.Builder, v Value, itemSeparator, keySeparator string, depth int) error {
+func encodeValueJSON(b *budget, sb *strings.Builder, v Value, itemSeparator, keySeparator string, depth int) error {
 	if depth > MaxNesting {
 		return limitErr("nesting", MaxNesting)
 	}
 	if sb.Len() > MaxValueBytes {
 		return limitErr("value size", MaxValueBytes)
 	}
+	b.mustPoll(1) // a panic: the caller turns errors into ""
 	switch v.kind {
 	case KindUndefined, KindNone, KindCallable:
 		sb.WriteString("null")
@@ -480,7 +514,7 @@ func encodeValueJSON(sb *strings.Builder, v Value, itemSeparator, keySeparator s
 			if i > 0 {
 				sb.WriteString(itemSeparator)
 			}
-			if err := encodeValueJSON(sb, item, itemSeparator, keySeparator, depth+1); err != nil {
+			if err := encodeValueJSON(b, sb, item, itemSeparator, keySeparator, depth+1); err != nil {
 				return err
 			}
 		}
@@ -498,7 +532,7 @@ func encodeValueJSON(sb *strings.Builder, v Value, itemSeparator, keySeparator s
 				return err
 			}
 			sb.WriteString(keySeparator)
-			if err := encodeValueJSON(sb, d.Data[key], itemSeparator, keySeparator, depth+1); err != nil {
+			if err := encodeValueJSON(b, sb, d.Data[key], itemSeparator, keySeparator, depth+1); err != nil {
 				return err
 			}
 		}
@@ -611,7 +645,7 @@ func filterItems(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList(items), nil
 }
 
-func filterJoin(args []Value, kwargs map[string]Value) (Value, error) {
+func filterJoin(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 {
 		return NewString(""), nil
 	}
@@ -649,6 +683,9 @@ func filterJoin(args []Value, kwargs map[string]Value) (Value, error) {
 		parts[i] = printValue(item)
 		size += int64(len(parts[i])) + int64(len(sep))
 		if err := checkValueSize(size); err != nil {
+			return Undefined(), err
+		}
+		if err := b.poll(int64(len(parts[i])) + 1); err != nil {
 			return Undefined(), err
 		}
 	}
@@ -818,7 +855,7 @@ func filterReverse(args []Value, kwargs map[string]Value) (Value, error) {
 	return v, nil
 }
 
-func filterSort(args []Value, kwargs map[string]Value) (Value, error) {
+func filterSort(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
@@ -833,6 +870,7 @@ func filterSort(args []Value, kwargs map[string]Value) (Value, error) {
 	}
 
 	sort.SliceStable(items, func(i, j int) bool {
+		b.mustPoll(1)
 		cmp := compareValues(items[i], items[j])
 		if reverse {
 			return cmp > 0
@@ -843,7 +881,7 @@ func filterSort(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList(items), nil
 }
 
-func filterUnique(args []Value, kwargs map[string]Value) (Value, error) {
+func filterUnique(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
@@ -852,6 +890,9 @@ func filterUnique(args []Value, kwargs map[string]Value) (Value, error) {
 	seen := make(map[string]bool)
 	var items []Value
 	for _, item := range src {
+		if err := b.poll(1); err != nil {
+			return Undefined(), err
+		}
 		key := printValue(item)
 		if !seen[key] {
 			seen[key] = true
@@ -910,7 +951,7 @@ func filterSafe(args []Value, kwargs map[string]Value) (Value, error) {
 	return args[0], nil
 }
 
-func filterReplace(args []Value, kwargs map[string]Value) (Value, error) {
+func filterReplace(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) < 3 {
 		return NewString(""), fmt.Errorf("replace: expected at least 3 arguments")
 	}
@@ -926,7 +967,7 @@ func filterReplace(args []Value, kwargs map[string]Value) (Value, error) {
 		count = int(toInt64(c))
 	}
 
-	return replaceBounded(s, old, newStr, count)
+	return replaceBounded(b, s, old, newStr, count)
 }
 
 func filterRound(args []Value, kwargs map[string]Value) (Value, error) {
@@ -972,7 +1013,7 @@ func filterAbs(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewInt(0), nil
 }
 
-func filterMap(args []Value, kwargs map[string]Value) (Value, error) {
+func filterMap(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
@@ -989,6 +1030,9 @@ func filterMap(args []Value, kwargs map[string]Value) (Value, error) {
 
 		items := make([]Value, list.Len())
 		for i, item := range list.Items {
+			if err := b.poll(1); err != nil {
+				return Undefined(), err
+			}
 			if item.IsDict() {
 				v, found := item.AsDict().Get(attrName)
 				if found {
@@ -1006,7 +1050,7 @@ func filterMap(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList(list.Items), nil
 }
 
-func filterSelect(args []Value, kwargs map[string]Value) (Value, error) {
+func filterSelect(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
@@ -1021,6 +1065,9 @@ func filterSelect(args []Value, kwargs map[string]Value) (Value, error) {
 
 	var items []Value
 	for _, item := range list.Items {
+		if err := b.poll(1); err != nil {
+			return Undefined(), err
+		}
 		if testName == "" {
 			if item.IsTruthy() {
 				items = append(items, item)
@@ -1039,7 +1086,7 @@ func filterSelect(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList(items), nil
 }
 
-func filterReject(args []Value, kwargs map[string]Value) (Value, error) {
+func filterReject(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
@@ -1054,6 +1101,9 @@ func filterReject(args []Value, kwargs map[string]Value) (Value, error) {
 
 	var items []Value
 	for _, item := range list.Items {
+		if err := b.poll(1); err != nil {
+			return Undefined(), err
+		}
 		if testName == "" {
 			if !item.IsTruthy() {
 				items = append(items, item)
@@ -1072,7 +1122,7 @@ func filterReject(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList(items), nil
 }
 
-func filterSelectattr(args []Value, kwargs map[string]Value) (Value, error) {
+func filterSelectattr(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) < 2 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
@@ -1084,10 +1134,16 @@ func filterSelectattr(args []Value, kwargs map[string]Value) (Value, error) {
 		testName = printValue(args[2])
 	}
 
-	testArgs := args[3:]
+	var testArgs []Value
+	if len(args) > 3 {
+		testArgs = args[3:]
+	}
 
 	var items []Value
 	for _, item := range list.Items {
+		if err := b.poll(1); err != nil {
+			return Undefined(), err
+		}
 		attrVal := Undefined()
 		if item.IsDict() {
 			if v, ok := item.AsDict().Get(attrName); ok {
@@ -1113,7 +1169,7 @@ func filterSelectattr(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewList(items), nil
 }
 
-func filterRejectattr(args []Value, kwargs map[string]Value) (Value, error) {
+func filterRejectattr(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) < 2 || !args[0].IsList() {
 		return NewList(nil), nil
 	}
@@ -1125,10 +1181,16 @@ func filterRejectattr(args []Value, kwargs map[string]Value) (Value, error) {
 		testName = printValue(args[2])
 	}
 
-	testArgs := args[3:]
+	var testArgs []Value
+	if len(args) > 3 {
+		testArgs = args[3:]
+	}
 
 	var items []Value
 	for _, item := range list.Items {
+		if err := b.poll(1); err != nil {
+			return Undefined(), err
+		}
 		attrVal := Undefined()
 		if item.IsDict() {
 			if v, ok := item.AsDict().Get(attrName); ok {
@@ -1216,7 +1278,7 @@ func filterEscape(args []Value, kwargs map[string]Value) (Value, error) {
 	return NewString(s), nil
 }
 
-func filterDictsort(args []Value, kwargs map[string]Value) (Value, error) {
+func filterDictsort(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
 	if len(args) == 0 || !args[0].IsDict() {
 		return NewList(nil), nil
 	}
@@ -1231,6 +1293,7 @@ func filterDictsort(args []Value, kwargs map[string]Value) (Value, error) {
 	copy(keys, d.Keys)
 
 	sort.SliceStable(keys, func(i, j int) bool {
+		b.mustPoll(1)
 		if reverse {
 			return keys[i] > keys[j]
 		}

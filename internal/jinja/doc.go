@@ -8,7 +8,9 @@
 // expressions and values (MaxNesting). The operations whose result can
 // dwarf their input (string repetition, range, replace, join, indent,
 // tojson's indent, format, splitting a string) check the size before
-// building it; parsing is linear in the template and bounded in depth. A
+// building it, and the ones that can run long in one call (repetition,
+// replace, format, join, tojson, sort, dictsort, unique and the loops of
+// map, select and their kin) poll the context and the deadline as they go; parsing is linear in the template and bounded in depth. A
 // limit hit is a *LimitError (errors.Is ErrLimit); a panic inside the
 // engine is recovered into ErrEngine.
 //

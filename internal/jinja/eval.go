@@ -437,7 +437,7 @@ func (e *evaluator) execCall(n *callNode) error {
 		if err := e.b.step(); err != nil {
 			return err
 		}
-		result, err := fn.AsCallable().Fn(args, kwargs)
+		result, err := fn.AsCallable().call(e.b, args, kwargs)
 		if err != nil {
 			return err
 		}
@@ -453,7 +453,7 @@ func (e *evaluator) execCall(n *callNode) error {
 		return fmt.Errorf("call: expression is not callable")
 	}
 
-	result, err := fn.AsCallable().Fn(nil, map[string]Value{"caller": caller})
+	result, err := fn.AsCallable().call(e.b, nil, map[string]Value{"caller": caller})
 	if err != nil {
 		return err
 	}
@@ -478,7 +478,7 @@ func (e *evaluator) execFilterBlock(n *filterBlockNode) error {
 		if !ok {
 			return fmt.Errorf("unknown filter %q", fe.name)
 		}
-		result, err := filterVal.AsCallable().Fn([]Value{NewString(bodyStr)}, nil)
+		result, err := filterVal.AsCallable().call(e.b, []Value{NewString(bodyStr)}, nil)
 		if err != nil {
 			return err
 		}
@@ -921,7 +921,7 @@ func (e *evaluator) evalBinary(n *binExpr) (Value, error) {
 	case "-":
 		return subValues(left, right), nil
 	case "*":
-		v, err := mulValues(left, right)
+		v, err := mulValues(e.b, left, right)
 		if err != nil {
 			return Undefined(), err
 		}
@@ -1012,7 +1012,7 @@ func (e *evaluator) evalCallExpr(n *callExpr) (Value, error) {
 	if err := e.b.step(); err != nil {
 		return Undefined(), err
 	}
-	v, err := fn.AsCallable().Fn(args, kwargs)
+	v, err := fn.AsCallable().call(e.b, args, kwargs)
 	if err != nil {
 		return Undefined(), err
 	}
@@ -1081,7 +1081,7 @@ func (e *evaluator) evalFilter(n *filterExpr) (Value, error) {
 	if err := e.b.step(); err != nil {
 		return Undefined(), err
 	}
-	v, err := filterVal.AsCallable().Fn(args, kwargs)
+	v, err := filterVal.AsCallable().call(e.b, args, kwargs)
 	if err != nil {
 		return Undefined(), err
 	}
@@ -1158,7 +1158,7 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 			if len(args) > 2 {
 				count = int(toInt64(args[2]))
 			}
-			return replaceBounded(s, old, newStr, count)
+			return replaceBounded(e.b, s, old, newStr, count)
 		}), nil
 
 	case "upper":
@@ -1204,7 +1204,7 @@ func (e *evaluator) stringMethod(obj Value, method string) (Value, error) {
 
 	case "format":
 		return e.makeStringFunc("format", func(args []Value, kwargs map[string]Value) (Value, error) {
-			return strFormat(s, args)
+			return strFormat(e.b, s, args)
 		}), nil
 	}
 
@@ -1284,11 +1284,11 @@ func strTitle(s string) string {
 
 // strFormat is str.format: {i} becomes args[i] and the first remaining {}
 // the next argument, bounded like replace.
-func strFormat(s string, args []Value) (Value, error) {
+func strFormat(b *budget, s string, args []Value) (Value, error) {
 	result := s
 	for i, arg := range args {
 		placeholder := fmt.Sprintf("{%d}", i)
-		r, err := replaceBounded(result, placeholder, printValue(arg), -1)
+		r, err := replaceBounded(b, result, placeholder, printValue(arg), -1)
 		if err != nil {
 			return Undefined(), err
 		}
@@ -1477,9 +1477,33 @@ func subValues(a, b Value) Value {
 	return NewInt(toInt64(a) - toInt64(b))
 }
 
+// repeatChunk is the most repeatPolled copies between two polls.
+const repeatChunk = 1 << 20
+
+// repeatPolled is strings.Repeat(s, n), built by doubling as strings.Repeat
+// is, polling b between chunks.
+func repeatPolled(b *budget, s string, n int) (Value, error) {
+	total := len(s) * n
+	var sb strings.Builder
+	sb.Grow(total)
+	sb.WriteString(s)
+	for sb.Len() < total {
+		if err := b.poll(int64(sb.Len())); err != nil {
+			return Undefined(), err
+		}
+		// Whole copies of s, so that the buffer stays periodic.
+		chunk := min(sb.Len(), total-sb.Len())
+		if chunk > repeatChunk {
+			chunk = max(repeatChunk-repeatChunk%len(s), len(s))
+		}
+		sb.WriteString(sb.String()[:chunk])
+	}
+	return NewString(sb.String()), nil
+}
+
 // mulValues multiplies numbers or repeats a string (a negative count gives
 // "", as in Python), refusing a string past MaxValueBytes before building it.
-func mulValues(a, b Value) (Value, error) {
+func mulValues(bud *budget, a, b Value) (Value, error) {
 	if a.IsString() && b.IsInt() {
 		s, n := a.AsString(), b.AsInt()
 		if n <= 0 || s == "" {
@@ -1488,7 +1512,7 @@ func mulValues(a, b Value) (Value, error) {
 		if n > MaxValueBytes || int64(len(s))*n > MaxValueBytes {
 			return Undefined(), limitErr("value size", MaxValueBytes)
 		}
-		return NewString(strings.Repeat(s, int(n))), nil
+		return repeatPolled(bud, s, int(n))
 	}
 	if a.IsFloat() || b.IsFloat() {
 		return NewFloat(toFloat64(a) * toFloat64(b)), nil

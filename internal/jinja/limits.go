@@ -87,6 +87,10 @@ type budget struct {
 	depth    int
 	// exprDepth is the recursion of expression evaluation (evalExpr).
 	exprDepth int
+	// work counts the units (bytes built, items visited, comparisons)
+	// of single long operations; at nextPoll, poll checks the context and
+	// the deadline again.
+	work, nextPoll int64
 }
 
 func newBudget(ctx context.Context, lim Limits) *budget {
@@ -123,6 +127,41 @@ func (b *budget) step() error {
 		return limitErr("time", int64(b.lim.Timeout))
 	}
 	return nil
+}
+
+// pollEvery is how much work a long single operation (a string repeated,
+// replaced or joined, a value encoded as JSON, a sort, a filter's loop over
+// a list) does between two checks of the context and the deadline.
+const pollEvery = 1 << 16
+
+// poll counts n units of work inside one operation and checks the caller's
+// context and the deadline at its first call and every pollEvery units, so
+// that one big operation stops as a loop of small ones does. A nil budget
+// (a builtin called outside a render) never stops.
+func (b *budget) poll(n int64) error {
+	if b == nil {
+		return nil
+	}
+	b.work += n
+	if b.work < b.nextPoll {
+		return nil
+	}
+	b.nextPoll = b.work + pollEvery
+	if err := b.ctx.Err(); err != nil {
+		return fmt.Errorf("template render stopped: %w", context.Cause(b.ctx))
+	}
+	if time.Now().After(b.deadline) {
+		return limitErr("time", int64(b.lim.Timeout))
+	}
+	return nil
+}
+
+// mustPoll is poll for code that cannot return an error (a sort's
+// comparison): it panics with a limitPanic, which render recovers.
+func (b *budget) mustPoll(n int64) {
+	if err := b.poll(n); err != nil {
+		panic(limitPanic{err})
+	}
 }
 
 // charge counts n bytes the render allocated.

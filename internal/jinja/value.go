@@ -371,6 +371,23 @@ func (d *Dict) OrderedKeys() []string {
 type Callable struct {
 	Name string
 	Fn   func(args []Value, kwargs map[string]Value) (Value, error)
+	// op, when set, is Fn given the render's budget, for builtins whose
+	// one call can be long (they poll it); Fn is op with no budget.
+	op func(b *budget, args []Value, kwargs map[string]Value) (Value, error)
+}
+
+// newOpCallable is a builtin that polls the render's budget while it runs.
+func newOpCallable(name string, op func(b *budget, args []Value, kwargs map[string]Value) (Value, error)) Value {
+	fn := func(args []Value, kwargs map[string]Value) (Value, error) { return op(nil, args, kwargs) }
+	return Value{kind: KindCallable, v: Callable{Name: name, Fn: fn, op: op}}
+}
+
+// call runs c with b: through op when c has one, else Fn.
+func (c Callable) call(b *budget, args []Value, kwargs map[string]Value) (Value, error) {
+	if c.op != nil {
+		return c.op(b, args, kwargs)
+	}
+	return c.Fn(args, kwargs)
 }
 
 // =============================================================================
