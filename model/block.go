@@ -141,7 +141,7 @@ func (d *Decoder) PeekRouter(layer int, x []float32, n int, logits []float32) er
 // Forward implements Model: embeddings, every layer's attention and FFN,
 // then the output head. The returned rows are valid until the next Forward
 // on st: a single-token pass (decode) reuses st's buffers, so a steady
-// decode step allocates nothing here.
+// decode step allocates nothing here. It is ForwardBatch of one sequence.
 func (d *Decoder) Forward(ctx context.Context, st *State, tokens []int32, moe MoE, all bool) ([][]float32, error) {
 	n := len(tokens)
 	if n == 0 {
@@ -152,48 +152,11 @@ func (d *Decoder) Forward(ctx context.Context, st *State, tokens []int32, moe Mo
 		return nil, err
 	}
 	p := d.pass(st, n, pos0, moe)
-	tm := p.Timings
-	t0 := time.Now()
-	x := p.x
-	if err := Embed(&d.TokEmbd, tokens, x); err != nil {
+	seqs := [1]seqPass{{st: st, p: p, x: p.x, tokens: tokens, all: all}}
+	if err := d.run(ctx, seqs[:], p); err != nil {
 		return nil, err
 	}
-	if d.EmbdScale != 0 {
-		for i := range x {
-			x[i] *= d.EmbdScale
-		}
-	}
-	tm.Embed += time.Since(t0)
-	for l := range d.Layers {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		p.next = 0
-		t0 = time.Now()
-		if m := d.Layers[l].Mixer; m != nil {
-			err = m.Mix(p, st, l, x)
-		} else {
-			err = p.attention(st, l, &d.Layers[l].Attn, x)
-		}
-		if err != nil {
-			return nil, err
-		}
-		tm.Attention += time.Since(t0)
-		if err := d.Layers[l].FFN.Run(ctx, p, l, x); err != nil {
-			return nil, err
-		}
-	}
-	st.Pos = pos0 + n
-	t0 = time.Now()
-	defer func() { tm.LMHead += time.Since(t0) }()
-	out, err := p.head(d, x, all)
-	if err != nil || d.Softcap == 0 {
-		return out, err
-	}
-	for _, row := range out {
-		SoftCap(row, d.Softcap)
-	}
-	return out, nil
+	return d.headOf(&seqs[0])
 }
 
 // SoftCap replaces every logit v with cap·tanh(v·(1/cap)), as ggml's

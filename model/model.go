@@ -21,6 +21,9 @@
 // head width, window, rotation, and optional biases, norms and sinks) and an
 // FFN hook (the feed-forward half, where architectures differ most), and the
 // output head. The KV cache (State) holds one row width per layer.
+// ForwardBatch (batch.go) runs several sequences, each with its own State,
+// through one pass: attention per sequence, each FFN layer (and so the MoE)
+// once over all their tokens.
 //
 // Buffers: a single-token Forward (decode) reuses the activations, the
 // quantized inputs and the logit row kept in its State, so the logits it
@@ -223,6 +226,10 @@ type Model interface {
 	// The rows may be the state's reused buffers: valid until the next
 	// Forward on st.
 	Forward(ctx context.Context, st *State, tokens []int32, moe MoE, all bool) ([][]float32, error)
+	// ForwardBatch is Forward over several sequences in one pass (batch.go):
+	// per sequence the rows Forward would return for it alone, bit for bit;
+	// the MoE sees every sequence's tokens of a layer at once.
+	ForwardBatch(ctx context.Context, seqs []Seq, moe MoE) ([][][]float32, error)
 }
 
 // RouterPeeker is implemented by architectures that can apply a layer's

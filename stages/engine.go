@@ -274,6 +274,31 @@ func (e *Engine) Forward(ctx context.Context, st *model.State, tokens []int32, a
 	return e.model.Forward(ctx, st, tokens, &e.pipe, all)
 }
 
+// ForwardBatch is Forward over several sequences in one pass (continuous
+// batching): per layer the MoE routes every sequence's tokens together, so
+// each distinct expert the batch routes to is looked up and read once and
+// computed over every token that chose it. Each sequence's rows equal what
+// Forward returns for it alone, bit for bit. The lossy modes apply to the
+// tokens of one-token sequences (decode steps), as Forward applies them to
+// a one-token pass.
+func (e *Engine) ForwardBatch(ctx context.Context, seqs []model.Seq) (rows [][][]float32, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = e.faultError(r)
+		}
+	}()
+	e.pipe.decodeRows = e.pipe.decodeRows[:0]
+	for _, s := range seqs {
+		for range s.Tokens {
+			e.pipe.decodeRows = append(e.pipe.decodeRows, len(s.Tokens) == 1)
+		}
+	}
+	e.pipe.batch = true
+	defer func() { e.pipe.batch = false }()
+	return e.model.ForwardBatch(ctx, seqs, &e.pipe)
+}
+
 // setStep names the decode step subsequent Forward calls belong to (for the
 // cache's batch bookkeeping and the route trace).
 func (e *Engine) setStep(step int) { e.meter.step = step }

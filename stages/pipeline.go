@@ -26,6 +26,11 @@ type pipeline struct {
 	onRoute func(step, layer int, ids [][]int, weights [][]float32)
 	lossy   *lossyStage // nil with every lossy mode off
 
+	// batch is set during Engine.ForwardBatch; decodeRows[t] then tells
+	// whether row t of a layer is a decode step's (a one-token sequence's).
+	batch      bool
+	decodeRows []bool
+
 	ids   [][]int
 	w     [][]float32
 	probs []float32
@@ -51,9 +56,14 @@ func (p *pipeline) RunMoERouted(ctx context.Context, layer int, x, logits, route
 		p.onRoute(p.meter.step, layer, job.IDs, job.W) // the router's choice, before any lossy mode
 	}
 	t0 = time.Now()
-	if p.lossy != nil && len(x) == 1 {
-		if err := p.lossy.apply(p.model.Router(layer), layer, logits[0], job.IDs[0], job.W[0], p.probs); err != nil {
-			return fmt.Errorf("layer %d: %w", layer, err)
+	if p.lossy != nil {
+		for t := range x {
+			if !p.decodeRow(t, len(x)) {
+				continue
+			}
+			if err := p.lossy.apply(p.model.Router(layer), layer, logits[t], job.IDs[t], job.W[t], p.probs); err != nil {
+				return fmt.Errorf("layer %d: %w", layer, err)
+			}
 		}
 	}
 	job.Plan()
@@ -66,6 +76,16 @@ func (p *pipeline) RunMoERouted(ctx context.Context, layer int, x, logits, route
 	p.ffn.Finish(job, st)
 	p.meter.add(*st)
 	return nil
+}
+
+// decodeRow reports whether row t of a layer's n rows is a decode step's
+// token (the lossy modes apply to those alone): in a batch, a row of a
+// one-token sequence; else the row of a one-token pass.
+func (p *pipeline) decodeRow(t, n int) bool {
+	if p.batch {
+		return t < len(p.decodeRows) && p.decodeRows[t]
+	}
+	return n == 1
 }
 
 // route routes every token of the layer into the job (planned by the
