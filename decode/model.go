@@ -39,6 +39,13 @@
 // runs on that goroutine; returning ErrStop from it ends the generation
 // cleanly, any other error aborts it.
 //
+// A Batch (batch.go) is the concurrent alternative: N slots, each its own
+// sequence, one scheduler goroutine running forward passes over every slot
+// with work (continuous batching: each layer's experts read once for the
+// batch), requests joining and leaving between passes; Batch.Generate is
+// safe to call from many goroutines. A Model with an open Batch runs no
+// Session.
+//
 // # Memory
 //
 // The KV cache of a session is sized once, when the session is made or, for a

@@ -34,6 +34,8 @@ type Engine struct {
 	pipe    pipeline
 	life    lifetime
 	meter   meter // decode goroutine only
+
+	batchSteps int // ForwardBatch passes with a decode step, for the step numbering
 }
 
 // lifetime is the context the stage goroutines run under and their owner:
@@ -289,10 +291,18 @@ func (e *Engine) ForwardBatch(ctx context.Context, seqs []model.Seq) (rows [][][
 		}
 	}()
 	e.pipe.decodeRows = e.pipe.decodeRows[:0]
+	decodes := false
 	for _, s := range seqs {
 		for range s.Tokens {
 			e.pipe.decodeRows = append(e.pipe.decodeRows, len(s.Tokens) == 1)
 		}
+		decodes = decodes || len(s.Tokens) == 1
+	}
+	if decodes { // a batch step numbers its own steps; a prompt-only pass is step 0, as Prefill
+		e.batchSteps++
+		e.setStep(e.batchSteps)
+	} else {
+		e.setStep(0)
 	}
 	e.pipe.batch = true
 	defer func() { e.pipe.batch = false }()

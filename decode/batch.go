@@ -1,0 +1,240 @@
+package decode
+
+// batch.go: continuous batching. A Batch holds N slots, each one sequence
+// (its own KV rows and recurrent state); one scheduler goroutine owns them
+// and runs forward passes over every slot that has work: a decoding slot
+// feeds its last token, a slot with a prompt feeds its next chunk of up to
+// Ubatch tokens, all in one stages.Engine.ForwardBatch, so each layer's
+// experts are read once for the whole batch. Requests join (a free slot, the
+// one whose cache shares the longest prefix with the prompt) and leave
+// between passes. Each request's sampler runs on the scheduler goroutine;
+// its token callback runs on the request's own goroutine (Generate's
+// caller), and a slot feeds its next token only once the callback has
+// returned — so a slow client holds back its own slot, never the others,
+// and a token the callback stops at is never fed, as in Session.Generate.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/sample"
+	"github.com/pipe-engine/pipe/stages"
+)
+
+// ErrBatchClosed: the Batch was closed before or during the request.
+var ErrBatchClosed = errors.New("decode: batch closed")
+
+// BatchOptions configure NewBatch.
+type BatchOptions struct {
+	Slots int // sequences decoded together (at least 1)
+	Ctx   int // KV positions of each slot (at least 2)
+	// Ubatch is the most prompt tokens a slot feeds in one pass (0:
+	// stages.PrefillChunk): a long prompt joins the decoding slots chunk by
+	// chunk instead of stalling them for its whole length.
+	Ubatch int
+	// Similarity is llama-server's --slot-prompt-similarity: a request goes
+	// to the free slot whose cache shares the largest fraction of its
+	// prompt when that fraction is above Similarity, else to the free slot
+	// used least recently.
+	Similarity float64
+}
+
+// Request is one generation on a Batch.
+type Request struct {
+	IDs   []int32       // the whole prompt (a cached prefix is not fed again)
+	Chain *sample.Chain // the request's sampler (nil: greedy)
+	// MaxTokens is how many tokens to generate at most; negative: until
+	// end-of-generation or the slot's context is full.
+	MaxTokens int
+	IgnoreEOS bool
+	NoCache   bool // feed the whole prompt, keeping nothing of the slot's cache
+	// MayReuse, if set, tells whether the request may keep the prefix it
+	// shares with slot's cached tokens hist (false: the slot counts as
+	// sharing nothing). OnSlot, if set, learns the slot the request got.
+	// Both run on the scheduler goroutine and must not block.
+	MayReuse func(slot int, hist []int32) bool
+	OnSlot   func(slot int)
+	// Given is when the prompt was given (zero: when Generate was called).
+	Given time.Time
+}
+
+// SlotInfo is a slot as /slots shows it.
+type SlotInfo struct {
+	ID         int
+	Ctx        int  // KV positions
+	Processing bool // serving a request
+	Tokens     int  // tokens in its cache
+}
+
+// Batch runs the generations of up to Slots requests in shared forward
+// passes. Its methods are safe for concurrent use; the Model must not run
+// any other forward pass (Session) while the Batch is open.
+type Batch struct {
+	m      *Model
+	o      BatchOptions
+	submit chan *request
+	events chan event
+	quit   chan struct{}
+	done   chan struct{}
+
+	mu   sync.Mutex
+	info []SlotInfo // the slots as of the last pass
+}
+
+// request is a Generate call as the scheduler sees it.
+type request struct {
+	ctx    context.Context
+	r      Request
+	tokens chan Token  // to the caller (capacity 1: one token in flight)
+	fin    chan Result // the end (capacity 1)
+	err    error       // set before fin is sent
+}
+
+// event is a request's caller telling the scheduler its callback returned
+// err for the last token (nil: go on), or that its context ended.
+type event struct {
+	req *request
+	err error
+}
+
+// NewBatch makes o.Slots slots of o.Ctx positions each and starts the
+// scheduler goroutine (Close stops it).
+func (m *Model) NewBatch(o BatchOptions) (*Batch, error) {
+	if o.Slots < 1 || o.Ctx < 2 || o.Ubatch < 0 || o.Similarity < 0 || o.Similarity > 1 {
+		return nil, fmt.Errorf("%w: batch of %d slots of %d positions, ubatch %d, similarity %g", stages.ErrConfig, o.Slots, o.Ctx, o.Ubatch, o.Similarity)
+	}
+	if o.Ubatch == 0 {
+		o.Ubatch = stages.PrefillChunk
+	}
+	b := &Batch{m: m, o: o, submit: make(chan *request), events: make(chan event, o.Slots),
+		quit: make(chan struct{}), done: make(chan struct{})}
+	slots := make([]*slot, o.Slots)
+	for i := range slots {
+		st, err := m.eng.NewSession(o.Ctx, m.o.KV)
+		if err != nil {
+			return nil, fmt.Errorf("slot %d: %w", i, err)
+		}
+		slots[i] = &slot{id: i, st: st.State}
+	}
+	b.publish(slots)
+	go b.loop(slots)
+	return b, nil
+}
+
+// Slots reports the slots as of the last pass.
+func (b *Batch) Slots() []SlotInfo {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.info)
+}
+
+// Close stops the scheduler: requests still running end with
+// ErrBatchClosed. It is safe to call twice.
+func (b *Batch) Close() {
+	select {
+	case <-b.quit:
+	default:
+		close(b.quit)
+	}
+	<-b.done
+}
+
+// Generate runs r on a slot (waiting for one while all are busy) and calls
+// onToken (nil: none) for each generated token on the caller's goroutine;
+// returning ErrStop ends the generation after that token (not fed), any
+// other error aborts it. A cancelled ctx frees the slot before the next
+// pass. The Result's PromptTokens are the prompt tokens fed (the rest were
+// the slot's cache).
+func (b *Batch) Generate(ctx context.Context, r Request, onToken func(Token) error) (Result, error) {
+	if len(r.IDs) == 0 {
+		return Result{}, ErrEmptyPrompt
+	}
+	if r.Given.IsZero() {
+		r.Given = time.Now()
+	}
+	q := &request{ctx: ctx, r: r, tokens: make(chan Token, 1), fin: make(chan Result, 1)}
+	select {
+	case b.submit <- q:
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	case <-b.quit:
+		return Result{}, ErrBatchClosed
+	}
+	return b.follow(q, onToken)
+}
+
+// follow hands q's tokens to onToken and its answers to the scheduler until
+// q ends.
+func (b *Batch) follow(q *request, onToken func(Token) error) (Result, error) {
+	cancelled := false
+	for {
+		select {
+		case t := <-q.tokens:
+			err := call(onToken, t)
+			if err == nil && t.EOG {
+				err = ErrStop // the generation ends at an EOG either way
+			}
+			b.send(event{req: q, err: err})
+		case res := <-q.fin:
+			return res, q.err
+		case <-q.ctx.Done():
+			if !cancelled {
+				cancelled = true
+				b.send(event{req: q, err: q.ctx.Err()})
+			}
+		}
+	}
+}
+
+// send hands the scheduler an event (dropped once it has stopped).
+func (b *Batch) send(e event) {
+	select {
+	case b.events <- e:
+	case <-b.done:
+	}
+}
+
+// publish records the slots for Slots.
+func (b *Batch) publish(slots []*slot) {
+	info := make([]SlotInfo, len(slots))
+	for i, s := range slots {
+		info[i] = SlotInfo{ID: s.id, Ctx: s.st.NCtx, Processing: s.req != nil, Tokens: len(s.hist)}
+	}
+	b.mu.Lock()
+	b.info = info
+	b.mu.Unlock()
+}
+
+// slot is one sequence of a Batch, owned by the scheduler goroutine.
+type slot struct {
+	id   int
+	st   *model.State
+	hist []int32 // tokens in st, in order
+	used int64   // the pass it last served a request in (least recently used choice)
+
+	req     *request
+	feed    []int32 // prompt tokens still to feed
+	n       int     // tokens to generate at most
+	res     Result
+	stream  textStream
+	next    int32 // the last sampled token
+	waiting bool  // its token is with the caller; feed it once answered
+	ending  bool  // the last token is with the caller; end once answered
+	t0      time.Time
+	first   time.Time
+}
+
+// textStream is the tokenizer's incremental detokenizer.
+type textStream interface {
+	Add(id int32) string
+	Flush() string
+}
+
+// now and since are the clock of the Batch's timings.
+func now() time.Time                  { return time.Now() }
+func since(t time.Time) time.Duration { return time.Since(t) }

@@ -1,0 +1,304 @@
+package decode
+
+// batchloop.go: the Batch's scheduler goroutine — placing requests on
+// slots, running passes, sampling, and ending requests.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pipe-engine/pipe/model"
+)
+
+// sched is the scheduler goroutine's state.
+type sched struct {
+	b     *Batch
+	slots []*slot
+	queue []*request // waiting for a free slot, in arrival order
+	pass  int64
+	ctx   context.Context // cancelled by Close: a pass in flight stops
+	seqs  []model.Seq
+	who   []*slot
+}
+
+// loop is the scheduler goroutine: it handles one submission or event at a
+// time, and runs a pass whenever a slot has work and nothing is pending.
+func (b *Batch) loop(slots []*slot) {
+	defer close(b.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-b.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	s := &sched{b: b, slots: slots, ctx: ctx}
+	for {
+		s.place()
+		b.publish(slots)
+		if !s.ready() {
+			select {
+			case q := <-b.submit:
+				s.queue = append(s.queue, q)
+			case e := <-b.events:
+				s.answer(e)
+			case <-b.quit:
+				s.stop()
+				return
+			}
+			continue
+		}
+		select {
+		case q := <-b.submit:
+			s.queue = append(s.queue, q)
+		case e := <-b.events:
+			s.answer(e)
+		case <-b.quit:
+			s.stop()
+			return
+		default:
+			s.step()
+		}
+	}
+}
+
+// ready reports whether a slot has something to feed.
+func (s *sched) ready() bool {
+	for _, sl := range s.slots {
+		if sl.busy() {
+			return true
+		}
+	}
+	return false
+}
+
+// busy: the slot has a prompt chunk or a token to feed now.
+func (sl *slot) busy() bool { return sl.req != nil && !sl.waiting && !sl.ending }
+
+// place puts queued requests on free slots, in arrival order.
+func (s *sched) place() {
+	for len(s.queue) > 0 {
+		sl := s.choose(s.queue[0])
+		if sl == nil {
+			return
+		}
+		q := s.queue[0]
+		s.queue = s.queue[1:]
+		if err := s.start(sl, q); err != nil {
+			q.err = err
+			q.fin <- Result{}
+		}
+	}
+}
+
+// choose is the free slot for q: the one whose cache shares the largest
+// fraction of q's prompt when above the similarity threshold, else the one
+// used least recently; nil when none is free.
+func (s *sched) choose(q *request) *slot {
+	var best, lru *slot
+	bestSim := -1.0
+	for _, sl := range s.slots {
+		if sl.req != nil {
+			continue
+		}
+		if lru == nil || sl.used < lru.used {
+			lru = sl
+		}
+		if sim := float64(sl.shared(q)) / float64(len(q.r.IDs)); sim > bestSim {
+			best, bestSim = sl, sim
+		}
+	}
+	if best != nil && bestSim > s.b.o.Similarity {
+		return best
+	}
+	return lru
+}
+
+// shared is the prefix of q's prompt the slot's cache may keep for it (at
+// least one prompt token is always fed).
+func (sl *slot) shared(q *request) int {
+	if q.r.NoCache || (q.r.MayReuse != nil && !q.r.MayReuse(sl.id, sl.hist)) {
+		return 0
+	}
+	n := 0
+	for n < len(sl.hist) && n < len(q.r.IDs)-1 && sl.hist[n] == q.r.IDs[n] {
+		n++
+	}
+	return n
+}
+
+// start gives q the slot: the cache is rewound to the prefix q may keep,
+// and the rest of the prompt is queued to feed.
+func (s *sched) start(sl *slot, q *request) error {
+	if q.r.Chain == nil {
+		return fmt.Errorf("decode: batch request without a sampler chain")
+	}
+	ids, nCtx := q.r.IDs, sl.st.NCtx
+	n := q.r.MaxTokens
+	if n < 0 {
+		n = nCtx - len(ids)
+	}
+	if len(ids)+n > nCtx {
+		return fmt.Errorf("%w: prompt (%d tokens) + %d to generate exceeds the slot's context of %d", model.ErrContextFull, len(ids), n, nCtx)
+	}
+	keep := sl.st.Rewind(sl.shared(q))
+	sl.hist = sl.hist[:keep]
+	*sl = slot{id: sl.id, st: sl.st, hist: sl.hist, used: sl.used, req: q, feed: ids[keep:], n: n,
+		res: Result{PromptTokens: len(ids) - keep}, stream: s.b.m.tok.NewStream(false), t0: now()}
+	if q.r.OnSlot != nil {
+		q.r.OnSlot(sl.id)
+	}
+	return nil
+}
+
+// step runs one pass over every busy slot: a prompt chunk or its last
+// token each.
+func (s *sched) step() {
+	s.seqs, s.who = s.seqs[:0], s.who[:0]
+	for _, sl := range s.slots {
+		if !sl.busy() {
+			continue
+		}
+		toks := []int32{sl.next}
+		if len(sl.feed) > 0 {
+			toks = sl.feed[:min(len(sl.feed), s.b.o.Ubatch)]
+		}
+		s.seqs = append(s.seqs, model.Seq{State: sl.st, Tokens: toks})
+		s.who = append(s.who, sl)
+	}
+	s.pass++
+	s.b.m.forwards++
+	rows, err := s.b.m.eng.ForwardBatch(s.ctx, s.seqs)
+	if err != nil && s.ctx.Err() != nil {
+		err = ErrBatchClosed
+	}
+	for i, sl := range s.who {
+		sl.used = s.pass
+		if err != nil {
+			sl.st.Rewind(0) // a failed pass may have changed the state part-way
+			sl.hist = sl.hist[:0]
+			s.end(sl, err)
+			continue
+		}
+		s.fed(sl, s.seqs[i].Tokens, rows[i])
+	}
+}
+
+// fed takes in what a pass did for sl: toks are in its cache now; a
+// finished prompt or a fed token means a row to sample.
+func (s *sched) fed(sl *slot, toks []int32, rows [][]float32) {
+	sl.hist = append(sl.hist, toks...)
+	if len(sl.feed) > 0 {
+		sl.feed = sl.feed[len(toks):]
+		if len(sl.feed) > 0 {
+			return
+		}
+		sl.res.Prefill = since(sl.t0)
+		q := sl.req
+		q.r.Chain.AcceptPrompt(q.r.IDs[len(q.r.IDs)-sl.res.PromptTokens:])
+		if sl.n == 0 {
+			sl.res.Stop = StopLength
+			s.end(sl, nil)
+			return
+		}
+	}
+	if len(rows) != 1 {
+		s.end(sl, fmt.Errorf("decode: batch pass returned %d logit rows", len(rows)))
+		return
+	}
+	if err := s.sample(sl, rows[0]); err != nil {
+		s.end(sl, err)
+	}
+}
+
+// sample draws sl's next token from its logits row and hands it to the
+// request's caller; the slot waits for the answer.
+func (s *sched) sample(sl *slot, row []float32) error {
+	c := sl.req.r.Chain
+	next, err := c.Sample(row)
+	if err != nil {
+		return err
+	}
+	if err := c.Accept(next); err != nil {
+		return err
+	}
+	if len(sl.res.Tokens) == 0 {
+		sl.first = now()
+		sl.res.TTFT = sl.first.Sub(sl.req.r.Given)
+	}
+	sl.res.Tokens = append(sl.res.Tokens, next)
+	t := Token{ID: next}
+	switch {
+	case s.b.m.tok.IsEOG(next) && !sl.req.r.IgnoreEOS:
+		t.EOG, t.Text = true, sl.stream.Flush()
+		sl.ending, sl.res.Stop = true, StopEOG
+	case len(sl.res.Tokens) == sl.n:
+		t.Text = sl.stream.Add(next) + sl.stream.Flush()
+		sl.ending, sl.res.Stop = true, StopLength
+	default:
+		t.Text = sl.stream.Add(next)
+	}
+	sl.next, sl.waiting = next, true
+	sl.req.tokens <- t // capacity 1, empty: the last token was answered
+	return nil
+}
+
+// answer takes a caller's answer to its last token, or its cancellation.
+func (s *sched) answer(e event) {
+	for i, q := range s.queue {
+		if q == e.req && e.err != nil {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			q.err = e.err
+			q.fin <- Result{}
+			return
+		}
+	}
+	var sl *slot
+	for _, x := range s.slots {
+		if x.req == e.req {
+			sl = x
+		}
+	}
+	switch {
+	case sl == nil: // it ended already
+	case errors.Is(e.err, ErrStop):
+		if !sl.ending {
+			sl.res.Stop = StopCallback
+		}
+		s.end(sl, nil)
+	case e.err != nil:
+		s.end(sl, e.err)
+	case sl.ending:
+		s.end(sl, nil)
+	default:
+		sl.waiting = false
+	}
+}
+
+// end finishes sl's request with err and frees the slot.
+func (s *sched) end(sl *slot, err error) {
+	q := sl.req
+	if !sl.first.IsZero() {
+		sl.res.Decode = since(sl.first)
+	}
+	q.err = err
+	q.fin <- sl.res
+	sl.req, sl.waiting, sl.ending, sl.feed = nil, false, false, nil
+}
+
+// stop ends every request, running or queued, with ErrBatchClosed.
+func (s *sched) stop() {
+	for _, sl := range s.slots {
+		if sl.req != nil {
+			s.end(sl, ErrBatchClosed)
+		}
+	}
+	for _, q := range s.queue {
+		q.err = ErrBatchClosed
+		q.fin <- Result{}
+	}
+	s.queue = nil
+}
