@@ -221,17 +221,18 @@ func TestDescribeGoldenSplit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// the leading dense blocks (deepseek2, lfm2moe, glm4moe) have no experts
-			layers, tensors, first := 4, 3, d.HParams.MoE.LeadingDense
-			switch d.Arch {
-			case "gemma4": // 3 layers, fused gate_up + down
-				layers, tensors = 3, 2
-			case "qwen2moe", "olmoe":
-				layers = 3
-			case "deepseek2": // the lite-path model has 27 blocks
-				if strings.Contains(p, "-lite-") {
-					layers = 27
+			// every family's file: block_count blocks, the first
+			// leading_dense_block_count of them dense, and as many expert
+			// slices per expert as the first MoE block has *_exps tensors
+			layers, first := d.HParams.NLayer, d.HParams.MoE.LeadingDense
+			tensors := 0
+			for name := range d.Tensors {
+				if strings.HasPrefix(name, fmt.Sprintf("blk.%d.", first)) && strings.HasSuffix(name, "_exps.weight") {
+					tensors++
 				}
+			}
+			if layers < 3 || tensors < 2 {
+				t.Fatalf("%d blocks, %d expert tensors in block %d", layers, tensors, first)
 			}
 			if len(d.Experts) != layers || d.Experts[first] == nil || len(d.Experts[first][0]) != tensors {
 				t.Fatalf("%d layers, layer %d experts %v", len(d.Experts), first, d.Experts[first])
