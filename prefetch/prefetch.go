@@ -87,6 +87,7 @@ type Planner struct {
 	warmQ  map[cache.Key]*warmRead // warm-start reads not yet done
 	warmed map[cache.Key]bool      // warm-started experts no demand lookup has found yet
 	warm   warmstart.Stats
+	onWarm func() // OnWarm's observer (nil: none)
 
 	hitOrd, missOrd []int        // Plan's scratch (hitsFirst)
 	lastLayer       atomic.Int64 // the layer of the last Plan (-1 before any; Warm's order)

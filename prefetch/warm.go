@@ -51,6 +51,7 @@ func (p *Planner) Warm(ctx context.Context, keys []warmstart.Key, inflight int) 
 			p.warmMu.Lock()
 			p.warm.Full = full
 			p.warmMu.Unlock()
+			p.warmChanged()
 			if errors.Is(err, reader.ErrClosed) || errors.Is(err, cache.ErrClosed) {
 				err = nil // the run ended first
 			}
@@ -90,6 +91,7 @@ func (p *Planner) warmOne(ctx context.Context, k cache.Key, sem chan struct{}) (
 		}
 		h.Release()
 		<-sem
+		p.warmChanged()
 	}}
 	p.warmMu.Lock()
 	p.warmQ[k], p.warmed[k] = wr, true
@@ -101,6 +103,7 @@ func (p *Planner) warmOne(ctx context.Context, k cache.Key, sem chan struct{}) (
 			wr.tk = tk
 			p.warm.Issued++
 			p.warmMu.Unlock()
+			p.warmChanged()
 			return false, nil
 		}
 		if err == nil { // the speculative queue is full: wait for room
@@ -143,6 +146,7 @@ func (p *Planner) noteWarm(ctx context.Context, k cache.Key) {
 		p.warm.Promoted++
 		p.warmMu.Unlock()
 	}
+	p.warmChanged()
 }
 
 // withdrawWarm takes back every warm read no lane has started.
@@ -157,6 +161,18 @@ func (p *Planner) withdrawWarm() {
 	p.warmMu.Unlock()
 	for _, tk := range tks {
 		tk.Withdraw() // Done runs here (counted there) or in the lane that started it
+	}
+}
+
+// OnWarm sets f to be called after every change of WarmStats, outside the
+// planner's locks, on the goroutine that made it (Warm's, a lane's that
+// finished a read, or Plan's); it must not block. Set it before Warm
+// starts. Waiters use it to wait for a count instead of polling.
+func (p *Planner) OnWarm(f func()) { p.onWarm = f }
+
+func (p *Planner) warmChanged() {
+	if f := p.onWarm; f != nil {
+		f()
 	}
 }
 

@@ -105,7 +105,7 @@ func (h *heldReads) offsets() []int64 {
 
 // warmSetup is setup with one lane over a file whose reads run before
 // (nil: none) and budget slots.
-func warmSetup(t *testing.T, budget int64, before func(off int64)) (*Planner, *cache.Cache, fileLayout, []byte) {
+func warmSetup(t *testing.T, budget int64, before func(off int64)) (*Planner, *cache.Cache, fileLayout, []byte, <-chan struct{}) {
 	t.Helper()
 	const layers, experts = 3, 6
 	var lay fileLayout
@@ -150,6 +150,8 @@ func warmSetup(t *testing.T, budget int64, before func(off int64)) (*Planner, *c
 		t.Fatal(err)
 	}
 	p := New(c, lanes, lay, nil, 0)
+	changed, note := poke()
+	p.OnWarm(note)
 	t.Cleanup(func() {
 		p.Close()
 		cancel()
@@ -159,7 +161,7 @@ func warmSetup(t *testing.T, budget int64, before func(off int64)) (*Planner, *c
 		}
 		files.Close()
 	})
-	return p, c, lay, data
+	return p, c, lay, data, changed
 }
 
 // keyAt maps a file offset back to the expert whose ranges hold it.
@@ -209,7 +211,7 @@ func allKeys(layers, experts int) []warmstart.Key {
 // first warm read until the demand is planned, so the order is exact.
 func TestWarmNeverDelaysDemand(t *testing.T) {
 	disk := newHeldReads(true)
-	p, c, lay, data := warmSetup(t, 14, disk.hook)
+	p, c, lay, data, _ := warmSetup(t, 14, disk.hook)
 	ctx := context.Background()
 	done := make(chan warmstart.Stats, 1)
 	go func() {
@@ -254,7 +256,7 @@ func TestWarmNeverDelaysDemand(t *testing.T) {
 // layer), stops when the cache is full without evicting, and the warmed
 // experts are hits with the right bytes.
 func TestWarmFillsFreeSlotsOnly(t *testing.T) {
-	p, c, lay, data := warmSetup(t, 5, nil)
+	p, c, lay, data, w := warmSetup(t, 5, nil)
 	ctx := context.Background()
 	// Layer 0 experts 0..2 are used first: they are resident before the warm start.
 	ch := make(chan expert.Ready, 3)
@@ -270,7 +272,7 @@ func TestWarmFillsFreeSlotsOnly(t *testing.T) {
 	if st.Issued != 2 || !st.Full {
 		t.Fatalf("warm stats %+v: want 2 reads into the 2 free slots, then full", st)
 	}
-	waitWarm(t, p, func(ws warmstart.Stats) bool { return ws.Completed == 2 })
+	waitWarm(t, p, w, func(ws warmstart.Stats) bool { return ws.Completed == 2 })
 	cs := c.Stats()
 	if cs.Evictions != 0 || cs.ResidentEntries != 5 {
 		t.Fatalf("cache %+v: a warm start must not evict", cs)
@@ -287,17 +289,34 @@ func TestWarmFillsFreeSlotsOnly(t *testing.T) {
 	}
 }
 
-// waitWarm polls the warm statistics until ok holds; it fails the test after
-// hangGuard.
-func waitWarm(t *testing.T, p *Planner, ok func(warmstart.Stats) bool) warmstart.Stats {
+// waitWarm waits until the warm statistics satisfy ok, looking again at
+// every change the planner signals on changed (its OnWarm hook, poke); it
+// fails the test after hangGuard.
+func waitWarm(t *testing.T, p *Planner, changed <-chan struct{}, ok func(warmstart.Stats) bool) warmstart.Stats {
 	t.Helper()
-	for deadline := time.Now().Add(hangGuard); ; time.Sleep(time.Millisecond) {
+	guard := time.After(hangGuard)
+	for {
 		ws := p.WarmStats()
 		if ok(ws) {
 			return ws
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("warm reads never got there: %+v", ws)
+		select {
+		case <-changed:
+		case <-guard:
+			t.Fatalf("warm reads never got there in %v: %+v", hangGuard, ws)
+		}
+	}
+}
+
+// poke is a hook that leaves a token in a channel of capacity one at every
+// call and never blocks: a waiter that looks after each token it takes
+// misses no change.
+func poke() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	return ch, func() {
+		select {
+		case ch <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -307,7 +326,7 @@ func waitWarm(t *testing.T, p *Planner, ok func(warmstart.Stats) bool) warmstart
 // read a lane has started until the warm start has returned.
 func TestWarmWithdrawnOnCancel(t *testing.T) {
 	disk := newHeldReads(true)
-	p, c, _, _ := warmSetup(t, 12, disk.hook)
+	p, c, _, _, w := warmSetup(t, 12, disk.hook)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan warmstart.Stats, 1)
 	go func() {
@@ -317,11 +336,11 @@ func TestWarmWithdrawnOnCancel(t *testing.T) {
 	disk.waitStarted(t) // the lane is reading the first expert
 	// Cancel only once a read waits behind it in the queue: Warm may not
 	// have offered the second read yet when the first one starts.
-	waitWarm(t, p, func(ws warmstart.Stats) bool { return ws.Issued >= 2 })
+	waitWarm(t, p, w, func(ws warmstart.Stats) bool { return ws.Issued >= 2 })
 	cancel()
 	<-done
 	disk.let()
-	st := waitWarm(t, p, func(ws warmstart.Stats) bool { return ws.Completed+ws.Withdrawn == ws.Issued })
+	st := waitWarm(t, p, w, func(ws warmstart.Stats) bool { return ws.Completed+ws.Withdrawn == ws.Issued })
 	if st.Withdrawn == 0 || st.Completed != 1 {
 		t.Errorf("warm stats %+v: want the started read completed and the queued ones withdrawn", st)
 	}

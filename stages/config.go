@@ -116,6 +116,11 @@ type Inputs struct {
 	// the model is built (Engine.WarmStarted). nil or an empty answer: no
 	// warm start.
 	WarmKeys func(d *model.Desc) []warmstart.Key
+
+	// onWarm, if set, is called after every change of the warm start's
+	// statistics (prefetch.Planner.OnWarm): the package's tests wait on it
+	// for the warm reads instead of polling Engine.Metrics.
+	onWarm func()
 }
 
 // ErrConfig marks an invalid engine configuration.

@@ -345,7 +345,8 @@ func TestSteadyLayerAllocatesNothing(t *testing.T) {
 			c := baseCfg()
 			mod(&c)
 			var all []warmstart.Key
-			in := Inputs{WarmKeys: func(d *model.Desc) []warmstart.Key {
+			changed, note := poke()
+			in := Inputs{onWarm: note, WarmKeys: func(d *model.Desc) []warmstart.Key {
 				for l, exps := range d.Experts {
 					for x := range exps {
 						all = append(all, warmstart.Key{Layer: l, Expert: x})
@@ -356,7 +357,7 @@ func TestSteadyLayerAllocatesNothing(t *testing.T) {
 			e, run := moeCaseWith(t, c, in)
 			defer e.Close()
 			if c.Stream != StreamOff {
-				waitWarmDone(t, e, len(all))
+				waitWarm(t, e, changed, func(ws warmstart.Stats) bool { return ws.Completed >= int64(len(all)) })
 			}
 			layers := e.Desc().HParams.NLayer
 			pass := func() {
@@ -429,13 +430,34 @@ func TestCancelCause(t *testing.T) {
 	}
 }
 
-// waitWarmDone waits (with a hang guard that fails the test) until the warm
-// start has read n experts.
-func waitWarmDone(t *testing.T, e *Engine, n int) {
+// waitWarm waits until the engine's warm-start statistics satisfy ok,
+// looking again at every change signalled on changed (Inputs.onWarm, poke);
+// it fails the test after a minute, a hang guard.
+func waitWarm(t *testing.T, e *Engine, changed <-chan struct{}, ok func(warmstart.Stats) bool) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); e.Metrics().Warm.Completed < int64(n); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("warm start of %d experts not done in a minute: %+v", n, e.Metrics().Warm)
+	guard := time.After(time.Minute)
+	for {
+		ws := e.Metrics().Warm
+		if ok(ws) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-guard:
+			t.Fatalf("the warm start did not get there in a minute: %+v", ws)
+		}
+	}
+}
+
+// poke is a hook that leaves a token in a channel of capacity one at every
+// call and never blocks: a waiter that looks after each token it takes
+// misses no change.
+func poke() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	return ch, func() {
+		select {
+		case ch <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -64,6 +64,7 @@ func openStream(cfg *Resolved, d *model.Desc, l expertLayout, files *reader.File
 		}
 	}
 	s.planner = prefetch.New(s.cache, s.lanes, l, pp, cfg.Prefetch.N)
+	s.planner.OnWarm(cfg.onWarm)
 	s.spec = speculator{policy: pp, n: cfg.Prefetch.N, layers: len(l.ranges), timings: &m.timings}
 	return s, nil
 }

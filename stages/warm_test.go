@@ -92,7 +92,8 @@ func TestWarmStartDuringDenseLoad(t *testing.T) {
 		}
 	})
 	asked := 0
-	in := Inputs{}
+	changed, note := poke()
+	in := Inputs{onWarm: note}
 	in.WarmKeys = func(d *model.Desc) []warmstart.Key {
 		asked++
 		var keys []warmstart.Key
@@ -109,11 +110,7 @@ func TestWarmStartDuringDenseLoad(t *testing.T) {
 	}
 	// The read is done (the dense load waited for it); its completion is
 	// booked on the lane right after.
-	for deadline := time.Now().Add(time.Minute); e.Metrics().Warm.Completed == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no warm read booked as completed a minute after Open: %+v", e.Metrics().Warm)
-		}
-	}
+	waitWarm(t, e, changed, func(ws warmstart.Stats) bool { return ws.Completed > 0 })
 	e.Close()
 	if asked != 1 {
 		t.Fatalf("WarmKeys asked %d times, want once", asked)
@@ -126,9 +123,8 @@ func TestWarmStartDuringDenseLoad(t *testing.T) {
 		return keys
 	}
 	got, err := decodeIn(ctx, t, cfg, in, 4, func(e *Engine) {
-		for deadline := time.Now().Add(time.Minute); e.Metrics().Warm.Completed == 0 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond) // the warm reads share the lanes with the decode's
-		}
+		// the warm reads share the lanes with the decode's
+		waitWarm(t, e, changed, func(ws warmstart.Stats) bool { return ws.Completed > 0 })
 		ws := e.Metrics().Warm
 		cs := cacheOf(e).Stats()
 		if !e.Metrics().WarmStarted || ws.Completed == 0 {
