@@ -49,16 +49,26 @@ func loadGolden(t *testing.T, name string) golden {
 	return g
 }
 
-// syncBuf is a log sink the server writes and the test reads.
+// syncBuf is a log sink the server writes and the test reads; wrote holds
+// a token after each write (capacity one: a write never blocks on it, and
+// a reader that looks after taking the token misses no event).
 type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{}
 }
+
+func newSyncBuf() *syncBuf { return &syncBuf{wrote: make(chan struct{}, 1)} }
 
 func (s *syncBuf) Write(p []byte) (int, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
+	n, err := s.b.Write(p)
+	s.mu.Unlock()
+	select {
+	case s.wrote <- struct{}{}:
+	default:
+	}
+	return n, err
 }
 
 // events returns the logged events with the given "event" field.
@@ -82,17 +92,19 @@ func (s *syncBuf) events(t *testing.T, name string) []map[string]any {
 // request returns the `request` event of the response with id rid.
 func (s *syncBuf) request(t *testing.T, rid string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard) // the event comes when the handler ends
-	for time.Now().Before(deadline) {
+	guard := time.After(hangGuard) // the event comes when the handler ends
+	for {
 		for _, e := range s.events(t, "request") {
 			if strings.HasSuffix(rid, "-"+e["id"].(string)) || e["id"] == rid {
 				return e
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-s.wrote:
+		case <-guard:
+			t.Fatalf("no request event for %q in %v", rid, hangGuard)
+		}
 	}
-	t.Fatalf("no request event for %q", rid)
-	return nil
 }
 
 type harness struct {
@@ -121,7 +133,7 @@ func startModel(t *testing.T, load func(*decode.Options), tune func(*Options)) *
 // listener itself).
 func startOn(t *testing.T, load func(*decode.Options), tune func(*Options), wrap func(net.Listener) net.Listener) *harness {
 	t.Helper()
-	logs := &syncBuf{}
+	logs := newSyncBuf()
 	log := zerolog.New(logs).With().Timestamp().Logger()
 	do := decode.Options{
 		Engine: stages.Config{Path: tinyQ8, IO: stages.IOConfig{Lanes: 2}, Cache: stages.CacheConfig{Bytes: 4 << 20, Policy: "lru"},

@@ -131,6 +131,7 @@ func TestSlowDiskBackpressure(t *testing.T) {
 	var returned atomic.Int64
 	const n = RowBuffer + 10
 	finished := make(chan struct{})
+	filled := make(chan struct{}) // closed when RowBuffer Tokens have returned
 	go func() {
 		defer close(finished)
 		for i := 1; i <= n; i++ {
@@ -138,16 +139,20 @@ func TestSlowDiskBackpressure(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			returned.Add(1)
+			if returned.Add(1) == RowBuffer {
+				close(filled)
+			}
 		}
 	}()
 	// one row is in the stuck Write, RowBuffer wait in the channel, the
 	// next Token blocks: wait for the buffer to fill (a minute's hang
 	// guard), then no more may have returned
-	for deadline := time.Now().Add(time.Minute); returned.Load() < RowBuffer; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d Tokens returned after a minute, want %d", returned.Load(), RowBuffer)
-		}
+	select {
+	case <-filled:
+	case <-finished:
+		t.Fatalf("the Tokens ended after %d returned, before the buffer filled", returned.Load())
+	case <-time.After(time.Minute):
+		t.Fatalf("%d Tokens returned after a minute, want %d", returned.Load(), RowBuffer)
 	}
 	if got := returned.Load(); got > RowBuffer+1 {
 		t.Fatalf("%d Tokens returned while the disk was stuck, want %d or %d", got, RowBuffer, RowBuffer+1)

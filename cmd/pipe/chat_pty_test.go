@@ -38,11 +38,16 @@ func TestChatOnTerminal(t *testing.T) {
 	defer tty.Close()
 	defer cmd.Process.Kill()
 	var out syncBuffer
+	read := make(chan struct{}, 1) // a token after each read from the terminal (never blocks the reader)
 	go func() {
 		buf := make([]byte, 4096)
 		for {
 			n, err := tty.Read(buf)
 			out.Write(buf[:n])
+			select {
+			case read <- struct{}{}:
+			default:
+			}
 			if err != nil {
 				return
 			}
@@ -50,8 +55,11 @@ func TestChatOnTerminal(t *testing.T) {
 	}()
 	waitFor := func(what string, ok func(string) bool) {
 		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); !ok(out.String()); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
+		guard := time.After(60 * time.Second) // a hang guard
+		for !ok(out.String()) {
+			select {
+			case <-read:
+			case <-guard:
 				t.Fatalf("no %s on the terminal in 60 s:\n%s", what, screen(out.String()))
 			}
 		}
