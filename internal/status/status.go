@@ -37,11 +37,12 @@ import (
 type Line struct {
 	mu    sync.Mutex
 	w     io.Writer
-	width int       // terminal columns (0: unknown)
-	text  string    // the line to show ("" = none)
-	shown int       // runes of the line on screen
-	last  time.Time // last draw by Update
-	held  []byte    // Writer's output kept by Hold
+	width int              // terminal columns (0: unknown)
+	text  string           // the line to show ("" = none)
+	shown int              // runes of the line on screen
+	last  time.Time        // last draw by Update
+	now   func() time.Time // the clock Update throttles by (time.Now; tests set their own)
+	held  []byte           // Writer's output kept by Hold
 	hold  bool
 	out   io.Writer // where held output goes (Writer's w)
 }
@@ -65,7 +66,7 @@ func New(w io.Writer) *Line {
 // NewTo returns a Line on w unconditionally (New once w is known to be a
 // terminal, tests, or a caller that has decided itself), width columns wide
 // (0: unknown).
-func NewTo(w io.Writer, width int) *Line { return &Line{w: w, width: width} }
+func NewTo(w io.Writer, width int) *Line { return &Line{w: w, width: width, now: time.Now} }
 
 // Interval is how often Update redraws at most.
 const Interval = 100 * time.Millisecond
@@ -79,7 +80,7 @@ func (l *Line) Set(text string) {
 	defer l.mu.Unlock()
 	l.text = l.fit(text)
 	l.draw()
-	l.last = time.Now()
+	l.last = l.now()
 }
 
 // Update shows text unless the line was drawn less than Interval ago (text
@@ -90,7 +91,7 @@ func (l *Line) Update(text func() string) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now := time.Now(); now.Sub(l.last) >= Interval {
+	if now := l.now(); now.Sub(l.last) >= Interval {
 		l.text = l.fit(text())
 		l.draw()
 		l.last = now

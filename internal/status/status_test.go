@@ -44,14 +44,17 @@ func TestLine(t *testing.T) {
 func TestUpdateThrottles(t *testing.T) {
 	var buf bytes.Buffer
 	l := NewTo(&buf, 0)
+	clock := time.Unix(1000, 0)
+	l.now = func() time.Time { return clock } // the test moves the clock itself
 	calls := 0
 	text := func() string { calls++; return "x" }
 	l.Update(text)
+	clock = clock.Add(Interval - 1)
 	l.Update(text)
 	if calls != 1 {
 		t.Fatalf("two updates within %v built the text %d times, want 1", Interval, calls)
 	}
-	time.Sleep(Interval + 10*time.Millisecond)
+	clock = clock.Add(1)
 	l.Update(text)
 	if calls != 2 {
 		t.Fatalf("an update after %v built the text %d times in all, want 2", Interval, calls)
