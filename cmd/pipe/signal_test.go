@@ -41,15 +41,22 @@ func TestSIGINTKeepsCSV(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t0 := time.Now()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
-	// The README's "Ctrl-C stops any run within 2 s", with 5× headroom for
-	// a loaded machine (the in-process cancel tests count layers instead).
-	if d := time.Since(t0); d > 10*time.Second {
-		t.Fatalf("exit took %v after SIGINT", d)
+	// The README's "Ctrl-C stops any run within 2 s" is checked in process
+	// by the layers routed after the cancel (TestLongPromptCancel), not by
+	// the clock here, which a loaded machine stretches; a run that ignores
+	// the signal generates 5000 tokens and fails the trailer check below,
+	// and one that hangs meets the hang guard.
+	select {
+	case err = <-waited:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		<-waited // stderr is whole once Wait returns
+		t.Fatalf("still running a minute after SIGINT (hang guard); stderr:\n%s", stderr.String())
 	}
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 130 {
