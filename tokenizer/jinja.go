@@ -12,7 +12,8 @@ import (
 // Chat templates run as Jinja (llama.cpp's --jinja): the GGUF's own
 // tokenizer.chat_template, or another template, rendered by internal/jinja,
 // pipe's bounded fork of github.com/ardanlabs/jinja. A template is code from
-// the model file: every render runs under jinja.DefaultLimits and the
+// the model file: every render runs under the limits SetTemplateLimits set
+// (by default jinja.DefaultLimits) and the
 // caller's context, and its errors name the template's origin. The built-in
 // renderers (ChatML, harmony, Gemma 4) stay the default.
 
@@ -24,12 +25,23 @@ var ErrTemplateLimit = jinja.ErrLimit
 // rendering it (a limit, raise_exception, a stopped context).
 var ErrTemplate = errors.New("chat template")
 
+// SetTemplateLimits sets the limits of the Jinja templates UseJinja sets
+// afterwards (zero fields: jinja.DefaultLimits); lim must be valid
+// (jinja.Limits.Validate).
+func (t *Tokenizer) SetTemplateLimits(lim jinja.Limits) error {
+	if err := lim.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrTemplate, err)
+	}
+	t.jinjaLimits = lim
+	return nil
+}
+
 // UseJinja makes Chat render src as a Jinja chat template; origin names it
 // in errors (a file path, or the GGUF key tokenizer.chat_template). The
 // turn-closing token (EndOfTurn) is still the one of the built-in format src
 // resembles.
 func (t *Tokenizer) UseJinja(src, origin string) error {
-	tmpl, err := compileJinja(src, origin)
+	tmpl, err := compileJinja(src, origin, t.jinjaLimits)
 	if err != nil {
 		return err
 	}
@@ -41,6 +53,7 @@ func (t *Tokenizer) UseJinja(src, origin string) error {
 type jinjaTemplate struct {
 	tmpl   *jinja.Template
 	origin string
+	lim    jinja.Limits
 	// systemRole: the template renders a system message's content (else
 	// the system message is merged into the next one, as llama.cpp's
 	// system_message_not_supported workaround does).
@@ -52,7 +65,7 @@ type jinjaTemplate struct {
 // probe that hits a limit (or crashes the engine) refuses the template; a
 // probe the template itself rejects (raise_exception) only means no
 // system role.
-func compileJinja(src, origin string) (*jinjaTemplate, error) {
+func compileJinja(src, origin string, lim jinja.Limits) (*jinjaTemplate, error) {
 	tmpl, err := jinja.Compile(src)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s): %w", ErrTemplate, origin, err)
@@ -60,11 +73,11 @@ func compileJinja(src, origin string) (*jinjaTemplate, error) {
 	const probe = "System message"
 	out, err := tmpl.RenderContext(context.Background(), map[string]any{"messages": []any{
 		map[string]any{"role": "system", "content": probe}, map[string]any{"role": "user", "content": "User message"}},
-		"add_generation_prompt": false, "bos_token": "", "eos_token": ""}, jinja.Limits{})
+		"add_generation_prompt": false, "bos_token": "", "eos_token": ""}, lim)
 	if errors.Is(err, jinja.ErrLimit) || errors.Is(err, jinja.ErrEngine) {
 		return nil, fmt.Errorf("%w (%s): test render: %w", ErrTemplate, origin, err)
 	}
-	return &jinjaTemplate{tmpl: tmpl, origin: origin, systemRole: err == nil && strings.Contains(out, probe)}, nil
+	return &jinjaTemplate{tmpl: tmpl, origin: origin, lim: lim, systemRole: err == nil && strings.Contains(out, probe)}, nil
 }
 
 // UseBuiltin makes Chat use the built-in format name (chatml, harmony or
@@ -117,7 +130,7 @@ func renderJinja(ctx context.Context, tmpl *jinjaTemplate, messages []Message, a
 	out, err := tmpl.tmpl.RenderContext(ctx, map[string]any{
 		"messages": msgs, "add_generation_prompt": addGenerationPrompt,
 		"bos_token": bos, "eos_token": eos, "enable_thinking": !noThink,
-	}, jinja.Limits{})
+	}, tmpl.lim)
 	if err != nil {
 		return "", fmt.Errorf("%w (%s): %w", ErrTemplate, tmpl.origin, err)
 	}

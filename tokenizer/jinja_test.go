@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/pipe-engine/pipe/internal/jinja"
 )
 
 const templates = "../testdata/chat-templates/"
@@ -59,7 +61,7 @@ func TestJinjaLlamaCases(t *testing.T) {
 		if want == "" {
 			want = c.Expected
 		}
-		tmpl, err := compileJinja(c.Template, c.Name)
+		tmpl, err := compileJinja(c.Template, c.Name, jinja.Limits{})
 		if err != nil {
 			t.Errorf("%s: %v", c.Name, err)
 			continue
@@ -194,5 +196,28 @@ func TestHostileTemplateErrors(t *testing.T) {
 	cancel()
 	if _, err := tok.ChatContext(ctx, []Message{{"user", "1000"}}, true, false); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "slow.jinja") {
 		t.Fatalf("cancelled render: %v", err)
+	}
+}
+
+// TestTemplateLimitsApply: the limits SetTemplateLimits sets bound the
+// test render of UseJinja and every render after it; invalid limits are
+// refused naming the field.
+func TestTemplateLimitsApply(t *testing.T) {
+	tok := tinyWithTemplate(t, "")
+	src := `{% for m in messages %}{% for i in range(50) %}{{ m.content }}{% endfor %}{% endfor %}`
+	if err := tok.UseJinja(src, "loop.jinja"); err != nil {
+		t.Fatalf("default limits: %v", err)
+	}
+	if err := tok.SetTemplateLimits(jinja.Limits{MaxSteps: 10}); err != nil {
+		t.Fatal(err)
+	}
+	err := tok.UseJinja(src, "loop.jinja")
+	var le *jinja.LimitError
+	if !errors.As(err, &le) || le.Limit != "steps" || !strings.Contains(err.Error(), "loop.jinja") {
+		t.Fatalf("MaxSteps 10: %v; want the steps limit naming loop.jinja", err)
+	}
+	err = tok.SetTemplateLimits(jinja.Limits{MaxDepth: -1})
+	if !errors.Is(err, jinja.ErrBadLimits) || !strings.Contains(err.Error(), "MaxDepth") {
+		t.Fatalf("MaxDepth -1: %v; want ErrBadLimits naming MaxDepth", err)
 	}
 }

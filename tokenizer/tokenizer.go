@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/pipe-engine/pipe/internal/jinja"
 )
 
 // Sentinel errors; match them with errors.Is.
@@ -93,6 +95,7 @@ type Tokenizer struct {
 	chatTemplate string
 	chatFormat   chatFormat
 	jinja        *jinjaTemplate // UseJinja's template, rendering in place of the built-in format
+	jinjaLimits  jinja.Limits   // SetTemplateLimits': the limits of UseJinja's renders
 }
 
 // vocab is the tokens: their text and attributes, their pieces and the

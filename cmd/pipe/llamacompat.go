@@ -265,10 +265,19 @@ type TemplateFlags struct {
 	Jinja            bool   `help:"Render chats by running the model's tokenizer.chat_template as Jinja (as llama.cpp's --jinja) instead of the built-in ChatML, harmony or Gemma 4 renderer." negatable:"" group:"Prompt"`
 	ChatTemplate     string `name:"chat-template" help:"Chat template: a built-in (chatml, harmony, gemma4), a Jinja file, or Jinja source." placeholder:"NAME|FILE" group:"Prompt"`
 	ChatTemplateFile string `name:"chat-template-file" help:"Render chats with this Jinja template file." type:"path" group:"Prompt"`
+
+	TemplateLimitFlags `embed:""`
 }
 
 // apply sets tok's chat renderer from the flags.
 func (f *TemplateFlags) apply(tok *tokenizer.Tokenizer) error {
+	lim, err := f.checked()
+	if err == nil {
+		err = tok.SetTemplateLimits(lim)
+	}
+	if err != nil {
+		return err
+	}
 	switch {
 	case f.ChatTemplateFile != "":
 		b, err := os.ReadFile(f.ChatTemplateFile)

@@ -77,6 +77,9 @@ func (c *RunCmd) validate() error {
 	if err := c.params(0).Validate(); err != nil {
 		return fmt.Errorf("%w: %w", errFlag, err)
 	}
+	if err := c.TemplateLimitFlags.check(); err != nil {
+		return err
+	}
 	return c.EngineFlags.check(threads(c.Thr, c.CPUs))
 }
 

@@ -53,6 +53,9 @@ func (c *ServeCmd) validate() error {
 	if err := checkPositions("-c", c.Ctx, 1); err != nil {
 		return err
 	}
+	if err := c.TemplateLimitFlags.check(); err != nil {
+		return err
+	}
 	return c.EngineFlags.check(c.Thr)
 }
 

@@ -24,6 +24,46 @@ func DefaultLimits() Limits {
 	return Limits{MaxOutput: MaxValueBytes, MaxAlloc: 1 << 30, MaxSteps: 2_000_000, MaxDepth: 200, Timeout: 10 * time.Second}
 }
 
+// MaxCallDepth bounds Limits.MaxDepth: each macro call nests a few
+// evaluator frames on the goroutine's stack.
+const MaxCallDepth = 10_000
+
+// ErrBadLimits is what every LimitsError matches with errors.Is.
+var ErrBadLimits = errors.New("bad template limits")
+
+// LimitsError is a Limits field Validate refuses; Field is its name.
+type LimitsError struct {
+	Field string // "MaxOutput", "MaxAlloc", "MaxSteps", "MaxDepth", "Timeout"
+	Value any
+	Range string
+}
+
+func (e *LimitsError) Error() string {
+	return fmt.Sprintf("%s %v: must be %s (0: the default)", e.Field, e.Value, e.Range)
+}
+
+// Is makes every LimitsError match ErrBadLimits.
+func (e *LimitsError) Is(target error) bool { return target == ErrBadLimits }
+
+// Validate checks every field is 0 (the default) or in its range: the
+// output at most MaxValueBytes (no string can be longer), the call depth at
+// most MaxCallDepth, the others positive.
+func (l Limits) Validate() error {
+	switch {
+	case l.MaxOutput < 0 || l.MaxOutput > MaxValueBytes:
+		return &LimitsError{"MaxOutput", l.MaxOutput, fmt.Sprintf("in 1..%d bytes", int64(MaxValueBytes))}
+	case l.MaxAlloc < 0:
+		return &LimitsError{"MaxAlloc", l.MaxAlloc, "positive"}
+	case l.MaxSteps < 0:
+		return &LimitsError{"MaxSteps", l.MaxSteps, "positive"}
+	case l.MaxDepth < 0 || l.MaxDepth > MaxCallDepth:
+		return &LimitsError{"MaxDepth", l.MaxDepth, fmt.Sprintf("in 1..%d", MaxCallDepth)}
+	case l.Timeout < 0:
+		return &LimitsError{"Timeout", l.Timeout, "positive"}
+	}
+	return nil
+}
+
 // The fixed caps every render has, whatever its Limits: the size of one
 // string value, the items of one list or dict, and the nesting of a
 // template's blocks and expressions and of its values.

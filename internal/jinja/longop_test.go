@@ -144,3 +144,33 @@ func TestRepeatAndReplaceUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitsValidate: every field out of range is a LimitsError naming it;
+// the widest valid call depth stops a recursive macro with the depth limit,
+// not a stack overflow.
+func TestLimitsValidate(t *testing.T) {
+	if err := DefaultLimits().Validate(); err != nil {
+		t.Fatalf("DefaultLimits: %v", err)
+	}
+	if err := (Limits{}).Validate(); err != nil {
+		t.Fatalf("zero Limits: %v", err)
+	}
+	for field, l := range map[string]Limits{
+		"MaxOutput": {MaxOutput: MaxValueBytes + 1}, "MaxAlloc": {MaxAlloc: -1}, "MaxSteps": {MaxSteps: -1},
+		"MaxDepth": {MaxDepth: MaxCallDepth + 1}, "Timeout": {Timeout: -time.Second},
+	} {
+		var le *LimitsError
+		if err := l.Validate(); !errors.As(err, &le) || le.Field != field || !errors.Is(err, ErrBadLimits) {
+			t.Errorf("%s: %v", field, err)
+		}
+	}
+	tmpl, err := Compile(`{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tmpl.RenderContext(context.Background(), nil, Limits{MaxDepth: MaxCallDepth})
+	var le *LimitError
+	if !errors.As(err, &le) || le.Limit != "call depth" {
+		t.Fatalf("recursion at MaxDepth %d: %v", MaxCallDepth, err)
+	}
+}
