@@ -41,11 +41,15 @@ func detectChatFormat(tmpl string) chatFormat {
 }
 
 // ChatFormat names the chat format Chat renders: the detected (or chosen)
-// built-in one, "chatml", "harmony" or "gemma4", "jinja" for a Jinja
+// built-in one, "chatml", "harmony" or "gemma4", the llama.cpp template
+// name UseBuiltin chose, "jinja" for a Jinja
 // template (UseJinja), or "" when the template is not a known one.
 func (t *Tokenizer) ChatFormat() string {
 	if t.jinja != nil {
 		return "jinja"
+	}
+	if t.llamaName != "" {
+		return t.llamaName
 	}
 	return formatName(t.chatFormat)
 }
@@ -99,6 +103,9 @@ func (t *Tokenizer) Chat(messages []Message, addGenerationPrompt, noThink bool) 
 func (t *Tokenizer) ChatContext(ctx context.Context, messages []Message, addGenerationPrompt, noThink bool) (string, error) {
 	if t.jinja != nil {
 		return t.renderJinja(ctx, messages, addGenerationPrompt, noThink)
+	}
+	if t.llamaName != "" {
+		return RenderLlamaTemplate(t.llamaName, messages, addGenerationPrompt)
 	}
 	var b strings.Builder
 	switch t.chatFormat {

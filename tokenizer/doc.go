@@ -55,7 +55,10 @@
 // form, without the model's default system preamble). Qwen3's --no-think is
 // the empty think block its template emits for enable_thinking=false. Any other
 // template gives ErrUnsupportedTemplate. ChatDelta renders only a new turn for
-// interactive use. UseJinja runs a template as Jinja instead (internal/jinja,
+// interactive use. UseBuiltin chooses a format by name: pipe's, or one of
+// llama.cpp's 54 built-in templates (llamachat.go: LlamaTemplateNames,
+// RenderLlamaTemplate, DetectLlamaTemplate, ported from its llama-chat.cpp).
+// UseJinja runs a template as Jinja instead (internal/jinja,
 // a bounded fork of github.com/ardanlabs/jinja): the template is untrusted
 // code from the model file, so every render runs under the engine's limits
 // and the caller's context (ChatContext), and its errors name the

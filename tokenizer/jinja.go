@@ -45,7 +45,7 @@ func (t *Tokenizer) UseJinja(src, origin string) error {
 	if err != nil {
 		return err
 	}
-	t.jinja, t.chatFormat = tmpl, detectChatFormat(src)
+	t.jinja, t.llamaName, t.chatFormat = tmpl, "", detectChatFormat(src)
 	return nil
 }
 
@@ -80,16 +80,26 @@ func compileJinja(src, origin string, lim jinja.Limits) (*jinjaTemplate, error) 
 	return &jinjaTemplate{tmpl: tmpl, origin: origin, lim: lim, systemRole: err == nil && strings.Contains(out, probe)}, nil
 }
 
-// UseBuiltin makes Chat use the built-in format name (chatml, harmony or
-// gemma4), whatever the GGUF's template is.
+// UseBuiltin makes Chat use the built-in format name, whatever the GGUF's
+// template is: pipe's chatml, harmony (llama.cpp's gpt-oss) or gemma4, or
+// one of llama.cpp's built-in templates (LlamaTemplateNames: llama3,
+// mistral-v7, command-r, deepseek3, …), rendered as llama.cpp does.
 func (t *Tokenizer) UseBuiltin(name string) error {
+	if name == "gpt-oss" {
+		name = "harmony"
+	}
 	for _, f := range []chatFormat{chatML, chatHarmony, chatGemma4} {
 		if formatName(f) == name {
-			t.jinja, t.chatFormat = nil, f
+			t.jinja, t.llamaName, t.chatFormat = nil, "", f
 			return nil
 		}
 	}
-	return fmt.Errorf("chat template %q: the built-in ones are chatml, harmony and gemma4: %w", name, ErrUnsupportedTemplate)
+	if _, ok := llamaTemplates[name]; ok && name != "dots1" {
+		t.jinja, t.llamaName = nil, name
+		return nil
+	}
+	return fmt.Errorf("chat template %q: not chatml, harmony, gemma4 or one of llama.cpp's built-in names (%s): %w",
+		name, strings.Join(LlamaTemplateNames(), ", "), ErrUnsupportedTemplate)
 }
 
 // renderJinja renders messages with the Jinja template as llama.cpp's

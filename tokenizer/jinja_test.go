@@ -150,8 +150,8 @@ func detectName(src string) string { return formatName(detectChatFormat(src)) }
 
 func TestUseTemplateErrors(t *testing.T) {
 	tok := fromFile(t, "testdata/qwen3-vocab.gguf")
-	if err := tok.UseBuiltin("llama3"); !errors.Is(err, ErrUnsupportedTemplate) {
-		t.Errorf("UseBuiltin(llama3): %v", err)
+	if err := tok.UseBuiltin("llama5"); !errors.Is(err, ErrUnsupportedTemplate) {
+		t.Errorf("UseBuiltin(llama5): %v", err)
 	}
 	if err := tok.UseJinja("{% for m in messages %}", "test"); err == nil {
 		t.Error("an unclosed for compiled")

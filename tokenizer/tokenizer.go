@@ -96,6 +96,7 @@ type Tokenizer struct {
 	chatFormat   chatFormat
 	jinja        *jinjaTemplate // UseJinja's template, rendering in place of the built-in format
 	jinjaLimits  jinja.Limits   // SetTemplateLimits': the limits of UseJinja's renders
+	llamaName    string         // UseBuiltin's llama.cpp template name, rendering in place of the built-in format
 }
 
 // vocab is the tokens: their text and attributes, their pieces and the

@@ -263,7 +263,7 @@ func (r *reversePrompts) reset() { r.tail = "" }
 // (llama.cpp's --jinja), a named built-in, or another Jinja template.
 type TemplateFlags struct {
 	Jinja            bool   `help:"Render chats by running the model's tokenizer.chat_template as Jinja (as llama.cpp's --jinja) instead of the built-in ChatML, harmony or Gemma 4 renderer." negatable:"" group:"Prompt"`
-	ChatTemplate     string `name:"chat-template" help:"Chat template: a built-in (chatml, harmony, gemma4), a Jinja file, or Jinja source." placeholder:"NAME|FILE" group:"Prompt"`
+	ChatTemplate     string `name:"chat-template" help:"Chat template: a built-in (chatml, harmony, gemma4, or one of llama.cpp's: llama3, mistral-v7, command-r, deepseek3, phi3, gemma, zephyr, vicuna, …), a Jinja file, or Jinja source." placeholder:"NAME|FILE" group:"Prompt"`
 	ChatTemplateFile string `name:"chat-template-file" help:"Render chats with this Jinja template file." type:"path" group:"Prompt"`
 
 	TemplateLimitFlags `embed:""`
@@ -295,7 +295,8 @@ func (f *TemplateFlags) apply(tok *tokenizer.Tokenizer) error {
 		if strings.Contains(f.ChatTemplate, "{%") || strings.Contains(f.ChatTemplate, "{{") {
 			return flagErr("--chat-template", tok.UseJinja(f.ChatTemplate, "--chat-template source"))
 		}
-		return fmt.Errorf("%w: --chat-template %q: not a built-in (chatml, harmony, gemma4), a file or Jinja source", errFlag, f.ChatTemplate)
+		return fmt.Errorf("%w: --chat-template %q: not a built-in (chatml, harmony, gemma4, %s), a file or Jinja source",
+			errFlag, f.ChatTemplate, strings.Join(tokenizer.LlamaTemplateNames(), ", "))
 	case f.Jinja:
 		src := tok.ChatTemplate()
 		if src == "" {

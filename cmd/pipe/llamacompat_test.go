@@ -237,11 +237,13 @@ func TestTemplateFlags(t *testing.T) {
 			t.Errorf("%q: exit %d, prompt ids %s, built-in %s: %s", args, code, got, builtin, errs)
 		}
 	}
-	if got, code, _ := ids("--chat-template", "gemma4"); code != 0 || got == builtin {
-		t.Errorf("--chat-template gemma4: exit %d, ids %s equal ChatML's", code, got)
+	for _, name := range []string{"gemma4", "llama3", "mistral-v7"} {
+		if got, code, errs := ids("--chat-template", name); code != 0 || got == builtin {
+			t.Errorf("--chat-template %s: exit %d, ids %s equal ChatML's: %s", name, code, got, errs)
+		}
 	}
 	for _, c := range []struct{ arg, want string }{
-		{"llama3", "--chat-template \"llama3\": not a built-in"},
+		{"llama5", "--chat-template \"llama5\": not a built-in"},
 		{"{% for m in messages %}", "--chat-template"},
 	} {
 		if _, code, errs := ids("--chat-template", c.arg); code == 0 || !strings.Contains(errs, c.want) {
