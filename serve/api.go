@@ -274,19 +274,11 @@ func parseChat(body []byte, def sample.Params) (job, error) {
 		return job{}, jsonError(err)
 	}
 	j := job{chat: true}
-	if len(r.Messages) == 0 {
-		return j, badRequest("messages: at least one message is required")
+	msgs, err := chatMessages(r.Messages)
+	if err != nil {
+		return j, err
 	}
-	for i, m := range r.Messages {
-		switch m.Role {
-		case "system", "user", "assistant":
-		case "developer":
-			m.Role = "system"
-		default:
-			return j, badRequest("messages[%d].role %q: want system, user or assistant", i, m.Role)
-		}
-		j.messages = append(j.messages, tokenizer.Message{Role: m.Role, Content: string(m.Content)})
-	}
+	j.messages = msgs
 	if err := r.toJob(def, &j); err != nil {
 		return j, err
 	}

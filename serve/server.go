@@ -31,7 +31,8 @@
 //     cache_prompt, return_tokens, n_probs, post_sampling_probs,
 //     response_fields; content,
 //     tokens, stop_type, timings, completion_probabilities), POST /tokenize
-//     and /detokenize, GET /props and /slots (501 with NoSlots).
+//     and /detokenize, GET /props and /slots (501 with NoSlots), POST
+//     /apply-template (applytemplate.go: the rendered chat prompt).
 //
 // A request's sampling hooks — logit_bias (token ids or strings, pairs or an
 // object), ignore_eos, the capture of each token's probabilities, and a
@@ -253,6 +254,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/completion", route(http.MethodPost, true, nat.completion))
 	mux.Handle("/tokenize", route(http.MethodPost, true, nat.tokenize))
 	mux.Handle("/detokenize", route(http.MethodPost, true, nat.detokenize))
+	mux.Handle("/apply-template", route(http.MethodPost, true, (&templateAPI{s.parts}).apply))
 	mux.Handle("/props", route(http.MethodGet, true, inf.props))
 	slots, metrics := inf.slots, inf.metrics
 	if s.o.NoSlots {

@@ -1,0 +1,62 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/pipe-engine/pipe/tokenizer"
+)
+
+// templateAPI is POST /apply-template, as llama-server's: the body of a
+// chat completion in, {"prompt": the text the chat template renders for its
+// messages} out, without generating. add_generation_prompt (default true)
+// is honoured here, as llama-server does; the render is bounded like a
+// chat's (the template's limits, the request's context).
+type templateAPI struct{ parts }
+
+func (s *templateAPI) apply(x *exchange) {
+	body, ok := s.rq.readBody(x)
+	if !ok {
+		return
+	}
+	var r struct {
+		Messages            []chatMessage `json:"messages"`
+		AddGenerationPrompt *bool         `json:"add_generation_prompt"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", jsonError(err))
+		return
+	}
+	msgs, err := chatMessages(r.Messages)
+	if err != nil {
+		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", err)
+		return
+	}
+	add := r.AddGenerationPrompt == nil || *r.AddGenerationPrompt
+	text, err := s.o.Model.Tokenizer().ChatContext(x.r.Context(), msgs, add, s.o.NoThink)
+	if err != nil {
+		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", badRequest("messages: %v", err))
+		return
+	}
+	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]string{"prompt": text})
+}
+
+// chatMessages are a request's messages as the tokenizer renders them:
+// at least one, each a system (or developer), user or assistant turn.
+func chatMessages(in []chatMessage) ([]tokenizer.Message, error) {
+	if len(in) == 0 {
+		return nil, badRequest("messages: at least one message is required")
+	}
+	out := make([]tokenizer.Message, 0, len(in))
+	for i, m := range in {
+		switch m.Role {
+		case "system", "user", "assistant":
+		case "developer":
+			m.Role = "system"
+		default:
+			return nil, badRequest("messages[%d].role %q: want system, user or assistant", i, m.Role)
+		}
+		out = append(out, tokenizer.Message{Role: m.Role, Content: string(m.Content)})
+	}
+	return out, nil
+}
