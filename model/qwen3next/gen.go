@@ -9,7 +9,8 @@ package qwen3next
 // experts with a gated shared expert beside them. The real shape ends with
 // the multi-token-prediction (NextN) block the converter writes by
 // default (block_count counts it; --layers N keeps N−1 trunk blocks and
-// it); the tiny one has none (the converter's --no-mtp).
+// it, --layers 1 one trunk block alone); the tiny one has none (the
+// converter's --no-mtp).
 
 import (
 	"fmt"
@@ -20,6 +21,10 @@ import (
 // presetNextN are the presets' NextN (MTP) blocks, the last of NLayer, by
 // preset name.
 var presetNextN = map[string]int{"qwen3-next-80b-a3b": 1}
+
+// nextnOf is preset p's NextN blocks, leaving at least one trunk block
+// (llama.cpp asserts nextn_predict_layers < block_count).
+func nextnOf(p *gen.Preset) int { return min(presetNextN[p.Name], max(p.NLayer-1, 0)) }
 
 // Presets implements gen.Family.
 func (Family) Presets() []gen.Preset {
@@ -82,7 +87,7 @@ func (Family) CheckPreset(p *gen.Preset) error {
 // isRecurrent reports whether layer il of preset p is a delta-net layer
 // (llama.cpp's default is_recr: no NextN layer is).
 func isRecurrent(p *gen.Preset, il int) bool {
-	return il < p.NLayer-presetNextN[p.Name] && (il+1)%p.Hybrid.AttnInterval != 0
+	return il < p.NLayer-nextnOf(p) && (il+1)%p.Hybrid.AttnInterval != 0
 }
 
 // Metadata implements gen.Family: Qwen2MoeModel's keys, then
@@ -101,7 +106,7 @@ func (Family) Metadata(p *gen.Preset) []gen.MetaKV {
 		{Key: "full_attention_interval", Value: u32(h.AttnInterval)},
 		{Key: "rope.dimension_count", Value: u32(h.NRot)},
 	}...)
-	if n := presetNextN[p.Name]; n > 0 {
+	if n := nextnOf(p); n > 0 {
 		meta = append(meta, gen.MetaKV{Key: "nextn_predict_layers", Value: u32(n)})
 	}
 	return meta
@@ -114,7 +119,7 @@ func (Family) Tensors(p *gen.Preset, vocab int) []gen.TensorSpec {
 	ts := gen.HeadTensors(p, vocab)
 	for il := 0; il < p.NLayer; il++ {
 		ts = append(ts, blockTensors(p, il)...)
-		if il >= p.NLayer-presetNextN[p.Name] {
+		if il >= p.NLayer-nextnOf(p) {
 			ts = append(ts, nextnBlockTensors(p, il)...)
 		}
 	}
