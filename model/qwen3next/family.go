@@ -70,9 +70,9 @@ func (Family) StateBytes(d *model.Desc, positions, elemBytes int) int64 {
 func (Family) InspectRows(d *model.Desc) []model.InspectRow {
 	hp := &d.HParams
 	g := &hp.SSM
-	run, nextn := runLayers(d), nextnLayers(d)
+	run, nextn, rec := runLayers(d), nextnLayers(d), runHParams(d).RecurrentLayers()
 	rows := []model.InspectRow{
-		{Key: "layers run", Value: fmt.Sprintf("%d of %d: %d delta-net + %d attention", run, hp.NLayer, runHParams(d).RecurrentLayers(), run-runHParams(d).RecurrentLayers())},
+		{Key: "layers run", Value: fmt.Sprintf("%d of %d: %d delta-net + %d attention", run, hp.NLayer, rec, run-rec)},
 		{Key: "NextN (MTP) layers", Value: nextnRow(run, nextn)},
 		{Key: "attention rope", Value: fmt.Sprintf("NeoX on %d of %d dims per head, gated output", hp.NRot, hp.HeadDim)},
 	}
