@@ -201,3 +201,59 @@ func TestBatchReadsEachExpertOnce(t *testing.T) {
 		t.Fatalf("%d expert lookups in the batch pass, want %d (the union over its 8 tokens; %d choices)", got, union, choices)
 	}
 }
+
+// TestBatchOverBudget: 8 sequences decoding together (and joining in
+// prompt chunks) under an expert cache of 2 slots — far below a layer's
+// union over the batch — keep resident expert bytes within the budget, and
+// each sequence's logits are its solo run's on the whole-file mmap.
+func TestBatchOverBudget(t *testing.T) {
+	const steps = 4
+	ctx := context.Background()
+	ref := baseCfg()
+	ref.Stream = StreamOff
+	mm, err := Open(ctx, ref, Inputs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mm.Close()
+	solo := newBatchSeqs(t, mm, 8, steps, nil)
+	for _, s := range solo {
+		runBatch(ctx, t, mm, []*batchSeq{s}, len(s.prompt), steps)
+	}
+	probe, err := Open(ctx, baseCfg(), Inputs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := probe.layout.slotBytes
+	probe.Close()
+	cfg := baseCfg()
+	cfg.Cache.Bytes = 2 * slot
+	e, err := Open(ctx, cfg, Inputs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	union := 0
+	e.Observe(func(_, _ int, ids [][]int, _ [][]float32) {
+		seen := map[int]bool{}
+		for _, row := range ids {
+			for _, x := range row {
+				seen[x] = true
+			}
+		}
+		union = max(union, len(seen))
+	})
+	seqs := newBatchSeqs(t, e, 8, steps, []int{0, 0, 0, 1, 1, 2, 4, 5})
+	runBatch(ctx, t, e, seqs, 3, steps)
+	for i, s := range seqs {
+		if !sameBits(s.rows, solo[i].rows) {
+			t.Errorf("sequence %d's logits differ from its solo mmap run", i)
+		}
+	}
+	if union <= 2 {
+		t.Fatalf("a layer's batch routes to at most %d experts: not over the budget of 2", union)
+	}
+	if st := cacheOf(e).Stats(); st.PeakResidentBytes > cfg.Cache.Bytes || st.PeakResidentBytes == 0 {
+		t.Fatalf("peak resident expert bytes %d > budget %d", st.PeakResidentBytes, cfg.Cache.Bytes)
+	}
+}
