@@ -79,6 +79,7 @@ type Batch struct {
 	o      BatchOptions
 	submit chan *request
 	events chan event
+	ctl    chan ctl // slot save, restore, erase (slotfile.go)
 	quit   chan struct{}
 	done   chan struct{}
 
@@ -111,7 +112,7 @@ func (m *Model) NewBatch(o BatchOptions) (*Batch, error) {
 	if o.Ubatch == 0 {
 		o.Ubatch = stages.PrefillChunk
 	}
-	b := &Batch{m: m, o: o, submit: make(chan *request), events: make(chan event, o.Slots),
+	b := &Batch{m: m, o: o, submit: make(chan *request), events: make(chan event, o.Slots), ctl: make(chan ctl),
 		quit: make(chan struct{}), done: make(chan struct{})}
 	slots := make([]*slot, o.Slots)
 	for i := range slots {

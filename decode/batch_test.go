@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/sample"
 	"github.com/pipe-engine/pipe/stages"
 )
@@ -233,5 +234,63 @@ func TestBatchClose(t *testing.T) {
 		if _, err := m.NewBatch(o); !errors.Is(err, stages.ErrConfig) {
 			t.Errorf("%+v: %v, want ErrConfig", o, err)
 		}
+	}
+}
+
+// TestBatchSlotFile: a slot saved after a request, erased and restored
+// holds its tokens again, and a request extending them reuses them and
+// generates what the whole prompt does; a busy slot, an unknown one and a
+// file of another context are refused; a Session restores a slot's file.
+func TestBatchSlotFile(t *testing.T) {
+	const n = 6
+	m := open(t, stages.StreamOn, 0)
+	g := loadGolden(t, "p1_village")
+	head, whole := g.PromptTokens[:10], g.PromptTokens
+	want := soloRuns(t, m, [][]int32{whole}, n)[0]
+	sess, err := m.NewSession(SessionOptions{Sampling: greedy, Ctx: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBatch(t, m, BatchOptions{Slots: 2, Ctx: 64, Similarity: 0.1})
+	slotOf := -1
+	var busy error
+	if _, err := b.Generate(context.Background(), Request{IDs: head, Chain: greedyChain(t), MaxTokens: 2,
+		OnSlot: func(id int) { slotOf = id }}, func(Token) error {
+		_, busy = b.SaveSlot(slotOf, &strings.Builder{})
+		return ErrStop
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(busy, ErrSlotBusy) {
+		t.Fatalf("save of a busy slot: %v", busy)
+	}
+	var file strings.Builder
+	saved, err := b.SaveSlot(slotOf, &file)
+	if err != nil || saved.Tokens != len(head) || saved.Bytes != int64(file.Len()) {
+		t.Fatalf("save: %+v (%d bytes written) %v", saved, file.Len(), err)
+	}
+	if erased, err := b.EraseSlot(slotOf); err != nil || erased != len(head) || b.Slots()[slotOf].Tokens != 0 {
+		t.Fatalf("erase: %d %v, %d tokens left", erased, err, b.Slots()[slotOf].Tokens)
+	}
+	if got, err := b.RestoreSlot(slotOf, strings.NewReader(file.String())); err != nil || got != saved {
+		t.Fatalf("restore: %+v %v, want %+v", got, err, saved)
+	}
+	res, err := b.Generate(context.Background(), Request{IDs: whole, Chain: greedyChain(t), MaxTokens: n}, nil)
+	if err != nil || res.PromptTokens != len(whole)-len(head) || !slices.Equal(res.Tokens, want) {
+		t.Fatalf("after the restore: %v, fed %d, generated %v, want %v", err, res.PromptTokens, res.Tokens, want)
+	}
+	if _, err := b.SaveSlot(7, &file); !errors.Is(err, ErrNoSlot) {
+		t.Fatalf("slot 7: %v", err)
+	}
+	if got, err := sess.Restore(strings.NewReader(file.String())); err != nil || got != saved || len(sess.Tokens()) != len(head) {
+		t.Fatalf("session restore: %+v %v", got, err)
+	}
+	small, err := m.NewBatch(BatchOptions{Slots: 1, Ctx: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	if _, err := small.RestoreSlot(0, strings.NewReader(file.String())); !errors.Is(err, model.ErrStateFile) || small.Slots()[0].Tokens != 0 {
+		t.Fatalf("restore into a smaller context: %v", err)
 	}
 }

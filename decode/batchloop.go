@@ -45,6 +45,8 @@ func (b *Batch) loop(slots []*slot) {
 				s.queue = append(s.queue, q)
 			case e := <-b.events:
 				s.answer(e)
+			case c := <-b.ctl:
+				s.control(c)
 			case <-b.quit:
 				s.stop()
 				return
@@ -56,6 +58,8 @@ func (b *Batch) loop(slots []*slot) {
 			s.queue = append(s.queue, q)
 		case e := <-b.events:
 			s.answer(e)
+		case c := <-b.ctl:
+			s.control(c)
 		case <-b.quit:
 			s.stop()
 			return
