@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pipe-engine/pipe/metrics"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/sample"
 	"github.com/pipe-engine/pipe/stages"
@@ -40,7 +41,7 @@ type BatchOptions struct {
 	// Similarity is llama-server's --slot-prompt-similarity: a request goes
 	// to the free slot whose cache shares the largest fraction of its
 	// prompt when that fraction is above Similarity, else to the free slot
-	// used least recently.
+	// used least recently (0: always the least recently used).
 	Similarity float64
 }
 
@@ -83,8 +84,9 @@ type Batch struct {
 	quit   chan struct{}
 	done   chan struct{}
 
-	mu   sync.Mutex
-	info []SlotInfo // the slots as of the last pass
+	mu       sync.Mutex
+	info     []SlotInfo       // the slots as of the last pass
+	counters metrics.Counters // the engine's, as of the last pass
 }
 
 // request is a Generate call as the scheduler sees it.
@@ -132,6 +134,14 @@ func (b *Batch) Slots() []SlotInfo {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.info)
+}
+
+// Counters are the engine's counters as of the last pass: the engine's own
+// are the scheduler goroutine's to read while the Batch is open.
+func (b *Batch) Counters() metrics.Counters {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.counters
 }
 
 // Close stops the scheduler: requests still running end with
@@ -206,8 +216,9 @@ func (b *Batch) publish(slots []*slot) {
 	for i, s := range slots {
 		info[i] = SlotInfo{ID: s.id, Ctx: s.st.NCtx, Processing: s.req != nil, Tokens: len(s.hist)}
 	}
+	c := b.m.eng.Metrics().Counters
 	b.mu.Lock()
-	b.info = info
+	b.info, b.counters = info, c
 	b.mu.Unlock()
 }
 

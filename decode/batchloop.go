@@ -99,8 +99,9 @@ func (s *sched) place() {
 }
 
 // choose is the free slot for q: the one whose cache shares the largest
-// fraction of q's prompt when above the similarity threshold, else the one
-// used least recently; nil when none is free.
+// fraction of q's prompt when above the similarity threshold (0: the
+// choice is off, as llama-server's), else the one used least recently; nil
+// when none is free.
 func (s *sched) choose(q *request) *slot {
 	var best, lru *slot
 	bestSim := -1.0
@@ -115,7 +116,7 @@ func (s *sched) choose(q *request) *slot {
 			best, bestSim = sl, sim
 		}
 	}
-	if best != nil && bestSim > s.b.o.Similarity {
+	if best != nil && s.b.o.Similarity > 0 && bestSim > s.b.o.Similarity {
 		return best
 	}
 	return lru

@@ -26,6 +26,7 @@ type outcome struct {
 	decode       time.Duration
 	lastTok      time.Duration    // the first generated token → the last (llama-server's predicted_ms)
 	eng          metrics.Counters // the engine counters' change during the generation
+	slot         int              // the decode slot it ran in (id_slot)
 }
 
 // tokS is the decode rate; ok is false when there is none to report.
@@ -78,15 +79,19 @@ func (s *decodeSlot) acquire(ctx context.Context) (release func(), err error) {
 // (settings and final, native.go; probFormat, probs.go).
 type generator struct {
 	o      *Options
-	slot   *decodeSlot // the session and its one-at-a-time gate (slot.go)
+	slot   *decodeSlot // the session and its one-at-a-time gate (slot.go); nil with batch
+	batch  *batchSlots // the slots of --parallel N > 1 (parallel.go); nil without
 	met    *meters
 	strips *strips // the running generation's per-layer hits and misses (telemetry.go)
-	nCtx   int     // the session's context
+	nCtx   int     // the session's context (a slot's, with batch)
 }
 
 // generate runs one prepared job in the decode slot, sending its text to
 // em. o is filled as far as the generation got, also when it fails.
 func (s *generator) generate(ctx context.Context, j *job, em emitter, start time.Time, o *outcome) error {
+	if s.batch != nil {
+		return s.generateBatched(ctx, j, em, start, o)
+	}
 	o.promptTokens = len(j.ids)
 	release, err := s.slot.acquire(ctx)
 	if err != nil {
@@ -96,15 +101,9 @@ func (s *generator) generate(ctx context.Context, j *job, em emitter, start time
 	o.queue = time.Since(start)
 	ids := j.ids
 	o.maxTokens = s.limit(j.maxTokens, s.nCtx-len(ids))
-	p := j.params
-	seed := s.o.Seed
-	if j.seed != nil {
-		seed = *j.seed
-	}
-	p.Seed = decode.ResolveSeed(seed)
-	chain, err := sample.NewChain(p, j.hooks())
+	chain, err := s.chainOf(j)
 	if err != nil {
-		return badRequest("%v", err)
+		return err
 	}
 	s.slot.sess.SetChain(chain)
 	if err := em.begin(); err != nil {
@@ -114,15 +113,40 @@ func (s *generator) generate(ctx context.Context, j *job, em emitter, start time
 		s.slot.sess.Reuse(ids[:1]) // cache_prompt: false: prefill it all
 	}
 	o.cachedTokens = s.slot.reuse(j.who, ids)
-	eng := s.o.Model.Engine()
-	before := eng.Metrics().Counters
+	before := s.counters()
 	defer func() {
-		now := eng.Metrics().Counters
+		now := s.counters()
 		o.eng = now.Sub(before)
 		s.met.setEngine(now)
 		s.met.generation(*o)
 	}()
-	return s.run(ctx, j, chain, ids[o.cachedTokens:], em, start, o)
+	return s.run(ctx, j, chain, ids[o.cachedTokens:], s.sessionGen, em, start, o)
+}
+
+// chainOf is job j's sampler: its parameters, its seed (the server's when
+// it sets none) and its hooks.
+func (s *generator) chainOf(j *job) (*sample.Chain, error) {
+	p := j.params
+	seed := s.o.Seed
+	if j.seed != nil {
+		seed = *j.seed
+	}
+	p.Seed = decode.ResolveSeed(seed)
+	chain, err := sample.NewChain(p, j.hooks())
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	return chain, nil
+}
+
+// genFunc generates up to maxTokens tokens from the prompt tokens ids,
+// calling onToken for each: the one session (sessionGen) or a slot of the
+// batch (batchGen, parallel.go).
+type genFunc func(ctx context.Context, ids []int32, maxTokens int, onToken func(decode.Token) error) (decode.Result, error)
+
+// sessionGen is the genFunc of the one session (in the decode slot).
+func (s *generator) sessionGen(ctx context.Context, ids []int32, maxTokens int, onToken func(decode.Token) error) (decode.Result, error) {
+	return s.slot.sess.Generate(ctx, ids, decode.GenOptions{MaxTokens: maxTokens}, onToken)
 }
 
 // limit is the tokens a request may generate: what it asked for, else
@@ -155,15 +179,14 @@ func (e *contextError) Error() string {
 
 func (e *contextError) Unwrap() []error { return []error{ErrRequest, e.cause} }
 
-func (s *generator) run(ctx context.Context, j *job, chain *sample.Chain, feed []int32, em emitter, start time.Time, o *outcome) error {
+func (s *generator) run(ctx context.Context, j *job, chain *sample.Chain, feed []int32, gen genFunc, em emitter, start time.Time, o *outcome) error {
 	st := stopper{stops: j.stops}
 	byString := false
-	eng := s.o.Model.Engine()
-	tel := s.strips.newTracker(start)
+	tel := s.strips.newTracker(start, s.counters())
 	var ids []int32               // tokens whose text is not sent yet
 	var probs []sample.TokenProbs // and their probabilities (j.probs)
 	var first time.Time           // the first token's callback: the prompt pass is over
-	res, err := s.slot.sess.Generate(ctx, feed, decode.GenOptions{MaxTokens: o.maxTokens}, func(t decode.Token) error {
+	res, err := gen(ctx, feed, o.maxTokens, func(t decode.Token) error {
 		if first.IsZero() {
 			first = time.Now()
 			o.ttft = first.Sub(start)
@@ -171,7 +194,7 @@ func (s *generator) run(ctx context.Context, j *job, chain *sample.Chain, feed [
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		now := eng.Metrics().Counters
+		now := s.counters()
 		s.met.setEngine(now)
 		o.lastTok = time.Since(first)
 		ids = append(ids, t.ID)

@@ -33,7 +33,7 @@ func (s *infoAPI) props(x *exchange) {
 	tok := s.o.Model.Tokenizer()
 	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]any{
 		"default_generation_settings": map[string]any{"params": s.gen.settings(nil, s.o.MaxTokens), "n_ctx": s.nCtx},
-		"total_slots":                 1,
+		"total_slots":                 s.gen.totalSlots(),
 		"model_alias":                 s.o.ModelID,
 		"model_path":                  s.o.ModelPath,
 		"modalities":                  map[string]bool{"vision": false, "video": false, "audio": false},
@@ -48,11 +48,7 @@ func (s *infoAPI) props(x *exchange) {
 	})
 }
 
-// slots is GET /slots: the one decode slot, as llama-server's array.
+// slots is GET /slots: the decode slots, as llama-server's array.
 func (s *infoAPI) slots(x *exchange) {
-	busy := s.met.running()
-	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, []map[string]any{{
-		"id": 0, "n_ctx": s.nCtx, "speculative": false, "is_processing": busy,
-		"params": s.gen.settings(nil, s.o.MaxTokens),
-	}})
+	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, s.gen.slotsInfo())
 }

@@ -22,6 +22,7 @@ type meters struct {
 	decodeSeconds  float64
 	lastTokS       float64
 	queued, busy   int
+	seqMax         int              // the longest prompt + generation of a request
 	eng            metrics.Counters // the engine's, at the last token
 }
 
@@ -40,6 +41,7 @@ func (m *meters) generation(o outcome) {
 	m.promptTokens += int64(o.promptTokens)
 	m.cachedTokens += int64(o.cachedTokens)
 	m.genTokens += int64(o.genTokens)
+	m.seqMax = max(m.seqMax, o.promptTokens+o.genTokens)
 	m.prefillSeconds += o.prefill.Seconds()
 	m.decodeSeconds += o.decode.Seconds()
 	if v, ok := o.tokS(); ok {
@@ -59,18 +61,20 @@ func (m *meters) queue(delta int) {
 	m.mu.Unlock()
 }
 
-// running reports whether a generation holds the decode slot.
+// running reports whether a generation holds a decode slot.
 func (m *meters) running() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.busy == 1
+	return m.busy > 0
 }
 
+// setBusy counts a generation that took (true) or left (false) a slot.
 func (m *meters) setBusy(b bool) {
 	m.mu.Lock()
-	m.busy = 0
 	if b {
-		m.busy = 1
+		m.busy++
+	} else {
+		m.busy--
 	}
 	m.mu.Unlock()
 }
@@ -106,8 +110,9 @@ func (m *meters) write(w io.Writer) error {
 		p.metric("pipe_expert_read_bytes_total", "counter", "Expert bytes read from the model file.", float64(m.eng.ReadBytes))
 	}
 	p.metric("pipe_expert_stall_seconds_total", "counter", "Time the expert FFN waited for expert bytes.", m.eng.Stall.Seconds())
-	p.metric("pipe_requests_queued", "gauge", "Requests waiting for the decode slot.", float64(m.queued))
-	p.metric("pipe_requests_running", "gauge", "Requests decoding (0 or 1).", float64(m.busy))
+	p.metric("pipe_requests_queued", "gauge", "Requests waiting for a decode slot.", float64(m.queued))
+	p.metric("pipe_requests_running", "gauge", "Requests decoding (at most --parallel).", float64(m.busy))
+	m.writeLlama(p)
 	return p.err
 }
 

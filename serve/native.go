@@ -209,7 +209,7 @@ func (n *native) begin() error {
 func (n *native) text(p piece) error {
 	n.predicted += len(p.ids)
 	if n.stream != nil {
-		c := nativeChunk{Content: p.text, Tokens: nonNil(p.ids), TokensPredicted: n.predicted,
+		c := nativeChunk{Content: p.text, Tokens: nonNil(p.ids), TokensPredicted: n.predicted, IDSlot: n.o.slot,
 			TokensEvaluated: n.o.promptTokens, Pipe: p.tel}
 		if n.pf != nil && len(p.probs) > 0 {
 			c.CompletionProbabilities = n.pf.entries(p.probs)
@@ -249,7 +249,7 @@ func (n *native) end(o *outcome) error {
 // routes' __verbose (a request's verbose: true) too. Its prompt is the text
 // as given, else (token ids, a chat) the prompt's tokens' text.
 func (s *generator) final(j *job, o *outcome, content string, ids []int32) nativeFinal {
-	f := nativeFinal{Content: content, Tokens: nonNil(ids), Stop: true, Model: s.o.ModelID,
+	f := nativeFinal{Content: content, Tokens: nonNil(ids), Stop: true, Model: s.o.ModelID, IDSlot: o.slot,
 		TokensPredicted: o.genTokens, TokensEvaluated: o.promptTokens, GenerationSettings: s.settings(j, o.maxTokens),
 		Prompt: j.prompt, HasNewLine: strings.Contains(content, "\n"), StopType: o.stopType, StoppingWord: o.stopWord,
 		TokensCached: o.cachedTokens + o.genTokens, Timings: timingsOf(o)}

@@ -21,8 +21,11 @@
 //     system_fingerprint (Options.Fingerprint); verbose: true adds
 //     __verbose. Streamed chunks carry the engine's telemetry in an
 //     extension field "pipe" (telemetry.go).
-//   - GET /v1/models, GET /health, GET /metrics (Prometheus text format;
-//     501 with NoMetrics). /models and /health also answer with /v1, as
+//   - GET /v1/models, GET /health, GET /metrics (Prometheus text format,
+//     pipe's series and llama-server's llamacpp: ones, llamametrics.go;
+//     501 with NoMetrics).
+//   - POST /slots/{id}?action=save|restore|erase with SlotSavePath
+//     (slotfile.go; 501 without it). /models and /health also answer with /v1, as
 //     llama-server's do.
 //   - GET /: the chat page (page.go), embedded in the binary; it streams a
 //     chat and draws the telemetry.
@@ -61,6 +64,13 @@
 // extends that request's whole prompt or names the same prompt_cache_key
 // (tenant.go), so a chat that grows by one turn prefills only the new turn
 // and no client learns another's prompt from cached_tokens.
+//
+// With Parallel N above 1 (parallel.go) there are N slots of Ctx/N
+// positions instead, decoded together by a decode.Batch (continuous
+// batching: a step is one forward pass over every slot with work); a
+// request takes a free slot (by shared prompt, --slot-prompt-similarity,
+// else least recently used), reuses its KV under the same tenant rule slot
+// by slot, and queues while all are busy.
 //
 // # Concurrency and cancellation
 //
@@ -143,6 +153,17 @@ type Options struct {
 	// llama-server's --no-slots; llama-server's /metrics is off unless
 	// --metrics, pipe's on unless --no-metrics).
 	NoSlots, NoMetrics bool
+	// Parallel is the decode slots (llama-server's --parallel; 0 or 1: one
+	// session, requests decoded one at a time): above 1, Ctx is split among
+	// them and they decode together (parallel.go). Ubatch is the most prompt
+	// tokens a slot feeds per pass (0: 512); SlotSimilarity is
+	// --slot-prompt-similarity (0: a free slot by least recent use only).
+	Parallel       int
+	Ubatch         int
+	SlotSimilarity float64
+	// SlotSavePath is the directory of POST /slots/{id}?action=save|restore
+	// files (llama-server's --slot-save-path; empty: the actions are 501).
+	SlotSavePath string
 	// MaxBodyBytes bounds a request body (0: what the context can use,
 	// bodyLimit).
 	MaxBodyBytes int64
@@ -167,17 +188,20 @@ const (
 //   - intake (intake.go): a parsed job sized, tokenized and given its
 //     sampler hooks before it queues (grammar.go, probs.go);
 //   - generator (generate.go): a prepared job run in the decode slot
-//     (decodeSlot, slot.go), its text sent to an emitter (emit.go), and its
+//     (decodeSlot, slot.go) or on a slot of the batch (batchSlots,
+//     parallel.go), its text sent to an emitter (emit.go), and its
 //     generation settings and final answer described (native.go);
 //   - the route families: openAI (openai.go), nativeAPI (native.go) and
-//     infoAPI (info.go: health, metrics, props, slots and the page);
+//     infoAPI (info.go: health, metrics, props, slots and the page), and
+//     slotAPI (slotfile.go: slot save, restore, erase);
 //   - the telemetry strip (strips, telemetry.go) and the Prometheus meters
 //     (meters, metrics.go).
 type Server struct {
 	parts
-	openai openAI
-	native nativeAPI
-	info   infoAPI
+	openai  openAI
+	native  nativeAPI
+	info    infoAPI
+	slotAct slotAPI // POST /slots/{id} (slotfile.go)
 }
 
 // parts are the jobs every route family uses.
@@ -211,24 +235,32 @@ func New(o Options) (*Server, error) {
 	if err := o.Sampling.Validate(); err != nil {
 		return nil, err
 	}
-	sess, err := o.Model.NewSession(decode.SessionOptions{Ctx: o.Ctx, Sampling: o.Sampling})
-	if err != nil {
-		return nil, err
-	}
 	now := time.Now()
 	met := newMeters()
-	nCtx := sess.Ctx()
 	op := &o
 	strips := &strips{m: o.Model}
+	gen := &generator{o: op, met: met, strips: strips}
+	if err := gen.makeSlots(); err != nil {
+		return nil, err
+	}
+	nCtx := gen.nCtx
 	p := parts{o: op,
 		rq:  &requests{o: op, met: met, guard: newGuard(o), idBase: fmt.Sprintf("%x", now.UnixNano())},
 		in:  &intake{o: op, nCtx: nCtx},
-		gen: &generator{o: op, slot: &decodeSlot{sess: sess, slot: make(chan struct{}, 1), met: met}, met: met, strips: strips, nCtx: nCtx},
+		gen: gen,
 	}
 	s := &Server{parts: p, openai: openAI{parts: p, created: now.Unix()}, native: nativeAPI{p},
-		info: infoAPI{parts: p, met: met, nCtx: nCtx}}
+		info: infoAPI{parts: p, met: met, nCtx: nCtx}, slotAct: slotAPI{p}}
 	o.Model.OnRoute(strips.observe)
 	return s, nil
+}
+
+// Close stops the batch's scheduler (with --parallel above 1; Serve does it
+// when it returns). The Model stays open: the caller closes it.
+func (s *Server) Close() {
+	if s.gen.batch != nil {
+		s.gen.batch.b.Close()
+	}
 }
 
 // bodyLimit is the largest body a context of nCtx positions can use: every
@@ -264,6 +296,7 @@ func (s *Server) Handler() http.Handler {
 		metrics = s.rq.notSupported("This server does not support metrics endpoint. Start it without `--no-metrics`")
 	}
 	mux.Handle("/slots", route(http.MethodGet, true, slots))
+	mux.Handle("/slots/{id}", route(http.MethodPost, true, s.slotAct.action))
 	mux.Handle("/metrics", route(http.MethodGet, true, metrics))
 	mux.Handle("GET /{$}", route(http.MethodGet, false, inf.page))
 	mux.Handle("GET /page/", route(http.MethodGet, false, inf.page))
@@ -278,6 +311,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.o.Log.Warn().Str("event", "no_api_key").Str("addr", ln.Addr().String()).
 			Msg("serving on a non-loopback address without --api-key: anyone who can reach it can use the model")
 	}
+	defer s.Close()
 	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	srv := &http.Server{
@@ -292,7 +326,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.o.Log.Info().Str("event", "listening").Str("addr", ln.Addr().String()).Str("model", s.o.ModelID).
-		Int("ctx", s.gen.nCtx).Msg("listening")
+		Int("ctx", s.gen.nCtx).Int("slots", s.gen.totalSlots()).Msg("listening")
 	select {
 	case err := <-errc:
 		return err

@@ -550,10 +550,23 @@ func TestMetricsModelsHealth(t *testing.T) {
 	met := h.metrics(t)
 	for _, want := range []string{"\npipe_generated_tokens_total 5\n", "\npipe_requests_total{status=\"200\"} 1\n",
 		"\n# TYPE pipe_expert_cache_hit_percent gauge\n", "\n# TYPE pipe_expert_read_bytes_total counter\n",
-		"\npipe_requests_running 0\n", "\n# TYPE pipe_expert_stall_seconds_total counter\n"} {
+		"\npipe_requests_running 0\n", "\n# TYPE pipe_expert_stall_seconds_total counter\n",
+		"\nllamacpp:tokens_predicted_total 5\n", "\n# TYPE llamacpp:prompt_tokens_total counter\n", "\nllamacpp:requests_processing 0\n",
+		"\n# TYPE llamacpp:predicted_tokens_seconds gauge\n", "\nllamacpp:requests_deferred 0\n"} {
 		if !strings.Contains(met, want) {
 			t.Errorf("/metrics lacks %q:%q", want, met)
 		}
+	}
+	// llama-server's prompt tokens exclude cached ones: none on a first request
+	var pipeN, llamaN float64
+	if _, err := fmt.Sscan(strings.SplitN(strings.SplitN(met, "\npipe_prompt_tokens_total ", 2)[1], "\n", 2)[0], &pipeN); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Sscan(strings.SplitN(strings.SplitN(met, "\nllamacpp:prompt_tokens_total ", 2)[1], "\n", 2)[0], &llamaN); err != nil {
+		t.Fatal(err)
+	}
+	if pipeN <= 0 || llamaN != pipeN {
+		t.Errorf("llamacpp:prompt_tokens_total %v, pipe_prompt_tokens_total %v", llamaN, pipeN)
 	}
 	for _, path := range []string{"/v1/models", "/models", "/health"} {
 		resp, err := http.Get(h.url + path)

@@ -44,9 +44,9 @@ type strips struct {
 
 // newTracker starts a generation's tracker and points the route observer
 // at its strip.
-func (b *strips) newTracker(start time.Time) *tracker {
+func (b *strips) newTracker(start time.Time, now metrics.Counters) *tracker {
 	eng := b.m.Engine()
-	t := &tracker{last: eng.Metrics().Counters, lastAt: start, first: true, strip: make([][2]int, eng.Desc().HParams.NLayer)}
+	t := &tracker{last: now, lastAt: start, first: true, strip: make([][2]int, eng.Desc().HParams.NLayer)}
 	b.cur.Store(&t.strip)
 	return t
 }

@@ -27,6 +27,9 @@ var llamaShort = map[string]string{
 	"-if":     "--interactive",
 	"-ndio":   "--no-odirect",
 	"-v":      "--log-level=debug",
+	"-np":     "--parallel",
+	"-ub":     "--ubatch-size",
+	"-sps":    "--slot-prompt-similarity",
 }
 
 // llamaLong maps llama.cpp long flags whose pipe form differs in more than
@@ -49,7 +52,7 @@ const (
 	batchHint   = "pipe prefills the whole prompt as one batch; there is no batch size to set"
 	mlockHint   = "pipe reads dense weights into anonymous memory (--dense-weights anon) and bounds the expert cache (--cache-mb); there is nothing to lock"
 	noMmapHint  = "use --moe-stream=true (experts read with O_DIRECT, never mmap'd) and --dense-weights anon"
-	parallelHnt = "pipe decodes one sequence at a time; pipe serve queues requests"
+	parallelHnt = "pipe serve batches its --parallel slots continuously, each with its share of -c (no unified KV pool)"
 	downloadHnt = "pipe does not download models (and has no network access to do it): download the GGUF file yourself and pass its path with -m"
 )
 

@@ -39,7 +39,7 @@ func TestTranslateArgs(t *testing.T) {
 			t.Errorf("%q → %q (%v), want %q", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{"-ngl", "--n-gpu-layers=99", "-ot", "--n-cpu-moe", "-b", "--mlock", "-fa", "--no-mmap", "-np", "-hf", "--hf-repo", "-hff", "-mu"} {
+	for _, bad := range []string{"-ngl", "--n-gpu-layers=99", "-ot", "--n-cpu-moe", "-b", "--mlock", "-fa", "--no-mmap", "-nocb", "-hf", "--hf-repo", "-hff", "-mu"} {
 		_, err := translateArgs([]string{"run", bad, "1"})
 		name, _, _ := strings.Cut(bad, "=")
 		if err == nil || !strings.Contains(err.Error(), name+" is a llama.cpp flag pipe cannot honour: ") {

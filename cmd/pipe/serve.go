@@ -32,6 +32,10 @@ type ServeCmd struct {
 	KVType         string   `name:"kv-type" help:"KV cache element type: f16 or f32." enum:"f16,f32" default:"f16" group:"Model"`
 	Reverse        []string `short:"r" name:"reverse-prompt" help:"Stop every reply at this text, besides a request's own stop sequences (repeatable), as llama-server's -r." group:"Server"`
 	N              int      `short:"n" name:"n-predict" aliases:"predict" help:"Most tokens a request that sets no n_predict/max_tokens may generate (-1 = none: up to the context); a request's own limit wins, as llama-server's -n." default:"-1" group:"Server"`
+	Parallel       int      `name:"parallel" help:"Decode slots: requests decoded together, one forward pass per step over every slot (each layer's experts read once for all), -c split among them, as llama-server's -np." default:"1" group:"Server"`
+	Ubatch         int      `name:"ubatch-size" help:"Most prompt tokens a slot feeds per step beside the slots that decode (--parallel above 1), as llama-server's -ub." default:"512" group:"Server"`
+	SlotSim        float64  `name:"slot-prompt-similarity" help:"A request takes the free slot holding the largest share of its prompt when above this, else the least recently used (0: always the latter), as llama-server's -sps." default:"0.1" group:"Server"`
+	SlotSavePath   string   `name:"slot-save-path" help:"Directory of the files POST /slots/{id}?action=save|restore writes and reads (pipe's own format: tokens, KV rows, recurrent state), as llama-server's; without it the slot actions answer 501." type:"existingdir" group:"Server"`
 	Slots          bool     `help:"Answer GET /slots (--no-slots: 501, as llama-server's)." default:"true" negatable:"" group:"Server"`
 	Metrics        bool     `help:"Answer GET /metrics (--no-metrics: 501; llama-server's is off unless --metrics)." default:"true" negatable:"" group:"Server"`
 
@@ -49,6 +53,14 @@ func (c *ServeCmd) validate() error {
 		return fmt.Errorf("%w: --port %d must be in 0..65535", errFlag, c.Port)
 	case c.N < -1 || c.N == 0 || c.N > maxPositions:
 		return fmt.Errorf("%w: -n %d must be in 1..%d, or -1 (no limit)", errFlag, c.N, maxPositions)
+	case c.Parallel < 1 || c.Parallel > 256:
+		return fmt.Errorf("%w: --parallel %d must be in 1..256", errFlag, c.Parallel)
+	case c.Ubatch < 1 || c.Ubatch > maxPositions:
+		return fmt.Errorf("%w: --ubatch-size %d must be in 1..%d", errFlag, c.Ubatch, maxPositions)
+	case c.SlotSim < 0 || c.SlotSim > 1:
+		return fmt.Errorf("%w: --slot-prompt-similarity %g must be in 0..1", errFlag, c.SlotSim)
+	case c.Ctx/c.Parallel < 2:
+		return fmt.Errorf("%w: -c %d split among --parallel %d slots leaves %d positions each", errFlag, c.Ctx, c.Parallel, c.Ctx/c.Parallel)
 	}
 	if err := checkPositions("-c", c.Ctx, 1); err != nil {
 		return err
@@ -105,7 +117,7 @@ func (c *ServeCmd) Run(g *Globals) error {
 	srv, err := serve.New(serve.Options{Model: m, ModelID: c.modelID(path), ModelPath: path, Version: versionString(), Fingerprint: fingerprint(),
 		Ctx: c.Ctx, Sampling: params, Seed: c.Seed, MaxTokens: c.N, Stops: c.Reverse, NoThink: c.NoThink, APIKey: c.APIKey,
 		AllowedHosts: append(c.AllowedHosts, c.Host), AllowedOrigins: c.AllowedOrigins, NoSlots: !c.Slots, NoMetrics: !c.Metrics,
-		Log: g.Log})
+		Parallel: c.Parallel, Ubatch: c.Ubatch, SlotSimilarity: c.SlotSim, SlotSavePath: c.SlotSavePath, Log: g.Log})
 	if err != nil {
 		m.Close()
 		return err

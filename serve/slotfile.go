@@ -1,0 +1,194 @@
+package serve
+
+// slotfile.go: llama-server's slot persistence, POST /slots/{id}?action=
+// save|restore|erase, with files in Options.SlotSavePath (--slot-save-path;
+// without it every action is 501, as llama-server's). The file format is
+// pipe's own (decode/slotfile.go: the tokens, then the KV rows and recurrent
+// state), not llama.cpp's; a file restores only into a model and slot
+// context of the shape it was saved from. The restoring request's tenant
+// becomes the slot's owner (tenant.go) and may reuse any prefix of it (it
+// chose the file; the file's prompt length is not kept). The actions are
+// for whoever holds the API key: anyone who may call them may save any
+// slot and restore it, so the tenant rule does not separate callers of
+// them.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pipe-engine/pipe/decode"
+	"github.com/pipe-engine/pipe/model"
+)
+
+// slotAPI is POST /slots/{id}: a slot's cache saved, restored, erased.
+type slotAPI struct{ parts }
+
+// action is POST /slots/{id}?action=save|restore|erase.
+func (s *slotAPI) action(x *exchange) {
+	if s.o.SlotSavePath == "" {
+		s.rq.fail(x, http.StatusNotImplemented, "not_supported_error", errors.New("This server does not support slots action. Start it with `--slot-save-path`"))
+		return
+	}
+	id, err := strconv.Atoi(x.r.PathValue("id"))
+	if err != nil || id < 0 || id >= s.gen.totalSlots() {
+		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", fmt.Errorf("Invalid slot ID %q: %w", x.r.PathValue("id"), decode.ErrNoSlot))
+		return
+	}
+	switch a := x.r.URL.Query().Get("action"); a {
+	case "save", "restore":
+		s.slotFileAction(x, id, a)
+	case "erase":
+		n, err := s.slotErase(x.r.Context(), id)
+		if err != nil {
+			s.slotFail(x, err)
+			return
+		}
+		_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]any{"id_slot": id, "n_erased": n})
+	default:
+		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", fmt.Errorf("Invalid action %q (save, restore or erase)", a))
+	}
+}
+
+// slotFileAction is a save or restore of slot id to or from the file the
+// body names.
+func (s *slotAPI) slotFileAction(x *exchange, id int, action string) {
+	body, ok := s.rq.readBody(x)
+	if !ok {
+		return
+	}
+	var r struct {
+		Filename string `json:"filename"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", jsonError(err))
+		return
+	}
+	if !validSlotFile(r.Filename) {
+		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", fmt.Errorf("Invalid filename %q: a plain file name is needed", r.Filename))
+		return
+	}
+	path := filepath.Join(s.o.SlotSavePath, r.Filename)
+	t0 := time.Now()
+	if action == "save" {
+		f, err := s.slotSave(x.r.Context(), id, path)
+		if err != nil {
+			s.slotFail(x, err)
+			return
+		}
+		_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]any{"id_slot": id, "filename": r.Filename,
+			"n_saved": f.Tokens, "n_written": f.Bytes, "timings": map[string]float64{"save_ms": ms(time.Since(t0))}})
+		return
+	}
+	f, err := s.slotRestore(x.r.Context(), id, path, tenantOf(x.r, ""))
+	if err != nil {
+		s.slotFail(x, err)
+		return
+	}
+	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]any{"id_slot": id, "filename": r.Filename,
+		"n_restored": f.Tokens, "n_read": f.Bytes, "timings": map[string]float64{"restore_ms": ms(time.Since(t0))}})
+}
+
+// validSlotFile: a plain file name, no directory, not hidden.
+func validSlotFile(name string) bool {
+	return name != "" && len(name) <= 255 && !strings.ContainsAny(name, "/\\\x00") && !strings.HasPrefix(name, ".")
+}
+
+// slotFail answers a failed slot action: a busy slot 503, a missing file
+// or one of another shape 400.
+func (s *slotAPI) slotFail(x *exchange, err error) {
+	switch {
+	case errors.Is(err, decode.ErrSlotBusy):
+		s.rq.fail(x, http.StatusServiceUnavailable, "unavailable_error", err)
+	case errors.Is(err, decode.ErrNoSlot) || errors.Is(err, model.ErrStateFile) || errors.Is(err, os.ErrNotExist):
+		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", err)
+	default:
+		s.rq.fail(x, http.StatusInternalServerError, "server_error", err)
+	}
+}
+
+// slotSave writes slot id to path (through a temporary file, renamed).
+func (s *slotAPI) slotSave(ctx context.Context, id int, path string) (decode.SlotFile, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".slot-*")
+	if err != nil {
+		return decode.SlotFile{}, err
+	}
+	defer os.Remove(tmp.Name())
+	f, err := s.onSlot(ctx, id, func(save func(io.Writer) (decode.SlotFile, error)) (decode.SlotFile, error) { return save(tmp) }, nil)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	return f, err
+}
+
+// slotRestore reads slot id from path; who owns the restored cache.
+func (s *slotAPI) slotRestore(ctx context.Context, id int, path string, who tenant) (decode.SlotFile, error) {
+	in, err := os.Open(path)
+	if err != nil {
+		return decode.SlotFile{}, err
+	}
+	defer in.Close()
+	return s.onSlot(ctx, id, nil, func(restore func(io.Reader) (decode.SlotFile, error)) (decode.SlotFile, error) {
+		f, err := restore(in)
+		s.setOwner(id, kvOwner{who: who, seen: err == nil}) // n 0: any prefix of it
+		return f, err
+	})
+}
+
+// slotErase empties slot id.
+func (s *slotAPI) slotErase(ctx context.Context, id int) (int, error) {
+	if s.gen.batch != nil {
+		s.setOwner(id, kvOwner{})
+		return s.gen.batch.b.EraseSlot(id)
+	}
+	release, err := s.gen.slot.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	s.gen.slot.ownerSeen = false
+	return s.gen.slot.sess.Erase(), nil
+}
+
+// onSlot runs a save (save set) or a restore of slot id: the batch's, or
+// the one session's in the decode slot.
+func (s *slotAPI) onSlot(ctx context.Context, id int,
+	save func(func(io.Writer) (decode.SlotFile, error)) (decode.SlotFile, error),
+	restore func(func(io.Reader) (decode.SlotFile, error)) (decode.SlotFile, error)) (decode.SlotFile, error) {
+	saver, restorer := func(w io.Writer) (decode.SlotFile, error) { return s.gen.batch.b.SaveSlot(id, w) },
+		func(r io.Reader) (decode.SlotFile, error) { return s.gen.batch.b.RestoreSlot(id, r) }
+	if s.gen.batch == nil {
+		release, err := s.gen.slot.acquire(ctx)
+		if err != nil {
+			return decode.SlotFile{}, err
+		}
+		defer release()
+		saver, restorer = s.gen.slot.sess.Save, s.gen.slot.sess.Restore
+	}
+	if save != nil {
+		return save(saver)
+	}
+	return restore(restorer)
+}
+
+// setOwner sets slot id's KV owner.
+func (s *slotAPI) setOwner(id int, o kvOwner) {
+	if s.gen.batch != nil {
+		s.gen.batch.mu.Lock()
+		s.gen.batch.owners[id] = o
+		s.gen.batch.mu.Unlock()
+		return
+	}
+	s.gen.slot.owner, s.gen.slot.ownerSeen, s.gen.slot.ownerLen = o.who, o.seen, o.n // in the decode slot
+}
