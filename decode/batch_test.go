@@ -230,6 +230,18 @@ func TestBatchClose(t *testing.T) {
 	if _, err := b.Generate(context.Background(), Request{IDs: []int32{1}, Chain: greedyChain(t)}, nil); !errors.Is(err, ErrBatchClosed) {
 		t.Fatalf("after Close: %v", err)
 	}
+	small, err := m.NewBatch(BatchOptions{Slots: 1, Ctx: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	long := make([]int32, 9)
+	for _, r := range []Request{{IDs: long, MaxTokens: -1}, {IDs: long[:6], MaxTokens: 3}} {
+		r.Chain = greedyChain(t)
+		if _, err := small.Generate(context.Background(), r, nil); !errors.Is(err, model.ErrContextFull) {
+			t.Errorf("%d prompt tokens + %d in a context of 8: %v, want ErrContextFull", len(r.IDs), r.MaxTokens, err)
+		}
+	}
 	for _, o := range []BatchOptions{{Slots: 0, Ctx: 64}, {Slots: 2, Ctx: 1}, {Slots: 1, Ctx: 8, Similarity: 2}} {
 		if _, err := m.NewBatch(o); !errors.Is(err, stages.ErrConfig) {
 			t.Errorf("%+v: %v, want ErrConfig", o, err)

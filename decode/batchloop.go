@@ -146,7 +146,7 @@ func (s *sched) start(sl *slot, q *request) error {
 	if n < 0 {
 		n = nCtx - len(ids)
 	}
-	if len(ids)+n > nCtx {
+	if len(ids) > nCtx || n < 0 || len(ids)+n > nCtx {
 		return fmt.Errorf("%w: prompt (%d tokens) + %d to generate exceeds the slot's context of %d", model.ErrContextFull, len(ids), n, nCtx)
 	}
 	keep := sl.st.Rewind(sl.shared(q))
