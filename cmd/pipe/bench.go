@@ -37,11 +37,16 @@ type BenchCmd struct {
 	RooflineLanes int           `name:"roofline-lanes" default:"4" help:"Concurrent O_DIRECT readers of --roofline (pipe run's --io-threads)."`
 	Peer          []string      `sep:"none" placeholder:"NAME=COMMAND" help:"Another engine's command line, run after pipe's runs in every round under the same --mem-cap and --cold (repeatable), e.g. bmoe='bmoe-cli -m {model} -n {n} -p {prompt} --moe-stream'. Split into arguments like a shell would, but no shell runs it; {model} {n} {prompt} and {out} (this run's file prefix in --out-dir) are replaced per run. Its tok/s is read from its output: bmoe-cli's generation line, llama-bench's tg test, llama.cpp's eval time line, or --peer-regex."`
 	PeerRegex     []string      `name:"peer-regex" sep:"none" placeholder:"NAME=REGEX" help:"Read peer NAME's tok/s with this regular expression (its first group; the last match in stdout then stderr) instead of the built-in parsers."`
+	Clients       int           `help:"Load mode: instead of the matrix, run this many concurrent streaming clients (each -p, -n tokens, /completion) against the server at --url and report the aggregate and per-client tok/s, TTFT p50/p95 and expert MiB read per token (load.go)." default:"0"`
+	URL           string        `name:"url" help:"The server of --clients (pipe serve, llama-server), e.g. http://127.0.0.1:8080; PIPE_API_KEY is sent as its key." placeholder:"URL"`
 	Extra         []string      `arg:"" optional:"" passthrough:"" help:"Arguments after -- go to every run (e.g. -- --temp 0.8 --seed 1)."`
 }
 
 // Run executes the bench.
 func (c *BenchCmd) Run(g *Globals) error {
+	if c.Clients != 0 || c.URL != "" {
+		return c.load(g)
+	}
 	switch {
 	case c.Repeat < 1:
 		return fmt.Errorf("%w: --repeat %d must be >= 1", errFlag, c.Repeat)
