@@ -110,9 +110,11 @@ func newBatchSeqs(t *testing.T, e *Engine, n, steps int, join []int) []*batchSeq
 // family's tiny model, at 1 and 2 threads, streaming experts or mapped.
 func TestBatchInvariance(t *testing.T) {
 	models := []string{"tiny-qwen3moe-Q4_K_M", "tiny-gemma4-Q4_K_M", "tiny-gptoss-MXFP4_MOE", "tiny-lfm2moe-Q4_K_M",
-		"tiny-olmoe-Q4_K_M", "tiny-qwen2moe-Q4_K_M", "tiny-qwen35moe-Q4_K_M", "tiny-deepseek2-Q4_K_M", "tiny-deepseek2-lite-Q4_K_M"}
+		"tiny-olmoe-Q4_K_M", "tiny-qwen2moe-Q4_K_M", "tiny-qwen35moe-Q4_K_M", "tiny-deepseek2-Q4_K_M", "tiny-deepseek2-lite-Q4_K_M",
+		"tiny-glm4moe-Q4_K_M", "tiny-bailingmoe2-Q4_K_M", "tiny-qwen3next-Q4_K_M"}
 	if !testing.Short() {
-		models = append(models, "tiny-qwen3moe-F32", "tiny-gemma4-F32", "tiny-qwen35moe-F32", "tiny-deepseek2-F32")
+		models = append(models, "tiny-qwen3moe-F32", "tiny-gemma4-F32", "tiny-qwen35moe-F32", "tiny-deepseek2-F32",
+			"tiny-glm4moe-F32", "tiny-bailingmoe2-F32", "tiny-qwen3next-F32")
 	}
 	const steps = 5
 	ctx := context.Background()
