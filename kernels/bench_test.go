@@ -310,8 +310,12 @@ func BenchmarkTwoStreams(b *testing.B) {
 // single-row dot called row by row (dots) on 16 rows of 2880 columns that
 // stay in L1/L2 — the compute speed of the two, without memory stalls.
 func BenchmarkRowsHot(b *testing.B) {
-	const rows, cols = 16, 2880
-	for _, typ := range []quant.Type{quant.MXFP4, quant.Q8_0} {
+	const rows = 16
+	for _, typ := range []quant.Type{quant.MXFP4, quant.Q8_0, quant.Q4_K} {
+		cols := 2880
+		if typ == quant.Q4_K {
+			cols = 2048 // whole 256-element blocks: Qwen3.6's n_embd
+		}
 		w := randRows(rand.New(rand.NewPCG(1, 2)), typ, rows, cols)
 		x := randX(rand.New(rand.NewPCG(3, 4)), cols)
 		rb := len(w) / rows

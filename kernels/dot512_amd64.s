@@ -104,6 +104,153 @@ q4k512loop:
 	VZEROUPPER
 	RET
 
+// Q4KROW512(R, accF, accM): one Q4_K block of the row at R against the
+// activation block held in registers (Z16-Z19 quants, X0 bsum pair sums,
+// X21 its scale broadcast, Z22-Z25 the k4Shuf512d controls): the
+// operations of one dotQ4_KVNNI512 iteration (DM512, K4SCALES512, K4MINS,
+// Q4KPAIR512 0-3), with accF and accM as that kernel's Y0 and X12.
+#define Q4KROW512(R, accF, accM) \
+	VMOVD        (R), X1 \
+	VCVTPH2PS    X1, X1 \
+	VMULPS       X21, X1, X1 \
+	VMOVSHDUP    X1, X2 \
+	VBROADCASTSS X2, X2 \
+	VBROADCASTSS X1, Y1 \
+	VMOVDQU      4(R), X5 \
+	VPSHUFB      ·k4ScaleLo(SB), X5, X6 \
+	VPSRLW       $4, X6, X7 \
+	VPAND        ·k4MaskA(SB), X6, X6 \
+	VPAND        ·k4MaskB(SB), X7, X7 \
+	VPOR         X7, X6, X6 \
+	VPSHUFB      ·k4ScaleHi(SB), X5, X7 \
+	VPAND        ·k4MaskC0(SB), X7, X7 \
+	VPSRLW       $2, X7, X7 \
+	VPOR         X7, X6, X6 \
+	VPMOVZXBW    X6, Y6 \
+	VEXTRACTI128 $1, Y6, X4 \
+	VSHUFI32X4   $0, Z6, Z6, Z3 \
+	VPMADDWD     X0, X4, X4 \
+	VCVTDQ2PS    X4, X4 \
+	VMULPS       X2, X4, X4 \
+	VADDPS       X4, accM, accM \
+	VBROADCASTI64X4 16(R), Z5 \
+	VPSRLVW    Z13, Z5, Z5 \
+	VPANDQ     Z14, Z5, Z5 \
+	VPMADDUBSW Z16, Z5, Z6 \
+	VPSHUFB    Z22, Z3, Z8 \
+	VPXORQ     Z10, Z10, Z10 \
+	VPDPWSSD   Z8, Z6, Z10 \
+	VBROADCASTI64X4 48(R), Z5 \
+	VPSRLVW    Z13, Z5, Z5 \
+	VPANDQ     Z14, Z5, Z5 \
+	VPMADDUBSW Z17, Z5, Z6 \
+	VPSHUFB    Z23, Z3, Z8 \
+	VPDPWSSD   Z8, Z6, Z10 \
+	VBROADCASTI64X4 80(R), Z5 \
+	VPSRLVW    Z13, Z5, Z5 \
+	VPANDQ     Z14, Z5, Z5 \
+	VPMADDUBSW Z18, Z5, Z6 \
+	VPSHUFB    Z24, Z3, Z8 \
+	VPDPWSSD   Z8, Z6, Z10 \
+	VBROADCASTI64X4 112(R), Z5 \
+	VPSRLVW    Z13, Z5, Z5 \
+	VPANDQ     Z14, Z5, Z5 \
+	VPMADDUBSW Z19, Z5, Z6 \
+	VPSHUFB    Z25, Z3, Z8 \
+	VPDPWSSD   Z8, Z6, Z10 \
+	VEXTRACTI64X4 $1, Z10, Y11 \
+	VPADDD    Y11, Y10, Y10 \
+	VCVTDQ2PS Y10, Y10 \
+	VMULPS    Y1, Y10, Y10 \
+	VADDPS    Y10, accF, accF
+
+// Q4KSTORE512(accF, accM, off): off(BX) = hsum(accF) − hsum(accM), the
+// end of dotQ4_KVNNI512 (clobbers X0, X1, X13).
+#define Q4KSTORE512(accF, accM, off) \
+	VMOVAPS   accF, Y0 \
+	HSUM8 \
+	VMOVHLPS  accM, accM, X13 \
+	VADDPS    X13, accM, accM \
+	VMOVSHDUP accM, X13 \
+	VADDSS    X13, accM, accM \
+	VSUBSS    accM, X0, X0 \
+	VMOVSS    X0, off(BX)
+
+// dotQ4_Kx4VNNI512: dotQ4_KVNNI512 on four rows rb bytes apart (y[0..3]),
+// each row with its own accumulators and that kernel's operations in its
+// order (bit-identical per row); the activation block's quants, bsum pair
+// sums and scale are loaded once per block for the four rows. Prefetches
+// the next four rows in address order (ROWS4SETUP's scheme).
+//
+// func dotQ4_Kx4VNNI512(w *byte, rb int, qs *int8, d *float32, bsums *int16, nb int, y *float32)
+TEXT ·dotQ4_Kx4VNNI512(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), AX
+	LEAQ (SI)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R11
+	LEAQ (R11)(AX*1), R10
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ bsums+32(FP), R12
+	MOVQ nb+40(FP), CX
+	MOVQ y+48(FP), BX
+	MOVL         $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+	VMOVDQU64    ·q4kShiftW(SB), Z13
+	VMOVDQU64    ·k4Shuf512d+0(SB), Z22
+	VMOVDQU64    ·k4Shuf512d+64(SB), Z23
+	VMOVDQU64    ·k4Shuf512d+128(SB), Z24
+	VMOVDQU64    ·k4Shuf512d+192(SB), Z25
+	VPXORD Y26, Y26, Y26
+	VPXORD Y27, Y27, Y27
+	VPXORD Y28, Y28, Y28
+	VPXORD Y29, Y29, Y29
+	VXORPS X9, X9, X9
+	VXORPS X12, X12, X12
+	VXORPS X15, X15, X15
+	VPXORD X30, X30, X30
+
+q4k512x4loop:
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 192(R10)
+	PREFETCHT0 256(R10)
+	PREFETCHT0 320(R10)
+	PREFETCHT0 384(R10)
+	PREFETCHT0 448(R10)
+	PREFETCHT0 512(R10)
+	ADDQ $576, R10
+	VMOVDQU64    (DI), Z16
+	VMOVDQU64    64(DI), Z17
+	VMOVDQU64    128(DI), Z18
+	VMOVDQU64    192(DI), Z19
+	VMOVDQU      (R12), X5
+	VMOVDQU      16(R12), X6
+	VPHADDW      X6, X5, X0
+	VBROADCASTSS (DX), X21
+	Q4KROW512(SI, Y26, X9)
+	Q4KROW512(R8, Y27, X12)
+	Q4KROW512(R9, Y28, X15)
+	Q4KROW512(R11, Y29, X30)
+	ADDQ $144, SI
+	ADDQ $144, R8
+	ADDQ $144, R9
+	ADDQ $144, R11
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R12
+	DECQ CX
+	JNZ  q4k512x4loop
+
+	Q4KSTORE512(Y26, X9, 0)
+	Q4KSTORE512(Y27, X12, 4)
+	Q4KSTORE512(Y28, X15, 8)
+	Q4KSTORE512(Y29, X30, 12)
+	VZEROUPPER
+	RET
+
 // Q6KPAIR512(q, yoff, idx): q (Z register, values 0..63: two parts) against
 // the 64 quants at yoff(DI); the 4 scales of the two parts are words of Z11
 // picked by the VPERMW index idx; adds to Z10. Z12 = 64 × 32.

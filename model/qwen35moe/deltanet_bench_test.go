@@ -17,19 +17,32 @@ type nopFFN struct{}
 
 func (nopFFN) Run(context.Context, *model.Pass, int, []float32) error { return nil }
 
-// q8Weight is a rows × cols Q8_0 weight of random values with std.
-func q8Weight(b *testing.B, rng *rand.Rand, name string, rows, cols int, std float64) model.Weight {
+// qWeight is a rows × cols weight of type typ: Q8_0 quantized from random
+// values with std; Q4_K random blocks (random quants and 6-bit scales,
+// block scales d and dmin 2⁻¹⁰ and 2⁻¹²), as quantizing tens of millions
+// of values to Q4_K would take the benchmark most of a minute.
+func qWeight(b *testing.B, rng *rand.Rand, typ quant.Type, name string, rows, cols int, std float64) model.Weight {
 	b.Helper()
-	x := randVec(rng, rows*cols, std, 0)
-	rb, err := quant.Q8_0.RowSize(int64(cols))
+	rb, err := typ.RowSize(int64(cols))
 	if err != nil {
 		b.Fatal(err)
 	}
 	data := make([]byte, int(rb)*rows)
-	if err := quant.Quantize(quant.Q8_0, x, data); err != nil {
-		b.Fatal(err)
+	switch typ {
+	case quant.Q4_K:
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		for o := 0; o+144 <= len(data); o += 144 {
+			binary.LittleEndian.PutUint16(data[o:], 0x1400)   // d = 2⁻¹⁰
+			binary.LittleEndian.PutUint16(data[o+2:], 0x0c00) // dmin = 2⁻¹²
+		}
+	default:
+		if err := quant.Quantize(typ, randVec(rng, rows*cols, std, 0), data); err != nil {
+			b.Fatal(err)
+		}
 	}
-	return model.Weight{Name: name, Type: quant.Q8_0, Rows: rows, Cols: cols, Data: data}
+	return model.Weight{Name: name, Type: typ, Rows: rows, Cols: cols, Data: data}
 }
 
 func randVec(rng *rand.Rand, n int, std, mean float64) []float32 {
@@ -42,23 +55,23 @@ func randVec(rng *rand.Rand, n int, std, mean float64) []float32 {
 
 // benchDecoder is a one-layer decoder around a delta-net of
 // Qwen3.6-35B-A3B's shapes (gen preset qwen3.6-35b-a3b: n_embd 2048, state
-// size 128, 16 key heads, 32 value heads, 4 conv taps) with random Q8_0
-// projections and a tiny output head.
-func benchDecoder(b *testing.B, pool *kernels.Pool) *model.Decoder {
+// size 128, 16 key heads, 32 value heads, 4 conv taps) with random
+// projections of type typ and a tiny output head.
+func benchDecoder(b *testing.B, pool *kernels.Pool, typ quant.Type) *model.Decoder {
 	const E, vocab = 2048, 16
 	rng := rand.New(rand.NewPCG(3, 9))
 	d := &deltaNet{K: 4, S: 128, nk: 16, nv: 32, pool: pool}
 	C, V := d.C(), d.V()
 	d.norm, d.ssmNorm = randVec(rng, E, 0.1, 1), randVec(rng, d.S, 0.1, 1)
 	d.in = &separate{
-		qkv:   q8Weight(b, rng, "qkv", C, E, 0.03),
-		z:     q8Weight(b, rng, "z", V, E, 0.03),
-		beta:  q8Weight(b, rng, "beta", d.nv, E, 0.03),
-		alpha: q8Weight(b, rng, "alpha", d.nv, E, 0.03),
+		qkv:   qWeight(b, rng, typ, "qkv", C, E, 0.03),
+		z:     qWeight(b, rng, typ, "z", V, E, 0.03),
+		beta:  qWeight(b, rng, typ, "beta", d.nv, E, 0.03),
+		alpha: qWeight(b, rng, typ, "alpha", d.nv, E, 0.03),
 	}
 	d.dt, d.a = randVec(rng, d.nv, 0.5, 0), randVec(rng, d.nv, 0.3, -1)
 	d.conv = randVec(rng, d.K*C, 0.3, 0)
-	d.out = q8Weight(b, rng, "out", E, V, 0.02)
+	d.out = qWeight(b, rng, typ, "out", E, V, 0.02)
 	d.job.fn = d.job.run
 	embd := model.Weight{Name: "embd", Type: quant.F32, Rows: vocab, Cols: E, Data: f32Bytes(randVec(rng, vocab*E, 1, 0))}
 	out := embd
@@ -76,10 +89,10 @@ func f32Bytes(v []float32) []byte {
 
 // benchForward runs passes of n tokens through the one-layer decoder,
 // keeping the recurrent state across iterations.
-func benchForward(b *testing.B, n int) {
+func benchForward(b *testing.B, n int, typ quant.Type) {
 	pool := kernels.NewPool(1)
 	defer pool.Close()
-	d := benchDecoder(b, pool)
+	d := benchDecoder(b, pool, typ)
 	st, err := d.NewState(n, model.KVF32)
 	if err != nil {
 		b.Fatal(err)
@@ -108,18 +121,26 @@ func reportCPU(b *testing.B, c0 float64) {
 }
 
 // BenchmarkDeltaNetStep: one decode token through one Qwen3.6-35B-A3B
-// delta-net layer on one thread (projections, convolution, recurrence).
-func BenchmarkDeltaNetStep(b *testing.B) { benchForward(b, 1) }
+// delta-net layer on one thread (projections, convolution, recurrence),
+// with Q8_0 projections and with Q4_K ones (the type of every delta-net
+// projection in `pipe gen --quant Q4_K_M`).
+func BenchmarkDeltaNetStep(b *testing.B) {
+	b.Run("Q8_0", func(b *testing.B) { benchForward(b, 1, quant.Q8_0) })
+	b.Run("Q4_K", func(b *testing.B) { benchForward(b, 1, quant.Q4_K) })
+}
 
 // BenchmarkDeltaNetPrompt: a 64-token prompt pass through the same layer.
-func BenchmarkDeltaNetPrompt(b *testing.B) { benchForward(b, 64) }
+func BenchmarkDeltaNetPrompt(b *testing.B) {
+	b.Run("Q8_0", func(b *testing.B) { benchForward(b, 64, quant.Q8_0) })
+	b.Run("Q4_K", func(b *testing.B) { benchForward(b, 64, quant.Q4_K) })
+}
 
 // BenchmarkDeltaRecur: the recurrence alone (recurJob.run over all 32
 // value heads) for one token, from a state that has seen 64.
 func BenchmarkDeltaRecur(b *testing.B) {
 	pool := kernels.NewPool(1)
 	defer pool.Close()
-	d := benchDecoder(b, pool).Layers[0].Mixer.(*deltaNet)
+	d := benchDecoder(b, pool, quant.Q8_0).Layers[0].Mixer.(*deltaNet)
 	rng := rand.New(rand.NewPCG(5, 6))
 	C, nv, S := d.C(), d.nv, d.S
 	j := &d.job
