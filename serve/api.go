@@ -61,9 +61,10 @@ type commonFields struct {
 
 // chatRequest is POST /v1/chat/completions.
 type chatRequest struct {
-	Messages    []chatMessage `json:"messages"`
-	Logprobs    *bool         `json:"logprobs"`
-	TopLogprobs *int          `json:"top_logprobs"`
+	Messages        []chatMessage `json:"messages"`
+	ReasoningFormat *string       `json:"reasoning_format"`
+	Logprobs        *bool         `json:"logprobs"`
+	TopLogprobs     *int          `json:"top_logprobs"`
 	commonFields
 }
 
@@ -147,6 +148,7 @@ const maxStops = 16
 // job is a validated request, ready for the decode slot.
 type job struct {
 	chat       bool
+	reasoning  string              // the request's reasoning_format ("": the server's)
 	messages   []tokenizer.Message // chat
 	prompt     string              // completion
 	given      []int32             // /completion's prompt given as token ids
@@ -279,6 +281,9 @@ func parseChat(body []byte, def sample.Params) (job, error) {
 		return j, err
 	}
 	j.messages = msgs
+	if r.ReasoningFormat != nil {
+		j.reasoning = *r.ReasoningFormat
+	}
 	if err := r.toJob(def, &j); err != nil {
 		return j, err
 	}
@@ -334,13 +339,15 @@ type promptDetails struct {
 }
 
 type chatMsgOut struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content"`
+	Role             string `json:"role,omitempty"`
+	Content          string `json:"content"`
+	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
 type chatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role             string  `json:"role,omitempty"`
+	Content          *string `json:"content,omitempty"`
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 
 type choice struct {

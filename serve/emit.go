@@ -53,6 +53,7 @@ type collector struct {
 	w       http.ResponseWriter
 	timeout time.Duration // of the body's write (writeJSON)
 	buf     strings.Builder
+	reason  strings.Builder
 	probs   []sample.TokenProbs
 }
 
@@ -60,6 +61,7 @@ func (c *collector) begin() error { return nil }
 
 func (c *collector) text(p piece) error {
 	c.buf.WriteString(p.text)
+	c.reason.WriteString(p.reasoning)
 	c.probs = append(c.probs, p.probs...)
 	return nil
 }
@@ -68,7 +70,7 @@ func (c *collector) end(o *outcome) error {
 	txt := c.buf.String()
 	ch := choice{FinishReason: &o.finish, Logprobs: c.sh.logprobs(c.probs)}
 	if c.sh.chat {
-		ch.Message = &chatMsgOut{Role: "assistant", Content: txt}
+		ch.Message = &chatMsgOut{Role: "assistant", Content: txt, ReasoningContent: strings.TrimRight(c.reason.String(), " \t\r\n")}
 	} else {
 		ch.Text = &txt
 	}
@@ -117,9 +119,14 @@ func (e *sse) text(p piece) error {
 	if len(p.probs) > 0 {
 		c.Logprobs = e.sh.logprobs(p.probs)
 	}
-	if e.sh.chat {
+	switch {
+	case e.sh.chat && p.reasoning != "" && p.text == "":
+		c.Delta = &chatDelta{ReasoningContent: &p.reasoning}
+	case e.sh.chat && p.reasoning != "":
+		c.Delta = &chatDelta{Content: &p.text, ReasoningContent: &p.reasoning}
+	case e.sh.chat:
 		c.Delta = &chatDelta{Content: &p.text}
-	} else {
+	default:
 		c.Text = &p.text
 	}
 	r := e.sh.response(true, c)

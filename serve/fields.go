@@ -59,7 +59,7 @@ var unsupportedFields = []unsupportedField{
 	{"add_generation_prompt", templateWhy, isTrue},
 	{"continue_final_message", templateWhy, nil},
 	{"chat_template", templateWhy, nil},
-	{"reasoning_format", reasonWhy, stringIn("none")},
+	{"reasoning_format", "want none, deepseek or auto", stringIn(ReasoningNone, ReasoningDeepSeek, ReasoningAuto)},
 	{"reasoning_effort", reasonWhy, nil},
 	{"reasoning_budget", reasonWhy, numberIs(-1)},
 	{"reasoning_budget_tokens", reasonWhy, numberIs(-1)},

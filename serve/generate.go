@@ -54,10 +54,11 @@ type emitter interface {
 // piece is text that is safe to send, the tokens it completes, and the
 // engine's work for the last of them.
 type piece struct {
-	text  string
-	ids   []int32
-	probs []sample.TokenProbs // of ids, when the request asked for them
-	tel   *telemetry
+	text      string
+	reasoning string // a thinking model's reasoning (thinkEmitter), apart from text
+	ids       []int32
+	probs     []sample.TokenProbs // of ids, when the request asked for them
+	tel       *telemetry
 }
 
 // acquire waits for the decode slot (requests are decoded one at a time, in

@@ -42,6 +42,7 @@ func (a *openAI) complete(x *exchange, chat bool) {
 		st = &sse{sh: sh, w: x.w, rc: http.NewResponseController(x.w), timeout: a.o.WriteTimeout}
 		em = st
 	}
+	em = a.withReasoning(&j, em)
 	x.gen = &outcome{}
 	if err := a.gen.generate(x.r.Context(), &j, em, x.start, x.gen); err != nil {
 		a.rq.failGen(x, st, err)

@@ -20,7 +20,9 @@
 //     any "model" is answered by the one served. Answers and chunks carry
 //     system_fingerprint (Options.Fingerprint); verbose: true adds
 //     __verbose. Streamed chunks carry the engine's telemetry in an
-//     extension field "pipe" (telemetry.go).
+//     extension field "pipe" (telemetry.go). A chat's reasoning_format
+//     (or Options.ReasoningFormat) deepseek or auto returns a leading
+//     <think>…</think> as reasoning_content (reasoning.go).
 //   - GET /v1/models, GET /health, GET /metrics (Prometheus text format,
 //     pipe's series and llama-server's llamacpp: ones, llamametrics.go;
 //     501 with NoMetrics).
@@ -135,6 +137,9 @@ type Options struct {
 	Stops []string
 	// NoThink renders chats with an empty think block (Qwen3).
 	NoThink bool
+	// ReasoningFormat is the chats' reasoning format when a request sets
+	// none (reasoning.go; "": ReasoningNone).
+	ReasoningFormat string
 	// APIKey, if set, is required as `Authorization: Bearer KEY` on every
 	// route but /health.
 	APIKey string

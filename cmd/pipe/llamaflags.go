@@ -152,7 +152,8 @@ var llamaTable = []llamaFlag{
 	{"--props", llamaRefused, "pipe serve's /props is read-only"},
 	{"--server-base --completion-bash", llamaRefused, "pipe has no such mode"},
 	{"--chat-template-kwargs --skip-chat-parsing --no-skip-chat-parsing --prefill-assistant --no-prefill-assistant", llamaRefused, templateHint},
-	{"--reasoning-format -rea --reasoning-effort --reasoning-budget --reasoning-budget-message --reasoning-preserve --no-reasoning-preserve", llamaRefused, reasonHint},
+	{"--reasoning-format", llamaSupported, "the same, for serve: none, deepseek or auto (the default): a chat's leading <think>…</think> comes back as reasoning_content, in the message and the stream's deltas; a request's reasoning_format wins"},
+	{"-rea --reasoning-effort --reasoning-budget --reasoning-budget-message --reasoning-preserve --no-reasoning-preserve", llamaRefused, reasonHint},
 	{"--log-file --log-prompts-dir", llamaRefused, "redirect stderr (it is JSON lines off a terminal)"},
 	{"-lv --verbosity --log-verbosity", llamaRefused, "--log-level debug, info, warn or error"},
 }

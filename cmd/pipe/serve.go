@@ -39,7 +39,8 @@ type ServeCmd struct {
 	Slots          bool     `help:"Answer GET /slots (--no-slots: 501, as llama-server's)." default:"true" negatable:"" group:"Server"`
 	Metrics        bool     `help:"Answer GET /metrics (--no-metrics: 501; llama-server's is off unless --metrics)." default:"true" negatable:"" group:"Server"`
 
-	NoThink bool `name:"no-think" help:"Qwen3: render chats with an empty think block." group:"Model"`
+	NoThink         bool   `name:"no-think" help:"Qwen3: render chats with an empty think block." group:"Model"`
+	ReasoningFormat string `name:"reasoning-format" help:"A chat reply's leading <think>…</think>: auto or deepseek return it as reasoning_content (in the message and the stream's deltas), none leaves it in the content; a request's reasoning_format wins, as llama-server's." enum:"none,deepseek,auto" default:"auto" group:"Server"`
 
 	TemplateFlags `embed:""`
 	SamplingFlags `embed:"" group:"Sampling"`
@@ -115,7 +116,7 @@ func (c *ServeCmd) Run(g *Globals) error {
 		return err
 	}
 	srv, err := serve.New(serve.Options{Model: m, ModelID: c.modelID(path), ModelPath: path, Version: versionString(), Fingerprint: fingerprint(),
-		Ctx: c.Ctx, Sampling: params, Seed: c.Seed, MaxTokens: c.N, Stops: c.Reverse, NoThink: c.NoThink, APIKey: c.APIKey,
+		Ctx: c.Ctx, Sampling: params, Seed: c.Seed, MaxTokens: c.N, Stops: c.Reverse, NoThink: c.NoThink, ReasoningFormat: c.ReasoningFormat, APIKey: c.APIKey,
 		AllowedHosts: append(c.AllowedHosts, c.Host), AllowedOrigins: c.AllowedOrigins, NoSlots: !c.Slots, NoMetrics: !c.Metrics,
 		Parallel: c.Parallel, Ubatch: c.Ubatch, SlotSimilarity: c.SlotSim, SlotSavePath: c.SlotSavePath, Log: g.Log})
 	if err != nil {
