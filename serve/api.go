@@ -61,10 +61,11 @@ type commonFields struct {
 
 // chatRequest is POST /v1/chat/completions.
 type chatRequest struct {
-	Messages        []chatMessage `json:"messages"`
-	ReasoningFormat *string       `json:"reasoning_format"`
-	Logprobs        *bool         `json:"logprobs"`
-	TopLogprobs     *int          `json:"top_logprobs"`
+	Messages        []chatMessage              `json:"messages"`
+	ReasoningFormat *string                    `json:"reasoning_format"`
+	Kwargs          map[string]json.RawMessage `json:"chat_template_kwargs"`
+	Logprobs        *bool                      `json:"logprobs"`
+	TopLogprobs     *int                       `json:"top_logprobs"`
 	commonFields
 }
 
@@ -149,6 +150,7 @@ const maxStops = 16
 type job struct {
 	chat       bool
 	reasoning  string              // the request's reasoning_format ("": the server's)
+	think      *bool               // the request's chat_template_kwargs.enable_thinking (nil: the server's --no-think)
 	messages   []tokenizer.Message // chat
 	prompt     string              // completion
 	given      []int32             // /completion's prompt given as token ids
@@ -283,6 +285,9 @@ func parseChat(body []byte, def sample.Params) (job, error) {
 	j.messages = msgs
 	if r.ReasoningFormat != nil {
 		j.reasoning = *r.ReasoningFormat
+	}
+	if j.think, err = templateKwargs(r.Kwargs); err != nil {
+		return j, err
 	}
 	if err := r.toJob(def, &j); err != nil {
 		return j, err

@@ -20,8 +20,9 @@ func (s *templateAPI) apply(x *exchange) {
 		return
 	}
 	var r struct {
-		Messages            []chatMessage `json:"messages"`
-		AddGenerationPrompt *bool         `json:"add_generation_prompt"`
+		Messages            []chatMessage              `json:"messages"`
+		AddGenerationPrompt *bool                      `json:"add_generation_prompt"`
+		Kwargs              map[string]json.RawMessage `json:"chat_template_kwargs"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", jsonError(err))
@@ -32,8 +33,13 @@ func (s *templateAPI) apply(x *exchange) {
 		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", err)
 		return
 	}
+	think, err := templateKwargs(r.Kwargs)
+	if err != nil {
+		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", err)
+		return
+	}
 	add := r.AddGenerationPrompt == nil || *r.AddGenerationPrompt
-	text, err := s.o.Model.Tokenizer().ChatContext(x.r.Context(), msgs, add, s.o.NoThink)
+	text, err := s.o.Model.Tokenizer().ChatContext(x.r.Context(), msgs, add, noThink(s.o.NoThink, think))
 	if err != nil {
 		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", badRequest("messages: %v", err))
 		return
@@ -59,4 +65,31 @@ func chatMessages(in []chatMessage) ([]tokenizer.Message, error) {
 		out = append(out, tokenizer.Message{Role: m.Role, Content: string(m.Content)})
 	}
 	return out, nil
+}
+
+// templateKwargs reads a request's chat_template_kwargs: enable_thinking
+// (a bool; nil when not given) is the one template variable pipe's
+// renderers take; any other is a 400 naming it.
+func templateKwargs(kw map[string]json.RawMessage) (*bool, error) {
+	var think *bool
+	for k, v := range kw {
+		if k != "enable_thinking" {
+			return nil, fieldErr("chat_template_kwargs", "chat_template_kwargs.%s: not supported: pipe's chat templates take enable_thinking only", k)
+		}
+		var b bool
+		if err := json.Unmarshal(v, &b); err != nil {
+			return nil, fieldErr("chat_template_kwargs", "chat_template_kwargs.enable_thinking: want true or false")
+		}
+		think = &b
+	}
+	return think, nil
+}
+
+// noThink is the server's --no-think unless the request's enable_thinking
+// says otherwise.
+func noThink(server bool, think *bool) bool {
+	if think != nil {
+		return !*think
+	}
+	return server
 }

@@ -44,3 +44,37 @@ func TestApplyTemplate(t *testing.T) {
 		}
 	}
 }
+
+// TestChatTemplateKwargs: chat_template_kwargs.enable_thinking false
+// renders Qwen3's empty think block (as --no-think does) in /apply-template
+// and in a chat's prompt (more prompt tokens); true renders none even on a
+// --no-think server; another key, or a non-bool, is a 400 naming the
+// field (the whole field was a 400 before).
+func TestChatTemplateKwargs(t *testing.T) {
+	h := start(t, nil)
+	const msgs = `"messages":[{"role":"user","content":"Hi"}]`
+	on := h.do("/apply-template", `{`+msgs+`}`, 200)["prompt"].(string)
+	off := h.do("/apply-template", `{`+msgs+`,"chat_template_kwargs":{"enable_thinking":false}}`, 200)["prompt"].(string)
+	if off != on+tokenizer.ThinkOff {
+		t.Errorf("enable_thinking false: %q, want %q", off, on+tokenizer.ThinkOff)
+	}
+	usage := func(h *harness, kw string) float64 {
+		r := h.do("/v1/chat/completions", `{`+msgs+`,"max_tokens":1`+kw+`}`, 200)
+		return r["usage"].(map[string]any)["prompt_tokens"].(float64)
+	}
+	if a, b := usage(h, ""), usage(h, `,"chat_template_kwargs":{"enable_thinking":false}`); b <= a {
+		t.Errorf("chat prompt tokens: %v with thinking, %v without", a, b)
+	}
+	nt := start(t, func(o *Options) { o.NoThink = true })
+	if p := nt.do("/apply-template", `{`+msgs+`,"chat_template_kwargs":{"enable_thinking":true}}`, 200)["prompt"]; p != on {
+		t.Errorf("--no-think server, enable_thinking true: %q", p)
+	}
+	for _, bad := range []string{`{"sampler":"x"}`, `{"enable_thinking":"no"}`} {
+		for _, path := range []string{"/apply-template", "/v1/chat/completions"} {
+			r := h.do(path, `{`+msgs+`,"chat_template_kwargs":`+bad+`}`, 400)
+			if e, _ := r["error"].(map[string]any); e == nil || !strings.Contains(e["message"].(string), "chat_template_kwargs") {
+				t.Errorf("%s %s: %v", path, bad, r)
+			}
+		}
+	}
+}

@@ -55,7 +55,6 @@ var unsupportedFields = []unsupportedField{
 	{"input_suffix", "pipe serve has no fill-in-the-middle", nil},
 	{"input_extra", "pipe serve has no fill-in-the-middle", nil},
 	{"lora", "pipe loads no adapters", nil},
-	{"chat_template_kwargs", templateWhy, nil},
 	{"add_generation_prompt", templateWhy, isTrue},
 	{"continue_final_message", templateWhy, nil},
 	{"chat_template", templateWhy, nil},

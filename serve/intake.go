@@ -56,7 +56,7 @@ func (s *intake) encode(ctx context.Context, j *job) ([]int32, error) {
 		return ids, err
 	}
 	tok := s.o.Model.Tokenizer()
-	text, err := tok.ChatContext(ctx, j.messages, true, s.o.NoThink)
+	text, err := tok.ChatContext(ctx, j.messages, true, noThink(s.o.NoThink, j.think))
 	if err != nil {
 		return nil, badRequest("messages: %v", err)
 	}

@@ -330,7 +330,7 @@ func TestUnsupportedFields(t *testing.T) {
 		{"/v1/chat/completions", chat(`"mirostat":2`), "mirostat"},
 		{"/v1/chat/completions", chat(`"typical_p":0.5`), "typical_p"},
 		{"/v1/chat/completions", chat(`"add_generation_prompt":false`), "add_generation_prompt"},
-		{"/v1/chat/completions", chat(`"chat_template_kwargs":{"enable_thinking":false}`), "chat_template_kwargs"},
+		{"/v1/chat/completions", chat(`"chat_template_kwargs":{"reasoning_effort":"high"}`), "chat_template_kwargs"},
 		{"/v1/chat/completions", chat(`"top_logprobs":2`), "top_logprobs"},
 		{"/v1/chat/completions", chat(`"logprobs":true,"top_logprobs":-1`), "top_logprobs"},
 		{"/v1/chat/completions", chat(`"logit_bias":{"5":"high"}`), "logit_bias"},
