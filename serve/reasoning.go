@@ -12,11 +12,6 @@ const (
 	ReasoningAuto     = "auto"
 )
 
-// ValidReasoningFormat reports whether f is a reasoning format.
-func ValidReasoningFormat(f string) bool {
-	return f == ReasoningNone || f == ReasoningDeepSeek || f == ReasoningAuto
-}
-
 const (
 	thinkOpen  = "<think>"
 	thinkClose = "</think>"

@@ -54,7 +54,9 @@
 // llama.cpp's built-in renderers do (the harmony one is llama.cpp's simplified
 // form, without the model's default system preamble). Qwen3's --no-think is
 // the empty think block its template emits for enable_thinking=false. Any other
-// template gives ErrUnsupportedTemplate. ChatDelta renders only a new turn for
+// template is detected as one of llama.cpp's built-in templates when it
+// can be (DetectLlamaTemplate, as llama.cpp without --jinja), else gives
+// ErrUnsupportedTemplate. ChatDelta renders only a new turn for
 // interactive use. UseBuiltin chooses a format by name: pipe's, or one of
 // llama.cpp's 54 built-in templates (llamachat.go: LlamaTemplateNames,
 // RenderLlamaTemplate, DetectLlamaTemplate, ported from its llama-chat.cpp).

@@ -234,6 +234,11 @@ func New(cfg Config) (*Tokenizer, error) {
 	t.buildPieces()
 	t.chatTemplate = cfg.ChatTemplate
 	t.chatFormat = detectChatFormat(cfg.ChatTemplate)
+	if t.chatFormat == chatNone && cfg.ChatTemplate != "" {
+		// as llama.cpp without --jinja: one of its built-in templates,
+		// detected from the GGUF's (DetectLlamaTemplate)
+		t.llamaName = DetectLlamaTemplate(cfg.ChatTemplate)
+	}
 	return t, nil
 }
 

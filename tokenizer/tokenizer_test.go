@@ -277,7 +277,13 @@ func TestChat(t *testing.T) {
 	if _, err := g.Chat(msgs, true, true); !errors.Is(err, ErrUnsupportedTemplate) {
 		t.Errorf("harmony no-think: %v", err)
 	}
-	for _, tmpl := range []string{"", "{% for m in messages %}[INST] {{ m.content }} [/INST]{% endfor %}"} {
+	// a template llama.cpp detects as one of its built-ins renders as it
+	// does (llama2 here); one it does not know is refused
+	llama2 := tinyWithTemplate(t, "{% for m in messages %}[INST] {{ m.content }} [/INST]{% endfor %}")
+	if got, err := llama2.Chat(msgs, true, false); llama2.ChatFormat() != "llama2" || err != nil || !strings.HasPrefix(got, "[INST] ") {
+		t.Errorf("[INST] template: format %q: %q, %v", llama2.ChatFormat(), got, err)
+	}
+	for _, tmpl := range []string{"", "{% for m in messages %}{{ m.content }}{% endfor %}"} {
 		tk2 := tinyWithTemplate(t, tmpl)
 		if tk2.ChatFormat() != "" {
 			t.Errorf("format %q for %q", tk2.ChatFormat(), tmpl)
