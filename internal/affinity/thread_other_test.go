@@ -4,9 +4,9 @@ package affinity
 
 import "testing"
 
-func threadCPUs(t *testing.T, tid int) []int {
+func threadCPUs(t *testing.T, tid int) ([]int, bool) {
 	t.Fatal("no thread affinity on this OS")
-	return nil
+	return nil, false
 }
 
 // Current fails: this OS has no thread CPU affinity the engine uses.
