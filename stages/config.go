@@ -256,7 +256,7 @@ func prepare(cfg Config, in Inputs) (plan, error) {
 	return plan{desc: d, layout: l, cfg: r}, err
 }
 
-// resolve checks cfg, with its defaults applied and validated (Open does
+// resolve checks cfg, with its defaults applied and validated (prepare does
 // both before it opens the file), and the caller's inputs in against the
 // model d whose experts l lays out — the KV cache and the expert-cache
 // budget against mem, the memory available, read once by the caller — and
