@@ -11,7 +11,8 @@
 //     <tool_call><function=NAME><parameter=P>value</parameter></function></tool_call>
 //   - GLM (GLM-4.5/4.6/4.7): <tool_call>NAME<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>
 //   - DeepSeek (V3.1 and R1): <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>…
-//   - Mistral: [TOOL_CALLS][{…}, …] (Nemo) or [TOOL_CALLS]NAME[ARGS]{…} (Ministral 3, Devstral)
+//   - Mistral: [TOOL_CALLS][{…}, …] (Nemo); MistralArgs: [TOOL_CALLS]NAME[ARGS]{…} (Ministral 3,
+//     Devstral, Mistral Small 3.2); each parses both
 //   - Llama3 (Llama 3.1/3.2/3.3): a whole answer {"name": …, "parameters": {…}}
 //   - Harmony (gpt-oss): <|channel|>commentary to=functions.NAME … <|message|>{…}<|call|>
 //   - Gemma4: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>

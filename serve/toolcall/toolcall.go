@@ -35,12 +35,13 @@ const (
 	GLM
 	DeepSeek
 	Mistral
+	MistralArgs
 	Llama3
 	Harmony
 	Gemma4
 )
 
-var names = [...]string{"generic", "hermes", "qwen-xml", "glm", "deepseek", "mistral", "llama3", "harmony", "gemma4"}
+var names = [...]string{"generic", "hermes", "qwen-xml", "glm", "deepseek", "mistral", "mistral-args", "llama3", "harmony", "gemma4"}
 
 func (f Format) String() string { return names[f] }
 
@@ -62,6 +63,8 @@ func Detect(tmpl string) Format {
 		return Gemma4
 	case has("<｜tool▁calls▁begin｜>") || has("<｜tool▁call▁begin｜>"):
 		return DeepSeek
+	case has("[TOOL_CALLS]", "[ARGS]"):
+		return MistralArgs
 	case has("[TOOL_CALLS]"):
 		return Mistral
 	case has("<arg_key>"):
@@ -88,7 +91,7 @@ func (f Format) Parse(text string, tools []Tool) (string, []Call, error) {
 		return parseGLM(text, tools)
 	case DeepSeek:
 		return parseDeepSeek(text)
-	case Mistral:
+	case Mistral, MistralArgs:
 		return parseMistral(text)
 	case Llama3:
 		return parseLlama3(text)
