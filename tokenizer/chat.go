@@ -8,8 +8,12 @@ import (
 
 // Message is one chat turn.
 type Message struct {
-	Role    string // "system", "user", "assistant", ...
+	Role    string // "system", "user", "assistant", "tool", ...
 	Content string
+	// ToolCalls are an assistant turn's calls and ToolCallID the call a
+	// "tool" turn answers (rendered by Jinja templates only, see ChatTools).
+	ToolCalls  []ToolCall
+	ToolCallID string
 }
 
 type chatFormat int

@@ -54,6 +54,7 @@ type jinjaTemplate struct {
 	tmpl   *jinja.Template
 	origin string
 	lim    jinja.Limits
+	src    string
 	// systemRole: the template renders a system message's content (else
 	// the system message is merged into the next one, as llama.cpp's
 	// system_message_not_supported workaround does).
@@ -77,7 +78,7 @@ func compileJinja(src, origin string, lim jinja.Limits) (*jinjaTemplate, error) 
 	if errors.Is(err, jinja.ErrLimit) || errors.Is(err, jinja.ErrEngine) {
 		return nil, fmt.Errorf("%w (%s): test render: %w", ErrTemplate, origin, err)
 	}
-	return &jinjaTemplate{tmpl: tmpl, origin: origin, lim: lim, systemRole: err == nil && strings.Contains(out, probe)}, nil
+	return &jinjaTemplate{tmpl: tmpl, origin: origin, lim: lim, src: src, systemRole: err == nil && strings.Contains(out, probe)}, nil
 }
 
 // UseBuiltin makes Chat use the built-in format name, whatever the GGUF's
@@ -108,9 +109,9 @@ func (t *Tokenizer) UseBuiltin(name string) error {
 // default is on), a system message goes into the next one when the template
 // has no system role, and a BOS (EOS) the template writes at the start
 // (end) is dropped when the tokenizer adds one itself.
-func (t *Tokenizer) renderJinja(ctx context.Context, messages []Message, addGenerationPrompt, noThink bool) (string, error) {
+func (t *Tokenizer) renderJinja(ctx context.Context, messages []Message, addGenerationPrompt, noThink bool, tools ...jinja.Value) (string, error) {
 	bos, eos := t.specialText(t.bos), t.specialText(t.eos)
-	out, err := renderJinja(ctx, t.jinja, messages, addGenerationPrompt, noThink, bos, eos)
+	out, err := renderJinja(ctx, t.jinja, messages, addGenerationPrompt, noThink, bos, eos, tools...)
 	if err != nil {
 		return "", err
 	}
@@ -124,8 +125,8 @@ func (t *Tokenizer) renderJinja(ctx context.Context, messages []Message, addGene
 }
 
 // renderJinja renders messages with tmpl and the template variables
-// llama.cpp sets.
-func renderJinja(ctx context.Context, tmpl *jinjaTemplate, messages []Message, addGenerationPrompt, noThink bool, bos, eos string) (string, error) {
+// llama.cpp sets; tools, when given, are the template's "tools".
+func renderJinja(ctx context.Context, tmpl *jinjaTemplate, messages []Message, addGenerationPrompt, noThink bool, bos, eos string, tools ...jinja.Value) (string, error) {
 	if !tmpl.systemRole && len(messages) > 0 && messages[0].Role == "system" {
 		merged := messages[1:]
 		if len(merged) > 0 {
@@ -133,14 +134,18 @@ func renderJinja(ctx context.Context, tmpl *jinjaTemplate, messages []Message, a
 		}
 		messages = merged
 	}
-	msgs := make([]any, len(messages))
+	msgs := make([]jinja.Value, len(messages))
 	for i, m := range messages {
-		msgs[i] = map[string]any{"role": m.Role, "content": m.Content}
+		msgs[i] = messageVar(m)
 	}
-	out, err := tmpl.tmpl.RenderContext(ctx, map[string]any{
+	vars := map[string]any{
 		"messages": msgs, "add_generation_prompt": addGenerationPrompt,
 		"bos_token": bos, "eos_token": eos, "enable_thinking": !noThink,
-	}, tmpl.lim)
+	}
+	if len(tools) > 0 {
+		vars["tools"] = tools
+	}
+	out, err := tmpl.tmpl.RenderContext(ctx, vars, tmpl.lim)
 	if err != nil {
 		return "", fmt.Errorf("%w (%s): %w", ErrTemplate, tmpl.origin, err)
 	}

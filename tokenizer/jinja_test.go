@@ -15,12 +15,12 @@ const templates = "../testdata/chat-templates/"
 
 // conversation is test-chat-template.cpp's.
 var conversation = []Message{
-	{"system", "You are a helpful assistant"},
-	{"user", "Hello"},
-	{"assistant", "Hi there"},
-	{"user", "Who are you"},
-	{"assistant", "   I am an assistant   "},
-	{"user", "Another question"},
+	{Role: "system", Content: "You are a helpful assistant"},
+	{Role: "user", Content: "Hello"},
+	{Role: "assistant", Content: "Hi there"},
+	{Role: "user", Content: "Who are you"},
+	{Role: "assistant", Content: "   I am an assistant   "},
+	{Role: "user", Content: "Another question"},
 }
 
 // llamaCase is one of test-chat-template.cpp's cases (extracted to JSON).
@@ -178,11 +178,11 @@ func TestHostileTemplateErrors(t *testing.T) {
 	if err := tok.UseJinja(reacts, "evil.jinja"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = tok.Chat([]Message{{"user", "boom"}}, true, false)
+	_, err = tok.Chat([]Message{{Role: "user", Content: "boom"}}, true, false)
 	if !errors.Is(err, ErrTemplateLimit) || !strings.Contains(err.Error(), "evil.jinja") || !strings.Contains(err.Error(), "items limit") {
 		t.Fatalf("hostile render: %v", err)
 	}
-	if out, err := tok.Chat([]Message{{"user", "fine"}}, true, false); err != nil || out != "fine" {
+	if out, err := tok.Chat([]Message{{Role: "user", Content: "fine"}}, true, false); err != nil || out != "fine" {
 		t.Fatalf("next render: %q, %v", out, err)
 	}
 	const loops = "{% for i in range(1000000) %}{% for m in messages %}{% endfor %}{% endfor %}"
@@ -194,7 +194,7 @@ func TestHostileTemplateErrors(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := tok.ChatContext(ctx, []Message{{"user", "1000"}}, true, false); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "slow.jinja") {
+	if _, err := tok.ChatContext(ctx, []Message{{Role: "user", Content: "1000"}}, true, false); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "slow.jinja") {
 		t.Fatalf("cancelled render: %v", err)
 	}
 }

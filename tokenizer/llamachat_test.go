@@ -64,7 +64,7 @@ func TestLlamaTemplateNames(t *testing.T) {
 // render that template, and a later built-in or Jinja choice replaces it.
 func TestUseBuiltinLlamaName(t *testing.T) {
 	tok := tinyWithTemplate(t, "<|im_start|>")
-	msgs := []Message{{"system", "Be brief."}, {"user", " Hi "}}
+	msgs := []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: " Hi "}}
 	if err := tok.UseBuiltin("llama3"); err != nil {
 		t.Fatal(err)
 	}

@@ -234,7 +234,7 @@ func TestChat(t *testing.T) {
 	if tk.ChatFormat() != "chatml" {
 		t.Fatalf("format %q", tk.ChatFormat())
 	}
-	msgs := []Message{{"system", "Be brief."}, {"user", "Hi"}}
+	msgs := []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}}
 	got, err := tk.Chat(msgs, true, true)
 	if err != nil {
 		t.Fatal(err)
@@ -253,21 +253,21 @@ func TestChat(t *testing.T) {
 	}
 	// interactive continuation: only the new turn, with the newline the
 	// cache lacks after the previous <|im_end|>
-	delta, err := tk.ChatDelta(context.Background(), []Message{{"user", "Hi"}, {"assistant", "Hello"}}, Message{"user", "Bye"}, true, false)
+	delta, err := tk.ChatDelta(context.Background(), []Message{{Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Hello"}}, Message{Role: "user", Content: "Bye"}, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n"; delta != want {
 		t.Errorf("delta %q, want %q", delta, want)
 	}
-	if first, _ := tk.ChatDelta(context.Background(), nil, Message{"user", "Hi"}, true, false); first != "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n" {
+	if first, _ := tk.ChatDelta(context.Background(), nil, Message{Role: "user", Content: "Hi"}, true, false); first != "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n" {
 		t.Errorf("first delta %q", first)
 	}
 	g := gptoss(t)
 	if g.ChatFormat() != "harmony" {
 		t.Fatalf("gpt-oss format %q", g.ChatFormat())
 	}
-	got, err = g.Chat([]Message{{"user", "Hi"}, {"assistant", "Yo"}, {"user", "Again"}}, true, false)
+	got, err = g.Chat([]Message{{Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Yo"}, {Role: "user", Content: "Again"}}, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
