@@ -67,6 +67,7 @@ type chatRequest struct {
 	Logprobs        *bool                      `json:"logprobs"`
 	TopLogprobs     *int                       `json:"top_logprobs"`
 	commonFields
+	toolFields // tools.go
 }
 
 // completionRequest is POST /v1/completions.
@@ -77,8 +78,10 @@ type completionRequest struct {
 }
 
 type chatMessage struct {
-	Role    string       `json:"role"`
-	Content contentField `json:"content"`
+	Role       string       `json:"role"`
+	Content    contentField `json:"content"`
+	ToolCalls  []toolCallIn `json:"tool_calls"`   // an assistant turn's (tools.go)
+	ToolCallID string       `json:"tool_call_id"` // a tool turn's
 }
 
 // contentField is a message's content: a string or an array of parts of
@@ -174,6 +177,7 @@ type job struct {
 	mask       sample.Mask      // gram's matcher, made by prepare
 	lazy       bool             // grammar_lazy with triggers
 	triggers   []grammar.Trigger
+	tools      *toolJob // tools, tool_choice (nil: no tools; tools.go)
 }
 
 // textBytes is the length of the job's text: its tokens are at least
@@ -289,6 +293,9 @@ func parseChat(body []byte, def sample.Params) (job, error) {
 	if j.think, err = templateKwargs(r.Kwargs); err != nil {
 		return j, err
 	}
+	if err := r.toolFields.parse(&j); err != nil {
+		return j, err
+	}
 	if err := r.toJob(def, &j); err != nil {
 		return j, err
 	}
@@ -350,18 +357,19 @@ type chatMsgOut struct {
 }
 
 type chatDelta struct {
-	Role             string  `json:"role,omitempty"`
-	Content          *string `json:"content,omitempty"`
-	ReasoningContent *string `json:"reasoning_content,omitempty"`
+	Role             string        `json:"role,omitempty"`
+	Content          *string       `json:"content,omitempty"`
+	ReasoningContent *string       `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
 }
 
 type choice struct {
-	Index        int         `json:"index"`
-	Message      *chatMsgOut `json:"message,omitempty"`
-	Delta        any         `json:"delta,omitempty"` // *chatDelta or roleDelta
-	Text         *string     `json:"text,omitempty"`
-	Logprobs     any         `json:"logprobs"` // nil: null
-	FinishReason *string     `json:"finish_reason"`
+	Index        int     `json:"index"`
+	Message      any     `json:"message,omitempty"` // *chatMsgOut or *toolMsgOut
+	Delta        any     `json:"delta,omitempty"`   // *chatDelta or roleDelta
+	Text         *string `json:"text,omitempty"`
+	Logprobs     any     `json:"logprobs"` // nil: null
+	FinishReason *string `json:"finish_reason"`
 }
 
 // response is a completion, a chat completion or one chunk of either.

@@ -56,13 +56,17 @@ func chatMessages(in []chatMessage) ([]tokenizer.Message, error) {
 	out := make([]tokenizer.Message, 0, len(in))
 	for i, m := range in {
 		switch m.Role {
-		case "system", "user", "assistant":
+		case "system", "user", "assistant", "tool":
 		case "developer":
 			m.Role = "system"
 		default:
-			return nil, badRequest("messages[%d].role %q: want system, user or assistant", i, m.Role)
+			return nil, badRequest("messages[%d].role %q: want system, user, assistant or tool", i, m.Role)
 		}
-		out = append(out, tokenizer.Message{Role: m.Role, Content: string(m.Content)})
+		tm, err := historyMessage(i, m) // tools.go
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tm)
 	}
 	return out, nil
 }

@@ -21,6 +21,7 @@ type shape struct {
 	// verbose is the answer's __verbose (nil: the request did not ask).
 	verbose func(o *outcome, content string) *nativeFinal
 	pf      *probFormat // nil: the request asked for no log-probabilities
+	tools   *toolJob    // nil: the request had no tools (tools.go)
 }
 
 // logprobs is a choice's "logprobs" for tps: null when none were asked for.
@@ -69,9 +70,14 @@ func (c *collector) text(p piece) error {
 func (c *collector) end(o *outcome) error {
 	txt := c.buf.String()
 	ch := choice{FinishReason: &o.finish, Logprobs: c.sh.logprobs(c.probs)}
-	if c.sh.chat {
+	switch {
+	case c.sh.tools != nil:
+		m, finish := c.sh.tools.message(txt, o.finish)
+		m.ReasoningContent = strings.TrimRight(c.reason.String(), " \t\r\n")
+		ch.Message, ch.FinishReason = m, &finish
+	case c.sh.chat:
 		ch.Message = &chatMsgOut{Role: "assistant", Content: txt, ReasoningContent: strings.TrimRight(c.reason.String(), " \t\r\n")}
-	} else {
+	default:
 		ch.Text = &txt
 	}
 	r := c.sh.response(false, ch)

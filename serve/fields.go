@@ -24,7 +24,7 @@ type unsupportedField struct {
 }
 
 const (
-	toolsWhy    = "pipe serve has no tool calls yet"
+	toolsWhy    = "the legacy functions API is not supported: use tools and tool_choice"
 	samplerWhy  = "pipe's sampler has temperature, top-k, top-p, min-p, the repeat, frequency and presence penalties, logit_bias and min_keep"
 	templateWhy = "pipe serve renders chats with the model's template as it is, with the generation prompt"
 	reasonWhy   = "pipe serve returns a thinking model's reasoning as part of the content"
@@ -32,10 +32,8 @@ const (
 )
 
 var unsupportedFields = []unsupportedField{
-	{"tools", toolsWhy, nil},
 	{"functions", toolsWhy, nil},
 	{"function_call", toolsWhy, stringIn("none", "auto")},
-	{"tool_choice", toolsWhy, stringIn("none", "auto")},
 	{"mirostat", samplerWhy, nil},
 	{"typical_p", samplerWhy, numberAtLeast(1)},
 	{"top_n_sigma", samplerWhy, numberAtMost(0)},

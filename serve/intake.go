@@ -56,7 +56,7 @@ func (s *intake) encode(ctx context.Context, j *job) ([]int32, error) {
 		return ids, err
 	}
 	tok := s.o.Model.Tokenizer()
-	text, err := tok.ChatContext(ctx, j.messages, true, noThink(s.o.NoThink, j.think))
+	text, err := renderChat(ctx, tok, j, noThink(s.o.NoThink, j.think))
 	if err != nil {
 		return nil, badRequest("messages: %v", err)
 	}
@@ -88,6 +88,9 @@ func (s *intake) prepare(ctx context.Context, j *job) error {
 		return &contextError{prompt: len(ids), nCtx: s.nCtx}
 	}
 	j.ids = ids
+	if err := resolveTools(s.o.Model.Tokenizer(), j); err != nil {
+		return err
+	}
 	return s.resolveHooks(j)
 }
 

@@ -29,7 +29,7 @@ func (a *openAI) complete(x *exchange, chat bool) {
 		a.rq.failGen(x, nil, err)
 		return
 	}
-	sh := shape{chat: chat, id: prefix + x.id, model: a.o.ModelID, created: time.Now().Unix(), fp: a.o.Fingerprint, pf: a.gen.probFormat(&j)}
+	sh := shape{chat: chat, id: prefix + x.id, model: a.o.ModelID, created: time.Now().Unix(), fp: a.o.Fingerprint, pf: a.gen.probFormat(&j), tools: j.tools}
 	if j.verbose {
 		sh.verbose = func(o *outcome, content string) *nativeFinal {
 			f := a.gen.final(&j, o, content, nil)
@@ -41,6 +41,9 @@ func (a *openAI) complete(x *exchange, chat bool) {
 	if j.stream {
 		st = &sse{sh: sh, w: x.w, rc: http.NewResponseController(x.w), timeout: a.o.WriteTimeout}
 		em = st
+		if j.tools != nil {
+			em = &toolStream{sse: st, tj: j.tools}
+		}
 	}
 	em = a.withReasoning(&j, em)
 	x.gen = &outcome{}
