@@ -302,6 +302,9 @@ func parseChat(body []byte, def sample.Params) (job, error) {
 	if err := r.resolve(true, &j); err != nil {
 		return j, err
 	}
+	if err := toolsBesideGrammar(&j); err != nil {
+		return j, err
+	}
 	if err := r.verbose(&j); err != nil {
 		return j, err
 	}

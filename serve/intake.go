@@ -77,6 +77,9 @@ func (s *intake) encode(ctx context.Context, j *job) ([]int32, error) {
 // max_tokens past the context is clamped, limit).
 func (s *intake) prepare(ctx context.Context, j *job) error {
 	j.stops = append(j.stops, s.o.Stops...)
+	if err := resolveTools(s.o.Model.Tokenizer(), j); err != nil {
+		return err
+	}
 	if err := s.o.Model.FitText(j.textBytes(), s.nCtx); err != nil {
 		return &contextError{prompt: s.o.Model.MinTokens(j.textBytes()), nCtx: s.nCtx, cause: err}
 	}
@@ -88,9 +91,6 @@ func (s *intake) prepare(ctx context.Context, j *job) error {
 		return &contextError{prompt: len(ids), nCtx: s.nCtx}
 	}
 	j.ids = ids
-	if err := resolveTools(s.o.Model.Tokenizer(), j); err != nil {
-		return err
-	}
 	return s.resolveHooks(j)
 }
 

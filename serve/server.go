@@ -43,9 +43,12 @@
 // object), ignore_eos, the capture of each token's probabilities, and a
 // grammar (grammar, json_schema, response_format, lazily with
 // grammar_triggers: a sample/grammar mask, grammar.go) — are a sample.Chain
-// the session samples with (probs.go; docs/slots.md); a request field pipe
-// cannot honour (tools, samplers pipe does not have) is a 400 naming it,
-// never ignored (fields.go).
+// the session samples with (probs.go; docs/slots.md); tools and
+// tool_choice render through the Jinja template and come back as
+// tool_calls parsed per template family, enforced by a grammar (tools.go,
+// serve/toolcall); a request field pipe cannot honour (the legacy
+// functions, samplers pipe does not have) is a 400 naming it, never
+// ignored (fields.go).
 //
 // Anything else is 404; a wrong method 405; bad JSON, bad fields and a
 // request that does not fit the context 400; an oversized body 413 (the

@@ -154,6 +154,15 @@ func hasToolTurns(ms []tokenizer.Message) bool {
 	return false
 }
 
+// toolsBesideGrammar refuses tools that would call beside a request's own
+// grammar, json_schema or response_format.
+func toolsBesideGrammar(j *job) error {
+	if j.tools != nil && j.tools.choice != "none" && j.gram != nil {
+		return fieldErr("tools", "tools: cannot be used with grammar, json_schema or response_format")
+	}
+	return nil
+}
+
 // renderChat renders a chat job's prompt, with its tools and tool turns
 // when it has them.
 func renderChat(ctx context.Context, tok *tokenizer.Tokenizer, j *job, noThink bool) (string, error) {
@@ -175,12 +184,12 @@ func resolveTools(tok *tokenizer.Tokenizer, j *job) error {
 	if tj == nil {
 		return nil
 	}
+	if tok.ChatFormat() != "jinja" {
+		return fieldErr("tools", "tools: need a Jinja chat template (--jinja, --chat-template-file), as llama-server's need --jinja")
+	}
 	tj.format = toolcall.Detect(tok.ToolTemplate())
 	if tj.choice == "none" {
 		return nil
-	}
-	if j.gram != nil {
-		return fieldErr("tools", "tools: cannot be used with grammar, json_schema or response_format")
 	}
 	triggers := tj.format.Triggers()
 	if tj.choice == "auto" && len(triggers) == 0 {

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/pipe-engine/pipe/decode"
+	"github.com/pipe-engine/pipe/serve/toolcall"
 )
 
 // startTools serves the tiny model (path; "" for tinyQ8) rendering chats with
@@ -86,5 +88,170 @@ func TestToolChoiceRequired100(t *testing.T) {
 			t.Errorf("seed %d: content %v, want null beside the call", i, msg["content"])
 		}
 		checkCall(t, fmt.Sprintf("seed %d", i), msg)
+	}
+}
+
+// requiredRuns is how many seeds a family's required run takes.
+func requiredRuns() int {
+	if testing.Short() {
+		return 10
+	}
+	return 100
+}
+
+// TestToolChoiceRequiredFamilies: each tool-call family's template on a
+// tiny model (its own family's where pipe has one), tool_choice "required"
+// at temperature 1: every answer is one valid call parsed from that
+// family's syntax.
+func TestToolChoiceRequiredFamilies(t *testing.T) {
+	const models = "../testdata/golden/models/"
+	for _, c := range []struct {
+		model, template string
+		f               toolcall.Format
+	}{
+		{models + "tiny-qwen35moe-Q8_0.gguf", "Qwen3.5-4B.jinja", toolcall.QwenXML},
+		{"", "Qwen3-Coder.jinja", toolcall.QwenXML},
+		{models + "tiny-glm4moe-Q4_K_M.gguf", "GLM-4.6.jinja", toolcall.GLM},
+		{models + "tiny-deepseek2-Q4_K_M.gguf", "deepseek-ai-DeepSeek-V3.1.jinja", toolcall.DeepSeek},
+		{models + "tiny-gemma4-Q8_0.gguf", "google-gemma-4-31B-it.jinja", toolcall.Gemma4},
+		{models + "tiny-gptoss-Q8_0.gguf", "openai-gpt-oss-120b.jinja", toolcall.Harmony},
+		{"", "mistralai-Mistral-Nemo-Instruct-2407.jinja", toolcall.Mistral},
+		{"", "mistralai-Ministral-3-14B-Reasoning-2512.jinja", toolcall.MistralArgs},
+		{"", "meta-llama-Llama-3.1-8B-Instruct.jinja", toolcall.Llama3},
+		{"", "google-gemma-2-2b-it.jinja", toolcall.Generic}, // the generic JSON
+	} {
+		t.Run(c.template, func(t *testing.T) {
+			h := startTools(t, c.model, c.template)
+			if f := toolcall.Detect(h.m.Tokenizer().ToolTemplate()); f != c.f {
+				t.Fatalf("detected %v, want %v", f, c.f)
+			}
+			for i := range requiredRuns() {
+				body := fmt.Sprintf(`{"messages":[{"role":"user","content":"Call a tool"}],"tools":%s,"tool_choice":"required","temperature":1,"seed":%d,"max_tokens":200}`, boundedTools, i)
+				r := h.do("/v1/chat/completions", body, 200)
+				ch := r["choices"].([]any)[0].(map[string]any)
+				if ch["finish_reason"] != "tool_calls" {
+					t.Fatalf("seed %d: finish_reason %v, want tool_calls: %v", i, ch["finish_reason"], ch)
+				}
+				checkCall(t, fmt.Sprintf("seed %d", i), ch["message"].(map[string]any))
+			}
+		})
+	}
+}
+
+// TestToolCallStream: a streamed required call is the role delta, one
+// tool_calls delta (index 0, id, type, name, the whole arguments) and a
+// last chunk with finish_reason tool_calls, as llama-server streams one.
+func TestToolCallStream(t *testing.T) {
+	h := startTools(t, "", "Qwen-Qwen3-0.6B.jinja")
+	body := fmt.Sprintf(`{"messages":[{"role":"user","content":"Call a tool"}],"tools":%s,"tool_choice":"required","temperature":1,"seed":3,"max_tokens":200,"stream":true}`, boundedTools)
+	evs := h.sseData("/v1/chat/completions", body)
+	var calls []any
+	var finish any
+	for i, ev := range evs {
+		ch := ev["choices"].([]any)[0].(map[string]any)
+		d, _ := ch["delta"].(map[string]any)
+		if i == 0 && (d["role"] != "assistant" || d["content"] != nil) {
+			t.Errorf("first delta %v, want role assistant, content null", d)
+		}
+		if c, ok := d["content"].(string); ok && c != "" {
+			t.Errorf("content delta %q beside a required call", c)
+		}
+		if tc, ok := d["tool_calls"].([]any); ok {
+			calls = append(calls, tc...)
+		}
+		if f := ch["finish_reason"]; f != nil {
+			finish = f
+		}
+	}
+	if finish != "tool_calls" || len(calls) != 1 {
+		t.Fatalf("finish %v, %d tool_calls deltas: %v", finish, len(calls), evs)
+	}
+	if idx := calls[0].(map[string]any)["index"]; idx != float64(0) {
+		t.Errorf("index %v, want 0", idx)
+	}
+	checkCall(t, "stream", map[string]any{"tool_calls": calls})
+
+	// the same seed unstreamed gives the same call
+	body = strings.Replace(body, `"stream":true`, `"stream":false`, 1)
+	msg := h.do("/v1/chat/completions", body, 200)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	got := msg["tool_calls"].([]any)[0].(map[string]any)["function"]
+	if want := calls[0].(map[string]any)["function"]; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("unstreamed call %v, streamed %v", got, want)
+	}
+}
+
+// TestToolChoiceNamedAndParallel: a named function is the only one called;
+// parallel_tool_calls lets the answer hold several valid calls.
+func TestToolChoiceNamedAndParallel(t *testing.T) {
+	h := startTools(t, "", "Qwen-Qwen3-0.6B.jinja")
+	for i := range 10 {
+		body := fmt.Sprintf(`{"messages":[{"role":"user","content":"Call"}],"tools":%s,"tool_choice":{"type":"function","function":{"name":"set_unit"}},"temperature":1,"seed":%d,"max_tokens":200}`, boundedTools, i)
+		msg := h.do("/v1/chat/completions", body, 200)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+		checkCall(t, fmt.Sprintf("named, seed %d", i), msg)
+		if n := msg["tool_calls"].([]any)[0].(map[string]any)["function"].(map[string]any)["name"]; n != "set_unit" {
+			t.Errorf("seed %d: called %v, want set_unit", i, n)
+		}
+	}
+	many := 0
+	for i := range 10 {
+		body := fmt.Sprintf(`{"messages":[{"role":"user","content":"Call"}],"tools":%s,"tool_choice":"required","parallel_tool_calls":true,"temperature":1,"seed":%d,"max_tokens":400}`, boundedTools, i)
+		ch := h.do("/v1/chat/completions", body, 200)["choices"].([]any)[0].(map[string]any)
+		if ch["finish_reason"] != "tool_calls" {
+			continue // a random model may run out of tokens between calls
+		}
+		calls := ch["message"].(map[string]any)["tool_calls"].([]any)
+		for k, c := range calls {
+			checkCall(t, fmt.Sprintf("parallel seed %d call %d", i, k), map[string]any{"tool_calls": []any{c}})
+		}
+		if len(calls) > 1 {
+			many++
+		}
+	}
+	if many == 0 {
+		t.Error("parallel_tool_calls: no answer of 10 held more than one call")
+	}
+}
+
+// TestToolChoiceNoneAndHistory: tool_choice none answers content only; a
+// history with an assistant call and the tool's answer renders and runs.
+func TestToolChoiceNoneAndHistory(t *testing.T) {
+	h := startTools(t, "", "Qwen-Qwen3-0.6B.jinja")
+	body := fmt.Sprintf(`{"messages":[{"role":"user","content":"Hi"}],"tools":%s,"tool_choice":"none","max_tokens":8}`, boundedTools)
+	ch := h.do("/v1/chat/completions", body, 200)["choices"].([]any)[0].(map[string]any)
+	msg := ch["message"].(map[string]any)
+	if _, ok := msg["content"].(string); !ok || msg["tool_calls"] != nil || ch["finish_reason"] == "tool_calls" {
+		t.Errorf("tool_choice none: %v", ch)
+	}
+	hist := `[{"role":"user","content":"Unit?"},
+	 {"role":"assistant","content":null,"tool_calls":[{"id":"abc","type":"function","function":{"name":"set_unit","arguments":"{\"unit\":\"celsius\",\"loud\":true}"}}]},
+	 {"role":"tool","tool_call_id":"abc","content":"done"}]`
+	body = fmt.Sprintf(`{"messages":%s,"tools":%s,"max_tokens":4}`, hist, boundedTools)
+	h.do("/v1/chat/completions", body, 200)
+	body = fmt.Sprintf(`{"messages":%s,"max_tokens":4}`, hist) // tool turns without tools
+	h.do("/v1/chat/completions", body, 200)
+}
+
+// TestToolErrors: malformed tool fields are a 400 naming the field; tools
+// under the built-in renderer are refused as llama-server refuses them
+// without --jinja.
+func TestToolErrors(t *testing.T) {
+	h := start(t, nil)
+	for _, c := range []struct{ body, param string }{
+		{`{"messages":[{"role":"user","content":"x"}],"tools":` + boundedTools + `,"tool_choice":"sometimes"}`, "tool_choice"},
+		{`{"messages":[{"role":"user","content":"x"}],"tool_choice":"required"}`, "tool_choice"},
+		{`{"messages":[{"role":"user","content":"x"}],"tools":` + boundedTools + `,"tool_choice":{"type":"function","function":{"name":"nope"}}}`, "tool_choice"},
+		{`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"retrieval"}]}`, "tools"},
+		{`{"messages":[{"role":"user","content":"x"}],"tools":"all"}`, "tools"},
+		{`{"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}]}`, "functions"},
+		{`{"messages":[{"role":"user","content":"x"}],"tools":` + boundedTools + `,"grammar":"root ::= \"a\""}`, "tools"},
+	} {
+		r := h.do("/v1/chat/completions", c.body, 400)
+		if p := r["error"].(map[string]any)["param"]; p != c.param {
+			t.Errorf("%s: param %v, want %s (%v)", c.body, p, c.param, r)
+		}
+	}
+	r := h.do("/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tools":`+boundedTools+`}`, 400)
+	if msg := r["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "--jinja") {
+		t.Errorf("tools with the built-in ChatML: %q, want it to name --jinja", msg)
 	}
 }

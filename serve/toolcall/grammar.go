@@ -128,29 +128,40 @@ func (f Format) paramsRule(b *gbuilder, t Tool) (string, error) {
 // value is free text without '<' (a JSON value by its schema otherwise).
 func (f Format) paramRule(b *gbuilder, p property, first bool) string {
 	key := lit(p.name)
+	v := p.text()
+	if p.typ != "string" {
+		v = b.add(p.schema)
+	}
 	switch f {
 	case QwenXML:
-		v := "tc-text"
-		if p.typ != "string" {
-			v = b.add(p.schema)
-		}
 		return fmt.Sprintf(`"<parameter=" %s ">\n" %s "\n</parameter>\n"`, key, v)
 	case GLM:
-		v := "tc-text"
-		if p.typ != "string" {
-			v = b.add(p.schema)
-		}
 		return fmt.Sprintf(`"\n<arg_key>" %s "</arg_key>\n<arg_value>" %s "</arg_value>"`, key, v)
 	}
-	v := b.add(p.schema)
 	if p.typ == "string" {
-		v = `"<|\"|>" tc-text "<|\"|>"`
+		v = `"<|\"|>" ` + v + ` "<|\"|>"`
 	}
 	sep := `","`
 	if first {
 		sep = ""
 	}
 	return fmt.Sprintf(`%s %s ":" %s`, sep, key, v)
+}
+
+// text is a string parameter's value written raw: one of its enum, or
+// free text without '<'.
+func (p property) text() string {
+	var s struct {
+		Enum []string `json:"enum"`
+	}
+	if json.Unmarshal(p.schema, &s) != nil || len(s.Enum) == 0 {
+		return "tc-text"
+	}
+	alts := make([]string, len(s.Enum))
+	for i, e := range s.Enum {
+		alts[i] = lit(e)
+	}
+	return "( " + strings.Join(alts, " | ") + " )"
 }
 
 // property is one parameter of a tool's schema, in the schema's order.

@@ -42,7 +42,8 @@ var withOpt = Tool{Name: "special_function_with_opt", Parameters: json.RawMessag
 // type and a missing required argument.
 func TestGrammar(t *testing.T) {
 	v := byteVocab()
-	tools := []Tool{specialFunction, getTime, withOpt}
+	setUnit := Tool{Name: "set_unit", Parameters: json.RawMessage(`{"type":"object","properties":{"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["unit"]}`)}
+	tools := []Tool{specialFunction, getTime, withOpt, setUnit}
 	for _, c := range []struct {
 		f                 Format
 		parallel          bool
@@ -63,6 +64,12 @@ func TestGrammar(t *testing.T) {
 			name: "special_function_with_opt", args: `{"arg1":1,"arg2":2}`},
 		{f: QwenXML, good: "<tool_call>\n<function=get_time>\n<parameter=city>\nNew York\n</parameter>\n</function>\n</tool_call>",
 			name: "get_time", args: `{"city":"New York"}`},
+		{f: QwenXML, good: "<tool_call>\n<function=set_unit>\n<parameter=unit>\ncelsius\n</parameter>\n</function>\n</tool_call>",
+			bad:  []string{"<tool_call>\n<function=set_unit>\n<parameter=unit>\nkelvin\n</parameter>\n</function>\n</tool_call>"},
+			name: "set_unit", args: `{"unit":"celsius"}`},
+		{f: Gemma4, good: "<|tool_call>call:set_unit{unit:<|\"|>fahrenheit<|\"|>}<tool_call|>",
+			bad:  []string{"<|tool_call>call:set_unit{unit:<|\"|>kelvin<|\"|>}<tool_call|>"},
+			name: "set_unit", args: `{"unit":"fahrenheit"}`},
 		{f: GLM, good: "<tool_call>special_function\n<arg_key>arg1</arg_key>\n<arg_value>1</arg_value>\n</tool_call>",
 			bad:  []string{"<tool_call>special_function\n</tool_call>"},
 			name: "special_function", args: `{"arg1":1}`},
