@@ -9,7 +9,8 @@ import (
 
 // templateAPI is POST /apply-template, as llama-server's: the body of a
 // chat completion in, {"prompt": the text the chat template renders for its
-// messages} out, without generating. add_generation_prompt (default true)
+// messages (and tools, with the history's tool calls and turns)} out,
+// without generating. add_generation_prompt (default true)
 // is honoured here, as llama-server does; the render is bounded like a
 // chat's (the template's limits, the request's context).
 type templateAPI struct{ parts }
@@ -23,6 +24,7 @@ func (s *templateAPI) apply(x *exchange) {
 		Messages            []chatMessage              `json:"messages"`
 		AddGenerationPrompt *bool                      `json:"add_generation_prompt"`
 		Kwargs              map[string]json.RawMessage `json:"chat_template_kwargs"`
+		Tools               json.RawMessage            `json:"tools"` // rendered as a chat's (tools.go)
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", jsonError(err))
@@ -39,7 +41,13 @@ func (s *templateAPI) apply(x *exchange) {
 		return
 	}
 	add := r.AddGenerationPrompt == nil || *r.AddGenerationPrompt
-	text, err := s.o.Model.Tokenizer().ChatContext(x.r.Context(), msgs, add, noThink(s.o.NoThink, think))
+	tok, nt := s.o.Model.Tokenizer(), noThink(s.o.NoThink, think)
+	var text string
+	if isNull(r.Tools) && !hasToolTurns(msgs) {
+		text, err = tok.ChatContext(x.r.Context(), msgs, add, nt)
+	} else {
+		text, err = tok.ChatTools(x.r.Context(), msgs, r.Tools, add, nt)
+	}
 	if err != nil {
 		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", badRequest("messages: %v", err))
 		return
@@ -48,7 +56,8 @@ func (s *templateAPI) apply(x *exchange) {
 }
 
 // chatMessages are a request's messages as the tokenizer renders them:
-// at least one, each a system (or developer), user or assistant turn.
+// at least one, each a system (or developer), user, assistant (with its
+// tool_calls) or tool turn.
 func chatMessages(in []chatMessage) ([]tokenizer.Message, error) {
 	if len(in) == 0 {
 		return nil, badRequest("messages: at least one message is required")

@@ -255,3 +255,81 @@ func TestToolErrors(t *testing.T) {
 		t.Errorf("tools with the built-in ChatML: %q, want it to name --jinja", msg)
 	}
 }
+
+// TestApplyTemplateTools: /apply-template renders tools and tool turns as
+// a chat does.
+func TestApplyTemplateTools(t *testing.T) {
+	h := startTools(t, "", "Qwen-Qwen3-0.6B.jinja")
+	body := fmt.Sprintf(`{"messages":[{"role":"user","content":"Unit?"},
+	 {"role":"assistant","tool_calls":[{"id":"abc","type":"function","function":{"name":"set_unit","arguments":"{\"unit\":\"celsius\",\"loud\":true}"}}]},
+	 {"role":"tool","tool_call_id":"abc","content":"done"}],"tools":%s}`, boundedTools)
+	p := h.do("/apply-template", body, 200)["prompt"].(string)
+	for _, want := range []string{
+		`{"type": "function", "function": {"name": "set_unit", "parameters": {"type": "object", "properties": {"unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}`,
+		"<tool_call>\n{\"name\": \"set_unit\", \"arguments\": {\"unit\": \"celsius\", \"loud\": true}}\n</tool_call>",
+		"<tool_response>\ndone\n</tool_response>",
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("prompt lacks %q:\n%s", want, p)
+		}
+	}
+}
+
+// TestToolChoiceAutoIsLazy: under "auto" the family's grammar waits for its
+// trigger word (Hermes: <tool_call>); a family without one (Llama 3) is
+// parsed but not constrained; "required" constrains from the first token.
+func TestToolChoiceAutoIsLazy(t *testing.T) {
+	for _, c := range []struct {
+		template, choice string
+		gram, lazy       bool
+	}{
+		{"Qwen-Qwen3-0.6B.jinja", `"auto"`, true, true},
+		{"Qwen-Qwen3-0.6B.jinja", `"required"`, true, false},
+		{"Qwen-Qwen3-0.6B.jinja", `"none"`, false, false},
+		{"meta-llama-Llama-3.1-8B-Instruct.jinja", `"auto"`, false, false},
+	} {
+		h := startTools(t, "", c.template)
+		j, err := parseChat([]byte(`{"messages":[{"role":"user","content":"x"}],"tools":`+boundedTools+`,"tool_choice":`+c.choice+`}`), greedy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := resolveTools(h.m.Tokenizer(), &j); err != nil {
+			t.Fatal(err)
+		}
+		if (j.gram != nil) != c.gram || j.lazy != c.lazy {
+			t.Errorf("%s %s: grammar %v lazy %v, want %v %v", c.template, c.choice, j.gram != nil, j.lazy, c.gram, c.lazy)
+		}
+		if c.lazy && (len(j.triggers) != 1 || j.triggers[0].Value != "<tool_call>") {
+			t.Errorf("%s: triggers %+v, want <tool_call>", c.template, j.triggers)
+		}
+		// the answers run: content, or calls that parse
+		for i := range 3 {
+			body := fmt.Sprintf(`{"messages":[{"role":"user","content":"x"}],"tools":%s,"tool_choice":%s,"temperature":1,"seed":%d,"max_tokens":16}`, boundedTools, c.choice, i)
+			h.do("/v1/chat/completions", body, 200)
+		}
+	}
+}
+
+// TestSafePrefix: a stream holds back text from a trigger word on, and a
+// tail that could begin one.
+func TestSafePrefix(t *testing.T) {
+	tj := &toolJob{choice: "auto", format: toolcall.Hermes}
+	for text, want := range map[string]int{
+		"Hello":                  5,
+		"Hello <tool":            6,
+		"Hello <":                6,
+		"Hello <tool_call>{":     6,
+		"a<b":                    3,
+		"x <tool_call> <tool_ca": 2,
+	} {
+		if got := tj.safePrefix(text); got != want {
+			t.Errorf("safePrefix(%q) = %d, want %d", text, got, want)
+		}
+	}
+	if n := (&toolJob{choice: "auto", format: toolcall.Llama3}).safePrefix("Hello"); n != 0 {
+		t.Errorf("Llama 3 (no trigger word): %d sent, want all held", n)
+	}
+	if n := (&toolJob{choice: "none", format: toolcall.Hermes}).safePrefix("Hi <tool_call>"); n != 14 {
+		t.Errorf("tool_choice none: %d sent, want all 14", n)
+	}
+}
