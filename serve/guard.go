@@ -141,13 +141,18 @@ func bearer(r *http.Request) (string, bool) {
 	return strings.TrimSpace(tok), true
 }
 
-// authorized compares the bearer token with the key in constant time (both
-// hashed first, so neither length leaks).
+// authorized compares the bearer token (or, without one, an x-api-key
+// header, Anthropic's) with the key in constant time (both hashed first, so
+// neither length leaks).
 func (g *guard) authorized(r *http.Request) bool {
 	if !g.keyed {
 		return true
 	}
 	tok, ok := bearer(r)
+	if !ok { // Anthropic's header
+		tok = strings.TrimSpace(r.Header.Get("X-Api-Key"))
+		ok = tok != ""
+	}
 	got := sha256.Sum256([]byte(tok))
 	return subtle.ConstantTimeCompare(got[:], g.keyHash[:]) == 1 && ok
 }

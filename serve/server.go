@@ -46,7 +46,8 @@
 // the session samples with (probs.go; docs/slots.md); tools and
 // tool_choice render through the Jinja template and come back as
 // tool_calls parsed per template family, enforced by a grammar (tools.go,
-// serve/toolcall); a request field pipe cannot honour (the legacy
+// serve/toolcall); /v1/messages and /v1/messages/count_tokens translate
+// Anthropic's Messages API to a chat completion (anthropic.go); a request field pipe cannot honour (the legacy
 // functions, samplers pipe does not have) is a 400 naming it, never
 // ignored (fields.go).
 //
@@ -295,6 +296,9 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/tokenize", route(http.MethodPost, true, nat.tokenize))
 	mux.Handle("/detokenize", route(http.MethodPost, true, nat.detokenize))
 	mux.Handle("/apply-template", route(http.MethodPost, true, (&templateAPI{s.parts}).apply))
+	anth := &anthropic{s.parts}
+	mux.Handle("/v1/messages", route(http.MethodPost, true, anth.messages))
+	mux.Handle("/v1/messages/count_tokens", route(http.MethodPost, true, anth.countTokens))
 	mux.Handle("/props", route(http.MethodGet, true, inf.props))
 	slots, metrics := inf.slots, inf.metrics
 	if s.o.NoSlots {
