@@ -227,7 +227,7 @@ type toolCallOut struct {
 // toolMsgOut is an answer's message when the request had tools.
 type toolMsgOut struct {
 	Role             string        `json:"role"`
-	Content          *string       `json:"content"`
+	Content          string        `json:"content"`
 	ReasoningContent string        `json:"reasoning_content,omitempty"`
 	ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
 }
@@ -257,10 +257,8 @@ func (tj *toolJob) answer(text string) (string, []toolCallOut) {
 // message is the non-streamed answer's message and finish reason.
 func (tj *toolJob) message(text, finish string) (*toolMsgOut, string) {
 	content, calls := tj.answer(text)
-	m := &toolMsgOut{Role: "assistant", ToolCalls: calls}
-	if content != "" || len(calls) == 0 {
-		m.Content = &content
-	}
+	// content "" beside calls, as llama-server's (OpenAI's is null)
+	m := &toolMsgOut{Role: "assistant", Content: content, ToolCalls: calls}
 	if len(calls) > 0 && finish == "stop" {
 		finish = "tool_calls"
 	}
