@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Stand-in for llama-server in llama.cpp's server tests: maps the command line that
+tools/server/tests/utils.py builds onto `pipe serve` and execs it (same pid, so the
+tests' terminate() reaches pipe).
+
+Environment (set by scripts/llama-server-tests.sh):
+  PIPE_BIN          the pipe binary
+  PIPE_TEST_MODEL   the generated GGUF served in place of any downloaded model
+
+Mapping:
+  * --hf-repo/--hf-file/--model-url (downloads) -> -m $PIPE_TEST_MODEL; an explicit
+    --model is kept.
+  * knobs of llama-server's resources that change no answer are dropped: batch sizes,
+    --parallel, continuous batching, GPU layers, flash attention, --kv-unified, --offline.
+  * everything else is passed through unchanged: a flag pipe refuses makes the server
+    exit, and the test fails on that missing feature rather than being hidden.
+"""
+import os
+import sys
+
+MODEL_FLAGS = {"--hf-repo", "-hf", "-hfr", "--hf-file", "-hff", "--model-url", "-mu"}
+DROP_WITH_VALUE = {"--batch-size", "-b", "--ubatch-size", "-ub", "--parallel", "-np",
+                   "--n-gpu-layers", "-ngl", "-fa", "--flash-attn"}
+DROP_ALONE = {"--cont-batching", "-cb", "--no-cont-batching", "--kv-unified", "--offline"}
+
+
+def map_args(argv, model):
+    out, dropped, has_model = [], [], False
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in MODEL_FLAGS or a in DROP_WITH_VALUE:
+            dropped += argv[i:i + 2]
+            i += 2
+            continue
+        if a in DROP_ALONE:
+            dropped.append(a)
+            i += 1
+            continue
+        if a in ("--model", "-m"):
+            has_model = True
+        out.append(a)
+        i += 1
+    if not has_model:
+        out = ["-m", model] + out
+    return out, dropped
+
+
+def main():
+    pipe = os.environ["PIPE_BIN"]
+    args, dropped = map_args(sys.argv[1:], os.environ["PIPE_TEST_MODEL"])
+    print(f"pipe_server.py: dropped {' '.join(dropped) or 'nothing'}", file=sys.stderr, flush=True)
+    print(f"pipe_server.py: exec {pipe} serve {' '.join(args)}", file=sys.stderr, flush=True)
+    os.execv(pipe, [pipe, "serve", *args])
+
+
+if __name__ == "__main__":
+    main()
