@@ -64,7 +64,7 @@ cd "$work/tools/server/tests"
 rc=0
 PIPE_BIN="$work/bin/pipe" PIPE_TEST_MODEL="$model" \
 	LLAMA_SERVER_BIN_PATH="$here/llama-server-tests/pipe_server.py" \
-	PYTHONPATH="$pypath" PORT="$port" LLAMA_CACHE="$work/llama-cache" \
+	PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$pypath" PORT="$port" LLAMA_CACHE="$work/llama-cache" \
 	"$python" -m pytest -p no:cacheprovider -p pipe_plugin -o timeout=120 -rA \
 	--junitxml="$out/report.xml" "$@" >"$out/pytest.log" 2>&1 || rc=$?
 tail -n 1 "$out/pytest.log"
