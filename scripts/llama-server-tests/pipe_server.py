@@ -10,8 +10,9 @@ Environment (set by scripts/llama-server-tests.sh):
 Mapping:
   * --hf-repo/--hf-file/--model-url (downloads) -> -m $PIPE_TEST_MODEL; an explicit
     --model is kept.
-  * knobs of llama-server's resources that change no answer are dropped: batch sizes,
-    --parallel, continuous batching, GPU layers, flash attention, --kv-unified, --offline.
+  * knobs of llama-server's resources that change no answer are dropped: --batch-size,
+    continuous batching, GPU layers, flash attention, --kv-unified, --offline.
+    --parallel/-np and --ubatch-size/-ub pass through: pipe serve has slots.
   * everything else is passed through unchanged: a flag pipe refuses makes the server
     exit, and the test fails on that missing feature rather than being hidden.
 """
@@ -19,8 +20,7 @@ import os
 import sys
 
 MODEL_FLAGS = {"--hf-repo", "-hf", "-hfr", "--hf-file", "-hff", "--model-url", "-mu"}
-DROP_WITH_VALUE = {"--batch-size", "-b", "--ubatch-size", "-ub", "--parallel", "-np",
-                   "--n-gpu-layers", "-ngl", "-fa", "--flash-attn"}
+DROP_WITH_VALUE = {"--batch-size", "-b", "--n-gpu-layers", "-ngl", "-fa", "--flash-attn"}
 DROP_ALONE = {"--cont-batching", "-cb", "--no-cont-batching", "--kv-unified", "--offline"}
 
 
