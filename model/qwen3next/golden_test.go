@@ -2,12 +2,8 @@ package qwen3next_test
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -61,81 +57,6 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 	check("result_output", logits) // llama.cpp's pass outputs the last position
 }
 
-// goldenRun is what these tests read of a golden run file (format in
-// testdata/golden/README.md, section 4).
-type goldenRun struct {
-	PromptID        string  `json:"prompt_id"`
-	NVocab          int     `json:"n_vocab"`
-	PromptTokens    []int32 `json:"prompt_tokens"`
-	GeneratedTokens []int32 `json:"generated_tokens"`
-	Steps           []struct {
-		Margin float64 `json:"margin_top1_top2"`
-	} `json:"steps"`
-	Logits       struct{ Data string } `json:"logits"`
-	PromptLogits struct{ Data string } `json:"prompt_logits"`
-}
-
-// loadRuns reads every run of a golden model.
-func loadRuns(t *testing.T, name string) []goldenRun {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(golden, "runs", name, "*__ref.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden runs of %s: %v", name, err)
-	}
-	var runs []goldenRun
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r goldenRun
-		if err := json.Unmarshal(b, &r); err != nil || r.NVocab == 0 || len(r.Steps) != len(r.GeneratedTokens) {
-			t.Fatalf("%s: %v (n_vocab %d, %d steps, %d tokens)", f, err, r.NVocab, len(r.Steps), len(r.GeneratedTokens))
-		}
-		runs = append(runs, r)
-	}
-	return runs
-}
-
-// rows decodes base64 little-endian float32 rows of n floats.
-func rows(t *testing.T, b64 string, n int) [][]float32 {
-	t.Helper()
-	raw, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil || len(raw)%(4*n) != 0 {
-		t.Fatalf("logits: %v (%d bytes for rows of %d)", err, len(raw), n)
-	}
-	var out [][]float32
-	for r := 0; r < len(raw)/(4*n); r++ {
-		row := make([]float32, n)
-		for i := range row {
-			row[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(r*n+i):]))
-		}
-		out = append(out, row)
-	}
-	return out
-}
-
-// relDiff is max|got−want| / max|want| and max|want|.
-func relDiff(got, want []float32) (rel, maxAbs float64) {
-	var maxDiff float64
-	for i := range want {
-		maxAbs = math.Max(maxAbs, math.Abs(float64(want[i])))
-		maxDiff = math.Max(maxDiff, math.Abs(float64(got[i]-want[i])))
-	}
-	return maxDiff / maxAbs, maxAbs
-}
-
-// argmax is the greedy token: the highest logit, lowest id on ties.
-func argmax(row []float32) int32 {
-	best := 0
-	for i, v := range row {
-		if v > row[best] {
-			best = i
-		}
-	}
-	return int32(best)
-}
-
 // goldenBound is the relative logit error allowed against llama.cpp: F32
 // differs in summation order only; Q4_K_M adds the activations' Q8_K and
 // Q8_0 rounding, which pipe's kernels follow.
@@ -158,7 +79,7 @@ const tieBound = 1e-2
 func TestGoldenTeacherForced(t *testing.T) {
 	for name, bound := range goldenBound {
 		m, moe := load(t, filepath.Join(golden, "models", name+".gguf"), 1)
-		for _, g := range loadRuns(t, name) {
+		for _, g := range goldentest.Runs(t, golden, name) {
 			t.Run(name+"/"+g.PromptID, func(t *testing.T) {
 				st, err := m.NewState(len(g.PromptTokens)+len(g.GeneratedTokens), model.KVF32)
 				if err != nil {
@@ -166,14 +87,14 @@ func TestGoldenTeacherForced(t *testing.T) {
 				}
 				got := forward(t, m, moe, st, g.PromptTokens)
 				got = append(got, forward(t, m, moe, st, g.GeneratedTokens[:len(g.GeneratedTokens)-1], ones(len(g.GeneratedTokens)-1)...)...)
-				want := append(rows(t, g.PromptLogits.Data, g.NVocab), rows(t, g.Logits.Data, g.NVocab)[1:]...)
+				want := append(goldentest.Rows(t, g.PromptLogits.Data, g.NVocab), goldentest.Rows(t, g.Logits.Data, g.NVocab)[1:]...)
 				if len(got) != len(want) {
 					t.Fatalf("%d rows, llama.cpp %d", len(got), len(want))
 				}
 				var worst float64
 				tie := name == "tiny-qwen3next-F32" // F32: no allowance
 				for i := range want {
-					rel, maxAbs := relDiff(got[i], want[i])
+					rel, maxAbs := goldentest.RowErr(got[i], want[i])
 					worst = math.Max(worst, rel)
 					bound := bound
 					if rel > bound && !tie {
@@ -183,8 +104,8 @@ func TestGoldenTeacherForced(t *testing.T) {
 					if rel > bound {
 						t.Errorf("row %d: relative logit error %.3g > %.0e", i, rel, bound)
 					}
-					if s := i - len(g.PromptTokens) + 1; s >= 0 && g.Steps[s].Margin > 2*bound*maxAbs && argmax(got[i]) != argmax(want[i]) {
-						t.Errorf("step %d: argmax %d, llama.cpp %d", s, argmax(got[i]), argmax(want[i]))
+					if s := i - len(g.PromptTokens) + 1; s >= 0 && g.Steps[s].Margin > 2*bound*maxAbs && goldentest.Argmax(got[i]) != goldentest.Argmax(want[i]) {
+						t.Errorf("step %d: argmax %d, llama.cpp %d", s, goldentest.Argmax(got[i]), goldentest.Argmax(want[i]))
 					}
 				}
 				t.Logf("worst relative logit error %.3g over %d rows", worst, len(want))
@@ -209,24 +130,24 @@ func TestGoldenFreeRunning(t *testing.T) {
 	for name, bound := range goldenBound {
 		for _, threads := range []int{1, 2} {
 			m, moe := load(t, filepath.Join(golden, "models", name+".gguf"), threads)
-			for _, g := range loadRuns(t, name) {
+			for _, g := range goldentest.Runs(t, golden, name) {
 				t.Run(fmt.Sprintf("%s/%s/t%d", name, g.PromptID, threads), func(t *testing.T) {
 					st, err := m.NewState(len(g.PromptTokens)+len(g.GeneratedTokens), model.KVF32)
 					if err != nil {
 						t.Fatal(err)
 					}
 					last := forward(t, m, moe, st, g.PromptTokens)
-					want := rows(t, g.Logits.Data, g.NVocab)
+					want := goldentest.Rows(t, g.Logits.Data, g.NVocab)
 					for s, tok := range g.GeneratedTokens {
 						row := last[len(last)-1]
-						if _, maxAbs := relDiff(row, want[s]); g.Steps[s].Margin <= 4*bound*maxAbs {
+						if _, maxAbs := goldentest.RowErr(row, want[s]); g.Steps[s].Margin <= 4*bound*maxAbs {
 							t.Logf("step %d: near-tie (margin %.3g); compared up to here", s, g.Steps[s].Margin)
 							if name == "tiny-qwen3next-F32" {
 								t.Errorf("F32 run has a near-tie at step %d: pick another seed", s)
 							}
 							return
 						}
-						if got := argmax(row); got != tok {
+						if got := goldentest.Argmax(row); got != tok {
 							t.Fatalf("step %d: greedy token %d, llama.cpp %d", s, got, tok)
 						}
 						last = forward(t, m, moe, st, []int32{tok})
