@@ -251,8 +251,10 @@ func prepare(cfg Config, in Inputs) (plan, error) {
 	if !model.Runnable(d.Arch) {
 		return plan{}, fmt.Errorf("%s: %w: %q (pipe runs: %v)", cfg.Path, model.ErrUnsupportedArch, d.Arch, model.Architectures())
 	}
+	st := stateSize{kv: model.StateBytes(d, in.KVPositions, in.KVElemBytes), recurrent: model.StateBytes(d, 0, in.KVElemBytes),
+		keys: model.StateKeys(d)}
 	l := newLayout(d)
-	r, err := resolve(cfg, in, d, l, readMemory())
+	r, err := resolve(cfg, in, d, l, st, readMemory())
 	return plan{desc: d, layout: l, cfg: r}, err
 }
 
@@ -262,12 +264,11 @@ func prepare(cfg Config, in Inputs) (plan, error) {
 // budget against mem, the memory available, read once by the caller — and
 // sizes the budget. It logs the budget it chose and a budget under one
 // token's working set.
-func resolve(cfg Config, in Inputs, d *model.Desc, l expertLayout, mem memory) (Resolved, error) {
+func resolve(cfg Config, in Inputs, d *model.Desc, l expertLayout, st stateSize, mem memory) (Resolved, error) {
 	hp := d.HParams
 	r := Resolved{Config: cfg, Inputs: in, K: cmp.Or(cfg.ExpertsUsed, hp.NExpertUsed), SlotBytes: l.slotBytes}
 	r.Cache.Floor = max(cfg.Cache.Floor, 0)
 	r.WorkingSet = cache.TokenWorkingSet(hp.NLayer, r.K, r.SlotBytes)
-	st := stateOf(d, r.KVPositions, r.KVElemBytes)
 	r.KVBytes = st.kv
 	if r.KVPositions > 0 {
 		if err := kvFits(st, r.KVPositions, mem); err != nil {

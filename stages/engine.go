@@ -169,7 +169,6 @@ func Open(ctx context.Context, cfg Config, in Inputs) (*Engine, error) {
 			e.Close()
 		}
 	}()
-	e.pool = kernels.NewPool(p.cfg.Threads)
 	if err := e.load(p.desc.File); err != nil {
 		return nil, err
 	}
@@ -191,14 +190,9 @@ func (e *Engine) load(f *gguf.File) error {
 		for _, sh := range f.Shards {
 			paths = append(paths, sh.Path)
 		}
-		files, err := reader.Open(paths, reader.Options{NoODirect: cfg.IO.NoODirect, Open: cfg.IO.Open, Logf: func(format string, args ...any) {
-			cfg.Log.Warn().Str("event", "odirect_fallback").Msgf(format, args...)
-		}})
-		if err != nil {
-			return err
-		}
-		stream, err = openStream(cfg, e.desc, e.layout, files, &e.life, &e.meter)
-		e.src, do.Files = stream, files
+		var err error
+		stream, err = openStream(cfg, e.desc, e.layout, paths, &e.life, &e.meter)
+		e.src, do.Files = stream, stream.files
 		if err != nil {
 			return err
 		}
@@ -214,6 +208,7 @@ func (e *Engine) load(f *gguf.File) error {
 	if e.weights, err = dense.Load(f, e.desc, do); err != nil {
 		return err
 	}
+	e.pool = kernels.NewPool(cfg.Threads)
 	m, err := model.New(e.desc, e.weights, model.Options{Pool: e.pool, ExpertsUsed: cfg.ExpertsUsed, Timings: &e.meter.timings})
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.Path, err)

@@ -40,10 +40,18 @@ type streamSource struct {
 	maxExperts int
 }
 
-// openStream starts what needs no model: the expert cache, the reader lanes
-// on files and the planner with its speculation policy.
-func openStream(cfg *Resolved, d *model.Desc, l expertLayout, files *reader.Files, life *lifetime, m *meter) (*streamSource, error) {
-	s := &streamSource{cfg: cfg, life: life, meter: m, files: files, maxExperts: l.maxExperts()}
+// openStream starts what needs no model: the speculation policy, the
+// expert cache, the reader lanes on the model's files (paths, its shards)
+// and the planner, all from the resolved configuration.
+func openStream(cfg *Resolved, d *model.Desc, l expertLayout, paths []string, life *lifetime, m *meter) (*streamSource, error) {
+	s := &streamSource{cfg: cfg, life: life, meter: m, maxExperts: l.maxExperts()}
+	var pp prefetch.Policy
+	var err error
+	if cfg.Prefetch.N > 0 && cfg.Cache.Bytes > 0 {
+		if pp, err = prefetch.NewPolicy(cfg.Prefetch.Policy, d.HParams.NLayer); err != nil {
+			return s, fmt.Errorf("%w: --prefetch-policy: %w", ErrConfig, err)
+		}
+	}
 	pol, err := cache.NewPolicy(cfg.Cache.Policy, cache.PolicyOptions{Layers: d.HParams.NLayer, Seed: 1})
 	if err != nil {
 		return s, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -53,15 +61,15 @@ func openStream(cfg *Resolved, d *model.Desc, l expertLayout, files *reader.File
 	if err != nil {
 		return s, err
 	}
-	s.lanes, err = reader.Start(life.ctx, files, reader.LaneOptions{Lanes: cfg.IO.Lanes, SpecLanes: cfg.Prefetch.Lanes})
+	s.files, err = reader.Open(paths, reader.Options{NoODirect: cfg.IO.NoODirect, Open: cfg.IO.Open, Logf: func(format string, args ...any) {
+		cfg.Log.Warn().Str("event", "odirect_fallback").Msgf(format, args...)
+	}})
 	if err != nil {
 		return s, err
 	}
-	var pp prefetch.Policy
-	if cfg.Prefetch.N > 0 && cfg.Cache.Bytes > 0 {
-		if pp, err = prefetch.NewPolicy(cfg.Prefetch.Policy, d.HParams.NLayer); err != nil {
-			return s, fmt.Errorf("%w: --prefetch-policy: %w", ErrConfig, err)
-		}
+	s.lanes, err = reader.Start(life.ctx, s.files, reader.LaneOptions{Lanes: cfg.IO.Lanes, SpecLanes: cfg.Prefetch.Lanes})
+	if err != nil {
+		return s, err
 	}
 	s.planner = prefetch.New(s.cache, s.lanes, l, pp, cfg.Prefetch.N)
 	s.planner.OnWarm(cfg.onWarm)
@@ -195,6 +203,8 @@ func (s *streamSource) close() error {
 	if s.cache != nil {
 		errs = append(errs, s.cache.Close())
 	}
-	errs = append(errs, s.files.Close())
+	if s.files != nil {
+		errs = append(errs, s.files.Close())
+	}
 	return errors.Join(errs...)
 }
