@@ -149,84 +149,14 @@ func New(cfg Config) (*Tokenizer, error) {
 	if cfg.Model == "gemma4" { // llama.cpp ignores the file's pre-tokenizer name for it
 		t.preName = "gemma4"
 	}
-	switch t.preName {
-	case "gemma4", "granite-embed-multi-311m":
-		t.pre = preGemma4
-	case "qwen2", "deepseek-r1-qwen":
-		t.pre = preQwen2
-	case "gpt-4o", "llama4":
-		t.pre = preGPT4o
-	default:
-		return nil, fmt.Errorf("tokenizer.ggml.pre %q: %w (supported: qwen2, gpt-4o, gemma4)", cfg.Pre, ErrUnsupported)
+	if err := t.choosePre(cfg.Pre); err != nil {
+		return nil, err
 	}
-	n := len(cfg.Tokens)
-	if n == 0 {
-		return nil, fmt.Errorf("tokenizer.ggml.tokens is empty: %w", ErrInvalid)
+	if err := t.readTokens(cfg); err != nil {
+		return nil, err
 	}
-	if cfg.Types != nil && len(cfg.Types) < n {
-		return nil, fmt.Errorf("tokenizer.ggml.token_type has %d entries for %d tokens: %w", len(cfg.Types), n, ErrInvalid)
-	}
-	t.text = make([]string, n)
-	t.attrs = make([]attr, n)
-	t.toID = make(map[string]int32, n)
-	for i, w := range cfg.Tokens {
-		if w == "" {
-			w = fmt.Sprintf("[EMPTY_%d]", i)
-		}
-		t.toID[w] = int32(i)
-		if len(t.toID) != i+1 {
-			prev := slices.Index(cfg.Tokens, cfg.Tokens[i])
-			return nil, fmt.Errorf("duplicate token %q at ids %d and %d: %w", w, prev, i, ErrInvalid)
-		}
-		t.text[i] = w
-		t.maxText = max(t.maxText, len(w))
-		a := attrNormal
-		if cfg.Types != nil {
-			switch TokenType(cfg.Types[i]) {
-			case TypeUnknown:
-				a = attrUnknown
-			case TypeUnused:
-				a = attrUnused
-			case TypeNormal:
-				a = attrNormal
-			case TypeControl:
-				a = attrControl
-			case TypeUserDefined:
-				a = attrUserDefined
-			case TypeByte:
-				a = attrByte
-			default:
-				a = attrUndefined
-			}
-		}
-		t.attrs[i] = a
-	}
-	for _, p := range []struct {
-		key    string
-		id     int32
-		dst    *int32
-		strict bool
-	}{{KeyBOS, cfg.BOS, &t.bos, true}, {KeyEOS, cfg.EOS, &t.eos, true}, {KeyEOT, cfg.EOT, &t.eot, false}, {KeyEOM, cfg.EOM, &t.eom, false}, {KeyPAD, cfg.PAD, &t.pad, false}} {
-		if p.id < None || p.id >= int32(n) {
-			if p.strict {
-				// llama.cpp warns and ignores it; then generation can
-				// never stop at EOS (issue 35): refused.
-				return nil, fmt.Errorf("%s %d is outside the vocabulary (0..%d): %w", p.key, p.id, n-1, ErrInvalid)
-			}
-			*p.dst = None // llama.cpp warns and ignores an out-of-range id
-			continue
-		}
-		*p.dst = p.id
-	}
-	t.addBOS, t.addEOS = cfg.AddBOS, cfg.AddEOS
-	if t.pre == preGemma4 {
-		t.addBOS = true // llama.cpp overrides add_bos_token to true for Gemma4
-	}
-	if t.addBOS && t.bos == None {
-		return nil, fmt.Errorf("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is not set: %w", ErrInvalid)
-	}
-	if t.addEOS && t.eos == None {
-		return nil, fmt.Errorf("tokenizer.ggml.add_eos_token is true but tokenizer.ggml.eos_token_id is not set: %w", ErrInvalid)
+	if err := t.readSpecialIDs(cfg); err != nil {
+		return nil, err
 	}
 	t.buildMerges(cfg.Merges)
 	t.fixupSpecial()
@@ -240,6 +170,108 @@ func New(cfg Config) (*Tokenizer, error) {
 		t.llamaName = DetectLlamaTemplate(cfg.ChatTemplate)
 	}
 	return t, nil
+}
+
+// choosePre picks the pre-tokenizer of t.preName; pre is the file's name
+// for the error.
+func (t *Tokenizer) choosePre(pre string) error {
+	switch t.preName {
+	case "gemma4", "granite-embed-multi-311m":
+		t.pre = preGemma4
+	case "qwen2", "deepseek-r1-qwen":
+		t.pre = preQwen2
+	case "gpt-4o", "llama4":
+		t.pre = preGPT4o
+	default:
+		return fmt.Errorf("tokenizer.ggml.pre %q: %w (supported: qwen2, gpt-4o, gemma4)", pre, ErrUnsupported)
+	}
+	return nil
+}
+
+// readTokens reads the vocabulary's texts and types into t, refusing an
+// empty vocabulary, missing types and duplicate texts.
+func (t *Tokenizer) readTokens(cfg Config) error {
+	n := len(cfg.Tokens)
+	if n == 0 {
+		return fmt.Errorf("tokenizer.ggml.tokens is empty: %w", ErrInvalid)
+	}
+	if cfg.Types != nil && len(cfg.Types) < n {
+		return fmt.Errorf("tokenizer.ggml.token_type has %d entries for %d tokens: %w", len(cfg.Types), n, ErrInvalid)
+	}
+	t.text = make([]string, n)
+	t.attrs = make([]attr, n)
+	t.toID = make(map[string]int32, n)
+	for i, w := range cfg.Tokens {
+		if w == "" {
+			w = fmt.Sprintf("[EMPTY_%d]", i)
+		}
+		t.toID[w] = int32(i)
+		if len(t.toID) != i+1 {
+			prev := slices.Index(cfg.Tokens, cfg.Tokens[i])
+			return fmt.Errorf("duplicate token %q at ids %d and %d: %w", w, prev, i, ErrInvalid)
+		}
+		t.text[i] = w
+		t.maxText = max(t.maxText, len(w))
+		t.attrs[i] = attrNormal
+		if cfg.Types != nil {
+			t.attrs[i] = typeAttr(TokenType(cfg.Types[i]))
+		}
+	}
+	return nil
+}
+
+// typeAttr is the attribute of a token of file type ty.
+func typeAttr(ty TokenType) attr {
+	switch ty {
+	case TypeUnknown:
+		return attrUnknown
+	case TypeUnused:
+		return attrUnused
+	case TypeNormal:
+		return attrNormal
+	case TypeControl:
+		return attrControl
+	case TypeUserDefined:
+		return attrUserDefined
+	case TypeByte:
+		return attrByte
+	}
+	return attrUndefined
+}
+
+// readSpecialIDs sets the special token ids and the add-BOS/EOS flags: an
+// out-of-range BOS or EOS is refused, the others are ignored as llama.cpp
+// does, and a flag whose token is not set is refused.
+func (t *Tokenizer) readSpecialIDs(cfg Config) error {
+	n := len(cfg.Tokens)
+	for _, p := range []struct {
+		key    string
+		id     int32
+		dst    *int32
+		strict bool
+	}{{KeyBOS, cfg.BOS, &t.bos, true}, {KeyEOS, cfg.EOS, &t.eos, true}, {KeyEOT, cfg.EOT, &t.eot, false}, {KeyEOM, cfg.EOM, &t.eom, false}, {KeyPAD, cfg.PAD, &t.pad, false}} {
+		if p.id < None || p.id >= int32(n) {
+			if p.strict {
+				// llama.cpp warns and ignores it; then generation can
+				// never stop at EOS (issue 35): refused.
+				return fmt.Errorf("%s %d is outside the vocabulary (0..%d): %w", p.key, p.id, n-1, ErrInvalid)
+			}
+			*p.dst = None // llama.cpp warns and ignores an out-of-range id
+			continue
+		}
+		*p.dst = p.id
+	}
+	t.addBOS, t.addEOS = cfg.AddBOS, cfg.AddEOS
+	if t.pre == preGemma4 {
+		t.addBOS = true // llama.cpp overrides add_bos_token to true for Gemma4
+	}
+	if t.addBOS && t.bos == None {
+		return fmt.Errorf("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is not set: %w", ErrInvalid)
+	}
+	if t.addEOS && t.eos == None {
+		return fmt.Errorf("tokenizer.ggml.add_eos_token is true but tokenizer.ggml.eos_token_id is not set: %w", ErrInvalid)
+	}
+	return nil
 }
 
 // MaxTokenBytes is the length in bytes of the longest token text. No token
