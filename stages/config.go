@@ -248,7 +248,7 @@ func prepare(cfg Config, in Inputs) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
-	if !model.Runnable(d.Arch) {
+	if !d.Supported { // Describe asked model.Runnable
 		return plan{}, fmt.Errorf("%s: %w: %q (pipe runs: %v)", cfg.Path, model.ErrUnsupportedArch, d.Arch, model.Architectures())
 	}
 	st := stateSize{kv: model.StateBytes(d, in.KVPositions, in.KVElemBytes), recurrent: model.StateBytes(d, 0, in.KVElemBytes),
