@@ -26,127 +26,135 @@ func fakeRoots(t *testing.T, files map[string]string) (proc, cg string) {
 
 const meminfo = "MemTotal:       24683548 kB\nMemFree:        20000000 kB\nMemAvailable:   16777216 kB\nCached:          1000000 kB\n" // 16 GiB available
 
+// autoBudgetCase is a machine's memory files (fakeRoots) and the budget,
+// source and explanation AutoBudget gives with TestAutoBudget's options
+// changed by opts.
+type autoBudgetCase struct {
+	name    string
+	files   map[string]string
+	opts    func(o *AutoOptions)
+	budget  int64
+	source  string
+	explain []string
+}
+
+const gib = 1 << 30
+
+var autoBudgetCases = []autoBudgetCase{
+	{
+		name: "v1 limit",
+		files: map[string]string{
+			"proc/meminfo":                                    meminfo,
+			"proc/self/cgroup":                                "12:cpu,cpuacct:/x\n4:memory:/process_api/abc\n0::/\n",
+			"cg/memory/memory.limit_in_bytes":                 "9223372036854771712\n",
+			"cg/memory/process_api/abc/memory.limit_in_bytes": "8589934592\n", // 8 GiB
+			"cg/memory/process_api/abc/memory.usage_in_bytes": "1610612736\n", // 1.5 GiB, 1 GiB of it inactive file
+			"cg/memory/process_api/abc/memory.stat":           "cache 1073741824\ntotal_inactive_file 1073741824\n",
+			"cg/memory/process_api/memory.limit_in_bytes":     "9223372036854771712\n",
+		},
+		budget:  8*gib - 512*mib - 1*gib - 256*mib - 512*mib,
+		source:  "cgroup v1",
+		explain: []string{"cgroup v1 limit 8192 MiB - used 512 MiB", "dense 1024 MiB", "KV 256 MiB", "floor 512 MiB"},
+	},
+	{
+		name: "v1 ancestor is tighter",
+		files: map[string]string{
+			"proc/meminfo":                        meminfo,
+			"proc/self/cgroup":                    "4:memory:/a/b\n",
+			"cg/memory/a/b/memory.limit_in_bytes": "8589934592\n",
+			"cg/memory/a/memory.limit_in_bytes":   "4294967296\n",
+			"cg/memory/a/memory.usage_in_bytes":   "0\n",
+		},
+		budget: 4*gib - 1*gib - 256*mib - 512*mib,
+		source: "cgroup v1",
+	},
+	{
+		name: "v1 namespaced path falls back to the mount root",
+		files: map[string]string{
+			"proc/meminfo":                    meminfo,
+			"proc/self/cgroup":                "4:memory:/docker/123\n",
+			"cg/memory/memory.limit_in_bytes": "4294967296\n",
+			"cg/memory/memory.usage_in_bytes": "0\n",
+		},
+		budget: 4*gib - 1*gib - 256*mib - 512*mib,
+		source: "cgroup v1",
+	},
+	{
+		name: "v1 unlimited uses MemAvailable",
+		files: map[string]string{
+			"proc/meminfo":                    meminfo,
+			"proc/self/cgroup":                "4:memory:/\n",
+			"cg/memory/memory.limit_in_bytes": "9223372036854771712\n",
+		},
+		budget:  16*gib - 1*gib - 256*mib - 512*mib,
+		source:  "MemAvailable",
+		explain: []string{"no cgroup limit; MemAvailable 16384 MiB"},
+	},
+	{
+		name: "v2 limit, ceiling and slots",
+		files: map[string]string{
+			"proc/meminfo":                           meminfo,
+			"proc/self/cgroup":                       "0::/user.slice/run.scope\n",
+			"cg/cgroup.controllers":                  "cpu memory\n",
+			"cg/user.slice/memory.max":               "max\n",
+			"cg/user.slice/run.scope/memory.max":     "6442450944\n", // 6 GiB
+			"cg/user.slice/run.scope/memory.current": "104857600\n",  // 100 MiB
+			"cg/user.slice/run.scope/memory.stat":    "anon 1\ninactive_file 52428800\n",
+		},
+		opts:    func(o *AutoOptions) { o.CeilBytes = 4000 * mib; o.SlotBytes = 3 * mib },
+		budget:  1333 * 3 * mib,
+		source:  "cgroup v2",
+		explain: []string{"cgroup v2 limit 6144 MiB - used 50 MiB", "clamped by --cache-ceil-mb to 4000 MiB", "1333 slots of 3 MiB"},
+	},
+	{
+		name: "a model that fits: every expert",
+		files: map[string]string{
+			"proc/meminfo":     meminfo,
+			"proc/self/cgroup": "0::/\n",
+		},
+		opts:    func(o *AutoOptions) { o.AllBytes = 900 * 3 * mib; o.SlotBytes = 3 * mib },
+		budget:  900 * 3 * mib,
+		source:  "MemAvailable",
+		explain: []string{"clamped to every expert, 2700 MiB", "900 slots of 3 MiB"},
+	},
+	{
+		name: "v2 on a hybrid system",
+		files: map[string]string{
+			"proc/meminfo":                  meminfo,
+			"proc/self/cgroup":              "1:name=systemd:/\n0::/s\n",
+			"cg/unified/cgroup.controllers": "memory\n",
+			"cg/unified/s/memory.max":       "3221225472\n",
+		},
+		budget: 3*gib - 1*gib - 256*mib - 512*mib,
+		source: "cgroup v2",
+	},
+	{
+		name: "MemAvailable below the cgroup limit",
+		files: map[string]string{
+			"proc/meminfo":          "MemAvailable: 2097152 kB\n", // 2 GiB
+			"proc/self/cgroup":      "0::/\n",
+			"cg/cgroup.controllers": "memory\n",
+			"cg/memory.max":         "8589934592\n",
+		},
+		budget:  2*gib - 1*gib - 256*mib - 512*mib,
+		source:  "MemAvailable",
+		explain: []string{"capped by MemAvailable 2048 MiB"},
+	},
+	{
+		name: "nothing left",
+		files: map[string]string{
+			"proc/meminfo":     "MemFree: 1048576 kB\nCached: 524288 kB\n", // no MemAvailable: 1.5 GiB
+			"proc/self/cgroup": "0::/\n",
+		},
+		budget:  0,
+		source:  "MemAvailable",
+		explain: []string{"MemAvailable 1536 MiB", "nothing left: budget 0"},
+	},
+}
+
 func TestAutoBudget(t *testing.T) {
-	const gib = 1 << 30
 	opts := AutoOptions{DenseBytes: 1 * gib, KVBytes: 256 * mib, FloorBytes: 512 * mib}
-	for _, tc := range []struct {
-		name    string
-		files   map[string]string
-		opts    func(o *AutoOptions)
-		budget  int64
-		source  string
-		explain []string
-	}{
-		{
-			name: "v1 limit",
-			files: map[string]string{
-				"proc/meminfo":                                    meminfo,
-				"proc/self/cgroup":                                "12:cpu,cpuacct:/x\n4:memory:/process_api/abc\n0::/\n",
-				"cg/memory/memory.limit_in_bytes":                 "9223372036854771712\n",
-				"cg/memory/process_api/abc/memory.limit_in_bytes": "8589934592\n", // 8 GiB
-				"cg/memory/process_api/abc/memory.usage_in_bytes": "1610612736\n", // 1.5 GiB, 1 GiB of it inactive file
-				"cg/memory/process_api/abc/memory.stat":           "cache 1073741824\ntotal_inactive_file 1073741824\n",
-				"cg/memory/process_api/memory.limit_in_bytes":     "9223372036854771712\n",
-			},
-			budget:  8*gib - 512*mib - 1*gib - 256*mib - 512*mib,
-			source:  "cgroup v1",
-			explain: []string{"cgroup v1 limit 8192 MiB - used 512 MiB", "dense 1024 MiB", "KV 256 MiB", "floor 512 MiB"},
-		},
-		{
-			name: "v1 ancestor is tighter",
-			files: map[string]string{
-				"proc/meminfo":                        meminfo,
-				"proc/self/cgroup":                    "4:memory:/a/b\n",
-				"cg/memory/a/b/memory.limit_in_bytes": "8589934592\n",
-				"cg/memory/a/memory.limit_in_bytes":   "4294967296\n",
-				"cg/memory/a/memory.usage_in_bytes":   "0\n",
-			},
-			budget: 4*gib - 1*gib - 256*mib - 512*mib,
-			source: "cgroup v1",
-		},
-		{
-			name: "v1 namespaced path falls back to the mount root",
-			files: map[string]string{
-				"proc/meminfo":                    meminfo,
-				"proc/self/cgroup":                "4:memory:/docker/123\n",
-				"cg/memory/memory.limit_in_bytes": "4294967296\n",
-				"cg/memory/memory.usage_in_bytes": "0\n",
-			},
-			budget: 4*gib - 1*gib - 256*mib - 512*mib,
-			source: "cgroup v1",
-		},
-		{
-			name: "v1 unlimited uses MemAvailable",
-			files: map[string]string{
-				"proc/meminfo":                    meminfo,
-				"proc/self/cgroup":                "4:memory:/\n",
-				"cg/memory/memory.limit_in_bytes": "9223372036854771712\n",
-			},
-			budget:  16*gib - 1*gib - 256*mib - 512*mib,
-			source:  "MemAvailable",
-			explain: []string{"no cgroup limit; MemAvailable 16384 MiB"},
-		},
-		{
-			name: "v2 limit, ceiling and slots",
-			files: map[string]string{
-				"proc/meminfo":                           meminfo,
-				"proc/self/cgroup":                       "0::/user.slice/run.scope\n",
-				"cg/cgroup.controllers":                  "cpu memory\n",
-				"cg/user.slice/memory.max":               "max\n",
-				"cg/user.slice/run.scope/memory.max":     "6442450944\n", // 6 GiB
-				"cg/user.slice/run.scope/memory.current": "104857600\n",  // 100 MiB
-				"cg/user.slice/run.scope/memory.stat":    "anon 1\ninactive_file 52428800\n",
-			},
-			opts:    func(o *AutoOptions) { o.CeilBytes = 4000 * mib; o.SlotBytes = 3 * mib },
-			budget:  1333 * 3 * mib,
-			source:  "cgroup v2",
-			explain: []string{"cgroup v2 limit 6144 MiB - used 50 MiB", "clamped by --cache-ceil-mb to 4000 MiB", "1333 slots of 3 MiB"},
-		},
-		{
-			name: "a model that fits: every expert",
-			files: map[string]string{
-				"proc/meminfo":     meminfo,
-				"proc/self/cgroup": "0::/\n",
-			},
-			opts:    func(o *AutoOptions) { o.AllBytes = 900 * 3 * mib; o.SlotBytes = 3 * mib },
-			budget:  900 * 3 * mib,
-			source:  "MemAvailable",
-			explain: []string{"clamped to every expert, 2700 MiB", "900 slots of 3 MiB"},
-		},
-		{
-			name: "v2 on a hybrid system",
-			files: map[string]string{
-				"proc/meminfo":                  meminfo,
-				"proc/self/cgroup":              "1:name=systemd:/\n0::/s\n",
-				"cg/unified/cgroup.controllers": "memory\n",
-				"cg/unified/s/memory.max":       "3221225472\n",
-			},
-			budget: 3*gib - 1*gib - 256*mib - 512*mib,
-			source: "cgroup v2",
-		},
-		{
-			name: "MemAvailable below the cgroup limit",
-			files: map[string]string{
-				"proc/meminfo":          "MemAvailable: 2097152 kB\n", // 2 GiB
-				"proc/self/cgroup":      "0::/\n",
-				"cg/cgroup.controllers": "memory\n",
-				"cg/memory.max":         "8589934592\n",
-			},
-			budget:  2*gib - 1*gib - 256*mib - 512*mib,
-			source:  "MemAvailable",
-			explain: []string{"capped by MemAvailable 2048 MiB"},
-		},
-		{
-			name: "nothing left",
-			files: map[string]string{
-				"proc/meminfo":     "MemFree: 1048576 kB\nCached: 524288 kB\n", // no MemAvailable: 1.5 GiB
-				"proc/self/cgroup": "0::/\n",
-			},
-			budget:  0,
-			source:  "MemAvailable",
-			explain: []string{"MemAvailable 1536 MiB", "nothing left: budget 0"},
-		},
-	} {
+	for _, tc := range autoBudgetCases {
 		t.Run(tc.name, func(t *testing.T) {
 			proc, cg := fakeRoots(t, tc.files)
 			o := opts

@@ -20,13 +20,28 @@ var validTensors = []rawTensor{
 
 const validData = 32 + 68
 
-func TestCorruptFiles(t *testing.T) {
+// corruptCase is a file no reader may accept: the sentinel Open's error
+// must wrap and a substring of its FormatError.Field.
+type corruptCase struct {
+	name  string
+	data  []byte
+	want  error
+	field string // substring of FormatError.Field
+}
+
+// corruptBase is a valid file the cases patch.
+func corruptBase() []byte {
+	return rawFile(3, []rawKV{kvStr("general.architecture", "t")}, validTensors, 32, validData)
+}
+
+// corruptCases are TestCorruptFiles' files.
+func corruptCases() []corruptCase {
 	arr := func(elem uint32, n uint64, payload []byte) []byte {
 		b := binary.LittleEndian.AppendUint32(nil, elem)
 		b = binary.LittleEndian.AppendUint64(b, n)
 		return append(b, payload...)
 	}
-	base := rawFile(3, []rawKV{kvStr("general.architecture", "t")}, validTensors, 32, validData)
+	base := corruptBase()
 	patch := func(b []byte, off int, v uint32) []byte {
 		c := append([]byte(nil), b...)
 		binary.LittleEndian.PutUint32(c[off:], v)
@@ -38,12 +53,7 @@ func TestCorruptFiles(t *testing.T) {
 		return c
 	}
 	one := func(ts ...rawTensor) []byte { return rawFile(3, nil, ts, 32, 4096) }
-	cases := []struct {
-		name  string
-		data  []byte
-		want  error
-		field string // substring of FormatError.Field
-	}{
+	return []corruptCase{
 		{"empty file", nil, ErrCorruption, "magic"},
 		{"bad magic", append([]byte("GGUX"), base[4:]...), ErrCorruption, "magic"},
 		{"version 1", patch(base, 4, 1), ErrUnsupported, "header.version"},
@@ -92,6 +102,10 @@ func TestCorruptFiles(t *testing.T) {
 		{"split.no >= split.count", rawFile(3, []rawKV{{KeySplitCount, uint32(TypeUint16), []byte{2, 0}}, {KeySplitNo, uint32(TypeUint16), []byte{2, 0}}}, nil, 32, 0), ErrCorruption, KeySplitNo},
 		{"split with plain name", rawFile(3, []rawKV{{KeySplitCount, uint32(TypeUint16), []byte{2, 0}}, {KeySplitNo, uint32(TypeUint16), []byte{0, 0}}}, nil, 32, 0), ErrUnsupported, KeySplitCount},
 	}
+}
+
+func TestCorruptFiles(t *testing.T) {
+	cases := corruptCases()
 	if len(cases) < 12 {
 		t.Fatal("need at least 12 corrupt cases")
 	}
@@ -129,7 +143,7 @@ func TestCorruptFiles(t *testing.T) {
 		})
 	}
 	// The base layout itself is valid.
-	if _, err := Open(writeTemp(t, "ok.gguf", base)); err != nil {
+	if _, err := Open(writeTemp(t, "ok.gguf", corruptBase())); err != nil {
 		t.Fatalf("base file: %v", err)
 	}
 }
