@@ -89,17 +89,18 @@ func versionOf(stamped string, bi *debug.BuildInfo) string {
 }
 
 // fingerprintOf is the build as llama-server's system_fingerprint names one,
-// b<build>-<commit>, in pipe's terms: the version and, when the version does
-// not already end with it, "-" and the revision; "unknown" when the build
-// recorded neither.
+// b<build>-<commit> (clients and llama.cpp's tests check the leading b), in
+// pipe's terms: "b", the version without its "v" and, when the version does
+// not already end with it, "-" and the revision; "b0-unknown" (llama-server's
+// for a build that recorded nothing) when the build recorded neither.
 func fingerprintOf(stamped string, bi *debug.BuildInfo) string {
 	b := buildOf(stamped, bi)
 	v := b.v
 	if strings.HasPrefix(v, "v0.0.0-unknown") {
-		v = "unknown"
+		v = "0-unknown"
 	}
 	if b.rev != "" && !strings.HasSuffix(v, b.rev) {
 		v += "-" + b.rev
 	}
-	return v
+	return "b" + strings.TrimPrefix(v, "v")
 }

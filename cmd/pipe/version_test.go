@@ -39,7 +39,7 @@ func TestVersionOf(t *testing.T) {
 	}
 }
 
-// TestFingerprintOf: serve's system_fingerprint is the version with the
+// TestFingerprintOf: serve's system_fingerprint is "b", the version with the
 // revision (llama-server's b<build>-<commit>), the revision once.
 func TestFingerprintOf(t *testing.T) {
 	vcs := []debug.BuildSetting{{Key: "vcs.revision", Value: "fa50e07bcb06aa0011223344"}, {Key: "vcs.time", Value: "2026-12-05T19:55:29Z"}}
@@ -49,13 +49,13 @@ func TestFingerprintOf(t *testing.T) {
 		bi      *debug.BuildInfo
 		want    string
 	}{
-		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.1"}}, "v0.3.1"},
-		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.1"}, Settings: vcs}, "v0.3.1-fa50e07bcb06"},
-		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261205195529-fa50e07bcb06"}, Settings: vcs}, "v0.0.0-20261205195529-fa50e07bcb06"},
-		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: dirty}, "v0.0.0-20261205195529-fa50e07bcb06+dirty"},
-		{"v1.2.3", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "v1.2.3"},
-		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "unknown"},
-		{"dev", nil, "dev"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.1"}}, "b0.3.1"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.1"}, Settings: vcs}, "b0.3.1-fa50e07bcb06"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261205195529-fa50e07bcb06"}, Settings: vcs}, "b0.0.0-20261205195529-fa50e07bcb06"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: dirty}, "b0.0.0-20261205195529-fa50e07bcb06+dirty"},
+		{"v1.2.3", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "b1.2.3"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "b0-unknown"},
+		{"dev", nil, "bdev"},
 	} {
 		if got := fingerprintOf(c.stamped, c.bi); got != c.want {
 			t.Errorf("%q %+v: got %q, want %q", c.stamped, c.bi, got, c.want)
