@@ -67,7 +67,8 @@ type chatRequest struct {
 	Logprobs        *bool                      `json:"logprobs"`
 	TopLogprobs     *int                       `json:"top_logprobs"`
 	commonFields
-	toolFields // tools.go
+	toolFields   // tools.go
+	budgetFields // budget.go
 }
 
 // completionRequest is POST /v1/completions.
@@ -154,6 +155,8 @@ type job struct {
 	chat       bool
 	reasoning  string              // the request's reasoning_format ("": the server's)
 	think      *bool               // the request's chat_template_kwargs.enable_thinking (nil: the server's --no-think)
+	budget     *int                // the request's reasoning budget (nil: the server's; budget.go)
+	budgetMsg  *string             // the request's reasoning_budget_message (nil: the server's)
 	messages   []tokenizer.Message // chat
 	prompt     string              // completion
 	given      []int32             // /completion's prompt given as token ids
@@ -294,6 +297,9 @@ func parseChat(body []byte, def sample.Params) (job, error) {
 		return j, err
 	}
 	if err := r.toolFields.parse(&j); err != nil {
+		return j, err
+	}
+	if err := r.budgetFields.parse(&j); err != nil {
 		return j, err
 	}
 	if err := r.toJob(def, &j); err != nil {

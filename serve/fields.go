@@ -59,8 +59,6 @@ var unsupportedFields = []unsupportedField{
 	{"reasoning_format", "want none, deepseek or auto", stringIn(ReasoningNone, ReasoningDeepSeek, ReasoningAuto)},
 	{"reasoning_effort", reasonWhy, nil},
 	{"reasoning_budget", reasonWhy, numberIs(-1)},
-	{"reasoning_budget_tokens", reasonWhy, numberIs(-1)},
-	{"thinking_budget_tokens", reasonWhy, numberIs(-1)},
 	{"image_data", mediaWhy, nil},
 	{"multimodal_data", mediaWhy, nil},
 	{"audio", mediaWhy, nil},

@@ -117,6 +117,7 @@ func (s *intake) resolveHooks(j *job) error {
 			return err
 		}
 	}
+	s.withBudget(j) // budget.go
 	j.probs.top = min(j.probs.top, tok.NVocab())
 	return nil
 }

@@ -150,11 +150,6 @@ func (a *openAI) withReasoning(j *job, em emitter) emitter {
 	if !j.chat || (format != ReasoningDeepSeek && format != ReasoningAuto) {
 		return em
 	}
-	tok := a.o.Model.Tokenizer()
-	var tail []byte
-	for _, id := range j.ids[max(len(j.ids)-4, 0):] {
-		tail = tok.Piece(tail, id, true)
-	}
-	open := strings.HasSuffix(strings.TrimRight(string(tail), " \t\r\n"), thinkOpen)
+	open := opensThink(a.o.Model.Tokenizer(), j.ids) // budget.go
 	return &thinkEmitter{inner: em, split: newThinkSplit(open)}
 }

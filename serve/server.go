@@ -144,6 +144,12 @@ type Options struct {
 	// ReasoningFormat is the chats' reasoning format when a request sets
 	// none (reasoning.go; "": ReasoningNone).
 	ReasoningFormat string
+	// ReasoningBudget is the most tokens a chat's reasoning may take before
+	// </think> is forced, when a request sets none (llama-server's
+	// --reasoning-budget; nil or -1: none, 0: end it at once; budget.go);
+	// ReasoningBudgetMessage is forced before </think>.
+	ReasoningBudget        *int
+	ReasoningBudgetMessage string
 	// APIKey, if set, is required as `Authorization: Bearer KEY` on every
 	// route but /health.
 	APIKey string

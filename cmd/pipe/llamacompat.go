@@ -30,6 +30,7 @@ var llamaShort = map[string]string{
 	"-np":     "--parallel",
 	"-ub":     "--ubatch-size",
 	"-sps":    "--slot-prompt-similarity",
+	"-rea":    "--reasoning",
 }
 
 // llamaLong maps llama.cpp long flags whose pipe form differs in more than

@@ -41,7 +41,7 @@ const (
 	presetHint   = "llama.cpp's presets download a model; pipe does not download: pass -m"
 	chatInHint   = "-i renders each turn with the model's chat template"
 	templateHint = "pipe renders plain text turns (no tools, no template arguments, no parsing of the reply)"
-	reasonHint   = "pipe run has --reasoning show|hide (llama.cpp's --reasoning on|off|auto is pipe's flag of that name) and --no-think (Qwen3)"
+	reasonHint   = "pipe serve has --reasoning on|off|auto and --reasoning-budget, pipe run --reasoning show|hide and --no-think; templates take no effort or preserve arguments"
 	httpHint     = "pipe serve's HTTP server has fixed limits and no such option"
 	toolsHint    = "pipe serve has no tools, agents or MCP"
 )
@@ -153,7 +153,9 @@ var llamaTable = []llamaFlag{
 	{"--server-base --completion-bash", llamaRefused, "pipe has no such mode"},
 	{"--chat-template-kwargs --skip-chat-parsing --no-skip-chat-parsing --prefill-assistant --no-prefill-assistant", llamaRefused, templateHint},
 	{"--reasoning-format", llamaSupported, "the same, for serve: none, deepseek or auto (the default): a chat's leading <think>…</think> comes back as reasoning_content, in the message and the stream's deltas; a request's reasoning_format wins"},
-	{"-rea --reasoning-effort --reasoning-budget --reasoning-budget-message --reasoning-preserve --no-reasoning-preserve", llamaRefused, reasonHint},
+	{"-rea --reasoning", llamaSupported, "the same, for serve: on, off or auto (the default); off renders chats with enable_thinking false"},
+	{"--reasoning-budget --reasoning-budget-message", llamaSupported, "the same, for serve: the most tokens of a chat's reasoning before the message and </think> are forced (-1: no limit); a request's reasoning_budget_tokens and reasoning_budget_message win"},
+	{"--reasoning-effort --reasoning-preserve --no-reasoning-preserve", llamaRefused, reasonHint},
 	{"--log-file --log-prompts-dir", llamaRefused, "redirect stderr (it is JSON lines off a terminal)"},
 	{"-lv --verbosity --log-verbosity", llamaRefused, "--log-level debug, info, warn or error"},
 }

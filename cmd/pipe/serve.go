@@ -40,6 +40,9 @@ type ServeCmd struct {
 	Metrics        bool     `help:"Answer GET /metrics (--no-metrics: 501; llama-server's is off unless --metrics)." default:"true" negatable:"" group:"Server"`
 
 	NoThink         bool   `name:"no-think" help:"Qwen3: render chats with an empty think block." group:"Model"`
+	Reasoning       string `name:"reasoning" help:"Reasoning in chats, as llama-server's -rea: on, off or auto (the default; also enabled/disabled, true/false, 1/0, -1): off renders the template with enable_thinking false (as --no-think), on and auto with it true." default:"auto" group:"Server"`
+	ReasoningBudget int    `name:"reasoning-budget" help:"Most tokens a chat's reasoning may take before </think> is forced (-1: no limit, 0: end it at once), when a request sets no reasoning_budget_tokens, as llama-server's." default:"-1" group:"Server"`
+	ReasoningMsg    string `name:"reasoning-budget-message" help:"Text forced before </think> when the reasoning budget is spent (a request's reasoning_budget_message wins), as llama-server's." group:"Server"`
 	ReasoningFormat string `name:"reasoning-format" help:"A chat reply's leading <think>…</think>: auto or deepseek return it as reasoning_content (in the message and the stream's deltas), none leaves it in the content; a request's reasoning_format wins, as llama-server's." enum:"none,deepseek,auto" default:"auto" group:"Server"`
 
 	TemplateFlags `embed:""`
@@ -62,6 +65,12 @@ func (c *ServeCmd) validate() error {
 		return fmt.Errorf("%w: --slot-prompt-similarity %g must be in 0..1", errFlag, c.SlotSim)
 	case c.Ctx/c.Parallel < 2:
 		return fmt.Errorf("%w: -c %d split among --parallel %d slots leaves %d positions each", errFlag, c.Ctx, c.Parallel, c.Ctx/c.Parallel)
+	}
+	if _, err := reasoningOff(c.Reasoning); err != nil {
+		return err
+	}
+	if c.ReasoningBudget < -1 {
+		return fmt.Errorf("%w: --reasoning-budget %d must be -1 (no limit) or more", errFlag, c.ReasoningBudget)
 	}
 	if err := checkPositions("-c", c.Ctx, 1); err != nil {
 		return err
@@ -116,7 +125,8 @@ func (c *ServeCmd) Run(g *Globals) error {
 		return err
 	}
 	srv, err := serve.New(serve.Options{Model: m, ModelID: c.modelID(path), ModelPath: path, Version: versionString(), Fingerprint: fingerprint(),
-		Ctx: c.Ctx, Sampling: params, Seed: c.Seed, MaxTokens: c.N, Stops: c.Reverse, NoThink: c.NoThink, ReasoningFormat: c.ReasoningFormat, APIKey: c.APIKey,
+		Ctx: c.Ctx, Sampling: params, Seed: c.Seed, MaxTokens: c.N, Stops: c.Reverse, NoThink: c.noThink(), ReasoningFormat: c.ReasoningFormat,
+		ReasoningBudget: &c.ReasoningBudget, ReasoningBudgetMessage: c.ReasoningMsg, APIKey: c.APIKey,
 		AllowedHosts: append(c.AllowedHosts, c.Host), AllowedOrigins: c.AllowedOrigins, NoSlots: !c.Slots, NoMetrics: !c.Metrics,
 		Parallel: c.Parallel, Ubatch: c.Ubatch, SlotSimilarity: c.SlotSim, SlotSavePath: c.SlotSavePath, Log: g.Log})
 	if err != nil {
@@ -125,6 +135,24 @@ func (c *ServeCmd) Run(g *Globals) error {
 	}
 	serr := srv.Serve(g.Ctx, ln)
 	return errors.Join(serr, m.Close())
+}
+
+// reasoningOff reads --reasoning as llama.cpp's common_arg_utils do
+// (is_truthy, is_falsey, is_autoy): whether it turns thinking off.
+func reasoningOff(v string) (bool, error) {
+	switch v {
+	case "on", "enabled", "true", "1", "auto", "-1":
+		return false, nil
+	case "off", "disabled", "false", "0":
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: --reasoning %q: want on, off or auto", errFlag, v)
+}
+
+// noThink is --no-think or --reasoning off.
+func (c *ServeCmd) noThink() bool {
+	off, _ := reasoningOff(c.Reasoning)
+	return c.NoThink || off
 }
 
 func (c *ServeCmd) modelID(path string) string {

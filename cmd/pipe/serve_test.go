@@ -132,3 +132,46 @@ func TestSummaryWindows(t *testing.T) {
 		t.Errorf("run: summary window %d, want 0 (every token)", ro.Sink.SummaryWindow)
 	}
 }
+
+// TestServeReasoningFlags: --reasoning takes llama.cpp's spellings of on,
+// off and auto (off, or --no-think, renders without thinking; -rea is its
+// short form), --reasoning-budget -1 or more; anything else is an error
+// naming the flag before the model is opened.
+func TestServeReasoningFlags(t *testing.T) {
+	var cli CLI
+	k, err := parser(&cli, io.Discard, io.Discard, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args    []string
+		noThink bool
+	}{
+		{nil, false}, {[]string{"--reasoning", "on"}, false}, {[]string{"--reasoning=-1"}, false},
+		{[]string{"--reasoning", "off"}, true}, {[]string{"--reasoning", "disabled"}, true},
+		{[]string{"--reasoning", "auto", "--no-think"}, true},
+	} {
+		args, err := translateArgs(append([]string{"serve", "-m", chatModel}, c.args...))
+		if err == nil {
+			_, err = k.Parse(args)
+		}
+		if err != nil || cli.Serve.validate() != nil || cli.Serve.noThink() != c.noThink {
+			t.Errorf("%q: %v, noThink %v, want %v", c.args, err, cli.Serve.noThink(), c.noThink)
+		}
+	}
+	if out, err := translateArgs([]string{"serve", "-rea", "off"}); err != nil || out[1] != "--reasoning" {
+		t.Errorf("-rea: %q %v", out, err)
+	}
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"serve", "-m", tinyModel, "--port", "0", "--reasoning", "maybe"}, "--reasoning"},
+		{[]string{"serve", "-m", tinyModel, "--port", "0", "--reasoning-budget=-2"}, "--reasoning-budget"},
+	} {
+		code, stderr := runCode(t, io.Discard, c.args...)
+		if code == 0 || !strings.Contains(stderr, c.flag) || strings.Contains(stderr, `"event":"load"`) {
+			t.Errorf("pipe %s: exit %d, want an error naming %s before loading; stderr:\n%.600s", strings.Join(c.args, " "), code, c.flag, stderr)
+		}
+	}
+}
