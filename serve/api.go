@@ -61,14 +61,14 @@ type commonFields struct {
 
 // chatRequest is POST /v1/chat/completions.
 type chatRequest struct {
-	Messages        []chatMessage              `json:"messages"`
-	ReasoningFormat *string                    `json:"reasoning_format"`
-	Kwargs          map[string]json.RawMessage `json:"chat_template_kwargs"`
-	Logprobs        *bool                      `json:"logprobs"`
-	TopLogprobs     *int                       `json:"top_logprobs"`
+	Messages        []chatMessage `json:"messages"`
+	ReasoningFormat *string       `json:"reasoning_format"`
+	Logprobs        *bool         `json:"logprobs"`
+	TopLogprobs     *int          `json:"top_logprobs"`
 	commonFields
-	toolFields   // tools.go
-	budgetFields // budget.go
+	toolFields         // tools.go
+	budgetFields       // budget.go
+	chatTemplateFields // chattemplate.go
 }
 
 // completionRequest is POST /v1/completions.
@@ -86,13 +86,28 @@ type chatMessage struct {
 }
 
 // contentField is a message's content: a string or an array of parts of
-// which only "text" parts are supported.
-type contentField string
+// which only "text" parts are supported (text joins them, parts keeps them).
+type contentField struct {
+	text  string
+	parts []string
+}
+
+// String is the content's text.
+func (c contentField) String() string { return c.text }
+
+// prefill is the content as llama.cpp continues an assistant's last
+// message: its parts joined by a blank line (common_chat_msg::render_content).
+func (c contentField) prefill() string {
+	if c.parts == nil {
+		return c.text
+	}
+	return strings.Join(c.parts, "\n\n")
+}
 
 func (c *contentField) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
-		*c = contentField(s)
+		*c = contentField{text: s}
 		return nil
 	}
 	var parts []struct {
@@ -103,13 +118,15 @@ func (c *contentField) UnmarshalJSON(b []byte) error {
 		return errors.New("content: want a string or an array of text parts")
 	}
 	var sb strings.Builder
+	c.parts = make([]string, 0, len(parts))
 	for _, p := range parts {
 		if p.Type != "text" {
 			return fmt.Errorf("content: part type %q is not supported (text only)", p.Type)
 		}
 		sb.WriteString(p.Text)
+		c.parts = append(c.parts, p.Text)
 	}
-	*c = contentField(sb.String())
+	c.text = sb.String()
 	return nil
 }
 
@@ -152,35 +169,38 @@ const maxStops = 16
 
 // job is a validated request, ready for the decode slot.
 type job struct {
-	chat       bool
-	reasoning  string              // the request's reasoning_format ("": the server's)
-	think      *bool               // the request's chat_template_kwargs.enable_thinking (nil: the server's --no-think)
-	budget     *int                // the request's reasoning budget (nil: the server's; budget.go)
-	budgetMsg  *string             // the request's reasoning_budget_message (nil: the server's)
-	messages   []tokenizer.Message // chat
-	prompt     string              // completion
-	given      []int32             // /completion's prompt given as token ids
-	noCache    bool                // /completion's cache_prompt: false (prefill the whole prompt)
-	fields     []string            // /completion's response_fields (none: all)
-	verbose    bool                // __verbose in an OpenAI answer
-	maxTokens  int                 // < 0: until end-of-generation or the context is full
-	stops      []string
-	stream     bool
-	params     sample.Params
-	seed       *int64 // as requested (nil: the server's default)
-	cacheKey   string // prompt_cache_key
-	who        tenant // set by the handler
-	ids        []int32
-	probs      probsReq        // logprobs, n_probs
-	biasRaw    json.RawMessage // logit_bias as given
-	ignoreEOS  bool
-	bias       []sample.Bias    // logit_bias and ignore_eos, resolved by prepare
-	gram       *grammar.Grammar // grammar, json_schema or response_format (nil: none)
-	grammarSrc string           // its GBNF text
-	mask       sample.Mask      // gram's matcher, made by prepare
-	lazy       bool             // grammar_lazy with triggers
-	triggers   []grammar.Trigger
-	tools      *toolJob // tools, tool_choice (nil: no tools; tools.go)
+	chat        bool
+	reasoning   string                     // the request's reasoning_format ("": the server's)
+	think       *bool                      // the request's chat_template_kwargs.enable_thinking (nil: the server's --no-think)
+	vars        map[string]json.RawMessage // the rest of its chat_template_kwargs (chattemplate.go)
+	noGenPrompt bool                       // add_generation_prompt: false
+	prefill     *string                    // the continued last message's text (continue_final_message)
+	budget      *int                       // the request's reasoning budget (nil: the server's; budget.go)
+	budgetMsg   *string                    // the request's reasoning_budget_message (nil: the server's)
+	messages    []tokenizer.Message        // chat
+	prompt      string                     // completion
+	given       []int32                    // /completion's prompt given as token ids
+	noCache     bool                       // /completion's cache_prompt: false (prefill the whole prompt)
+	fields      []string                   // /completion's response_fields (none: all)
+	verbose     bool                       // __verbose in an OpenAI answer
+	maxTokens   int                        // < 0: until end-of-generation or the context is full
+	stops       []string
+	stream      bool
+	params      sample.Params
+	seed        *int64 // as requested (nil: the server's default)
+	cacheKey    string // prompt_cache_key
+	who         tenant // set by the handler
+	ids         []int32
+	probs       probsReq        // logprobs, n_probs
+	biasRaw     json.RawMessage // logit_bias as given
+	ignoreEOS   bool
+	bias        []sample.Bias    // logit_bias and ignore_eos, resolved by prepare
+	gram        *grammar.Grammar // grammar, json_schema or response_format (nil: none)
+	grammarSrc  string           // its GBNF text
+	mask        sample.Mask      // gram's matcher, made by prepare
+	lazy        bool             // grammar_lazy with triggers
+	triggers    []grammar.Trigger
+	tools       *toolJob // tools, tool_choice (nil: no tools; tools.go)
 }
 
 // textBytes is the length of the job's text: its tokens are at least
@@ -293,7 +313,7 @@ func parseChat(body []byte, def sample.Params) (job, error) {
 	if r.ReasoningFormat != nil {
 		j.reasoning = *r.ReasoningFormat
 	}
-	if j.think, err = templateKwargs(r.Kwargs); err != nil {
+	if err := r.chatTemplateFields.parse(r.Messages, &j); err != nil {
 		return j, err
 	}
 	if err := r.toolFields.parse(&j); err != nil {

@@ -10,9 +10,10 @@ import (
 // templateAPI is POST /apply-template, as llama-server's: the body of a
 // chat completion in, {"prompt": the text the chat template renders for its
 // messages (and tools, with the history's tool calls and turns)} out,
-// without generating. add_generation_prompt (default true)
-// is honoured here, as llama-server does; the render is bounded like a
-// chat's (the template's limits, the request's context).
+// without generating. add_generation_prompt (default true),
+// continue_final_message and chat_template_kwargs are a chat's
+// (chattemplate.go); the render is bounded like a chat's (the template's
+// limits, the request's context).
 type templateAPI struct{ parts }
 
 func (s *templateAPI) apply(x *exchange) {
@@ -21,33 +22,27 @@ func (s *templateAPI) apply(x *exchange) {
 		return
 	}
 	var r struct {
-		Messages            []chatMessage              `json:"messages"`
-		AddGenerationPrompt *bool                      `json:"add_generation_prompt"`
-		Kwargs              map[string]json.RawMessage `json:"chat_template_kwargs"`
-		Tools               json.RawMessage            `json:"tools"` // rendered as a chat's (tools.go)
+		Messages []chatMessage   `json:"messages"`
+		Tools    json.RawMessage `json:"tools"` // rendered as a chat's (tools.go)
+		chatTemplateFields
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", jsonError(err))
 		return
 	}
-	msgs, err := chatMessages(r.Messages)
+	j := job{chat: true}
+	var err error
+	if j.messages, err = chatMessages(r.Messages); err == nil {
+		err = r.chatTemplateFields.parse(r.Messages, &j)
+	}
 	if err != nil {
 		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", err)
 		return
 	}
-	think, err := templateKwargs(r.Kwargs)
-	if err != nil {
-		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", err)
-		return
+	if !isNull(r.Tools) {
+		j.tools = &toolJob{raw: r.Tools}
 	}
-	add := r.AddGenerationPrompt == nil || *r.AddGenerationPrompt
-	tok, nt := s.o.Model.Tokenizer(), noThink(s.o.NoThink, think)
-	var text string
-	if isNull(r.Tools) && !hasToolTurns(msgs) {
-		text, err = tok.ChatContext(x.r.Context(), msgs, add, nt)
-	} else {
-		text, err = tok.ChatTools(x.r.Context(), msgs, r.Tools, add, nt)
-	}
+	text, err := renderChat(x.r.Context(), s.o.Model.Tokenizer(), &j, noThink(s.o.NoThink, j.think))
 	if err != nil {
 		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", badRequest("messages: %v", err))
 		return
@@ -78,31 +73,4 @@ func chatMessages(in []chatMessage) ([]tokenizer.Message, error) {
 		out = append(out, tm)
 	}
 	return out, nil
-}
-
-// templateKwargs reads a request's chat_template_kwargs: enable_thinking
-// (a bool; nil when not given) is the one template variable pipe's
-// renderers take; any other is a 400 naming it.
-func templateKwargs(kw map[string]json.RawMessage) (*bool, error) {
-	var think *bool
-	for k, v := range kw {
-		if k != "enable_thinking" {
-			return nil, fieldErr("chat_template_kwargs", "chat_template_kwargs.%s: not supported: pipe's chat templates take enable_thinking only", k)
-		}
-		var b bool
-		if err := json.Unmarshal(v, &b); err != nil {
-			return nil, fieldErr("chat_template_kwargs", "chat_template_kwargs.enable_thinking: want true or false")
-		}
-		think = &b
-	}
-	return think, nil
-}
-
-// noThink is the server's --no-think unless the request's enable_thinking
-// says otherwise.
-func noThink(server bool, think *bool) bool {
-	if think != nil {
-		return !*think
-	}
-	return server
 }

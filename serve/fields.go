@@ -53,8 +53,6 @@ var unsupportedFields = []unsupportedField{
 	{"input_suffix", "pipe serve has no fill-in-the-middle", nil},
 	{"input_extra", "pipe serve has no fill-in-the-middle", nil},
 	{"lora", "pipe loads no adapters", nil},
-	{"add_generation_prompt", templateWhy, isTrue},
-	{"continue_final_message", templateWhy, nil},
 	{"chat_template", templateWhy, nil},
 	{"reasoning_format", "want none, deepseek or auto", stringIn(ReasoningNone, ReasoningDeepSeek, ReasoningAuto)},
 	{"reasoning_effort", reasonWhy, nil},

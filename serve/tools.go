@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
@@ -129,7 +128,7 @@ func (f *toolFields) choice() (string, string) {
 
 // historyMessage is a chat message with its tool calls and tool_call_id.
 func historyMessage(i int, m chatMessage) (tokenizer.Message, error) {
-	tm := tokenizer.Message{Role: m.Role, Content: string(m.Content), ToolCallID: m.ToolCallID}
+	tm := tokenizer.Message{Role: m.Role, Content: m.Content.String(), ToolCallID: m.ToolCallID}
 	for k, c := range m.ToolCalls {
 		if c.Function.Name == "" {
 			return tm, fieldErr("messages", "messages[%d].tool_calls[%d]: function.name is required", i, k)
@@ -161,19 +160,6 @@ func toolsBesideGrammar(j *job) error {
 		return fieldErr("tools", "tools: cannot be used with grammar, json_schema or response_format")
 	}
 	return nil
-}
-
-// renderChat renders a chat job's prompt, with its tools and tool turns
-// when it has them.
-func renderChat(ctx context.Context, tok *tokenizer.Tokenizer, j *job, noThink bool) (string, error) {
-	if j.tools == nil && !hasToolTurns(j.messages) {
-		return tok.ChatContext(ctx, j.messages, true, noThink)
-	}
-	var raw json.RawMessage
-	if j.tools != nil {
-		raw = j.tools.raw
-	}
-	return tok.ChatTools(ctx, j.messages, raw, true, noThink)
 }
 
 // resolveTools names the template's tool-call family and, unless

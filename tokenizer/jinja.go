@@ -1,7 +1,9 @@
 package tokenizer
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -145,11 +147,38 @@ func renderJinja(ctx context.Context, tmpl *jinjaTemplate, messages []Message, a
 	if len(tools) > 0 {
 		vars["tools"] = tools
 	}
+	for k, raw := range templateVarsOf(ctx) {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber() // integers stay integers (jinja.FromGoValue)
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return "", fmt.Errorf("template variable %s: %w", k, err)
+		}
+		vars[k] = v
+	}
 	out, err := tmpl.tmpl.RenderContext(ctx, vars, tmpl.lim)
 	if err != nil {
 		return "", fmt.Errorf("%w (%s): %w", ErrTemplate, tmpl.origin, err)
 	}
 	return out, nil
+}
+
+// templateVarsKey is the context key of WithTemplateVars.
+type templateVarsKey struct{}
+
+// WithTemplateVars returns ctx carrying Jinja template variables, as JSON
+// values by name, that the renders of a Jinja template under it add to (or
+// set over) the ones pipe sets — llama.cpp's extra context: the date a
+// server adds (date_string, datetime) and a request's
+// chat_template_kwargs. The built-in renderers take none of them. A value
+// that is not JSON is an error of the render that names it.
+func WithTemplateVars(ctx context.Context, vars map[string]json.RawMessage) context.Context {
+	return context.WithValue(ctx, templateVarsKey{}, vars)
+}
+
+func templateVarsOf(ctx context.Context) map[string]json.RawMessage {
+	v, _ := ctx.Value(templateVarsKey{}).(map[string]json.RawMessage)
+	return v
 }
 
 // specialText is a special token's text ("" for None).

@@ -221,3 +221,30 @@ func TestTemplateLimitsApply(t *testing.T) {
 		t.Fatalf("MaxDepth -1: %v; want ErrBadLimits naming MaxDepth", err)
 	}
 }
+
+// TestTemplateVars: variables in the context reach a Jinja render and set
+// over pipe's own (enable_thinking here), as llama.cpp's extra context
+// does; a value that is not JSON is an error naming it; without them the
+// render is what it was.
+func TestTemplateVars(t *testing.T) {
+	tmpl, err := compileJinja(`{{ date_string | default("none") }} {{ enable_thinking }} {{ opts.depth }}`, "test", jinja.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []Message{{Role: "user", Content: "hi"}}
+	render := func(ctx context.Context) (string, error) {
+		return renderJinja(ctx, tmpl, msgs, true, false, "", "")
+	}
+	ctx := WithTemplateVars(context.Background(), map[string]json.RawMessage{
+		"date_string": json.RawMessage(`"06 Dec 2026"`), "enable_thinking": json.RawMessage(`false`), "opts": json.RawMessage(`{"depth": 3}`)})
+	if got, err := render(ctx); err != nil || got != "06 Dec 2026 False 3" {
+		t.Errorf("with variables: %q, %v", got, err)
+	}
+	if got, err := render(context.Background()); err != nil || got != "none True " {
+		t.Errorf("without: %q, %v", got, err)
+	}
+	bad := WithTemplateVars(context.Background(), map[string]json.RawMessage{"x": json.RawMessage(`{`)})
+	if _, err := render(bad); err == nil || !strings.Contains(err.Error(), "template variable x") {
+		t.Errorf("bad JSON: %v", err)
+	}
+}
