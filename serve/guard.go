@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 )
 
@@ -19,35 +18,31 @@ import (
 //     request must name the server by an IP literal, "localhost", the
 //     listening host or one of Options.AllowedHosts; any other Host is 403.
 //   - Origin: a browser names the page that makes a request; only the
-//     server's own origin and Options.AllowedOrigins are answered (others
-//     403), and CORS preflights of allowed origins get their answer before
-//     authentication, which a preflight never carries.
+//     server's own origin and the CORS policy's (cors.go, llama-server's
+//     --cors-origins) are answered (others 403), and every OPTIONS request
+//     is a CORS preflight answered before authentication, which a
+//     preflight never carries (Access-Control-Allow-Origin only for an
+//     allowed origin).
 //   - Bodies are JSON (Content-Type: application/json; else 415), which a
 //     cross-site form or a "simple" fetch cannot send without a preflight.
 
-// guard holds those rules' settings: the names and origins allowed beside
-// the server's own, and the API key's hash.
+// guard holds those rules' settings: the names allowed beside the server's
+// own, the CORS policy and the API key's hash.
 type guard struct {
-	hosts, origins []string // Options.AllowedHosts, Options.AllowedOrigins
-	keyed          bool     // an API key is required (Options.APIKey)
-	keyHash        [sha256.Size]byte
+	hosts   []string // Options.AllowedHosts
+	cors    corsPolicy
+	keyed   bool // an API key is required (Options.APIKey)
+	keyHash [sha256.Size]byte
 }
 
 // newGuard is the guard of o.
 func newGuard(o Options) guard {
-	g := guard{hosts: o.AllowedHosts, origins: o.AllowedOrigins, keyed: o.APIKey != ""}
+	g := guard{hosts: o.AllowedHosts, cors: newCORS(o), keyed: o.APIKey != ""}
 	if g.keyed {
 		g.keyHash = sha256.Sum256([]byte(o.APIKey))
 	}
 	return g
 }
-
-// corsMethods and corsHeaders are what a preflight may ask for.
-const (
-	corsMethods = "GET, POST, OPTIONS"
-	corsHeaders = "Authorization, Content-Type"
-	corsMaxAge  = "600"
-)
 
 // hostAllowed reports whether a Host header names this server in a way DNS
 // rebinding cannot produce.
@@ -72,14 +67,13 @@ func (g *guard) hostAllowed(hostport string) bool {
 }
 
 // originAllowed reports whether a browser page of origin may call the API:
-// the server's own origin (as the request's Host names it) or an allowed one.
+// the server's own origin (as the request's Host names it) or one the CORS
+// policy allows.
 func (g *guard) originAllowed(origin, host string) bool {
 	if origin == "http://"+host || origin == "https://"+host {
 		return true
 	}
-	return slices.ContainsFunc(g.origins, func(a string) bool {
-		return a == "*" || strings.EqualFold(strings.TrimSuffix(a, "/"), origin)
-	})
+	return g.cors.allowed(origin)
 }
 
 // errForbidden: a request from a host or origin the server does not answer.
@@ -95,24 +89,25 @@ func (s *requests) admit(x *exchange) bool {
 		return false
 	}
 	origin := r.Header.Get("Origin")
+	ok := origin != "" && s.guard.originAllowed(origin, r.Host)
+	if r.Method == http.MethodOptions {
+		s.guard.cors.preflight(x.w, origin, ok)
+		return false
+	}
 	if origin == "" {
 		return true
 	}
-	if !s.guard.originAllowed(origin, r.Host) {
+	if !ok {
 		s.fail(x, http.StatusForbidden, "invalid_request_error",
-			fmt.Errorf("%w: Origin %q may not call this server (--allowed-origins)", errForbidden, origin))
+			fmt.Errorf("%w: Origin %q may not call this server (--cors-origins)", errForbidden, origin))
 		return false
 	}
 	h := x.w.Header()
-	h.Set("Access-Control-Allow-Origin", origin)
-	h.Add("Vary", "Origin")
-	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-		h.Set("Access-Control-Allow-Methods", corsMethods)
-		h.Set("Access-Control-Allow-Headers", corsHeaders)
-		h.Set("Access-Control-Max-Age", corsMaxAge)
-		x.w.WriteHeader(http.StatusNoContent)
-		return false
+	h.Set("Access-Control-Allow-Origin", s.guard.cors.allowOrigin(origin))
+	if s.guard.cors.credentials {
+		h.Set("Access-Control-Allow-Credentials", "true")
 	}
+	h.Add("Vary", "Origin")
 	return true
 }
 

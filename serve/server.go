@@ -158,12 +158,19 @@ type Options struct {
 	// any). A DNS name the server does not know is how DNS rebinding
 	// reaches a loopback server from a web page, so it is refused (403).
 	AllowedHosts []string
-	// AllowedOrigins are the web origins (scheme://host[:port]; "*": any)
-	// whose pages may call the API from a browser, besides the server's own
-	// origin. Requests with another Origin are refused (403); CORS
-	// preflights of allowed ones are answered.
-	AllowedOrigins []string
-	Log            zerolog.Logger
+	// CORSOrigins are the web origins whose pages may call the API from a
+	// browser besides the server's own (llama-server's --cors-origins:
+	// scheme://host[:port], "*": any, "localhost": any of localhost,
+	// 127.0.0.1, ::1; none: "*" with an APIKey, else "localhost"); a request
+	// with another Origin is refused (403) and its preflight gets no
+	// Access-Control-Allow-Origin. CORSMethods and CORSHeaders are the
+	// preflight's Allow-Methods and Allow-Headers (""; llama-server's
+	// defaults); CORSNoCredentials turns Allow-Credentials off (cors.go).
+	CORSOrigins       []string
+	CORSMethods       string
+	CORSHeaders       string
+	CORSNoCredentials bool
+	Log               zerolog.Logger
 	// NoSlots and NoMetrics turn GET /slots and GET /metrics off (501, as
 	// llama-server's --no-slots; llama-server's /metrics is off unless
 	// --metrics, pipe's on unless --no-metrics).
