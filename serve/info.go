@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"net/http"
+	"strconv"
 )
 
 // infoAPI is the routes that describe the server rather than generate:
@@ -24,7 +25,10 @@ func (s *infoAPI) metrics(x *exchange) {
 		s.rq.fail(x, http.StatusInternalServerError, "server_error", x.err)
 		return
 	}
-	x.w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	h := x.w.Header()
+	h.Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	// llama-server's header: the server's start, in seconds since the epoch
+	h.Set("Process-Start-Time-Unix", strconv.FormatInt(s.met.start.Unix(), 10))
 	_, x.err = x.w.Write(b.Bytes())
 }
 

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/pipe-engine/pipe/metrics"
 )
@@ -24,9 +25,10 @@ type meters struct {
 	queued, busy   int
 	seqMax         int              // the longest prompt + generation of a request
 	eng            metrics.Counters // the engine's, at the last token
+	start          time.Time        // when the server was made (Process-Start-Time-Unix)
 }
 
-func newMeters() *meters { return &meters{requests: map[int]int64{}} }
+func newMeters() *meters { return &meters{requests: map[int]int64{}, start: time.Now()} }
 
 func (m *meters) request(status int) {
 	m.mu.Lock()

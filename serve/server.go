@@ -172,8 +172,8 @@ type Options struct {
 	CORSNoCredentials bool
 	Log               zerolog.Logger
 	// NoSlots and NoMetrics turn GET /slots and GET /metrics off (501, as
-	// llama-server's --no-slots; llama-server's /metrics is off unless
-	// --metrics, pipe's on unless --no-metrics).
+	// llama-server's --no-slots and its default without --metrics; pipe
+	// serve's --metrics is off by default too).
 	NoSlots, NoMetrics bool
 	// Parallel is the decode slots (llama-server's --parallel; 0 or 1: one
 	// session, requests decoded one at a time): above 1, Ctx is split among
@@ -318,7 +318,7 @@ func (s *Server) Handler() http.Handler {
 		slots = s.rq.notSupported("This server does not support slots endpoint. Start it with `--slots`")
 	}
 	if s.o.NoMetrics {
-		metrics = s.rq.notSupported("This server does not support metrics endpoint. Start it without `--no-metrics`")
+		metrics = s.rq.notSupported("This server does not support metrics endpoint. Start it with `--metrics`")
 	}
 	mux.Handle("/slots", route(http.MethodGet, true, slots))
 	mux.Handle("/slots/{id}", route(http.MethodPost, true, s.slotAct.action))

@@ -78,7 +78,7 @@ var llamaTable = []llamaFlag{
 	{"--host --port --api-key", llamaSupported, "the same (serve)"},
 	{"-a --alias", llamaSupported, "the same (serve)"},
 	{"--cors-origins --cors-methods --cors-headers --cors-credentials --no-cors-credentials", llamaSupported, "the same (serve), but a keyless server's default origins are 'localhost', not '*', and a request from an origin not allowed is refused (403)"},
-	{"--metrics", llamaSupported, "the same, and the default of pipe serve (--no-metrics turns /metrics off: 501)"},
+	{"--metrics", llamaSupported, "the same (serve; without it /metrics is 501)"},
 	{"--slots --no-slots", llamaSupported, "the same (serve: --no-slots answers /slots with 501); /slots shows no prompt text"},
 	{"--jinja --no-jinja", llamaSupported, "the same: the GGUF's tokenizer.chat_template run as Jinja (internal/jinja, a bounded fork of github.com/ardanlabs/jinja) instead of the built-in ChatML, harmony or Gemma 4 renderer (the default)"},
 	{"--chat-template --chat-template-file", llamaSupported, "the same: llama.cpp's built-in names (llama3, chatml, mistral-v7, command-r, deepseek3, phi3, gemma, zephyr, vicuna, … all 54, rendered byte for byte as llama.cpp's llm_chat_apply_template), pipe's harmony and gemma4, a Jinja file or Jinja source"},

@@ -40,7 +40,7 @@ type ServeCmd struct {
 	SlotSim      float64  `name:"slot-prompt-similarity" help:"A request takes the free slot holding the largest share of its prompt when above this, else the least recently used (0: always the latter), as llama-server's -sps." default:"0.1" group:"Server"`
 	SlotSavePath string   `name:"slot-save-path" help:"Directory of the files POST /slots/{id}?action=save|restore writes and reads (pipe's own format: tokens, KV rows, recurrent state), as llama-server's; without it the slot actions answer 501." type:"existingdir" group:"Server"`
 	Slots        bool     `help:"Answer GET /slots (--no-slots: 501, as llama-server's)." default:"true" negatable:"" group:"Server"`
-	Metrics      bool     `help:"Answer GET /metrics (--no-metrics: 501; llama-server's is off unless --metrics)." default:"true" negatable:"" group:"Server"`
+	Metrics      bool     `help:"Answer GET /metrics (Prometheus text; without it 501), as llama-server's --metrics." negatable:"" group:"Server"`
 
 	NoThink         bool   `name:"no-think" help:"Qwen3: render chats with an empty think block." group:"Model"`
 	Reasoning       string `name:"reasoning" help:"Reasoning in chats, as llama-server's -rea: on, off or auto (the default; also enabled/disabled, true/false, 1/0, -1): off renders the template with enable_thinking false (as --no-think), on and auto with it true." default:"auto" group:"Server"`
