@@ -54,13 +54,16 @@ func (a *openAI) complete(x *exchange, chat bool) {
 
 func (a *openAI) models(x *exchange) {
 	type entry struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
+		ID      string   `json:"id"`
+		Aliases []string `json:"aliases"`
+		Tags    []string `json:"tags"`
+		Object  string   `json:"object"`
+		Created int64    `json:"created"`
+		OwnedBy string   `json:"owned_by"`
 	}
+	e := entry{ID: a.o.ModelID, Aliases: nonNilStrings(a.o.ModelAliases), Tags: nonNilStrings(a.o.ModelTags), Object: "model", Created: a.created, OwnedBy: "pipe"}
 	_ = writeJSON(x.w, a.o.WriteTimeout, http.StatusOK, struct {
 		Object string  `json:"object"`
 		Data   []entry `json:"data"`
-	}{"list", []entry{{ID: a.o.ModelID, Object: "model", Created: a.created, OwnedBy: "pipe"}}})
+	}{"list", []entry{e}})
 }

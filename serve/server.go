@@ -119,6 +119,13 @@ type Options struct {
 	Model *decode.Model
 	// ModelID is the model's name in /v1/models and in responses.
 	ModelID string
+	// ModelAliases and ModelTags are listed in /v1/models' entry as
+	// "aliases" and "tags" (llama-server's --alias and --tags; the caller
+	// makes ModelID the first alias, as llama-server does).
+	ModelAliases, ModelTags []string
+	// NoUI turns the chat page off: / and /page/ are 404 (llama-server's
+	// --no-ui).
+	NoUI bool
 	// ModelPath is the model file, for /props.
 	ModelPath string
 	// Version is the server's build, for /props' build_info.
@@ -323,8 +330,10 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/slots", route(http.MethodGet, true, slots))
 	mux.Handle("/slots/{id}", route(http.MethodPost, true, s.slotAct.action))
 	mux.Handle("/metrics", route(http.MethodGet, true, metrics))
-	mux.Handle("GET /{$}", route(http.MethodGet, false, inf.page))
-	mux.Handle("GET /page/", route(http.MethodGet, false, inf.page))
+	if !s.o.NoUI {
+		mux.Handle("GET /{$}", route(http.MethodGet, false, inf.page))
+		mux.Handle("GET /page/", route(http.MethodGet, false, inf.page))
+	}
 	mux.Handle("/", route("", true, s.rq.notFound))
 	return mux
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,11 +20,13 @@ import (
 
 // ServeCmd is `pipe serve`: an OpenAI-compatible HTTP server (package serve).
 type ServeCmd struct {
-	Model  string `short:"m" help:"GGUF model file (first shard of a split model). Without it, the demo model (see pipe run)." type:"path" group:"Model"`
-	Host   string `help:"Address to listen on (a non-loopback address without --api-key logs a warning)." default:"127.0.0.1" group:"Server"`
-	Port   int    `help:"Port to listen on (0 = any free port; the 'listening' event names it)." default:"8080" group:"Server"`
-	Alias  string `short:"a" help:"Model name in /v1/models and in responses (default: the file name)." group:"Server"`
-	APIKey string `name:"api-key" env:"PIPE_API_KEY" help:"Require 'Authorization: Bearer KEY' on every route but /health." group:"Server"`
+	Model  string   `short:"m" help:"GGUF model file (first shard of a split model). Without it, the demo model (see pipe run)." type:"path" group:"Model"`
+	Host   string   `help:"Address to listen on (a non-loopback address without --api-key logs a warning)." default:"127.0.0.1" group:"Server"`
+	Port   int      `help:"Port to listen on (0 = any free port; the 'listening' event names it)." default:"8080" group:"Server"`
+	Alias  []string `short:"a" help:"Model names, comma-separated, as llama-server's: the first in sorted order names the model in /v1/models and in responses, all are its aliases there (default: the file name)." placeholder:"NAME,…" group:"Server"`
+	Tags   []string `help:"Model tags, comma-separated, listed in /v1/models (informational), as llama-server's." placeholder:"TAG,…" group:"Server"`
+	NoUI   bool     `name:"no-ui" aliases:"no-webui" help:"No chat page: / is 404, as llama-server's --no-ui." group:"Server"`
+	APIKey string   `name:"api-key" env:"PIPE_API_KEY" help:"Require 'Authorization: Bearer KEY' on every route but /health." group:"Server"`
 
 	AllowedHosts []string `name:"allowed-hosts" help:"Host names requests may use besides IP addresses, localhost and --host ('*': any); others are refused, as DNS rebinding uses them." placeholder:"NAME,…" group:"Server"`
 	CORSOrigins  []string `name:"cors-origins" aliases:"allowed-origins" help:"Web origins (http://host:port; '*': any; 'localhost': localhost, 127.0.0.1 or ::1 on any port) whose pages may call the API from a browser, besides the server's own, as llama-server's (default: '*' with --api-key, else 'localhost'); others are refused and their CORS preflights get no Access-Control-Allow-Origin." placeholder:"ORIGIN,…" group:"Server"`
@@ -127,7 +130,7 @@ func (c *ServeCmd) Run(g *Globals) error {
 		m.Close()
 		return err
 	}
-	srv, err := serve.New(serve.Options{Model: m, ModelID: c.modelID(path), ModelPath: path, Version: versionString(), Fingerprint: fingerprint(),
+	srv, err := serve.New(serve.Options{Model: m, ModelID: c.modelID(path), ModelAliases: c.aliases(), ModelTags: cleanList(c.Tags), NoUI: c.NoUI, ModelPath: path, Version: versionString(), Fingerprint: fingerprint(),
 		Ctx: c.Ctx, Sampling: params, Seed: c.Seed, MaxTokens: c.N, Stops: c.Reverse, NoThink: c.noThink(), ReasoningFormat: c.ReasoningFormat,
 		ReasoningBudget: &c.ReasoningBudget, ReasoningBudgetMessage: c.ReasoningMsg, APIKey: c.APIKey,
 		AllowedHosts: append(c.AllowedHosts, c.Host), CORSOrigins: c.CORSOrigins, CORSMethods: c.CORSMethods, CORSHeaders: c.CORSHeaders, CORSNoCredentials: !c.CORSCreds,
@@ -159,11 +162,31 @@ func (c *ServeCmd) noThink() bool {
 	return c.NoThink || off
 }
 
+// modelID is the model's name: the first alias in sorted order (llama-server
+// keeps them in a std::set), else the file's name.
 func (c *ServeCmd) modelID(path string) string {
-	if c.Alias != "" {
-		return c.Alias
+	if a := c.aliases(); len(a) > 0 {
+		return a[0]
 	}
 	return strings.TrimSuffix(filepath.Base(path), ".gguf")
+}
+
+// aliases are the --alias names, sorted and without duplicates.
+func (c *ServeCmd) aliases() []string {
+	return cleanList(c.Alias)
+}
+
+// cleanList trims a comma-separated flag's items, drops empty ones and
+// duplicates, and sorts them (llama-server's std::set of aliases or tags).
+func cleanList(items []string) []string {
+	var out []string
+	for _, it := range items {
+		if it = strings.TrimSpace(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // serveSummaryWindow bounds what the server's sink keeps for its summary

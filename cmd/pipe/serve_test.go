@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -174,5 +175,24 @@ func TestServeReasoningFlags(t *testing.T) {
 		if code == 0 || !strings.Contains(stderr, c.flag) || strings.Contains(stderr, `"event":"load"`) {
 			t.Errorf("pipe %s: exit %d, want an error naming %s before loading; stderr:\n%.600s", strings.Join(c.args, " "), code, c.flag, stderr)
 		}
+	}
+}
+
+// TestServeAliases: --alias takes comma-separated names as llama-server's;
+// the first in sorted order is the model's id, and --tags are trimmed and
+// deduplicated the same way.
+func TestServeAliases(t *testing.T) {
+	c := ServeCmd{Alias: []string{"tinyllama-2", " fim", "code", "fim", ""}, Tags: []string{"small", "chat"}}
+	if got := c.modelID("/m/x.gguf"); got != "code" {
+		t.Errorf("modelID %q, want code", got)
+	}
+	if got := c.aliases(); !slices.Equal(got, []string{"code", "fim", "tinyllama-2"}) {
+		t.Errorf("aliases %q", got)
+	}
+	if got := cleanList(c.Tags); !slices.Equal(got, []string{"chat", "small"}) {
+		t.Errorf("tags %q", got)
+	}
+	if got := (&ServeCmd{}).modelID("/m/x.gguf"); got != "x" {
+		t.Errorf("modelID without --alias %q, want the file name", got)
 	}
 }
