@@ -91,14 +91,13 @@ func TestDescribeGoldenHParams(t *testing.T) {
 func checkSplit(t *testing.T, d *Desc) {
 	t.Helper()
 	f := d.File
-	type iv struct{ shard, off, end int64 }
-	var expertIvs []iv
+	var expertIvs []splitIv
 	var expertTotal, denseTensors int64
 	for _, ti := range f.Tensors {
 		_, _, isExp := IsExpertTensor(ti.Name)
 		if isExp {
 			expertTotal += int64(ti.Size)
-			expertIvs = append(expertIvs, iv{int64(ti.Shard), int64(ti.Offset), int64(ti.Offset + ti.Size)})
+			expertIvs = append(expertIvs, splitIv{int64(ti.Shard), int64(ti.Offset), int64(ti.Offset + ti.Size)})
 		} else {
 			denseTensors += int64(ti.Size)
 		}
@@ -106,6 +105,18 @@ func checkSplit(t *testing.T, d *Desc) {
 	if d.ExpertTotalBytes != expertTotal || d.DenseTensorBytes != denseTensors {
 		t.Errorf("expert %d dense %d, independent sums %d %d", d.ExpertTotalBytes, d.DenseTensorBytes, expertTotal, denseTensors)
 	}
+	checkExpertSlices(t, d)
+	checkTiling(t, d, expertIvs)
+}
+
+// splitIv is a byte interval of one shard.
+type splitIv struct{ shard, off, end int64 }
+
+// checkExpertSlices: every expert slice is the e-th equal part of its
+// tensor, and the per-layer and working-set sums agree.
+func checkExpertSlices(t *testing.T, d *Desc) {
+	t.Helper()
+	f := d.File
 	var ws int64
 	for l, experts := range d.Experts {
 		if len(experts) == 0 {
@@ -154,13 +165,20 @@ func checkSplit(t *testing.T, d *Desc) {
 	if d.WorkingSet != ws {
 		t.Errorf("working set %d, want %d", d.WorkingSet, ws)
 	}
+}
+
+// checkTiling: the dense ranges and the expert tensors tile each shard's
+// data, disjoint, and the dense ranges are merged.
+func checkTiling(t *testing.T, d *Desc, expertIvs []splitIv) {
+	t.Helper()
+	f := d.File
 	// Dense ∪ expert tensors = each shard's [data offset, last tensor end), disjoint.
-	var all []iv
+	var all []splitIv
 	for _, r := range d.Dense {
 		if r.Len <= 0 {
 			t.Errorf("empty dense range %+v", r)
 		}
-		all = append(all, iv{int64(r.Shard), r.Off, r.End()})
+		all = append(all, splitIv{int64(r.Shard), r.Off, r.End()})
 	}
 	all = append(all, expertIvs...)
 	sort.Slice(all, func(a, b int) bool {

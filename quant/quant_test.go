@@ -101,9 +101,75 @@ func TestRoundTrip(t *testing.T) {
 		{MXFP4, 0.26, 0.25},
 		{Q2_K, 0.40, 0.38},
 	}
-	rng := rand.New(rand.NewSource(42))
 	const n = 4096
-	inputs := map[string][]float32{
+	inputs := roundTripInputs(rand.New(rand.NewSource(42)), n)
+	rms := map[Type]float64{}
+	for _, b := range bounds {
+		for name, x := range inputs {
+			t.Run(b.typ.String()+"/"+name, func(t *testing.T) {
+				if rel, ok := checkRoundTrip(t, b.typ, b.maxRel, b.rmsRel, x); ok && name == "gaussian" {
+					rms[b.typ] = rel
+				}
+			})
+		}
+	}
+	order := []Type{Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0}
+	for i := 1; i < len(order); i++ {
+		if !(rms[order[i]] < rms[order[i-1]]) {
+			t.Errorf("quality order broken: %s rms %g not below %s rms %g", order[i], rms[order[i]], order[i-1], rms[order[i-1]])
+		}
+	}
+	t.Logf("relative RMS error on Gaussian data: %v", rms)
+}
+
+// checkRoundTrip quantizes x as typ and back, failing on an element off by
+// more than maxRel of its block's largest magnitude or a relative RMS error
+// above rmsRel; it returns that RMS error (false for all-zero x).
+func checkRoundTrip(t *testing.T, typ Type, maxRel, rmsRel float64, x []float32) (float64, bool) {
+	t.Helper()
+	n := len(x)
+	rs, _ := typ.RowSize(int64(n))
+	q := make([]byte, rs)
+	if err := Quantize(typ, x, q); err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float32, n)
+	if err := Dequantize(typ, q, y); err != nil {
+		t.Fatal(err)
+	}
+	bs := typ.BlockSize()
+	if bs == 1 {
+		bs = 32
+	}
+	var se, sx float64
+	for blk := 0; blk < n; blk += bs {
+		var amax float64
+		for _, v := range x[blk : blk+bs] {
+			amax = math.Max(amax, math.Abs(float64(v)))
+		}
+		for i := blk; i < blk+bs; i++ {
+			e := math.Abs(float64(y[i]) - float64(x[i]))
+			if e > maxRel*amax {
+				t.Fatalf("element %d: %g -> %g, error %g > %g × block max %g", i, x[i], y[i], e, maxRel, amax)
+			}
+			se += e * e
+			sx += float64(x[i]) * float64(x[i])
+		}
+	}
+	if sx == 0 {
+		return 0, false
+	}
+	rel := math.Sqrt(se / sx)
+	if rel > rmsRel {
+		t.Fatalf("relative RMS error %g > %g", rel, rmsRel)
+	}
+	return rel, true
+}
+
+// roundTripInputs are TestRoundTrip's rows of n values, drawn from rng in
+// a fixed order.
+func roundTripInputs(rng *rand.Rand, n int) map[string][]float32 {
+	return map[string][]float32{
 		"gaussian": gaussian(rng, n, 1),
 		"small":    gaussian(rng, n, 1e-3),
 		"large":    gaussian(rng, n, 1e3),
@@ -137,57 +203,6 @@ func TestRoundTrip(t *testing.T) {
 			return x
 		}(),
 	}
-	rms := map[Type]float64{}
-	for _, b := range bounds {
-		for name, x := range inputs {
-			t.Run(b.typ.String()+"/"+name, func(t *testing.T) {
-				rs, _ := b.typ.RowSize(n)
-				q := make([]byte, rs)
-				if err := Quantize(b.typ, x, q); err != nil {
-					t.Fatal(err)
-				}
-				y := make([]float32, n)
-				if err := Dequantize(b.typ, q, y); err != nil {
-					t.Fatal(err)
-				}
-				bs := b.typ.BlockSize()
-				if bs == 1 {
-					bs = 32
-				}
-				var se, sx float64
-				for blk := 0; blk < n; blk += bs {
-					var amax float64
-					for _, v := range x[blk : blk+bs] {
-						amax = math.Max(amax, math.Abs(float64(v)))
-					}
-					for i := blk; i < blk+bs; i++ {
-						e := math.Abs(float64(y[i]) - float64(x[i]))
-						if e > b.maxRel*amax {
-							t.Fatalf("element %d: %g -> %g, error %g > %g × block max %g", i, x[i], y[i], e, b.maxRel, amax)
-						}
-						se += e * e
-						sx += float64(x[i]) * float64(x[i])
-					}
-				}
-				if sx > 0 {
-					rel := math.Sqrt(se / sx)
-					if rel > b.rmsRel {
-						t.Fatalf("relative RMS error %g > %g", rel, b.rmsRel)
-					}
-					if name == "gaussian" {
-						rms[b.typ] = rel
-					}
-				}
-			})
-		}
-	}
-	order := []Type{Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_0}
-	for i := 1; i < len(order); i++ {
-		if !(rms[order[i]] < rms[order[i-1]]) {
-			t.Errorf("quality order broken: %s rms %g not below %s rms %g", order[i], rms[order[i]], order[i-1], rms[order[i-1]])
-		}
-	}
-	t.Logf("relative RMS error on Gaussian data: %v", rms)
 }
 
 // TestQ8_K checks quantize_row_q8_K_ref's contract on hand-made blocks: d =

@@ -127,6 +127,14 @@ func TestCopyHead(t *testing.T) {
 	if g := newWeightGen(&pl.Preset, spec("blk.1.attn_q.weight"), 1, DefaultRoutingSkew); g.special(0) {
 		t.Error("layer 1 has a copy head")
 	}
+	checkRouterAnchors(t, pl, spec)
+}
+
+// checkRouterAnchors: routers read only routing and anchor dimensions, and
+// the anchors carry the experts' popularity (none with --routing-skew 0).
+func checkRouterAnchors(t *testing.T, pl *Plan, spec func(string) *TensorSpec) {
+	t.Helper()
+	p := pl.Preset
 	// routers read only routing and anchor dimensions; anchors carry popularity
 	gr := newWeightGen(&pl.Preset, spec("blk.3.ffn_gate_inp.weight"), 1, DefaultRoutingSkew)
 	row := make([]float32, p.NEmbd)
