@@ -83,45 +83,7 @@ func TestWithReaderLanes(t *testing.T) {
 			}
 			defer lanes.Close()
 			route := rand.New(rand.NewPCG(uint64(budgetSlots), 7))
-			for step := range 12 {
-				for l := range layers {
-					c.Batch(step, l)
-					var wg sync.WaitGroup
-					for _, e := range route.Perm(experts)[:k] {
-						key := cache.Key{Layer: l, Expert: e}
-						rs := ranges(l, e)
-						h, st, err := c.Acquire(ctx, key, reader.SpanBytes(rs))
-						if err != nil {
-							t.Fatal(err)
-						}
-						if st == cache.Miss {
-							err := lanes.Submit(ctx, reader.Request{Buf: h.Buf(), Ranges: rs, Label: fmt.Sprintf("layer %d expert %d", l, e),
-								Done: h.Complete})
-							if err != nil {
-								h.Complete(err)
-							}
-						}
-						wg.Go(func() { // the FFN side
-							defer h.Release()
-							if err := h.Wait(ctx); err != nil {
-								t.Error(err)
-								return
-							}
-							views, err := reader.Views(nil, h.Buf(), rs)
-							if err != nil {
-								t.Error(err)
-								return
-							}
-							for i, r := range rs {
-								if !bytes.Equal(views[i], data[r.Off:r.Off+r.Len]) {
-									t.Errorf("%v range %d: wrong bytes", key, i)
-								}
-							}
-						})
-					}
-					wg.Wait()
-				}
-			}
+			driveSteps(t, c, lanes, route, ranges, data, layers, experts, k)
 			s := c.Stats()
 			if s.PeakResidentBytes > budgetSlots*slot {
 				t.Errorf("peak resident %d over budget %d", s.PeakResidentBytes, budgetSlots*slot)
@@ -136,5 +98,53 @@ func TestWithReaderLanes(t *testing.T) {
 			t.Logf("hit rate %.1f %%, %d misses, %d transient, %d evictions, lanes read %d bytes",
 				hit, s.Misses, s.Transient, s.Evictions, lanes.Stats().Bytes)
 		})
+	}
+}
+
+// driveSteps runs 12 decode steps over layers: per layer a Batch and k of
+// the experts routed at random, each acquired, its miss read by the lanes,
+// and consumed as the FFN does (wait, check its bytes against data,
+// release).
+func driveSteps(t *testing.T, c *cache.Cache, lanes *reader.Lanes, route *rand.Rand, ranges func(l, e int) []reader.Range, data []byte, layers, experts, k int) {
+	t.Helper()
+	ctx := context.Background()
+	for step := range 12 {
+		for l := range layers {
+			c.Batch(step, l)
+			var wg sync.WaitGroup
+			for _, e := range route.Perm(experts)[:k] {
+				key := cache.Key{Layer: l, Expert: e}
+				rs := ranges(l, e)
+				h, st, err := c.Acquire(ctx, key, reader.SpanBytes(rs))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st == cache.Miss {
+					err := lanes.Submit(ctx, reader.Request{Buf: h.Buf(), Ranges: rs, Label: fmt.Sprintf("layer %d expert %d", l, e),
+						Done: h.Complete})
+					if err != nil {
+						h.Complete(err)
+					}
+				}
+				wg.Go(func() { // the FFN side
+					defer h.Release()
+					if err := h.Wait(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+					views, err := reader.Views(nil, h.Buf(), rs)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					for i, r := range rs {
+						if !bytes.Equal(views[i], data[r.Off:r.Off+r.Len]) {
+							t.Errorf("%v range %d: wrong bytes", key, i)
+						}
+					}
+				})
+			}
+			wg.Wait()
+		}
 	}
 }

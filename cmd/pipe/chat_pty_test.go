@@ -76,20 +76,7 @@ func TestChatOnTerminal(t *testing.T) {
 
 	waitFor("prompt", count("\n> ", 1))
 	send("tell me a long story\r")
-	waitFor("reply text of turn 1", func(o string) bool {
-		lines := strings.Split(screen(o), "\n")
-		for i, l := range lines {
-			if !strings.HasSuffix(l, "> tell me a long story") {
-				continue
-			}
-			for _, next := range lines[i+1:] {
-				if next = strings.TrimSpace(next); !logLineRE.MatchString(next) {
-					return len(next) >= 4 && !strings.ContainsAny(next, "█░")
-				}
-			}
-		}
-		return false
-	})
+	waitFor("reply text of turn 1", replyShown("> tell me a long story"))
 	send("\x03")
 	waitFor("[reply stopped]", count("[reply stopped]", 1))
 	waitFor("timings line of turn 1", func(o string) bool { return len(timingsRE.FindAllString(o, -1)) >= 1 })
@@ -120,6 +107,26 @@ func TestChatOnTerminal(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "\rprompt   ") {
 		t.Errorf("no prompt-pass progress was drawn:\n%q", out.String())
+	}
+}
+
+// replyShown is true of a terminal output whose screen shows, under the
+// line ending in prompt, a first line that is no log line: reply text (at
+// least 4 characters, no progress bar).
+func replyShown(prompt string) func(string) bool {
+	return func(o string) bool {
+		lines := strings.Split(screen(o), "\n")
+		for i, l := range lines {
+			if !strings.HasSuffix(l, prompt) {
+				continue
+			}
+			for _, next := range lines[i+1:] {
+				if next = strings.TrimSpace(next); !logLineRE.MatchString(next) {
+					return len(next) >= 4 && !strings.ContainsAny(next, "█░")
+				}
+			}
+		}
+		return false
 	}
 }
 

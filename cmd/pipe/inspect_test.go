@@ -150,34 +150,7 @@ func TestInspectGolden(t *testing.T) {
 			} else {
 				types = logTypes(t, goldenRoot+"logs/quantize-"+base+".log")
 			}
-			// Independent expected numbers.
-			var expertTotal, denseTensor int64
-			perLayer := make([]int64, man.Args.NLayer)
-			for _, mt := range man.Tensors {
-				tt, ok := types[mt.Name]
-				if !ok {
-					t.Fatalf("no type for %s", mt.Name)
-				}
-				rs, err := tt.RowSize(mt.Ne[0])
-				if err != nil {
-					t.Fatal(err)
-				}
-				size := rs
-				for _, d := range mt.Ne[1:] {
-					size *= d
-				}
-				if m := expertName.FindStringSubmatch(mt.Name); m != nil {
-					expertTotal += size
-					l, _ := strconv.Atoi(m[1])
-					perLayer[l] += size / mt.Ne[2]
-				} else {
-					denseTensor += size
-				}
-			}
-			var ws int64
-			for _, b := range perLayer {
-				ws += int64(man.Args.NExpertUsed) * b
-			}
+			expertTotal, denseTensor, perLayer, ws := expectedSplit(t, man, types)
 
 			out, errOut, code := inspectRun(t, "inspect", "--json", path)
 			if code != 0 {
@@ -236,6 +209,39 @@ func TestInspectGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// expectedSplit is the expert/dense split of the manifest's tensors typed
+// by types, computed without the GGUF parser: every expert's bytes, the
+// dense tensors', one expert's per layer and one token's working set.
+func expectedSplit(t *testing.T, man goldenManifest, types map[string]quant.Type) (expertTotal, denseTensor int64, perLayer []int64, ws int64) {
+	t.Helper()
+	perLayer = make([]int64, man.Args.NLayer)
+	for _, mt := range man.Tensors {
+		tt, ok := types[mt.Name]
+		if !ok {
+			t.Fatalf("no type for %s", mt.Name)
+		}
+		rs, err := tt.RowSize(mt.Ne[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := rs
+		for _, d := range mt.Ne[1:] {
+			size *= d
+		}
+		if m := expertName.FindStringSubmatch(mt.Name); m != nil {
+			expertTotal += size
+			l, _ := strconv.Atoi(m[1])
+			perLayer[l] += size / mt.Ne[2]
+		} else {
+			denseTensor += size
+		}
+	}
+	for _, b := range perLayer {
+		ws += int64(man.Args.NExpertUsed) * b
+	}
+	return expertTotal, denseTensor, perLayer, ws
 }
 
 // TestInspectDeepSeek2: a model with a dense first layer shows it as such
