@@ -234,8 +234,10 @@ type plan struct {
 
 // prepare is Open's one resolve step: cfg with its defaults
 // (EnsureDefaults) is validated with the caller's inputs, the model file at
-// cfg.Path is described and its experts laid out, and the configuration is
-// resolved against them and the memory available (resolve).
+// cfg.Path is described (a registered architecture: Desc.Supported), the
+// family asked once for one sequence's state (stateOf) and the experts laid
+// out, and the configuration is resolved against these answers and the
+// memory available (resolve), which asks the model nothing more.
 func prepare(cfg Config, in Inputs) (plan, error) {
 	if err := errors.Join(cfg.EnsureDefaults().Validate(), in.Validate()); err != nil {
 		return plan{}, err
@@ -251,8 +253,7 @@ func prepare(cfg Config, in Inputs) (plan, error) {
 	if !d.Supported { // Describe asked model.Runnable
 		return plan{}, fmt.Errorf("%s: %w: %q (pipe runs: %v)", cfg.Path, model.ErrUnsupportedArch, d.Arch, model.Architectures())
 	}
-	st := stateSize{kv: model.StateBytes(d, in.KVPositions, in.KVElemBytes), recurrent: model.StateBytes(d, 0, in.KVElemBytes),
-		keys: model.StateKeys(d)}
+	st := stateOf(d, in.KVPositions, in.KVElemBytes)
 	l := newLayout(d)
 	r, err := resolve(cfg, in, d, l, st, readMemory())
 	return plan{desc: d, layout: l, cfg: r}, err
@@ -260,9 +261,10 @@ func prepare(cfg Config, in Inputs) (plan, error) {
 
 // resolve checks cfg, with its defaults applied and validated (prepare does
 // both before it opens the file), and the caller's inputs in against the
-// model d whose experts l lays out — the KV cache and the expert-cache
-// budget against mem, the memory available, read once by the caller — and
-// sizes the budget. It logs the budget it chose and a budget under one
+// model d whose experts l lays out and whose sequence state st takes — the
+// KV cache and the expert-cache budget against mem, the memory available;
+// all three asked once by the caller and passed down — and sizes the
+// budget. It logs the budget it chose and a budget under one
 // token's working set.
 func resolve(cfg Config, in Inputs, d *model.Desc, l expertLayout, st stateSize, mem memory) (Resolved, error) {
 	hp := d.HParams
