@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The per-family speed table in RAM: pipe against `llama-bench -lm none`,
+# prefill and decode, interleaved rounds, the CPU and the load named
+# (issue 39 item 2). For each preset it generates the real-shape model with
+# `pipe gen --preset P --seed 1` into MODELS (unless the file is there), then
+# per round runs, in this order:
+#
+#   pipe run -m F -i -n N -t T --temp 0 --ignore-eos --no-warm-start
+#            (PIPE_HOT_SET=none) on two chat turns of the same text: the first
+#            turn's prompt pass reads the experts it routes to (cold, O_DIRECT:
+#            the "cold" column); the second turn is measured: its prompt pass
+#            (the `prefill` event) and its N decoded tokens (Σ wall_ms of the
+#            CSV's last N rows), every expert the first turn routed to cached;
+#   llama-bench -m F -p P -n N -t T -r 1 -lm none -o json
+#            P = the second turn's prompt tokens as pipe counted them in round 1
+#            (llama-bench runs its own warm-up first; weights in anonymous
+#            memory, repacked).
+#
+# One markdown row per round on stdout (ratio = pipe ÷ llama.cpp); the raw
+# logs, CSVs and JSON stay in OUT. Models generated here are deleted at the
+# end unless -keep. Run it alone on the machine if the figures are to mean
+# anything: the load average at the start of each run is in the table.
+#
+# Usage: scripts/speed-table.sh [-rounds R] [-n N] [-t T] [-keep] [-out DIR]
+#          PIPE LLAMA_BENCH MODELS PRESET…
+#   e.g. scripts/speed-table.sh ./pipe $LLAMA/build/bin/llama-bench /tmp/m qwen3.6-35b-a3b lfm2-8b-a1b
+set -euo pipefail
+rounds=3 n=32 t=2 keep='' out=''
+text='The quick brown fox jumps over the lazy dog while the village baker counts loaves of b'
+while :; do
+  case "${1:-}" in
+    -rounds) rounds=$2; shift 2 ;;
+    -n) n=$2; shift 2 ;;
+    -t) t=$2; shift 2 ;;
+    -keep) keep=1; shift ;;
+    -out) out=$2; shift 2 ;;
+    -text) text=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+[ $# -ge 4 ] || { sed -n '2,27p' "$0" >&2; exit 2; }
+pipe=$1 lb=$2 models=$3; shift 3
+command -v jq >/dev/null || { echo "speed-table: jq is required" >&2; exit 2; }
+[ -x "$pipe" ] || { echo "speed-table: PIPE $pipe is not executable" >&2; exit 2; }
+[ -x "$lb" ] || { echo "speed-table: LLAMA_BENCH $lb is not executable" >&2; exit 2; }
+[ -d "$models" ] || { echo "speed-table: MODELS $models is not a directory" >&2; exit 2; }
+out=${out:-$(mktemp -d "${TMPDIR:-/tmp}/speed-table.XXXXXX")}
+mkdir -p "$out"
+printf '%s\n%s\n' "$text" "$text" >"$out/turns.txt"
+
+cpu() {
+  local name fam model flags
+  name=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+  fam=$(grep -m1 '^cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')
+  model=$(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')
+  flags=$(grep -m1 '^flags' /proc/cpuinfo)
+  local isa=AVX2
+  case "$flags" in *avx512_vnni*) isa='AVX-512 VNNI' ;; *avx512f*) isa=AVX-512 ;; esac
+  case "$flags" in *amx_tile*) isa="$isa, AMX" ;; esac
+  printf '%s, family 0x%X model 0x%X, %s, %s vCPU' "$name" "$fam" "$model" "$isa" "$(nproc)"
+}
+load() { cut -d' ' -f1 /proc/loadavg; }
+
+# pipe_round PRESET FILE ROUND: runs pipe's two turns; prints
+# "cold_tok_s warm_prompt_tokens warm_tok_s decode_tok_s hit_pct".
+pipe_round() {
+  local base="$out/$1-r$3"
+  PIPE_HOT_SET=none "$pipe" run -m "$2" -i -n "$n" -t "$t" --temp 0 --ignore-eos --no-warm-start \
+    --log-format json --csv "$base.csv" <"$out/turns.txt" >"$base.out" 2>"$base.log" ||
+    { echo "speed-table: pipe run failed, see $base.log" >&2; return 1; }
+  local pf
+  pf=$(jq -r 'select(.event=="prefill") | "\(.prefill_tokens) \(.prefill_tok_s)"' "$base.log")
+  [ "$(wc -l <<<"$pf")" -eq 2 ] || { echo "speed-table: want 2 prefill events in $base.log" >&2; return 1; }
+  local cold warm_n warm dec hit
+  cold=$(head -1 <<<"$pf" | cut -d' ' -f2)
+  warm_n=$(tail -1 <<<"$pf" | cut -d' ' -f1)
+  warm=$(tail -1 <<<"$pf" | cut -d' ' -f2)
+  dec=$(tail -n "$n" "$base.csv" | awk -F, -v n="$n" '{s += $3} END {printf "%.3f", n * 1000 / s}')
+  hit=$(tail -n "$n" "$base.csv" | awk -F, '{s += $7} END {printf "%.1f", s / NR}')
+  echo "$cold $warm_n $warm $dec $hit"
+}
+
+# llama_round PRESET FILE ROUND P: prints "pp_tok_s tg_tok_s".
+llama_round() {
+  local base="$out/$1-r$3-llama"
+  "$lb" -m "$2" -p "$4" -n "$n" -t "$t" -r 1 -lm none -o json >"$base.json" 2>"$base.log" ||
+    { echo "speed-table: llama-bench failed, see $base.log" >&2; return 1; }
+  local pp tg
+  jq -r '.[0].build_commit' "$base.json" >"$out/llama-commit"
+  pp=$(jq -r '.[] | select(.n_prompt > 0 and .n_gen == 0) | .avg_ts' "$base.json")
+  tg=$(jq -r '.[] | select(.n_gen > 0 and .n_prompt == 0) | .avg_ts' "$base.json")
+  echo "$pp $tg"
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+f2() { awk -v a="$1" 'BEGIN {printf "%.2f", a}'; }
+
+rev() { go version -m "$1" 2>/dev/null | awk '$2 == "vcs.revision" {print substr($3, 1, 9)}'; }
+echo "CPU: $(cpu). pipe: ${PIPE_REV:-$(rev "$pipe")}. llama.cpp: the build_commit of each llama-bench JSON in OUT."
+echo "Prompt: two chat turns of the same text; llama-bench -p = pipe's second-turn prompt tokens; -n $n -t $t; raw files: $out"
+echo
+echo '| preset | round | load (pipe / llama) | llama.cpp pp | pipe prefill, warm | **ratio** | pipe prefill, cold | llama.cpp tg | pipe decode | **ratio** | pipe hit % |'
+echo '|---|---|---|---|---|---|---|---|---|---|---|'
+for preset in "$@"; do
+  f="$models/$preset.gguf" made=''
+  if [ ! -f "$f" ]; then
+    "$pipe" gen --preset "$preset" --seed 1 -o "$f" --log-format json 2>"$out/$preset-gen.log" ||
+      { echo "speed-table: pipe gen --preset $preset failed, see $out/$preset-gen.log" >&2; exit 1; }
+    made=1
+  fi
+  p=''
+  for r in $(seq 1 "$rounds"); do
+    l1=$(load)
+    res=$(pipe_round "$preset" "$f" "$r")
+    read -r cold warm_n warm dec hit <<<"$res"
+    p=${p:-$warm_n}
+    l2=$(load)
+    res=$(llama_round "$preset" "$f" "$r" "$p")
+    read -r pp tg <<<"$res"
+    echo "| $preset | $r | $l1 / $l2 | $(f2 "$pp") (pp$p) | $(f2 "$warm") ($warm_n) | $(ratio "$warm" "$pp") | $(f2 "$cold") | $(f2 "$tg") | $(f2 "$dec") | $(ratio "$dec" "$tg") | $hit |"
+  done
+  if [ -n "$made" ] && [ -z "$keep" ]; then rm -f "$f"; fi
+done
+echo
+echo "llama.cpp build_commit: $(cat "$out/llama-commit" 2>/dev/null || echo unknown)"
