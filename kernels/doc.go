@@ -82,7 +82,9 @@
 //     left after whole tiles of 8 go to the AVX-512 2-token kernel for MXFP4
 //     and Q8_0, to the AVX2 4- and 2-token kernels for Q4_K and Q6_K (they
 //     measured faster there); Q4_K and Q6_K with VPDPWSSD where AVX-512
-//     VNNI exists.
+//     VNNI exists, which also has a 4-token pair kernel (two pairs) for
+//     the tokens after the tiles of 8 (a last 3 padded), then the VNNI
+//     2-token one for Q6_K and the AVX2 one for Q4_K.
 //   - Pure Go (ref_gemm.go; the purego build and machines without the
 //     assembly): Q4_0, Q8_0, MXFP4, Q4_K, Q6_K, F32, F16 against 4.
 //

@@ -12,7 +12,7 @@ import (
 
 // AVX-512 Q4_K, Q6_K, MXFP4 and Q8_0 multi-token kernels (gemm_amd64.s): 8 tokens (4
 // pairs) per call, and 2 tokens (one pair) for the tokens left after whole
-// tiles of 8. Used where AVX-512 F/BW exist (the VNNI variants where
+// tiles of 8 (the VNNI Q4_K and Q6_K sets also 4 tokens, two pairs). Used where AVX-512 F/BW exist (the VNNI variants where
 // AVX-512 VNNI does): they measured faster than the AVX2 4-token kernels
 // (BenchmarkGEMM).
 
@@ -60,6 +60,12 @@ func gemmQ6_KAVX512x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
 func gemmQ4_KVNNIx8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
+//go:noescape
+func gemmQ4_KVNNIx4(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
+//go:noescape
+func gemmQ6_KVNNIx4(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
 func gemmQ4_KVNNIx2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
@@ -215,6 +221,14 @@ func pairGEMM(bs, qk int, size func(T int) func(cols int) int, pack func([]*Acti
 	return &gemmKernel{tile: 8, pack: pack, packBytes: size(8), run: avx512GEMM(8, bs, qk, size(8), k8), next: two, minFill: 5}
 }
 
+// pairGEMM4 is pairGEMM with a 4-token kernel between the 8- and the
+// 2-token ones (also for a last tile of 3 tokens, padded).
+func pairGEMM4(bs, qk int, size func(T int) func(cols int) int, pack func([]*Activation, []byte), k8, k4, k2 pairKernel) *gemmKernel {
+	k := pairGEMM(bs, qk, size, pack, k8, k2)
+	k.next = &gemmKernel{tile: 4, pack: pack, packBytes: size(4), run: avx512GEMM(4, bs, qk, size(4), k4), next: k.next, minFill: 3}
+	return k
+}
+
 // hasAVX512 gates the AVX-512 kernels (F, BW, DQ, VL on top of AVX2).
 var hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
 	cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
@@ -222,11 +236,11 @@ var hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
 // hasVNNI gates the VNNI variants (VPDPWSSD).
 var hasVNNI = hasAVX512 && cpu.X86.HasAVX512VNNI
 
-// vnniGEMMs: the pair kernels with VPDPWSSD.
+// vnniGEMMs: the pair kernels with VPDPWSSD, 8, 4 and 2 tokens per call.
 func vnniGEMMs() map[quant.Type]*gemmKernel {
 	return map[quant.Type]*gemmKernel{
-		quant.Q4_K: pairGEMM(144, 256, q4KPairsBytes, packQ4_KPairs, gemmQ4_KVNNIx8, gemmQ4_KVNNIx2),
-		quant.Q6_K: pairGEMM(210, 256, q6KPairsBytes, packQ6_KPairs, gemmQ6_KVNNIx8, gemmQ6_KVNNIx2),
+		quant.Q4_K: pairGEMM4(144, 256, q4KPairsBytes, packQ4_KPairs, gemmQ4_KVNNIx8, gemmQ4_KVNNIx4, gemmQ4_KVNNIx2),
+		quant.Q6_K: pairGEMM4(210, 256, q6KPairsBytes, packQ6_KPairs, gemmQ6_KVNNIx8, gemmQ6_KVNNIx4, gemmQ6_KVNNIx2),
 	}
 }
 

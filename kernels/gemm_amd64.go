@@ -88,10 +88,14 @@ func init() {
 // the AVX-512 ones where the CPU has AVX-512 (their VNNI variants with
 // AVX-512 VNNI).
 //
-// For Q4_K and Q6_K the AVX-512 8-token tile is followed by the AVX2 4- and
-// 2-token ones, not by the AVX-512 pair kernel: for the last 2–4 tokens of a
-// product (and an expert's 2–4 tokens) they measured 1.15–1.6× faster per
-// CPU-second (BenchmarkGEMM n2/n4, docs/measurements.md).
+// For Q4_K and Q6_K the AVX-512 (F, BW) 8-token tile is followed by the
+// AVX2 4- and 2-token ones, not by the AVX-512 pair kernel: for the last 2–4
+// tokens of a product (and an expert's 2–4 tokens) they measured 1.15–1.6×
+// faster per CPU-second (BenchmarkGEMM n2/n4, docs/measurements.md). With
+// VNNI the 8-token tile is followed by the VNNI 4-token one (1.35–2.1× the
+// AVX2 4-token kernel per CPU-second on Zen 5, BenchmarkGEMM n4), then by
+// the VNNI 2-token one for Q6_K (1.1–1.4×) and the AVX2 one for Q4_K (the
+// VNNI one was not faster).
 func installGEMMAVX2(m *implementation) {
 	avx2 := avx2GEMMs()
 	maps.Copy(m.gemm, avx2)
@@ -100,6 +104,11 @@ func installGEMMAVX2(m *implementation) {
 	}
 	if hasVNNI {
 		maps.Copy(m.gemm, vnniGEMMs())
+		k8, k4 := *m.gemm[quant.Q4_K], *m.gemm[quant.Q4_K].next
+		k4.next = avx2[quant.Q4_K].next
+		k8.next = &k4
+		m.gemm[quant.Q4_K] = &k8
+		return
 	}
 	if hasAVX512 {
 		for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {

@@ -1055,6 +1055,70 @@ v2blk:
 	VZEROUPPER
 	RET
 
+// 4 tokens (two pairs, one group): DV 0, DM 128, PS 192, Q 256, 1280
+// bytes per block.
+// func gemmQ4_KVNNIx4(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ4_KVNNIx4(SB), NOSPLIT, $384-56
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	LEAQ scratch-384(SP), DX
+	MOVL         $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+
+v4row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z4, Z4, Z4
+
+v4blk:
+	Z4BLOCKHEAD
+	Z4MIN(128, 192, Z4)
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	Z4UNPACK(0)
+	Z4PAIRV(256, Z16)
+	Z4PAIRV(768, Z17)
+	Z4UNPACK(1)
+	Z4PAIRV(384, Z16)
+	Z4PAIRV(896, Z17)
+	Z4UNPACK(2)
+	Z4PAIRV(512, Z16)
+	Z4PAIRV(1024, Z17)
+	Z4UNPACK(3)
+	Z4PAIRV(640, Z16)
+	Z4PAIRV(1152, Z17)
+	Z4D
+	Z4FIN(0, Z0, Z16)
+	Z4FIN(64, Z1, Z17)
+	ADDQ $144, SI
+	ADDQ $1280, DI
+	DECQ CX
+	JNZ  v4blk
+
+	Z4RED(Z0)
+	Z4RED(Z1)
+	Z4MRED(Z4)
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z4, 256(DX)
+	MOVQ    R14, R12
+	Z4OUT(0, 256)
+	Z4OUT(32, 272)
+	Z4OUT(64, 288)
+	Z4OUT(96, 304)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  v4row
+	VZEROUPPER
+	RET
+
 #define Z6PV(yoff, acc) \
 	VPMADDUBSW (yoff)(DI), Z9, Z12 \
 	VPSUBW     (yoff+512)(DI), Z12, Z12 \
@@ -1189,6 +1253,69 @@ w62blk:
 	ADDQ $4, R14
 	DECQ R8
 	JNZ  w62row
+	VZEROUPPER
+	RET
+
+// 4 tokens: pairs at 128 and 1152; 2176 bytes per block.
+#define Z6PART4V(c) \
+	Z6SC(c) \
+	Z6PV(128+64*(c), Z16) \
+	Z6PV(1152+64*(c), Z17)
+
+#define Z6HALF4V(n) \
+	Z6C0(n) \
+	Z6PART4V(4*n) \
+	Z6C1(n) \
+	Z6PART4V(4*n+1) \
+	Z6C2(n) \
+	Z6PART4V(4*n+2) \
+	Z6C3(n) \
+	Z6PART4V(4*n+3)
+
+// func gemmQ6_KVNNIx4(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ6_KVNNIx4(SB), NOSPLIT, $384-56
+	MOVQ w+0(FP), R13
+	MOVQ rows+16(FP), R8
+	MOVQ y+40(FP), R14
+	MOVQ ys+48(FP), R15
+	LEAQ scratch-384(SP), DX
+	Z6CONST
+
+w64row:
+	MOVQ   R13, SI
+	MOVQ   pk+32(FP), DI
+	MOVQ   nb+24(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+
+w64blk:
+	VMOVDQU 192(SI), X11
+	VPXORD  Z16, Z16, Z16
+	VPXORD  Z17, Z17, Z17
+	Z6HALF4V(0)
+	Z6HALF4V(1)
+	Z6D
+	Z4FIN(0, Z0, Z16)
+	Z4FIN(64, Z1, Z17)
+	ADDQ $210, SI
+	ADDQ $2176, DI
+	DECQ CX
+	JNZ  w64blk
+
+	Z4RED(Z0)
+	Z4RED(Z1)
+	VMOVUPS Z0, 0(DX)
+	VMOVUPS Z1, 64(DX)
+	MOVQ    R14, R12
+	Z6OUT(0)
+	Z6OUT(32)
+	Z6OUT(64)
+	Z6OUT(96)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  w64row
 	VZEROUPPER
 	RET
 
