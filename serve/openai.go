@@ -30,7 +30,7 @@ func (a *openAI) complete(x *exchange, chat bool) {
 		return
 	}
 	sh := shape{chat: chat, id: prefix + x.id, model: a.o.ModelID, created: time.Now().Unix(), fp: a.o.Fingerprint, pf: a.gen.probFormat(&j), tools: j.tools}
-	if j.verbose {
+	if j.verbose || a.o.Verbose && !j.stream {
 		sh.verbose = func(o *outcome, content string) *nativeFinal {
 			f := a.gen.final(&j, o, content, nil)
 			return &f

@@ -178,6 +178,10 @@ type Options struct {
 	CORSHeaders       string
 	CORSNoCredentials bool
 	Log               zerolog.Logger
+	// Verbose adds __verbose to every OpenAI answer that is not streamed,
+	// as llama-server's --verbose (a request's "verbose": true does it for
+	// that request).
+	Verbose bool
 	// NoSlots and NoMetrics turn GET /slots and GET /metrics off (501, as
 	// llama-server's --no-slots and its default without --metrics; pipe
 	// serve's --metrics is off by default too).

@@ -33,6 +33,9 @@ var llamaShort = map[string]string{
 	"-rea":    "--reasoning",
 }
 
+// llamaVerbose are llama.cpp's spellings of --verbose.
+var llamaVerbose = map[string]bool{"-v": true, "--verbose": true, "--log-verbose": true}
+
 // llamaLong maps llama.cpp long flags whose pipe form differs in more than
 // its name (plain renames are kong aliases on the flags themselves).
 var llamaLong = map[string]string{
@@ -92,6 +95,9 @@ func translateArgs(args []string) ([]string, error) {
 			continue
 		}
 		switch r, short := llamaShort[name]; {
+		case llama && commandOf(args) == "serve" && llamaVerbose[a]:
+			// llama-server's verbosity also puts __verbose in its answers
+			out, a = append(out, "--log-level=debug"), "--verbose-answers"
 		case short && name == a:
 			a = r
 		case llama && llamaLong[a] != "":
@@ -296,7 +302,8 @@ func (f *TemplateFlags) apply(tok *tokenizer.Tokenizer) error {
 		if b, err := os.ReadFile(f.ChatTemplate); err == nil {
 			return flagErr("--chat-template", tok.UseJinja(string(b), f.ChatTemplate))
 		}
-		if strings.Contains(f.ChatTemplate, "{%") || strings.Contains(f.ChatTemplate, "{{") {
+		// with --jinja, llama.cpp takes any other string as Jinja source
+		if f.Jinja || strings.Contains(f.ChatTemplate, "{%") || strings.Contains(f.ChatTemplate, "{{") {
 			return flagErr("--chat-template", tok.UseJinja(f.ChatTemplate, "--chat-template source"))
 		}
 		return fmt.Errorf("%w: --chat-template %q: not a built-in (chatml, harmony, gemma4, %s), a file or Jinja source",

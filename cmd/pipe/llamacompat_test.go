@@ -205,7 +205,8 @@ func TestLlamaHabitsRun(t *testing.T) {
 	}
 }
 
-// TestTemplateFlags: --jinja runs the GGUF's own template and
+// TestTemplateFlags: --jinja runs the GGUF's own template (and takes any
+// --chat-template that is no built-in or file as Jinja source) and
 // --chat-template-file a Jinja file, giving the built-in ChatML renderer's
 // prompt ids for a Qwen3 chat; --chat-template names a built-in; a bad
 // one stops the run with the flag's name.
@@ -241,6 +242,11 @@ func TestTemplateFlags(t *testing.T) {
 		if got, code, errs := ids("--chat-template", name); code != 0 || got == builtin {
 			t.Errorf("--chat-template %s: exit %d, ids %s equal ChatML's: %s", name, code, got, errs)
 		}
+	}
+	// with --jinja, a string that names nothing is Jinja source, as llama.cpp's
+	text, code, errs := ids("--jinja", "--chat-template", "This is not a chat template, it is")
+	if want, _, _ := ids("--chat-template", "{{ 'This is not a chat template, it is' }}"); code != 0 || text != want {
+		t.Errorf("--jinja --chat-template TEXT: exit %d, ids %s, want %s: %s", code, text, want, errs)
 	}
 	for _, c := range []struct{ arg, want string }{
 		{"llama5", "--chat-template \"llama5\": not a built-in"},

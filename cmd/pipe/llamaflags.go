@@ -73,7 +73,7 @@ var llamaTable = []llamaFlag{
 	{"--display-prompt --no-display-prompt", llamaSupported, "--echo (off by default)"},
 	{"-ctk --cache-type-k -ctv --cache-type-v", llamaSupported, "f16 or f32, one type for K and V (--kv-type); quantized types are refused"},
 	{"-ndio --no-direct-io", llamaSupported, "--no-odirect"},
-	{"-v --verbose --log-verbose", llamaSupported, "--log-level debug"},
+	{"-v --verbose --log-verbose", llamaSupported, "--log-level debug (serve: and --verbose-answers, __verbose in every answer not streamed, as llama-server's)"},
 	{"--log-disable", llamaSupported, "--log-level error"},
 	{"--host --port --api-key", llamaSupported, "the same (serve)"},
 	{"-a --alias", llamaSupported, "the same (serve): comma-separated names, the first in sorted order is the model's id"},

@@ -28,22 +28,23 @@ type ServeCmd struct {
 	NoUI   bool     `name:"no-ui" aliases:"no-webui" help:"No chat page: / is 404, as llama-server's --no-ui." group:"Server"`
 	APIKey string   `name:"api-key" env:"PIPE_API_KEY" help:"Require 'Authorization: Bearer KEY' on every route but /health." group:"Server"`
 
-	AllowedHosts []string `name:"allowed-hosts" help:"Host names requests may use besides IP addresses, localhost and --host ('*': any); others are refused, as DNS rebinding uses them." placeholder:"NAME,…" group:"Server"`
-	CORSOrigins  []string `name:"cors-origins" aliases:"allowed-origins" help:"Web origins (http://host:port; '*': any; 'localhost': localhost, 127.0.0.1 or ::1 on any port) whose pages may call the API from a browser, besides the server's own, as llama-server's (default: '*' with --api-key, else 'localhost'); others are refused and their CORS preflights get no Access-Control-Allow-Origin." placeholder:"ORIGIN,…" group:"Server"`
-	CORSMethods  string   `name:"cors-methods" help:"Access-Control-Allow-Methods of a CORS preflight, as llama-server's." default:"GET, POST, DELETE, OPTIONS" group:"Server"`
-	CORSHeaders  string   `name:"cors-headers" help:"Access-Control-Allow-Headers of a CORS preflight, as llama-server's." default:"*" group:"Server"`
-	CORSCreds    bool     `name:"cors-credentials" help:"Allow credentials in CORS (Access-Control-Allow-Credentials; with --cors-origins '*' the Origin is echoed, else '*' is sent), as llama-server's." default:"true" negatable:"" group:"Server"`
-	Thr          int      `short:"t" name:"threads" help:"Compute threads (0 = number of CPUs)." default:"0" group:"Model"`
-	Ctx          int      `short:"c" name:"ctx-size" help:"Context of the served session in tokens: prompt + max_tokens of a request must fit." default:"4096" group:"Model"`
-	KVType       string   `name:"kv-type" help:"KV cache element type: f16 or f32." enum:"f16,f32" default:"f16" group:"Model"`
-	Reverse      []string `short:"r" name:"reverse-prompt" help:"Stop every reply at this text, besides a request's own stop sequences (repeatable), as llama-server's -r." group:"Server"`
-	N            int      `short:"n" name:"n-predict" aliases:"predict" help:"Most tokens a request that sets no n_predict/max_tokens may generate (-1 = none: up to the context); a request's own limit wins, as llama-server's -n." default:"-1" group:"Server"`
-	Parallel     int      `name:"parallel" help:"Decode slots: requests decoded together, one forward pass per step over every slot (each layer's experts read once for all), -c split among them, as llama-server's -np." default:"1" group:"Server"`
-	Ubatch       int      `name:"ubatch-size" help:"Most prompt tokens a slot feeds per step beside the slots that decode (--parallel above 1), as llama-server's -ub." default:"512" group:"Server"`
-	SlotSim      float64  `name:"slot-prompt-similarity" help:"A request takes the free slot holding the largest share of its prompt when above this, else the least recently used (0: always the latter), as llama-server's -sps." default:"0.1" group:"Server"`
-	SlotSavePath string   `name:"slot-save-path" help:"Directory of the files POST /slots/{id}?action=save|restore writes and reads (pipe's own format: tokens, KV rows, recurrent state), as llama-server's; without it the slot actions answer 501." type:"existingdir" group:"Server"`
-	Slots        bool     `help:"Answer GET /slots (--no-slots: 501, as llama-server's)." default:"true" negatable:"" group:"Server"`
-	Metrics      bool     `help:"Answer GET /metrics (Prometheus text; without it 501), as llama-server's --metrics." negatable:"" group:"Server"`
+	AllowedHosts   []string `name:"allowed-hosts" help:"Host names requests may use besides IP addresses, localhost and --host ('*': any); others are refused, as DNS rebinding uses them." placeholder:"NAME,…" group:"Server"`
+	CORSOrigins    []string `name:"cors-origins" aliases:"allowed-origins" help:"Web origins (http://host:port; '*': any; 'localhost': localhost, 127.0.0.1 or ::1 on any port) whose pages may call the API from a browser, besides the server's own, as llama-server's (default: '*' with --api-key, else 'localhost'); others are refused and their CORS preflights get no Access-Control-Allow-Origin." placeholder:"ORIGIN,…" group:"Server"`
+	CORSMethods    string   `name:"cors-methods" help:"Access-Control-Allow-Methods of a CORS preflight, as llama-server's." default:"GET, POST, DELETE, OPTIONS" group:"Server"`
+	CORSHeaders    string   `name:"cors-headers" help:"Access-Control-Allow-Headers of a CORS preflight, as llama-server's." default:"*" group:"Server"`
+	CORSCreds      bool     `name:"cors-credentials" help:"Allow credentials in CORS (Access-Control-Allow-Credentials; with --cors-origins '*' the Origin is echoed, else '*' is sent), as llama-server's." default:"true" negatable:"" group:"Server"`
+	Thr            int      `short:"t" name:"threads" help:"Compute threads (0 = number of CPUs)." default:"0" group:"Model"`
+	Ctx            int      `short:"c" name:"ctx-size" help:"Context of the served session in tokens: prompt + max_tokens of a request must fit." default:"4096" group:"Model"`
+	KVType         string   `name:"kv-type" help:"KV cache element type: f16 or f32." enum:"f16,f32" default:"f16" group:"Model"`
+	Reverse        []string `short:"r" name:"reverse-prompt" help:"Stop every reply at this text, besides a request's own stop sequences (repeatable), as llama-server's -r." group:"Server"`
+	N              int      `short:"n" name:"n-predict" aliases:"predict" help:"Most tokens a request that sets no n_predict/max_tokens may generate (-1 = none: up to the context); a request's own limit wins, as llama-server's -n." default:"-1" group:"Server"`
+	Parallel       int      `name:"parallel" help:"Decode slots: requests decoded together, one forward pass per step over every slot (each layer's experts read once for all), -c split among them, as llama-server's -np." default:"1" group:"Server"`
+	Ubatch         int      `name:"ubatch-size" help:"Most prompt tokens a slot feeds per step beside the slots that decode (--parallel above 1), as llama-server's -ub." default:"512" group:"Server"`
+	SlotSim        float64  `name:"slot-prompt-similarity" help:"A request takes the free slot holding the largest share of its prompt when above this, else the least recently used (0: always the latter), as llama-server's -sps." default:"0.1" group:"Server"`
+	SlotSavePath   string   `name:"slot-save-path" help:"Directory of the files POST /slots/{id}?action=save|restore writes and reads (pipe's own format: tokens, KV rows, recurrent state), as llama-server's; without it the slot actions answer 501." type:"existingdir" group:"Server"`
+	Slots          bool     `help:"Answer GET /slots (--no-slots: 501, as llama-server's)." default:"true" negatable:"" group:"Server"`
+	Metrics        bool     `help:"Answer GET /metrics (Prometheus text; without it 501), as llama-server's --metrics." negatable:"" group:"Server"`
+	VerboseAnswers bool     `name:"verbose-answers" help:"Add llama-server's __verbose (the native answer, with the prompt as rendered) to every chat and text completion that is not streamed, as llama-server's --verbose does (pipe serve -v / --verbose set this and --log-level debug)." group:"Server"`
 
 	NoThink         bool   `name:"no-think" help:"Qwen3: render chats with an empty think block." group:"Model"`
 	Reasoning       string `name:"reasoning" help:"Reasoning in chats, as llama-server's -rea: on, off or auto (the default; also enabled/disabled, true/false, 1/0, -1): off renders the template with enable_thinking false (as --no-think), on and auto with it true." default:"auto" group:"Server"`
@@ -134,7 +135,7 @@ func (c *ServeCmd) Run(g *Globals) error {
 		Ctx: c.Ctx, Sampling: params, Seed: c.Seed, MaxTokens: c.N, Stops: c.Reverse, NoThink: c.noThink(), ReasoningFormat: c.ReasoningFormat,
 		ReasoningBudget: &c.ReasoningBudget, ReasoningBudgetMessage: c.ReasoningMsg, APIKey: c.APIKey,
 		AllowedHosts: append(c.AllowedHosts, c.Host), CORSOrigins: c.CORSOrigins, CORSMethods: c.CORSMethods, CORSHeaders: c.CORSHeaders, CORSNoCredentials: !c.CORSCreds,
-		NoSlots: !c.Slots, NoMetrics: !c.Metrics,
+		NoSlots: !c.Slots, Verbose: c.VerboseAnswers, NoMetrics: !c.Metrics,
 		Parallel: c.Parallel, Ubatch: c.Ubatch, SlotSimilarity: c.SlotSim, SlotSavePath: c.SlotSavePath, Log: g.Log})
 	if err != nil {
 		m.Close()

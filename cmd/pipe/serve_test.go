@@ -196,3 +196,19 @@ func TestServeAliases(t *testing.T) {
 		t.Errorf("modelID without --alias %q, want the file name", got)
 	}
 }
+
+// TestServeVerboseFlag: llama-server's -v/--verbose on pipe serve is
+// --log-level debug and --verbose-answers (__verbose in the answers); on
+// pipe run only the log level.
+func TestServeVerboseFlag(t *testing.T) {
+	for _, v := range []string{"-v", "--verbose", "--log-verbose"} {
+		out, err := translateArgs([]string{"serve", v})
+		if err != nil || strings.Join(out, " ") != "serve --log-level=debug --verbose-answers" {
+			t.Errorf("serve %s: %q %v", v, out, err)
+		}
+		out, err = translateArgs([]string{"run", v})
+		if err != nil || strings.Join(out, " ") != "run --log-level=debug" {
+			t.Errorf("run %s: %q %v", v, out, err)
+		}
+	}
+}
