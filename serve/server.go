@@ -38,6 +38,16 @@
 //     tokens, stop_type, timings, completion_probabilities), POST /tokenize
 //     and /detokenize, GET /props and /slots (501 with NoSlots), POST
 //     /apply-template (applytemplate.go: the rendered chat prompt).
+//   - OpenAI's Responses API (responses.go): POST /v1/responses (and
+//     /responses) translated to a chat completion, answered as a response
+//     object or Responses' events; /v1/responses/input_tokens and
+//     /v1/chat/completions/input_tokens count a prompt's tokens.
+//
+// A chat's template fields (chattemplate.go) are llama-server's:
+// add_generation_prompt, continue_final_message (an assistant's last
+// message is continued), chat_template_kwargs as Jinja variables beside
+// the date; a reasoning budget (budget.go) forces </think> after N tokens
+// of reasoning.
 //
 // A request's sampling hooks — logit_bias (token ids or strings, pairs or an
 // object), ignore_eos, the capture of each token's probabilities, and a
@@ -323,6 +333,12 @@ func (s *Server) Handler() http.Handler {
 	anth := &anthropic{s.parts}
 	mux.Handle("/v1/messages", route(http.MethodPost, true, anth.messages))
 	mux.Handle("/v1/messages/count_tokens", route(http.MethodPost, true, anth.countTokens))
+	resp := &responsesAPI{s.parts}
+	for _, p := range []string{"", "/v1"} {
+		mux.Handle(p+"/responses", route(http.MethodPost, true, resp.create))
+		mux.Handle(p+"/responses/input_tokens", route(http.MethodPost, true, resp.inputTokens))
+		mux.Handle(p+"/chat/completions/input_tokens", route(http.MethodPost, true, resp.chatInputTokens))
+	}
 	mux.Handle("/props", route(http.MethodGet, true, inf.props))
 	slots, metrics := inf.slots, inf.metrics
 	if s.o.NoSlots {
