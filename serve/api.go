@@ -47,6 +47,10 @@ type commonFields struct {
 	// PromptCacheKey (OpenAI's prompt_cache_key) names the client whose
 	// earlier prompts' KV this request may reuse (see tenant).
 	PromptCacheKey string `json:"prompt_cache_key"`
+	// StreamOptions.IncludeUsage ends a stream with a usage chunk (emit.go).
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 	// Sampler hooks (probs.go): logit_bias, ignore_eos (llama-server's: a
 	// banned end-of-generation), n_probs and post_sampling_probs.
 	LogitBias         json.RawMessage `json:"logit_bias"`
@@ -169,38 +173,39 @@ const maxStops = 16
 
 // job is a validated request, ready for the decode slot.
 type job struct {
-	chat        bool
-	reasoning   string                     // the request's reasoning_format ("": the server's)
-	think       *bool                      // the request's chat_template_kwargs.enable_thinking (nil: the server's --no-think)
-	vars        map[string]json.RawMessage // the rest of its chat_template_kwargs (chattemplate.go)
-	noGenPrompt bool                       // add_generation_prompt: false
-	prefill     *string                    // the continued last message's text (continue_final_message)
-	budget      *int                       // the request's reasoning budget (nil: the server's; budget.go)
-	budgetMsg   *string                    // the request's reasoning_budget_message (nil: the server's)
-	messages    []tokenizer.Message        // chat
-	prompt      string                     // completion
-	given       []int32                    // /completion's prompt given as token ids
-	noCache     bool                       // /completion's cache_prompt: false (prefill the whole prompt)
-	fields      []string                   // /completion's response_fields (none: all)
-	verbose     bool                       // __verbose in an OpenAI answer
-	maxTokens   int                        // < 0: until end-of-generation or the context is full
-	stops       []string
-	stream      bool
-	params      sample.Params
-	seed        *int64 // as requested (nil: the server's default)
-	cacheKey    string // prompt_cache_key
-	who         tenant // set by the handler
-	ids         []int32
-	probs       probsReq        // logprobs, n_probs
-	biasRaw     json.RawMessage // logit_bias as given
-	ignoreEOS   bool
-	bias        []sample.Bias    // logit_bias and ignore_eos, resolved by prepare
-	gram        *grammar.Grammar // grammar, json_schema or response_format (nil: none)
-	grammarSrc  string           // its GBNF text
-	mask        sample.Mask      // gram's matcher, made by prepare
-	lazy        bool             // grammar_lazy with triggers
-	triggers    []grammar.Trigger
-	tools       *toolJob // tools, tool_choice (nil: no tools; tools.go)
+	chat         bool
+	reasoning    string                     // the request's reasoning_format ("": the server's)
+	think        *bool                      // the request's chat_template_kwargs.enable_thinking (nil: the server's --no-think)
+	vars         map[string]json.RawMessage // the rest of its chat_template_kwargs (chattemplate.go)
+	noGenPrompt  bool                       // add_generation_prompt: false
+	prefill      *string                    // the continued last message's text (continue_final_message)
+	budget       *int                       // the request's reasoning budget (nil: the server's; budget.go)
+	budgetMsg    *string                    // the request's reasoning_budget_message (nil: the server's)
+	messages     []tokenizer.Message        // chat
+	prompt       string                     // completion
+	given        []int32                    // /completion's prompt given as token ids
+	noCache      bool                       // /completion's cache_prompt: false (prefill the whole prompt)
+	fields       []string                   // /completion's response_fields (none: all)
+	verbose      bool                       // __verbose in an OpenAI answer
+	maxTokens    int                        // < 0: until end-of-generation or the context is full
+	stops        []string
+	stream       bool
+	includeUsage bool // stream_options.include_usage (emit.go)
+	params       sample.Params
+	seed         *int64 // as requested (nil: the server's default)
+	cacheKey     string // prompt_cache_key
+	who          tenant // set by the handler
+	ids          []int32
+	probs        probsReq        // logprobs, n_probs
+	biasRaw      json.RawMessage // logit_bias as given
+	ignoreEOS    bool
+	bias         []sample.Bias    // logit_bias and ignore_eos, resolved by prepare
+	gram         *grammar.Grammar // grammar, json_schema or response_format (nil: none)
+	grammarSrc   string           // its GBNF text
+	mask         sample.Mask      // gram's matcher, made by prepare
+	lazy         bool             // grammar_lazy with triggers
+	triggers     []grammar.Trigger
+	tools        *toolJob // tools, tool_choice (nil: no tools; tools.go)
 }
 
 // textBytes is the length of the job's text: its tokens are at least
@@ -244,6 +249,7 @@ func (c *commonFields) toJob(def sample.Params, j *job) error {
 		}
 	}
 	j.stops, j.stream = c.Stop, c.Stream
+	j.includeUsage = c.Stream && c.StreamOptions != nil && c.StreamOptions.IncludeUsage
 	p := c.samplingFields.apply(def)
 	if err := p.Validate(); err != nil {
 		return badRequest("%v", err)
@@ -412,6 +418,8 @@ type response struct {
 	SystemFingerprint string   `json:"system_fingerprint"`
 	Choices           []choice `json:"choices"`
 	Usage             *usage   `json:"usage,omitempty"`
+	// Timings are llama-server's, on a stream's usage chunk.
+	Timings *timings `json:"timings,omitempty"`
 	// Verbose is llama-server's __verbose: the answer in /completion's
 	// shape, for a request with verbose: true (not streamed).
 	Verbose *nativeFinal `json:"__verbose,omitempty"`

@@ -22,6 +22,9 @@ type shape struct {
 	verbose func(o *outcome, content string) *nativeFinal
 	pf      *probFormat // nil: the request asked for no log-probabilities
 	tools   *toolJob    // nil: the request had no tools (tools.go)
+	// usage: a stream ends with a chunk of no choices carrying the usage
+	// and the timings (stream_options.include_usage, as llama-server's).
+	usage bool
 }
 
 // logprobs is a choice's "logprobs" for tps: null when none were asked for.
@@ -152,6 +155,14 @@ func (e *sse) end(o *outcome) error {
 	r.Usage = o.usage()
 	if err := e.event(r); err != nil {
 		return err
+	}
+	if e.sh.usage {
+		u := e.sh.response(true, choice{})
+		tm := timingsOf(o)
+		u.Choices, u.Usage, u.Timings = []choice{}, o.usage(), &tm
+		if err := e.event(u); err != nil {
+			return err
+		}
 	}
 	return e.raw([]byte("data: [DONE]\n\n"))
 }

@@ -29,7 +29,7 @@ func (a *openAI) complete(x *exchange, chat bool) {
 		a.rq.failGen(x, nil, err)
 		return
 	}
-	sh := shape{chat: chat, id: prefix + x.id, model: a.o.ModelID, created: time.Now().Unix(), fp: a.o.Fingerprint, pf: a.gen.probFormat(&j), tools: j.tools}
+	sh := shape{chat: chat, id: prefix + x.id, model: a.o.ModelID, created: time.Now().Unix(), fp: a.o.Fingerprint, pf: a.gen.probFormat(&j), tools: j.tools, usage: j.includeUsage}
 	if j.verbose || a.o.Verbose && !j.stream {
 		sh.verbose = func(o *outcome, content string) *nativeFinal {
 			f := a.gen.final(&j, o, content, nil)
