@@ -191,6 +191,7 @@ type job struct {
 	stops        []string
 	stream       bool
 	includeUsage bool // stream_options.include_usage (emit.go)
+	n            int  // choices (n; 0: 1)
 	params       sample.Params
 	seed         *int64 // as requested (nil: the server's default)
 	cacheKey     string // prompt_cache_key
@@ -222,8 +223,8 @@ func (j *job) textBytes() int {
 }
 
 func (c *commonFields) toJob(def sample.Params, j *job) error {
-	if c.N != nil && *c.N != 1 {
-		return badRequest("n=%d: only n=1 is supported", *c.N)
+	if err := c.choices(j); err != nil { // choices.go
+		return err
 	}
 	j.maxTokens = -1 // "model" may name anything: one model is served
 	for _, v := range []*int{c.MaxTokens, c.MaxCompletionTokens} {

@@ -59,6 +59,7 @@ type collector struct {
 	buf     strings.Builder
 	reason  strings.Builder
 	probs   []sample.TokenProbs
+	hold    **response // not nil: end keeps the answer here instead of writing it (choices.go)
 }
 
 func (c *collector) begin() error { return nil }
@@ -71,6 +72,16 @@ func (c *collector) text(p piece) error {
 }
 
 func (c *collector) end(o *outcome) error {
+	r := c.answer(o)
+	if c.hold != nil {
+		*c.hold = r
+		return nil
+	}
+	return writeJSON(c.w, c.timeout, http.StatusOK, r)
+}
+
+// answer is the response the collected text makes.
+func (c *collector) answer(o *outcome) *response {
 	txt := c.buf.String()
 	ch := choice{FinishReason: &o.finish, Logprobs: c.sh.logprobs(c.probs)}
 	switch {
@@ -88,7 +99,7 @@ func (c *collector) end(o *outcome) error {
 	if c.sh.verbose != nil {
 		r.Verbose = c.sh.verbose(o, txt)
 	}
-	return writeJSON(c.w, c.timeout, http.StatusOK, r)
+	return r
 }
 
 // sse is the emitter of a streaming request: server-sent events, one chunk

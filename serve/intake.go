@@ -107,7 +107,7 @@ func (s *intake) resolveHooks(j *job) error {
 			bias = append(bias, sample.Bias{ID: id, Value: float32(math.Inf(-1))})
 		}
 	}
-	j.bias = bias
+	j.bias, j.mask = bias, nil
 	if j.gram != nil {
 		if j.ignoreEOS {
 			// a complete grammar allows only end-of-generation

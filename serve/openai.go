@@ -36,6 +36,10 @@ func (a *openAI) complete(x *exchange, chat bool) {
 			return &f
 		}
 	}
+	if j.n > 1 {
+		a.severalChoices(x, &j, sh)
+		return
+	}
 	var em emitter = &collector{sh: sh, w: x.w, timeout: a.o.WriteTimeout}
 	var st *sse
 	if j.stream {

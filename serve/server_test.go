@@ -597,7 +597,7 @@ func TestBadInputs(t *testing.T) {
 		{"/v1/chat/completions", `{"messages":[]}`, 400, "messages"},
 		{"/v1/chat/completions", `{"messages":[{"role":"robot","content":"x"}]}`, 400, "role"},
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, 400, "image_url"},
-		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"n":2}`, 400, "n=2"},
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"n":17}`, 400, "n=17"},
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":0}`, 400, "max_tokens"},
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"n_predict":-2}`, 400, "n_predict"},
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":"ten"}`, 400, "max_tokens: want an integer, got a string"},
