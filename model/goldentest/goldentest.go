@@ -3,8 +3,10 @@
 // what the model hands it per layer (expert inputs, router logits and
 // inputs, the routing and the output) while computing the routed experts
 // from the file's bytes, and llama.cpp's eval-callback tensor dumps
-// (testdata/golden/README.md, section 5) with the comparisons against them.
-// Only tests import it.
+// (testdata/golden/README.md, section 5) with the comparisons against them;
+// and the golden run files (section 4: Run, Runs, Rows, RowErr, Argmax),
+// which the families' model-level tests read and package decode/goldenruns
+// drives through the whole engine. Only tests import it.
 //
 // The recording MoE routes with the Router it is handed — package router's
 // Route and ScratchLen in every test — rather than importing package router,
