@@ -286,6 +286,13 @@ func PromptTokens(t *testing.T, runFile string) []int32 {
 // with rt.
 func CheckLayers(t *testing.T, rt Router, goldenDir, name, weights string, bound float64) {
 	t.Helper()
+	CheckLayersFrom(t, rt, goldenDir, name, "ffn_norm", weights, bound)
+}
+
+// CheckLayersFrom is CheckLayers for a family whose dump names the routed
+// experts' input input-L (qwen35moe's and qwen3next's attn_post_norm).
+func CheckLayersFrom(t *testing.T, rt Router, goldenDir, name, input, weights string, bound float64) {
+	t.Helper()
 	m, d, raw := Load(t, filepath.Join(goldenDir, "models", name+".gguf"), model.Options{})
 	prompt := PromptTokens(t, filepath.Join(goldenDir, "runs", name, "p0_fox__ref.json"))
 	st, err := m.NewState(len(prompt), model.KVF32)
@@ -307,10 +314,10 @@ func CheckLayers(t *testing.T, rt Router, goldenDir, name, weights string, bound
 	}
 	hp := d.HParams
 	for l := 0; l < hp.NLayer; l++ {
-		check(fmt.Sprintf("ffn_norm-%d", l), rec.X[l])
+		check(fmt.Sprintf("%s-%d", input, l), rec.X[l])
 		le := check(fmt.Sprintf("ffn_moe_logits-%d", l), rec.Logits[l])
 		dp.CheckRouting(t, rec, l, hp.NExpert, m.Router(l).K, weights, le)
 		check(fmt.Sprintf("ffn_moe_out-%d", l), rec.Out[l])
 	}
-	check("result_output", logits)
+	check("result_output", logits) // llama.cpp's pass outputs the last position
 }

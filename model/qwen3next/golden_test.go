@@ -1,7 +1,6 @@
 package qwen3next_test
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -27,34 +26,7 @@ const golden = "../../testdata/golden"
 // tiled (qwen35moe's h mod nk) instead of grouped, layer 0 is off by far
 // more.
 func TestIntermediatesMatchLlamaCpp(t *testing.T) {
-	const bound = 1e-5
-	m, d, raw := goldentest.Load(t, filepath.Join(golden, "models/tiny-qwen3next-F32.gguf"), model.Options{})
-	rec := goldentest.NewRec(m, d, raw, routing)
-	prompt := goldentest.PromptTokens(t, filepath.Join(golden, "runs/tiny-qwen3next-F32/p0_fox__ref.json"))
-	st, err := m.NewState(64, model.KVF32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logits, err := m.Forward(context.Background(), st, prompt, rec, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dp := goldentest.LoadDump(t, filepath.Join(golden, "tensors/tiny-qwen3next-F32/p0_fox__ref"))
-	check := func(what string, got [][]float32) float64 {
-		e := goldentest.RelErr(t, what, got, dp.F32(t, what))
-		if e > bound {
-			t.Errorf("%s: relative error %.3g > %.0e", what, e, bound)
-		}
-		return e
-	}
-	hp := d.HParams
-	for l := range hp.NLayer {
-		check(fmt.Sprintf("attn_post_norm-%d", l), rec.X[l])
-		le := check(fmt.Sprintf("ffn_moe_logits-%d", l), rec.Logits[l])
-		dp.CheckRouting(t, rec, l, hp.NExpert, m.Router(l).K, "ffn_moe_weights_norm", le)
-		check(fmt.Sprintf("ffn_moe_out-%d", l), rec.Out[l])
-	}
-	check("result_output", logits) // llama.cpp's pass outputs the last position
+	goldentest.CheckLayersFrom(t, routing, golden, "tiny-qwen3next-F32", "attn_post_norm", "ffn_moe_weights_norm", 1e-5)
 }
 
 // goldenBound is the relative logit error allowed against llama.cpp: F32
