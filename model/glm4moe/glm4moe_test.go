@@ -64,7 +64,7 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 		check(fmt.Sprintf("ffn_moe_logits-%d", l), rec.Logits[l])
 		checkRouting(t, dp, rec, l, hp.NExpert, m.Router(l).K, bound)
 		check(fmt.Sprintf("ffn_moe_out-%d", l), rec.Out[l])
-		biasMoved += biasChanges(t, dp, l, hp.NExpert, m.Router(l).K)
+		biasMoved += dp.BiasChanges(t, l, hp.NExpert, m.Router(l).K)
 	}
 	check("result_output", logits)
 	if _, ok := rec.X[hp.NLayer-1]; ok {
@@ -100,36 +100,6 @@ func checkRouting(t *testing.T, dp *goldentest.Dump, rec *goldentest.Rec, l, n, 
 			}
 		}
 	}
-}
-
-// biasChanges counts the tokens of layer l whose top-k by the unbiased
-// sigmoid probabilities differs from llama.cpp's choice by the biased
-// ones.
-func biasChanges(t *testing.T, dp *goldentest.Dump, l, n, k int) int {
-	probs := dp.F32(t, fmt.Sprintf("ffn_moe_probs-%d", l))
-	biased := dp.F32(t, fmt.Sprintf("ffn_moe_probs_biased-%d", l))
-	moved := 0
-	for tk := 0; tk < len(probs)/n; tk++ {
-		if topSet(probs[tk*n:(tk+1)*n], k) != topSet(biased[tk*n:(tk+1)*n], k) {
-			moved++
-		}
-	}
-	return moved
-}
-
-// topSet is the set of the k largest of v, as a bit mask.
-func topSet(v []float32, k int) uint64 {
-	var set uint64
-	for r := 0; r < k; r++ {
-		b := -1
-		for i, x := range v {
-			if set&(1<<i) == 0 && (b < 0 || x > v[b]) {
-				b = i
-			}
-		}
-		set |= 1 << b
-	}
-	return set
 }
 
 // TestFileShape: the tiny model runs 3 of its 4 blocks (the last is the

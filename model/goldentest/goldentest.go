@@ -260,6 +260,38 @@ func (d *Dump) CheckRouting(t *testing.T, rec *Rec, layer, nExpert, k int, weigh
 	}
 }
 
+// BiasChanges counts the tokens of layer l (n experts, top k) whose top-k
+// by the unbiased sigmoid probabilities (ffn_moe_probs-L) differs from
+// llama.cpp's choice by the biased ones (ffn_moe_probs_biased-L): how much
+// of the pass the selection bias decides.
+func (d *Dump) BiasChanges(t *testing.T, l, n, k int) int {
+	t.Helper()
+	probs := d.F32(t, fmt.Sprintf("ffn_moe_probs-%d", l))
+	biased := d.F32(t, fmt.Sprintf("ffn_moe_probs_biased-%d", l))
+	moved := 0
+	for tk := 0; tk < len(probs)/n; tk++ {
+		if topSet(probs[tk*n:(tk+1)*n], k) != topSet(biased[tk*n:(tk+1)*n], k) {
+			moved++
+		}
+	}
+	return moved
+}
+
+// topSet is the set of the k largest of v, as a bit mask.
+func topSet(v []float32, k int) uint64 {
+	var set uint64
+	for r := 0; r < k; r++ {
+		b := -1
+		for i, x := range v {
+			if set&(1<<i) == 0 && (b < 0 || x > v[b]) {
+				b = i
+			}
+		}
+		set |= 1 << b
+	}
+	return set
+}
+
 // PromptTokens reads the prompt_tokens of a golden run file.
 func PromptTokens(t *testing.T, runFile string) []int32 {
 	t.Helper()

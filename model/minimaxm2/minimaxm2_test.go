@@ -2,7 +2,6 @@ package minimaxm2_test
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,41 +35,11 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 	dp := goldentest.LoadDump(t, filepath.Join(golden, "tensors/tiny-minimax-m2-F32/p0_fox__ref"))
 	moved := 0
 	for l := 0; l < 3; l++ {
-		moved += biasChanges(t, dp, l, 16, 4)
+		moved += dp.BiasChanges(t, l, 16, 4)
 	}
 	if moved == 0 {
 		t.Errorf("the golden pass does not exercise the selection bias")
 	}
-}
-
-// biasChanges counts the tokens of layer l whose top-k by the unbiased
-// sigmoid probabilities differs from llama.cpp's choice by the biased
-// ones.
-func biasChanges(t *testing.T, dp *goldentest.Dump, l, n, k int) int {
-	probs := dp.F32(t, fmt.Sprintf("ffn_moe_probs-%d", l))
-	biased := dp.F32(t, fmt.Sprintf("ffn_moe_probs_biased-%d", l))
-	moved := 0
-	for tk := 0; tk < len(probs)/n; tk++ {
-		if topSet(probs[tk*n:(tk+1)*n], k) != topSet(biased[tk*n:(tk+1)*n], k) {
-			moved++
-		}
-	}
-	return moved
-}
-
-// topSet is the set of the k largest of v, as a bit mask.
-func topSet(v []float32, k int) uint64 {
-	var set uint64
-	for r := 0; r < k; r++ {
-		b := -1
-		for i, x := range v {
-			if set&(1<<i) == 0 && (b < 0 || x > v[b]) {
-				b = i
-			}
-		}
-		set |= 1 << b
-	}
-	return set
 }
 
 // TestFileShape: the tiny model gates every layer by sigmoid with its own
