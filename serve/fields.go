@@ -133,11 +133,6 @@ func stringIn(ok ...string) func(json.RawMessage) bool {
 	}
 }
 
-func isTrue(v json.RawMessage) bool {
-	var b bool
-	return json.Unmarshal(v, &b) == nil && b
-}
-
 // onlyText: modalities ["text"] (or none).
 func onlyText(v json.RawMessage) bool {
 	var ms []string
