@@ -19,9 +19,9 @@ import (
 // the planner goroutine (prefetch.Planner.Run) looks each expert up and
 // submits the misses to the reader lanes; hits and finished reads reach the
 // FFN stage as expert.Ready values on out. It is built in two steps: open
-// (cache, lanes, planner; enough for a warm start while the dense weights
-// load), then begin once the model is built (speculation's early routers,
-// the FFN stage, the planner goroutine).
+// (speculation policy, cache, reader files and lanes, planner; enough for a
+// warm start while the dense weights load), then begin once the model is
+// built (speculation's early routers, the FFN stage, the planner goroutine).
 type streamSource struct {
 	cfg   *Resolved
 	life  *lifetime
