@@ -65,7 +65,7 @@ func TestStealFromBlockedThread(t *testing.T) {
 			if i == 0 {
 				select {
 				case <-all:
-				case <-time.After(10 * time.Second):
+				case <-time.After(time.Minute):
 					t.Errorf("threads %d: the others did not take over thread 0's share (%d of %d done)", threads, done.Load(), n-1)
 				}
 				return

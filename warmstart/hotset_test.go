@@ -184,7 +184,7 @@ func TestHotSetNeverReplacesOrBlocks(t *testing.T) {
 		if !errors.Is(err, safefile.ErrNotRegular) {
 			t.Fatalf("Load(FIFO) = %v, want ErrNotRegular", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
 			w.Close() // unblock the reader
 		}
