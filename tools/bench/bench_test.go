@@ -54,9 +54,8 @@ func fakePeer(args []string) int {
 			mb, _ := strconv.Atoi(v)
 			b := make([]byte, mb<<20)
 			for i := 0; i < len(b); i += 4096 {
-				b[i] = 1
+				b[i] = 1 // over a cap, the fault that passes it OOM-kills
 			}
-			time.Sleep(50 * time.Millisecond)
 			_ = b[len(b)-1]
 		case "--stdout", "--stderr":
 			b, err := os.ReadFile(v)
@@ -131,9 +130,8 @@ func fakeRun(args []string) int {
 	if mb, _ := strconv.Atoi(flags["alloc-mb"]); mb > 0 {
 		b := make([]byte, mb<<20)
 		for i := 0; i < len(b); i += 4096 {
-			b[i] = 1
+			b[i] = 1 // over a cap, the fault that passes it OOM-kills
 		}
-		time.Sleep(50 * time.Millisecond)
 		_ = b[len(b)-1]
 	}
 	lanes, _ := strconv.Atoi(flags["io-threads"])
