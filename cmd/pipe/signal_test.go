@@ -28,19 +28,7 @@ func TestSIGINTKeepsCSV(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// wait until a few rows are on disk (hang guard: a minute)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		b, _ := os.ReadFile(csv)
-		if strings.Count(string(b), "\n") >= 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("no rows after a minute; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitRows(t, cmd, csv, &stderr)
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
