@@ -190,7 +190,14 @@ func TestCancelStopsCompute(t *testing.T) {
 		s := New(f, E, p)
 		s.Begin(j)
 		var released atomic.Int32
-		ch := feed(j.Order, -1, &released, func(int) bool { time.Sleep(time.Millisecond); return true }, nil)
+		// the values after the at-th arrive once the cancel has landed: the
+		// wave is cut in the middle by the event, not by pauses
+		ch := feed(j.Order, -1, &released, func(i int) bool {
+			if i >= int(f.at) {
+				<-ctx.Done()
+			}
+			return true
+		}, nil)
 		var st Stats
 		err := s.Consume(context.Background(), ctx, j, ch, len(j.Order), true, &st)
 		if p != nil {
