@@ -232,11 +232,12 @@ func TestPeerKilledWithItsGroup(t *testing.T) {
 		} else {
 			o.Timeout = 0
 			go func() {
-				for {
+				// cancel once the helper runs (or after a minute, a hang
+				// guard: the pid file check below then fails)
+				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 					if _, err := os.Stat(pidFile); err == nil {
 						break
 					}
-					time.Sleep(10 * time.Millisecond)
 				}
 				cancel()
 			}()
@@ -258,13 +259,7 @@ func TestPeerKilledWithItsGroup(t *testing.T) {
 			t.Fatalf("%s: the peer did not start its helper: %v", how, err)
 		}
 		pid, _ := strconv.Atoi(string(b))
-		for i := 0; !dead(pid); i++ {
-			if i == 1000 {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				t.Fatalf("%s: the peer's helper %d outlived it", how, pid)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitDead(t, how, pid)
 	}
 }
 
@@ -351,15 +346,15 @@ func TestPeerMemCap(t *testing.T) {
 	}
 }
 
-// waitDead fails the test when pid outlives a hang guard.
+// waitDead fails the test when pid outlives a hang guard of a minute (a
+// killed helper dies at once; the poll is for a process outside the test).
 func waitDead(t *testing.T, what string, pid int) {
 	t.Helper()
-	for i := 0; !dead(pid); i++ {
-		if i == 1000 {
+	for deadline := time.Now().Add(time.Minute); !dead(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("%s: helper %d outlived the run", what, pid)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
