@@ -6,11 +6,14 @@
 # per round runs, in this order:
 #
 #   pipe run -m F -i -n N -t T --temp 0 --ignore-eos --no-warm-start
-#            (PIPE_HOT_SET=none) on two chat turns of the same text: the first
-#            turn's prompt pass reads the experts it routes to (cold, O_DIRECT:
-#            the "cold" column); the second turn is measured: its prompt pass
-#            (the `prefill` event) and its N decoded tokens (Σ wall_ms of the
-#            CSV's last N rows), every expert the first turn routed to cached;
+#            (PIPE_HOT_SET=none) on two chat turns: the first (the text four
+#            times) has its prompt pass read the experts it routes to (cold,
+#            O_DIRECT: the "cold" column, tok/s over that longer prompt); the
+#            second (the text once) is measured: its prompt pass (the
+#            `prefill` event) and its N decoded tokens (Σ wall_ms of the CSV's
+#            last N rows), every expert the first turn routed to cached (the
+#            few it did not are read from disk inside the measurement: the
+#            "hit %" column is the decode's);
 #   llama-bench -m F -p P -n N -t T -r 1 -lm none -o json
 #            P = the second turn's prompt tokens as pipe counted them in round 1
 #            (llama-bench runs its own warm-up first; weights in anonymous
@@ -19,10 +22,11 @@
 # One markdown row per round on stdout (ratio = pipe ÷ llama.cpp); the raw
 # logs, CSVs and JSON stay in OUT. Models generated here are deleted at the
 # end unless -keep. Run it alone on the machine if the figures are to mean
-# anything: the load average at the start of each run is in the table.
+# anything: the load average at the start of each run is in the table, and
+# "pipe CPU %" is the run's cpu_occupancy (its CPU time over wall time × T).
 #
 # Usage: scripts/speed-table.sh [-rounds R] [-n N] [-t T] [-keep] [-out DIR]
-#          PIPE LLAMA_BENCH MODELS PRESET…
+#          [-text TEXT] PIPE LLAMA_BENCH MODELS PRESET…
 #   e.g. scripts/speed-table.sh ./pipe $LLAMA/build/bin/llama-bench /tmp/m qwen3.6-35b-a3b lfm2-8b-a1b
 set -euo pipefail
 rounds=3 n=32 t=2 keep='' out=''
@@ -38,7 +42,7 @@ while :; do
     *) break ;;
   esac
 done
-[ $# -ge 4 ] || { sed -n '2,27p' "$0" >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,30p' "$0" >&2; exit 2; }
 pipe=$1 lb=$2 models=$3; shift 3
 command -v jq >/dev/null || { echo "speed-table: jq is required" >&2; exit 2; }
 [ -x "$pipe" ] || { echo "speed-table: PIPE $pipe is not executable" >&2; exit 2; }
@@ -46,7 +50,7 @@ command -v jq >/dev/null || { echo "speed-table: jq is required" >&2; exit 2; }
 [ -d "$models" ] || { echo "speed-table: MODELS $models is not a directory" >&2; exit 2; }
 out=${out:-$(mktemp -d "${TMPDIR:-/tmp}/speed-table.XXXXXX")}
 mkdir -p "$out"
-printf '%s\n%s\n' "$text" "$text" >"$out/turns.txt"
+printf '%s %s %s %s\n%s\n' "$text" "$text" "$text" "$text" "$text" >"$out/turns.txt"
 
 cpu() {
   local name fam model flags
@@ -62,7 +66,7 @@ cpu() {
 load() { cut -d' ' -f1 /proc/loadavg; }
 
 # pipe_round PRESET FILE ROUND: runs pipe's two turns; prints
-# "cold_tok_s warm_prompt_tokens warm_tok_s decode_tok_s hit_pct".
+# "cold_tok_s warm_prompt_tokens warm_tok_s decode_tok_s hit_pct cpu_occupancy".
 pipe_round() {
   local base="$out/$1-r$3"
   PIPE_HOT_SET=none "$pipe" run -m "$2" -i -n "$n" -t "$t" --temp 0 --ignore-eos --no-warm-start \
@@ -71,13 +75,14 @@ pipe_round() {
   local pf
   pf=$(jq -r 'select(.event=="prefill") | "\(.prefill_tokens) \(.prefill_tok_s)"' "$base.log")
   [ "$(wc -l <<<"$pf")" -eq 2 ] || { echo "speed-table: want 2 prefill events in $base.log" >&2; return 1; }
-  local cold warm_n warm dec hit
+  local cold warm_n warm dec hit occ
   cold=$(head -1 <<<"$pf" | cut -d' ' -f2)
   warm_n=$(tail -1 <<<"$pf" | cut -d' ' -f1)
   warm=$(tail -1 <<<"$pf" | cut -d' ' -f2)
   dec=$(tail -n "$n" "$base.csv" | awk -F, -v n="$n" '{s += $3} END {printf "%.3f", n * 1000 / s}')
   hit=$(tail -n "$n" "$base.csv" | awk -F, '{s += $7} END {printf "%.1f", s / NR}')
-  echo "$cold $warm_n $warm $dec $hit"
+  occ=$(jq -r 'select(.event=="summary") | .cpu_occupancy * 100 | floor' "$base.log")
+  echo "$cold $warm_n $warm $dec $hit $occ"
 }
 
 # llama_round PRESET FILE ROUND P: prints "pp_tok_s tg_tok_s".
@@ -99,8 +104,8 @@ rev() { go version -m "$1" 2>/dev/null | awk '$2 == "vcs.revision" {print substr
 echo "CPU: $(cpu). pipe: ${PIPE_REV:-$(rev "$pipe")}. llama.cpp: the build_commit of each llama-bench JSON in OUT."
 echo "Prompt: two chat turns of the same text; llama-bench -p = pipe's second-turn prompt tokens; -n $n -t $t; raw files: $out"
 echo
-echo '| preset | round | load (pipe / llama) | llama.cpp pp | pipe prefill, warm | **ratio** | pipe prefill, cold | llama.cpp tg | pipe decode | **ratio** | pipe hit % |'
-echo '|---|---|---|---|---|---|---|---|---|---|---|'
+echo '| preset | round | load (pipe / llama) | llama.cpp pp | pipe prefill, warm | **ratio** | pipe prefill, cold | llama.cpp tg | pipe decode | **ratio** | pipe hit % | pipe CPU % |'
+echo '|---|---|---|---|---|---|---|---|---|---|---|---|'
 for preset in "$@"; do
   f="$models/$preset.gguf" made=''
   if [ ! -f "$f" ]; then
@@ -112,12 +117,12 @@ for preset in "$@"; do
   for r in $(seq 1 "$rounds"); do
     l1=$(load)
     res=$(pipe_round "$preset" "$f" "$r")
-    read -r cold warm_n warm dec hit <<<"$res"
+    read -r cold warm_n warm dec hit occ <<<"$res"
     p=${p:-$warm_n}
     l2=$(load)
     res=$(llama_round "$preset" "$f" "$r" "$p")
     read -r pp tg <<<"$res"
-    echo "| $preset | $r | $l1 / $l2 | $(f2 "$pp") (pp$p) | $(f2 "$warm") ($warm_n) | $(ratio "$warm" "$pp") | $(f2 "$cold") | $(f2 "$tg") | $(f2 "$dec") | $(ratio "$dec" "$tg") | $hit |"
+    echo "| $preset | $r | $l1 / $l2 | $(f2 "$pp") (pp$p) | $(f2 "$warm") ($warm_n) | $(ratio "$warm" "$pp") | $(f2 "$cold") | $(f2 "$tg") | $(f2 "$dec") | $(ratio "$dec" "$tg") | $hit | $occ |"
   done
   if [ -n "$made" ] && [ -z "$keep" ]; then rm -f "$f"; fi
 done
