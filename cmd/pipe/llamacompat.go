@@ -272,15 +272,14 @@ func (r *reversePrompts) reset() { r.tail = "" }
 // GGUF's template is detected as (the default), the template run as Jinja
 // (llama.cpp's --jinja), a named built-in, or another Jinja template.
 type TemplateFlags struct {
-	Jinja            bool   `help:"Render chats by running the model's tokenizer.chat_template as Jinja (as llama.cpp's --jinja) instead of the built-in ChatML, harmony or Gemma 4 renderer." negatable:"" group:"Prompt"`
 	ChatTemplate     string `name:"chat-template" help:"Chat template: a built-in (chatml, harmony, gemma4, or one of llama.cpp's: llama3, mistral-v7, command-r, deepseek3, phi3, gemma, zephyr, vicuna, …), a Jinja file, or Jinja source." placeholder:"NAME|FILE" group:"Prompt"`
 	ChatTemplateFile string `name:"chat-template-file" help:"Render chats with this Jinja template file." type:"path" group:"Prompt"`
 
 	TemplateLimitFlags `embed:""`
 }
 
-// apply sets tok's chat renderer from the flags.
-func (f *TemplateFlags) apply(tok *tokenizer.Tokenizer) error {
+// apply sets tok's chat renderer from the flags and --jinja (jinja).
+func (f *TemplateFlags) apply(tok *tokenizer.Tokenizer, jinja bool) error {
 	lim, err := f.checked()
 	if err == nil {
 		err = tok.SetTemplateLimits(lim)
@@ -303,12 +302,12 @@ func (f *TemplateFlags) apply(tok *tokenizer.Tokenizer) error {
 			return flagErr("--chat-template", tok.UseJinja(string(b), f.ChatTemplate))
 		}
 		// with --jinja, llama.cpp takes any other string as Jinja source
-		if f.Jinja || strings.Contains(f.ChatTemplate, "{%") || strings.Contains(f.ChatTemplate, "{{") {
+		if jinja || strings.Contains(f.ChatTemplate, "{%") || strings.Contains(f.ChatTemplate, "{{") {
 			return flagErr("--chat-template", tok.UseJinja(f.ChatTemplate, "--chat-template source"))
 		}
 		return fmt.Errorf("%w: --chat-template %q: not a built-in (chatml, harmony, gemma4, %s), a file or Jinja source",
 			errFlag, f.ChatTemplate, strings.Join(tokenizer.LlamaTemplateNames(), ", "))
-	case f.Jinja:
+	case jinja:
 		src := tok.ChatTemplate()
 		if src == "" {
 			return fmt.Errorf("%w: --jinja: the model has no tokenizer.chat_template (give one with --chat-template-file)", errFlag)

@@ -82,7 +82,7 @@ var llamaTable = []llamaFlag{
 	{"--cors-origins --cors-methods --cors-headers --cors-credentials --no-cors-credentials", llamaSupported, "the same (serve), but a keyless server's default origins are 'localhost', not '*', and a request from an origin not allowed is refused (403)"},
 	{"--metrics", llamaSupported, "the same (serve; without it /metrics is 501)"},
 	{"--slots --no-slots", llamaSupported, "the same (serve: --no-slots answers /slots with 501); /slots shows no prompt text"},
-	{"--jinja --no-jinja", llamaSupported, "the same: the GGUF's tokenizer.chat_template run as Jinja (internal/jinja, a bounded fork of github.com/ardanlabs/jinja) instead of the built-in ChatML, harmony or Gemma 4 renderer (the default)"},
+	{"--jinja --no-jinja", llamaSupported, "the same: the GGUF's tokenizer.chat_template run as Jinja (internal/jinja, a bounded fork of github.com/ardanlabs/jinja) instead of the built-in ChatML, harmony or Gemma 4 renderer; on by default in serve, as llama-server's (a model without a template, or one that does not compile, keeps the built-in renderer), off in run, as llama-cli's"},
 	{"--chat-template --chat-template-file", llamaSupported, "the same: llama.cpp's built-in names (llama3, chatml, mistral-v7, command-r, deepseek3, phi3, gemma, zephyr, vicuna, … all 54, rendered byte for byte as llama.cpp's llm_chat_apply_template), pipe's harmony and gemma4, a Jinja file or Jinja source"},
 
 	// accepted, changing nothing pipe does

@@ -43,6 +43,7 @@ type RunCmd struct {
 	IgnoreEOS   bool   `name:"ignore-eos" help:"Do not stop at end-of-generation tokens." group:"Prompt"`
 	Reasoning   string `help:"Thinking blocks (<think>…</think>) in the printed text: show or hide." enum:"show,hide" default:"show" group:"Prompt"`
 
+	Jinja         bool `help:"Render chats by running the model's tokenizer.chat_template as Jinja (as llama.cpp's --jinja) instead of the built-in ChatML, harmony or Gemma 4 renderer." negatable:"" group:"Prompt"`
 	LlamaFlags    `embed:""`
 	TemplateFlags `embed:""`
 	SamplingFlags `embed:"" group:"Sampling"`
@@ -203,7 +204,7 @@ func (c *RunCmd) Run(g *Globals) error {
 		return err
 	}
 	defer m.Close()
-	if err := c.TemplateFlags.apply(m.Tokenizer()); err != nil {
+	if err := c.TemplateFlags.apply(m.Tokenizer(), c.Jinja); err != nil {
 		return err
 	}
 	r := &runner{c: c, g: g, m: m, logits: outs.logits, out: &stdoutWriter{w: g.Stdout}, sameTerm: sameTerminal(g.Stdout, g.Stderr),

@@ -16,6 +16,8 @@ import (
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/serve"
 	"github.com/pipe-engine/pipe/sink"
+	"github.com/pipe-engine/pipe/tokenizer"
+	"github.com/rs/zerolog"
 )
 
 // ServeCmd is `pipe serve`: an OpenAI-compatible HTTP server (package serve).
@@ -52,6 +54,7 @@ type ServeCmd struct {
 	ReasoningMsg    string `name:"reasoning-budget-message" help:"Text forced before </think> when the reasoning budget is spent (a request's reasoning_budget_message wins), as llama-server's." group:"Server"`
 	ReasoningFormat string `name:"reasoning-format" help:"A chat reply's leading <think>…</think>: auto or deepseek return it as reasoning_content (in the message and the stream's deltas), none leaves it in the content; a request's reasoning_format wins, as llama-server's." enum:"none,deepseek,auto" default:"auto" group:"Server"`
 
+	Jinja         bool `help:"Render chats by running the model's tokenizer.chat_template as Jinja (on by default, as llama-server's; a model without one, or one pipe's Jinja cannot compile, keeps the built-in renderer with a warning); --no-jinja: the built-in ChatML, harmony or Gemma 4 renderer." default:"true" negatable:"" group:"Prompt"`
 	TemplateFlags `embed:""`
 	SamplingFlags `embed:"" group:"Sampling"`
 	EngineFlags   `embed:"" group:"Streaming"`
@@ -127,7 +130,7 @@ func (c *ServeCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	if err := c.TemplateFlags.apply(m.Tokenizer()); err != nil {
+	if err := c.applyTemplate(m.Tokenizer(), g.Log); err != nil {
 		m.Close()
 		return err
 	}
@@ -143,6 +146,28 @@ func (c *ServeCmd) Run(g *Globals) error {
 	}
 	serr := srv.Serve(g.Ctx, ln)
 	return errors.Join(serr, m.Close())
+}
+
+// applyTemplate sets the chat renderer: --jinja (the default) runs the
+// GGUF's own template, as llama-server's default does, unless the model
+// has none or pipe's Jinja cannot compile it, which leaves the built-in
+// renderer (with a warning; llama-server falls back to ChatML).
+func (c *ServeCmd) applyTemplate(tok *tokenizer.Tokenizer, log zerolog.Logger) error {
+	if !c.Jinja || c.ChatTemplate != "" || c.ChatTemplateFile != "" {
+		return c.TemplateFlags.apply(tok, c.Jinja)
+	}
+	if err := c.TemplateFlags.apply(tok, false); err != nil { // the template limits
+		return err
+	}
+	src := tok.ChatTemplate()
+	if src == "" {
+		log.Warn().Str("event", "chat_template").Msg("the model has no tokenizer.chat_template: chats use the built-in renderer")
+		return nil
+	}
+	if err := tok.UseJinja(src, "GGUF key "+tokenizer.KeyChatTemplate); err != nil {
+		log.Warn().Str("event", "chat_template").Err(err).Msg("the model's chat template does not compile as Jinja: chats use the built-in renderer (--no-jinja)")
+	}
+	return nil
 }
 
 // reasoningOff reads --reasoning as llama.cpp's common_arg_utils do

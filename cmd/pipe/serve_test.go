@@ -13,6 +13,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/tokenizer"
+	"github.com/rs/zerolog"
 )
 
 // TestServeProcess runs a real `pipe serve` process: it logs where it
@@ -209,6 +213,56 @@ func TestServeVerboseFlag(t *testing.T) {
 		out, err = translateArgs([]string{"run", v})
 		if err != nil || strings.Join(out, " ") != "run --log-level=debug" {
 			t.Errorf("run %s: %q %v", v, out, err)
+		}
+	}
+}
+
+// TestServeJinjaDefault: pipe serve runs the GGUF's chat template as Jinja
+// by default, as llama-server's --jinja is on by default; --no-jinja keeps
+// the built-in renderer, and so does a model without a template (a
+// warning, not an error).
+func TestServeJinjaDefault(t *testing.T) {
+	tok := func(t *testing.T, noTemplate bool) *tokenizer.Tokenizer {
+		f, err := gguf.Open(chatModel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := tokenizer.FromGGUF(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if noTemplate {
+			cfg.ChatTemplate = ""
+		}
+		tk, err := tokenizer.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	var cli CLI
+	k, err := parser(&cli, io.Discard, io.Discard, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args       []string
+		noTemplate bool
+		want       string
+	}{
+		{nil, false, "jinja"}, {[]string{"--no-jinja"}, false, "chatml"}, {nil, true, ""}, // "": the built-in detection, no template
+		{[]string{"--chat-template", "llama3"}, false, "llama3"},
+	} {
+		if _, err := k.Parse(append([]string{"serve", "-m", chatModel}, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+		tk := tok(t, c.noTemplate)
+		var logs strings.Builder
+		if err := cli.Serve.applyTemplate(tk, zerolog.New(&logs)); err != nil || tk.ChatFormat() != c.want {
+			t.Errorf("%q (no template %v): format %q, %v; want %q", c.args, c.noTemplate, tk.ChatFormat(), err, c.want)
+		}
+		if c.noTemplate && !strings.Contains(logs.String(), "no tokenizer.chat_template") {
+			t.Errorf("no template: no warning: %s", logs.String())
 		}
 	}
 }
