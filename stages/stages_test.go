@@ -179,6 +179,22 @@ func TestReadErrorsNameLayerAndExpert(t *testing.T) {
 	}
 }
 
+// TestOpenFilesErrorCloses: when the reader cannot open the model's files
+// (after the streamed source has made its cache), Open returns that error
+// and closes what it made — a source without files — without a panic.
+func TestOpenFilesErrorCloses(t *testing.T) {
+	errDenied := errors.New("injected: permission denied")
+	cfg := baseCfg()
+	cfg.IO.Open = func(path string, direct bool) (reader.File, error) { return nil, errDenied }
+	e, err := Open(context.Background(), cfg, Inputs{})
+	if !errors.Is(err, errDenied) {
+		if e != nil {
+			e.Close()
+		}
+		t.Fatalf("err = %v, want the open error", err)
+	}
+}
+
 // TestEINVALFallsBack: O_DIRECT refused at read time → buffered pread, same logits.
 func TestEINVALFallsBack(t *testing.T) {
 	want, err := decode(context.Background(), t, baseCfg(), 3)
