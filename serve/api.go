@@ -184,6 +184,7 @@ type job struct {
 	messages     []tokenizer.Message        // chat
 	prompt       string                     // completion
 	given        []int32                    // /completion's prompt given as token ids
+	morePrompts  []subPrompt                // /completion's prompts as parsed (nativeprompt.go)
 	noCache      bool                       // /completion's cache_prompt: false (prefill the whole prompt)
 	fields       []string                   // /completion's response_fields (none: all)
 	verbose      bool                       // __verbose in an OpenAI answer

@@ -24,7 +24,7 @@ func FuzzRequestBodies(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if j, _, err := parseNative(body, greedy); err == nil && j.prompt == "" && j.given == nil {
+		if j, _, err := parseNative(body, greedy); err == nil && j.prompt == "" && j.given == nil && len(j.morePrompts) == 0 {
 			t.Fatalf("/completion accepted %q without a prompt", body)
 		}
 		_, _ = parseCompletion(body, greedy)

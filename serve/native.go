@@ -3,7 +3,6 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -27,48 +26,6 @@ type nativeRequest struct {
 	commonFields
 }
 
-// nativePrompt is /completion's prompt: a string, an array of token ids, or
-// an array of one string or one array of ids.
-type nativePrompt struct {
-	text string
-	ids  []int32
-}
-
-func (p *nativePrompt) UnmarshalJSON(b []byte) error {
-	if p.parse(b) || p.unwrapOne(b) {
-		return nil
-	}
-	return errNativePrompt
-}
-
-// errNativePrompt: the prompt is not one of llama-server's shapes (a
-// deeper nesting, [[[1]]], is refused rather than unwrapped: unwrapping
-// any depth re-parsed the body at every level, quadratically).
-var errNativePrompt = errors.New("prompt: want a string, an array of token ids, or an array of one of them")
-
-// parse takes a string or an array of ids.
-func (p *nativePrompt) parse(b []byte) bool {
-	if json.Unmarshal(b, &p.text) == nil {
-		return true
-	}
-	return json.Unmarshal(b, &p.ids) == nil && len(p.ids) > 0
-}
-
-// unwrapOne takes an array of one string or one array of ids: one level,
-// llama-server's deepest.
-func (p *nativePrompt) unwrapOne(b []byte) bool {
-	var one []json.RawMessage
-	if json.Unmarshal(b, &one) != nil || len(one) != 1 {
-		return false
-	}
-	var q nativePrompt
-	if !q.parse(one[0]) || (q.text == "" && q.ids == nil) {
-		return false
-	}
-	*p = q
-	return true
-}
-
 func parseNative(body []byte, def sample.Params) (job, bool, error) {
 	if err := checkFields(body); err != nil {
 		return job{}, false, err
@@ -77,9 +34,12 @@ func parseNative(body []byte, def sample.Params) (job, bool, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return job{}, false, jsonError(err)
 	}
-	j := job{prompt: r.Prompt.text, given: r.Prompt.ids, noCache: r.CachePrompt != nil && !*r.CachePrompt,
-		fields: r.ResponseFields}
-	if j.prompt == "" && j.given == nil {
+	j := job{noCache: r.CachePrompt != nil && !*r.CachePrompt, fields: r.ResponseFields}
+	if len(r.Prompt.subs) > 0 {
+		j.prompt, j.given = r.Prompt.subs[0].text, r.Prompt.subs[0].ids
+		j.morePrompts = r.Prompt.subs
+	}
+	if j.prompt == "" && j.given == nil && (len(r.Prompt.subs) == 0 || r.Prompt.subs[0].parts == nil) {
 		return j, false, badRequest("prompt: a non-empty prompt is required")
 	}
 	if err := r.toJob(def, &j); err != nil {
@@ -101,6 +61,11 @@ func (s *nativeAPI) completion(x *exchange) {
 		return
 	}
 	j, returnTokens, err := parseNative(body, s.o.Sampling)
+	if subs := j.morePrompts; err == nil && (len(subs) > 1 || subs[0].parts != nil) {
+		j.morePrompts = nil
+		s.several(x, j, subs, returnTokens)
+		return
+	}
 	if err = s.in.admit(x.r, &j, err); err != nil {
 		s.rq.failGen(x, nil, err)
 		return
@@ -132,6 +97,8 @@ type native struct {
 	predicted    int
 	pf           *probFormat // nil: no n_probs
 	probs        []sample.TokenProbs
+	index        int    // the prompt's, in a request of several (nativeprompt.go)
+	collect      *[]any // non-nil: a request of several prompts' answers, appended to by end
 }
 
 // nativeChunk is one streamed piece.
@@ -200,7 +167,7 @@ func timingsOf(o *outcome) timings {
 }
 
 func (n *native) begin() error {
-	if n.stream != nil {
+	if n.stream != nil && !n.stream.started { // the first of several prompts begins the stream
 		return n.stream.begin()
 	}
 	return nil
@@ -209,7 +176,7 @@ func (n *native) begin() error {
 func (n *native) text(p piece) error {
 	n.predicted += len(p.ids)
 	if n.stream != nil {
-		c := nativeChunk{Content: p.text, Tokens: nonNil(p.ids), TokensPredicted: n.predicted, IDSlot: n.o.slot,
+		c := nativeChunk{Index: n.index, Content: p.text, Tokens: nonNil(p.ids), TokensPredicted: n.predicted, IDSlot: n.o.slot,
 			TokensEvaluated: n.o.promptTokens, Pipe: p.tel}
 		if n.pf != nil && len(p.probs) > 0 {
 			c.CompletionProbabilities = n.pf.entries(p.probs)
@@ -226,6 +193,7 @@ func (n *native) text(p piece) error {
 
 func (n *native) end(o *outcome) error {
 	f := n.gen.final(n.j, o, n.buf.String(), n.ids)
+	f.Index = n.index
 	if n.stream != nil {
 		f.Content = ""
 	} else if n.pf != nil && len(n.probs) > 0 {
@@ -241,6 +209,10 @@ func (n *native) end(o *outcome) error {
 	}
 	if n.stream != nil {
 		return n.stream.event(out)
+	}
+	if n.collect != nil {
+		*n.collect = append(*n.collect, out)
+		return nil
 	}
 	return writeJSON(n.w, n.gen.o.WriteTimeout, http.StatusOK, out)
 }
@@ -325,6 +297,10 @@ func (s *generator) settings(j *job, maxTokens int) map[string]any {
 		"stop": nonNilStrings(stops), "stream": stream, "cache_prompt": cachePrompt,
 		"min_keep": p.MinKeep, "n_probs": probs.top, "post_sampling_probs": probs.post, "ignore_eos": ignoreEOS,
 		"logit_bias": biasJSON(bias), "grammar": grammarSrc,
+		// llama-server's samplers pipe does not have, at the values that turn
+		// them off (fields.go refuses a request that turns one on)
+		"adaptive_target": -1.0, "adaptive_decay": 0.9, "mirostat": 0, "dynatemp_range": 0.0,
+		"xtc_probability": 0.0, "typical_p": 1.0, "top_n_sigma": -1.0, "dry_multiplier": 0.0,
 	}
 }
 
