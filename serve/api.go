@@ -187,6 +187,7 @@ type job struct {
 	morePrompts  []subPrompt                // /completion's prompts as parsed (nativeprompt.go)
 	noCache      bool                       // /completion's cache_prompt: false (prefill the whole prompt)
 	fields       []string                   // /completion's response_fields (none: all)
+	progress     bool                       // return_progress: prompt_progress events in the stream (progress.go)
 	verbose      bool                       // __verbose in an OpenAI answer
 	maxTokens    int                        // < 0: until end-of-generation or the context is full
 	stops        []string

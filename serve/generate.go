@@ -187,10 +187,17 @@ func (s *generator) run(ctx context.Context, j *job, chain *sample.Chain, feed [
 	var ids []int32               // tokens whose text is not sent yet
 	var probs []sample.TokenProbs // and their probabilities (j.probs)
 	var first time.Time           // the first token's callback: the prompt pass is over
+	passStart := time.Now()
+	if err := reportProgress(j, em, o, false, passStart); err != nil {
+		return err
+	}
 	res, err := gen(ctx, feed, o.maxTokens, func(t decode.Token) error {
 		if first.IsZero() {
 			first = time.Now()
 			o.ttft = first.Sub(start)
+			if err := reportProgress(j, em, o, true, passStart); err != nil {
+				return err
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return err

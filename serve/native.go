@@ -20,7 +20,9 @@ type nativeRequest struct {
 	Prompt       nativePrompt `json:"prompt"`
 	CachePrompt  *bool        `json:"cache_prompt"` // default true
 	ReturnTokens bool         `json:"return_tokens"`
-	Logprobs     *int         `json:"logprobs"` // n_probs' alias
+	// ReturnProgress asks for prompt_progress events (progress.go).
+	ReturnProgress bool `json:"return_progress"`
+	Logprobs       *int `json:"logprobs"` // n_probs' alias
 	// ResponseFields keeps only these fields of the answer (see pick).
 	ResponseFields []string `json:"response_fields"`
 	commonFields
@@ -34,7 +36,7 @@ func parseNative(body []byte, def sample.Params) (job, bool, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return job{}, false, jsonError(err)
 	}
-	j := job{noCache: r.CachePrompt != nil && !*r.CachePrompt, fields: r.ResponseFields}
+	j := job{noCache: r.CachePrompt != nil && !*r.CachePrompt, fields: r.ResponseFields, progress: r.ReturnProgress}
 	if len(r.Prompt.subs) > 0 {
 		j.prompt, j.given = r.Prompt.subs[0].text, r.Prompt.subs[0].ids
 		j.morePrompts = r.Prompt.subs

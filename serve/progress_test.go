@@ -1,0 +1,44 @@
+package serve
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestReturnProgress: a streamed /completion with return_progress gets
+// prompt_progress events before its text, as llama-server's: the first as
+// the prompt pass starts (processed = cache, timings all zero), the last
+// when it is over (processed = total, prompt_ms > 0); none without it.
+func TestReturnProgress(t *testing.T) {
+	h := start(t, nil)
+	const body = `{"prompt":"the quick brown fox jumps over the lazy dog","n_predict":3,"stream":true%s}`
+	evs := h.sseData("/completion", fmt.Sprintf(body, `,"return_progress":true`))
+	var progress []map[string]any
+	for i, e := range evs {
+		pp, ok := e["prompt_progress"].(map[string]any)
+		if !ok {
+			continue
+		}
+		if i != len(progress) {
+			t.Errorf("prompt_progress event %d after a text event", i)
+		}
+		progress = append(progress, map[string]any{"p": pp, "t": e["timings"]})
+	}
+	if len(progress) != 2 {
+		t.Fatalf("%d prompt_progress events, want 2: %v", len(progress), evs)
+	}
+	first, last := progress[0]["p"].(map[string]any), progress[1]["p"].(map[string]any)
+	ft, lt := progress[0]["t"].(map[string]any), progress[1]["t"].(map[string]any)
+	if first["processed"] != first["cache"] || first["total"].(float64) <= 0 || ft["prompt_n"] != 0.0 || ft["prompt_ms"] != 0.0 || ft["predicted_n"] != 0.0 {
+		t.Errorf("first progress %v timings %v", first, ft)
+	}
+	if last["processed"] != last["total"] || last["total"] != first["total"] || lt["prompt_ms"].(float64) <= 0 ||
+		lt["prompt_n"].(float64)+lt["cache_n"].(float64) != last["total"] {
+		t.Errorf("last progress %v timings %v", last, lt)
+	}
+	for _, e := range h.sseData("/completion", fmt.Sprintf(body, "")) {
+		if _, ok := e["prompt_progress"]; ok {
+			t.Fatalf("prompt_progress without return_progress: %v", e)
+		}
+	}
+}
