@@ -30,9 +30,12 @@
 //     (slotfile.go; 501 without it). /models and /health also answer with /v1, as
 //     llama-server's do.
 //   - GET /: the chat page (page.go), embedded in the binary; it streams a
-//     chat and draws the telemetry.
+//     chat and draws the telemetry (404 with NoUI, llama-server's --no-ui).
 //   - llama-server's native API (native.go): POST /completion and
-//     /completions (prompt as text or token ids, n_predict, stream,
+//     /completions (prompt as text, token ids, both mixed,
+//     {"prompt_string"}, or several prompts in one request answered as an
+//     array, nativeprompt.go; return_progress's prompt_progress events,
+//     progress.go; n_predict, stream,
 //     cache_prompt, return_tokens, n_probs, post_sampling_probs,
 //     response_fields; content,
 //     tokens, stop_type, timings, completion_probabilities), POST /tokenize
@@ -66,7 +69,8 @@
 // limit follows the context, bodyLimit); a body that is not
 // application/json 415; a missing or wrong API key 401 (every route but
 // /health); a Host or browser Origin the server does not answer 403
-// (guard.go). A request's JSON
+// (guard.go; the origins are llama-server's --cors-origins, and every
+// OPTIONS is a CORS preflight answered 200 before authentication, cors.go). A request's JSON
 // type errors name the field and the type it needs in JSON's words.
 //
 // # Invariants
