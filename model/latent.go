@@ -10,6 +10,7 @@ package model
 //	cache  ← [RMSNorm(c)·kv_a_norm, rope(kpe)]          (one row per position)
 //	per head i: Q_i = [Wk_b,i q_nope,i, rope(q_pe,i)]   (Rank + RoPE wide)
 //	            o_i = Wv_b,i Σ_j softmax(scale Q_i·K_j) c_j
+//	            o_i ·= σ(Wgate,i h)                      (only with a Gate: bailingmoe3)
 //	x += Wo [o_0 … o_{n_head-1}]
 //
 // Every head reads the one cached row per position (one KV head), whose
@@ -34,6 +35,10 @@ type Latent struct {
 	KVANorm []float32 // attn_kv_a_norm
 	WkB     []Weight  // attn_k_b, per head: Rank rows of NoPE
 	WvB     []Weight  // attn_v_b, per head: VDim rows of Rank
+	// Gate (optional, Data nil: none) is a head-wise output gate of
+	// n_head rows over the normed input: head i's output is multiplied by
+	// σ(Gate_i·h) before Wo (bailingmoe3's attn_gate).
+	Gate Weight
 }
 
 // LatentGeom is the geometry of a latent attention layer of nHead heads:
@@ -93,12 +98,36 @@ func (p *Pass) latentAttention(st *State, l int, a *Attention, x []float32) erro
 	if err := p.perHead(m.WvB, nh, kqv, m.Rank, 0, m.Rank, att, m.VDim, 0); err != nil {
 		return err
 	}
+	if err := p.latentGate(m, nh, att); err != nil {
+		return err
+	}
 	o := p.o
 	if err := p.MatMul(&a.Wo, att, o); err != nil {
 		return err
 	}
 	for i := range x {
 		x[i] = o[i] + x[i]
+	}
+	return nil
+}
+
+// latentGate multiplies each head's output in att (per token and head,
+// VDim wide) by σ(Gate_i·h) of the pass's normed input p.h, as ggml's
+// mul of the heads by the sigmoid of their gate; nothing without a Gate.
+func (p *Pass) latentGate(m *Latent, nh int, att []float32) error {
+	if m.Gate.Data == nil {
+		return nil
+	}
+	g := p.Buf(p.N * nh)
+	if err := p.MatMul(&m.Gate, p.h, g); err != nil {
+		return err
+	}
+	for r, v := range g {
+		s := Sigmoid(v)
+		head := att[r*m.VDim : (r+1)*m.VDim]
+		for i := range head {
+			head[i] *= s
+		}
 	}
 	return nil
 }

@@ -34,6 +34,7 @@ type latentFixture struct {
 	norm, qaNorm, kvNorm              []float32
 	embd, wqa, wq, wkva, wo           []float32
 	wkb, wvb                          [][]float32 // per head: rank×nope, vdim×rank (row-major)
+	gate                              []float32   // head-wise output gate, nh×E (nil: none)
 	scale                             float32
 	r                                 Rope
 }
@@ -69,6 +70,9 @@ func (f *latentFixture) decoder(pool *kernels.Pool) *Decoder {
 	for i := 0; i < f.nh; i++ {
 		lat.WkB = append(lat.WkB, f32Weight("k_b", f.rank, f.nope, f.wkb[i]))
 		lat.WvB = append(lat.WvB, f32Weight("v_b", f.vdim, f.rank, f.wvb[i]))
+	}
+	if f.gate != nil {
+		lat.Gate = f32Weight("gate", f.nh, f.E, f.gate)
 	}
 	eye := make([]float32, f.E*f.E)
 	for i := 0; i < f.E; i++ {
@@ -171,6 +175,12 @@ func (f *latentFixture) reference(tokens []int32) [][]float64 {
 					o[d] += sc[j] / sum * v[d]
 				}
 			}
+			if f.gate != nil { // o ·= σ(gate_i·h)
+				g := matVec64(f.gate[i*f.E:(i+1)*f.E], h)[0]
+				for d := range o {
+					o[d] /= 1 + math.Exp(-g)
+				}
+			}
 			att = append(att, o...)
 		}
 		y := matVec64(f.wo, att)
@@ -186,9 +196,23 @@ func (f *latentFixture) reference(tokens []int32) [][]float64 {
 // moved into the latent space, values decompressed after the softmax)
 // equals multi-head attention over the decompressed keys and values, for a
 // prompt pass and for a token-by-token decode, with F32 and F16 caches, at
-// 1 and 2 threads; the cache holds one row of rank + rope per position.
+// 1 and 2 threads, with and without bailingmoe3's head-wise output gate;
+// the cache holds one row of rank + rope per position.
 func TestLatentAttentionReference(t *testing.T) {
-	f := newLatentFixture(rand.New(rand.NewPCG(22, 2)))
+	for _, gated := range []bool{false, true} {
+		f := newLatentFixture(rand.New(rand.NewPCG(22, 2)))
+		if gated {
+			rng := rand.New(rand.NewPCG(23, 2))
+			f.gate = make([]float32, f.nh*f.E)
+			for i := range f.gate {
+				f.gate[i] = float32(0.5 * rng.NormFloat64())
+			}
+		}
+		t.Run(fmt.Sprintf("gated%v", gated), func(t *testing.T) { checkLatentReference(t, f) })
+	}
+}
+
+func checkLatentReference(t *testing.T, f *latentFixture) {
 	tokens := []int32{3, 1, 4, 1, 5, 9, 2, 6}
 	want := f.reference(tokens)
 	for _, kv := range []KVType{KVF32, KVF16} {
