@@ -100,23 +100,26 @@ func swigluLimits(p *gen.Preset) (exp, shexp []float32) {
 }
 
 // isMLA is the converter's is_full_attention: every layer_group_size-th
-// layer, and every layer of a trailing partial group.
+// layer, and every layer of a trailing partial group. A --layers cut
+// shorter than a group is therefore all MLA, which pipe runs and
+// llama.cpp 3f545becc does not (its recurrent memory of no layer is an
+// empty buffer: GGML_ASSERT(buffer)); cut at layer_group_size or more.
 func isMLA(p *gen.Preset, il int) bool {
 	g := p.Hybrid.AttnInterval
 	return (il+1)%g == 0 || il >= p.NLayer/g*g
 }
 
 // CheckPreset implements gen.Family: the latent geometry (one KV head of
-// the cached row), the KDA geometry, the leading dense layers and the
-// expert groups.
+// the cached row), the KDA geometry, the shared expert and selection bias
+// and the expert groups.
 func (Family) CheckPreset(p *gen.Preset) error {
 	h := &p.Hybrid
 	if p.KVLoraRank <= 0 || p.NoPE <= 0 || p.NRot <= 0 || p.NRot%2 != 0 || p.ValueLen <= 0 || p.NHeadKV != 1 ||
 		p.HeadDim != p.KVLoraRank+p.NRot || h.StateSize <= 0 || h.ConvKernel < 1 || h.AttnInterval < 1 ||
-		p.LeadingDense > p.NLayer || p.NShared <= 0 || !p.ProbsBias ||
+		p.NShared <= 0 || !p.ProbsBias ||
 		(p.ExpertGroups > 1 && (p.NExpert%p.ExpertGroups != 0 || p.ExpertGroupsUsed <= 0 || p.ExpertGroupsUsed >= p.ExpertGroups)) {
 		return fmt.Errorf("%w: bailingmoe3 preset %q needs the latent geometry (KVLoraRank, NoPE, even NRot, ValueLen, NHeadKV 1, HeadDim KVLoraRank+NRot), "+
-			"Hybrid.StateSize, ConvKernel and AttnInterval, LeadingDense ≤ NLayer, a shared expert, the selection bias and consistent expert groups", gen.ErrBadOptions, p.Name)
+			"Hybrid.StateSize, ConvKernel and AttnInterval, a shared expert, the selection bias and consistent expert groups", gen.ErrBadOptions, p.Name)
 	}
 	return nil
 }
@@ -158,7 +161,7 @@ func (Family) Metadata(p *gen.Preset) []gen.MetaKV {
 		{Key: "expert_feed_forward_length", Value: u32(p.NFFExp)},
 		{Key: "expert_shared_feed_forward_length", Value: u32(p.NFFShExp)},
 		{Key: "expert_shared_count", Value: u32(p.NShared)},
-		{Key: "leading_dense_block_count", Value: u32(p.LeadingDense)},
+		{Key: "leading_dense_block_count", Value: u32(leadingDense(p))},
 		{Key: "expert_weights_scale", Value: p.WeightsScale},
 		{Key: "expert_weights_norm", Value: p.WeightsNorm},
 	}...)
@@ -191,7 +194,7 @@ func blockTensors(p *gen.Preset, il int) []gen.TensorSpec {
 	} else {
 		ts = append(ts, kdaTensors(p, t)...)
 	}
-	if il < p.LeadingDense {
+	if il < leadingDense(p) {
 		return append(ts,
 			t("ffn_gate.weight", gen.RoleProj, E, p.NFF),
 			t("ffn_up.weight", gen.RoleProj, E, p.NFF),
@@ -207,6 +210,11 @@ func blockTensors(p *gen.Preset, il int) []gen.TensorSpec {
 		t("ffn_up_shexp.weight", gen.RoleProj, E, p.NFFShExp),
 		t("ffn_down_shexp.weight", gen.RoleProjOut, p.NFFShExp, E))
 }
+
+// leadingDense is the preset's dense leading layers, leaving at least one
+// MoE layer to a --layers cut (a file without experts runs in neither
+// engine: llama.cpp aborts, pipe has no expert to stream).
+func leadingDense(p *gen.Preset) int { return max(min(p.LeadingDense, p.NLayer-1), 0) }
 
 type tensorFn func(name string, role gen.Role, dims ...int) gen.TensorSpec
 
