@@ -111,19 +111,20 @@ type Decoder struct {
 
 // NewState implements Model: one KV layer per attention layer, each as wide
 // as its own geometry (K only for latent attention), and a recurrent state
-// per Mixer layer.
+// per Mixer layer (none for a Mixer of no state).
 func (d *Decoder) NewState(nCtx int, kv KVType) (*State, error) {
 	widths, rec := make([]int, len(d.Layers)), make([]int, len(d.Layers))
-	kOnly := make([]bool, len(d.Layers))
+	kOnly, none := make([]bool, len(d.Layers)), make([]bool, len(d.Layers))
 	for l := range d.Layers {
 		if m := d.Layers[l].Mixer; m != nil {
 			rec[l] = m.StateFloats()
+			none[l] = rec[l] == 0
 			continue
 		}
 		widths[l] = d.Layers[l].Attn.KVDim()
 		kOnly[l] = d.Layers[l].Attn.Latent != nil
 	}
-	return newState(nCtx, widths, rec, kOnly, kv)
+	return newState(nCtx, widths, rec, kOnly, none, kv)
 }
 
 // PeekRouter implements RouterPeeker through layer's FFN hook.
