@@ -124,3 +124,77 @@ func (x *experts) ComputeExpert(l, e int, parts [][]byte, n int, in, out []float
 	}
 	return nil
 }
+
+// ComputeExperts implements model.BatchExpertFFN: the up projections of
+// every single-token expert in one pool dispatch (their shared input
+// quantized once), then all their down projections in another, the same
+// bits as ComputeExpert; experts of several tokens go through
+// ComputeExpert (the multi-token kernels).
+func (x *experts) ComputeExperts(l int, work []model.ExpertWork, s *model.Scratch) error {
+	single := 0
+	for _, w := range work {
+		if w.N == 1 {
+			single++
+			continue
+		}
+		if err := x.ComputeExpert(l, w.Expert, w.Parts, w.N, w.X, w.Out, s); err != nil {
+			return err
+		}
+	}
+	if single == 0 {
+		return nil
+	}
+	if l < 0 || l >= len(x.byLayer) || !x.byLayer[l].has {
+		return fmt.Errorf("%w: %s: layer %d has no experts", model.ErrBadModel, arch, l)
+	}
+	L, E, F := &x.byLayer[l], x.E, x.F
+	a, _ := s.Grow(single * F)
+	a = a[:single*F]
+	s.ResetInputs()
+	defer s.ResetInputs()
+	ps, err := x.products(work, F, E, func(i int, w model.ExpertWork) (kernels.Product, error) {
+		in, err := s.Input(w.X[:E]).For(L.upT)
+		return kernels.Product{Type: L.upT, W: w.Parts[0], Rows: F, Cols: E, A: in, Y: a[i*F : (i+1)*F]}, err
+	}, s.Products[:0])
+	if err == nil {
+		err = x.pool.MatVecs(ps)
+	}
+	if err != nil {
+		return fmt.Errorf("layer %d experts up: %w", l, err)
+	}
+	reluSqr(a)
+	ps, err = x.products(work, F, E, func(i int, w model.ExpertWork) (kernels.Product, error) {
+		in, err := s.Input(a[i*F : (i+1)*F]).For(L.downT)
+		return kernels.Product{Type: L.downT, W: w.Parts[1], Rows: E, Cols: F, A: in, Y: w.Out[:E]}, err
+	}, ps[:0])
+	if err == nil {
+		err = x.pool.MatVecs(ps)
+	}
+	clear(ps)
+	s.Products = ps[:0]
+	if err != nil {
+		return fmt.Errorf("layer %d experts down: %w", l, err)
+	}
+	return nil
+}
+
+// products appends product(i, w) for the i-th single-token work w (after
+// checking its expert and parts), to ps.
+func (x *experts) products(work []model.ExpertWork, F, E int, product func(int, model.ExpertWork) (kernels.Product, error), ps []kernels.Product) ([]kernels.Product, error) {
+	i := 0
+	for _, w := range work {
+		if w.N != 1 {
+			continue
+		}
+		if w.Expert < 0 || w.Expert >= x.n || len(w.Parts) != 2 {
+			return ps, fmt.Errorf("%w: expert %d with %d parts (want up, down)", model.ErrBadModel, w.Expert, len(w.Parts))
+		}
+		p, err := product(i, w)
+		if err != nil {
+			return ps, fmt.Errorf("expert %d: %w", w.Expert, err)
+		}
+		ps = append(ps, p)
+		i++
+	}
+	return ps, nil
+}

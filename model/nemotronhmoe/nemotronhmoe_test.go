@@ -203,3 +203,47 @@ func withOwn(d *model.Desc, f func(*nemotronhmoe.HParams)) nemotronhmoe.HParams 
 	f(&h)
 	return h
 }
+
+// TestBatchedExperts: the batched single-token experts (ComputeExperts, one
+// pool dispatch per projection) give ComputeExpert's bits, at -t 1 and 2,
+// for every expert of every MoE block of the quantized model, with a
+// two-token work among them.
+func TestBatchedExperts(t *testing.T) {
+	for _, threads := range []int{1, 2} {
+		pool := kernels.NewPool(threads)
+		t.Cleanup(pool.Close)
+		m, d, raw := goldentest.Load(t, filepath.Join(golden, "models/tiny-nemotron-h-moe-Q4_K_M.gguf"), model.Options{Pool: pool})
+		bf := m.(model.BatchExpertFFN)
+		E := d.HParams.NEmbd
+		for _, l := range moeLayers {
+			var work []model.ExpertWork
+			for e := 0; e < d.HParams.NExpert; e++ {
+				var parts [][]byte
+				for _, sl := range d.Experts[l][e] {
+					parts = append(parts, raw[sl.Off:sl.Off+sl.Len])
+				}
+				n := 1 + e%5/4 // expert 4, 9, 14: two tokens
+				x := make([]float32, n*E)
+				for i := range x {
+					x[i] = float32(math.Sin(float64(i*(e+1)+l))) * 2
+				}
+				work = append(work, model.ExpertWork{Expert: e, Parts: parts, N: n, X: x, Out: make([]float32, n*E)})
+			}
+			var s model.Scratch
+			if err := bf.ComputeExperts(l, work, &s); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range work {
+				want := make([]float32, w.N*E)
+				if err := m.ComputeExpert(l, w.Expert, w.Parts, w.N, w.X, want, &s); err != nil {
+					t.Fatal(err)
+				}
+				for i := range want {
+					if math.Float32bits(want[i]) != math.Float32bits(w.Out[i]) {
+						t.Fatalf("-t %d layer %d expert %d: batched out[%d] = %v, ComputeExpert %v", threads, l, w.Expert, i, w.Out[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
