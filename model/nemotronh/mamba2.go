@@ -1,4 +1,4 @@
-package nemotronhmoe
+package nemotronh
 
 // mamba2.go: the Mamba-2 block (llama.cpp's build_mamba2_layer with the
 // CPU backend's ggml_ssm_conv and ggml_ssm_scan): a gated selective

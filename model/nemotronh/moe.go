@@ -1,4 +1,4 @@
-package nemotronhmoe
+package nemotronh
 
 // moe.go: a MoE block's feed-forward (the router, the routed experts
 // through the MoE seam, the shared expert) and the ungated squared-ReLU

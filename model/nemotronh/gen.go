@@ -1,4 +1,4 @@
-package nemotronhmoe
+package nemotronh
 
 // gen.go: the generator side of the nemotron_h_moe family (gen.Family):
 // its `pipe gen` presets and llama.cpp's LLM_ARCH_NEMOTRON_H_MOE

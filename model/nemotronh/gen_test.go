@@ -1,4 +1,4 @@
-package nemotronhmoe_test
+package nemotronh_test
 
 import (
 	"errors"

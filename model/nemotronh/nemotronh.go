@@ -1,4 +1,4 @@
-// Package nemotronhmoe is NVIDIA's Nemotron-H MoE architecture (Nemotron 3
+// Package nemotronh is NVIDIA's Nemotron-H MoE architecture, nemotron_h_moe (Nemotron 3
 // Nano 30B-A3B: 52 blocks, 30B total / 3.5B active), following llama.cpp's
 // src/models/nemotron-h.cpp graph (which nemotron-h-moe.cpp reuses for the
 // trunk), mamba-base.cpp's build_mamba2_layer and build_moe_ffn. Every
@@ -40,7 +40,7 @@
 // per-sequence state, its inspect rows; its `pipe gen` presets, tensors and
 // metadata are in gen.go. It registers itself as "nemotron_h_moe" on
 // import.
-package nemotronhmoe
+package nemotronh
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package nemotronhmoe_test
+package nemotronh_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/model/goldentest"
-	"github.com/pipe-engine/pipe/model/nemotronhmoe"
+	"github.com/pipe-engine/pipe/model/nemotronh"
 	"github.com/pipe-engine/pipe/router"
 )
 
@@ -128,7 +128,7 @@ func forward(t *testing.T, m model.Model, st *model.State, prompt []int32, size 
 // experts; the state keys and inspect rows say so.
 func TestFileShape(t *testing.T) {
 	m, d, _ := goldentest.Load(t, filepath.Join(golden, "models/tiny-nemotron-h-moe-F32.gguf"), model.Options{})
-	own, ok := d.FamilyHP.(nemotronhmoe.HParams)
+	own, ok := d.FamilyHP.(nemotronh.HParams)
 	if !ok || own.Pattern != "ME*EME" {
 		t.Fatalf("FamilyHP = %#v, want pattern ME*EME", d.FamilyHP)
 	}
@@ -176,11 +176,11 @@ func TestRefusesBadFiles(t *testing.T) {
 		mut func(d *model.Desc)
 		key string
 	}{
-		"latent":  {func(d *model.Desc) { d.FamilyHP = withOwn(d, func(h *nemotronhmoe.HParams) { h.LatentSize = 1024 }) }, "moe_latent_size = 1024"},
-		"mtp":     {func(d *model.Desc) { d.FamilyHP = withOwn(d, func(h *nemotronhmoe.HParams) { h.NextN = 1 }) }, "nextn_predict_layers = 1"},
+		"latent":  {func(d *model.Desc) { d.FamilyHP = withOwn(d, func(h *nemotronh.HParams) { h.LatentSize = 1024 }) }, "moe_latent_size = 1024"},
+		"mtp":     {func(d *model.Desc) { d.FamilyHP = withOwn(d, func(h *nemotronh.HParams) { h.NextN = 1 }) }, "nextn_predict_layers = 1"},
 		"groups":  {func(d *model.Desc) { d.HParams.SSM.GroupCount = 3 }, "ssm.group_count = 3"},
 		"inner":   {func(d *model.Desc) { d.HParams.SSM.InnerSize = 250 }, "ssm.inner_size = 250"},
-		"pattern": {func(d *model.Desc) { d.FamilyHP = withOwn(d, func(h *nemotronhmoe.HParams) { h.Pattern = "ME*" }) }, "block_count = 6"},
+		"pattern": {func(d *model.Desc) { d.FamilyHP = withOwn(d, func(h *nemotronh.HParams) { h.Pattern = "ME*" }) }, "block_count = 6"},
 	} {
 		d2 := *d
 		d2.Tensors = map[string]*gguf.TensorInfo{}
@@ -198,8 +198,8 @@ func TestRefusesBadFiles(t *testing.T) {
 }
 
 // withOwn is d's family hyper-parameters changed by f.
-func withOwn(d *model.Desc, f func(*nemotronhmoe.HParams)) nemotronhmoe.HParams {
-	h := d.FamilyHP.(nemotronhmoe.HParams)
+func withOwn(d *model.Desc, f func(*nemotronh.HParams)) nemotronh.HParams {
+	h := d.FamilyHP.(nemotronh.HParams)
 	f(&h)
 	return h
 }

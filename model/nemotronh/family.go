@@ -1,4 +1,4 @@
-package nemotronhmoe
+package nemotronh
 
 // family.go: the nemotron_h_moe family's value (family.Family) and its
 // model side beyond New: its own metadata keys (the per-layer
