@@ -247,3 +247,50 @@ func TestBatchedExperts(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardBatch: two sequences in one ForwardBatch (pipe serve's slots:
+// each keeps its own Mamba-2 and KV state, the MoE blocks see both) give,
+// pass after pass, the bits each gives alone through Forward.
+func TestForwardBatch(t *testing.T) {
+	m, d, raw := goldentest.Load(t, filepath.Join(golden, "models/tiny-nemotron-h-moe-Q4_K_M.gguf"), model.Options{})
+	moe := goldentest.NewRec(m, d, raw, routing)
+	prompt := goldenPrompt(t)
+	a, b := prompt, prompt[3:]
+	alone := func(p []int32) [][]float32 {
+		st, err := m.NewState(64, model.KVF32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := forward(t, m, st, p[:5], 5, moe)
+		return append(got, forward(t, m, st, p[5:9], 1, moe)...)
+	}
+	wantA, wantB := alone(a), alone(b)
+	sa, _ := m.NewState(64, model.KVF32)
+	sb, _ := m.NewState(64, model.KVF32)
+	var gotA, gotB [][]float32
+	feed := func(ta, tb []int32) {
+		rows, err := m.ForwardBatch(context.Background(), []model.Seq{{State: sa, Tokens: ta, All: true}, {State: sb, Tokens: tb, All: true}}, moe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows[0] {
+			gotA = append(gotA, append([]float32(nil), r...))
+		}
+		for _, r := range rows[1] {
+			gotB = append(gotB, append([]float32(nil), r...))
+		}
+	}
+	feed(a[:5], b[:5])
+	for i := 5; i < 9; i++ {
+		feed(a[i:i+1], b[i:i+1])
+	}
+	for s, pair := range [][2][][]float32{{gotA, wantA}, {gotB, wantB}} {
+		for p := range pair[1] {
+			for i := range pair[1][p] {
+				if math.Float32bits(pair[0][p][i]) != math.Float32bits(pair[1][p][i]) {
+					t.Fatalf("sequence %d position %d logit %d: batched %v, alone %v", s, p, i, pair[0][p][i], pair[1][p][i])
+				}
+			}
+		}
+	}
+}
