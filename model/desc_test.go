@@ -240,15 +240,24 @@ func TestDescribeGoldenSplit(t *testing.T) {
 				t.Fatal(err)
 			}
 			// every family's file: block_count blocks, the first
-			// leading_dense_block_count of them dense, and as many expert
-			// slices per expert as the first MoE block has *_exps tensors
+			// leading_dense_block_count of them dense (and, where MoE
+			// blocks interleave with others as in nemotron_h_moe, every
+			// block before the first MoE one), and as many expert slices
+			// per expert as the first MoE block has *_exps tensors
 			layers, first := d.HParams.NLayer, d.HParams.MoE.LeadingDense
-			tensors := 0
-			for name := range d.Tensors {
-				if strings.HasPrefix(name, fmt.Sprintf("blk.%d.", first)) && strings.HasSuffix(name, "_exps.weight") {
-					tensors++
+			expertTensors := func(l int) int {
+				n := 0
+				for name := range d.Tensors {
+					if strings.HasPrefix(name, fmt.Sprintf("blk.%d.", l)) && strings.HasSuffix(name, "_exps.weight") {
+						n++
+					}
 				}
+				return n
 			}
+			for first < layers-1 && expertTensors(first) == 0 {
+				first++
+			}
+			tensors := expertTensors(first)
 			if layers < 3 || tensors < 2 {
 				t.Fatalf("%d blocks, %d expert tensors in block %d", layers, tensors, first)
 			}
