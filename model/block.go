@@ -65,10 +65,12 @@ func (a *Attention) qRows() int {
 }
 
 // Mixer is a layer's token mixer in place of the shared Attention: a
-// recurrent layer (qwen35moe's gated delta-net). Mix transforms the
-// residual stream x (p.N × n_embd, token-major) in place, reading and
-// updating the layer's recurrent state st.Recurrent(layer), which holds
-// StateFloats floats (zero at the start of a sequence).
+// recurrent layer (qwen35moe's gated delta-net, nemotron_h_moe's Mamba-2),
+// or none at all (StateFloats 0: nemotron_h_moe's MoE-only blocks, which
+// keep no state). Mix transforms the residual stream x (p.N × n_embd,
+// token-major) in place, reading and updating the layer's recurrent state
+// st.Recurrent(layer), which holds StateFloats floats (zero at the start
+// of a sequence).
 type Mixer interface {
 	Mix(p *Pass, st *State, layer int, x []float32) error
 	StateFloats() int
