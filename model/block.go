@@ -65,10 +65,12 @@ func (a *Attention) qRows() int {
 }
 
 // Mixer is a layer's token mixer in place of the shared Attention: a
-// recurrent layer (qwen35moe's gated delta-net). Mix transforms the
-// residual stream x (p.N × n_embd, token-major) in place, reading and
-// updating the layer's recurrent state st.Recurrent(layer), which holds
-// StateFloats floats (zero at the start of a sequence).
+// recurrent layer (qwen35moe's gated delta-net, nemotron_h_moe's Mamba-2),
+// or none at all (StateFloats 0: nemotron_h_moe's MoE-only blocks, which
+// keep no state). Mix transforms the residual stream x (p.N × n_embd,
+// token-major) in place, reading and updating the layer's recurrent state
+// st.Recurrent(layer), which holds StateFloats floats (zero at the start
+// of a sequence).
 type Mixer interface {
 	Mix(p *Pass, st *State, layer int, x []float32) error
 	StateFloats() int
@@ -111,19 +113,20 @@ type Decoder struct {
 
 // NewState implements Model: one KV layer per attention layer, each as wide
 // as its own geometry (K only for latent attention), and a recurrent state
-// per Mixer layer.
+// per Mixer layer (none for a Mixer of no state).
 func (d *Decoder) NewState(nCtx int, kv KVType) (*State, error) {
 	widths, rec := make([]int, len(d.Layers)), make([]int, len(d.Layers))
-	kOnly := make([]bool, len(d.Layers))
+	kOnly, none := make([]bool, len(d.Layers)), make([]bool, len(d.Layers))
 	for l := range d.Layers {
 		if m := d.Layers[l].Mixer; m != nil {
 			rec[l] = m.StateFloats()
+			none[l] = rec[l] == 0
 			continue
 		}
 		widths[l] = d.Layers[l].Attn.KVDim()
 		kOnly[l] = d.Layers[l].Attn.Latent != nil
 	}
-	return newState(nCtx, widths, rec, kOnly, kv)
+	return newState(nCtx, widths, rec, kOnly, none, kv)
 }
 
 // PeekRouter implements RouterPeeker through layer's FFN hook.

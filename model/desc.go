@@ -59,7 +59,7 @@ type ExpertSlice struct {
 }
 
 // ExpertSlices are the byte ranges of one expert, one per projection, in
-// Proj order (gate, up, down — or gate_up, down).
+// Proj order (gate, up, down — or gate_up, down; up, down when ungated).
 type ExpertSlices []ExpertSlice
 
 // Bytes returns the total bytes of the expert.
@@ -566,7 +566,8 @@ func (d *Desc) checkExpertTensor(ti *gguf.TensorInfo, l int) error {
 }
 
 // sliceLayerExperts checks that layer l's expert tensors fs form a whole
-// FFN (gate+up+down or gate_up+down, one expert count) and cuts them into
+// FFN (gate+up+down, gate_up+down, or up+down for an ungated expert such
+// as nemotron_h_moe's squared-ReLU ones; one expert count) and cuts them into
 // one ExpertSlices per expert, in projection order. A layer without expert
 // tensors is left empty.
 func (d *Desc) sliceLayerExperts(l int, fs []expertTensor) error {
@@ -578,12 +579,12 @@ func (d *Desc) sliceLayerExperts(l int, fs []expertTensor) error {
 	for _, x := range fs {
 		has[x.proj] = true
 	}
-	if !has[ProjDown] || !(has[ProjGateUp] || (has[ProjGate] && has[ProjUp])) || (has[ProjGateUp] && (has[ProjGate] || has[ProjUp])) {
+	if !has[ProjDown] || !(has[ProjGateUp] || has[ProjUp]) || (has[ProjGateUp] && (has[ProjGate] || has[ProjUp])) {
 		var names []string
 		for _, x := range fs {
 			names = append(names, x.ti.Name)
 		}
-		return d.bad("layer %d has expert tensors %v, want gate+up+down or gate_up+down", l, names)
+		return d.bad("layer %d has expert tensors %v, want gate+up+down, gate_up+down or up+down", l, names)
 	}
 	nExp := int(fs[0].ti.Dims[2])
 	for _, x := range fs[1:] {

@@ -240,15 +240,24 @@ func TestDescribeGoldenSplit(t *testing.T) {
 				t.Fatal(err)
 			}
 			// every family's file: block_count blocks, the first
-			// leading_dense_block_count of them dense, and as many expert
-			// slices per expert as the first MoE block has *_exps tensors
+			// leading_dense_block_count of them dense (and, where MoE
+			// blocks interleave with others as in nemotron_h_moe, every
+			// block before the first MoE one), and as many expert slices
+			// per expert as the first MoE block has *_exps tensors
 			layers, first := d.HParams.NLayer, d.HParams.MoE.LeadingDense
-			tensors := 0
-			for name := range d.Tensors {
-				if strings.HasPrefix(name, fmt.Sprintf("blk.%d.", first)) && strings.HasSuffix(name, "_exps.weight") {
-					tensors++
+			expertTensors := func(l int) int {
+				n := 0
+				for name := range d.Tensors {
+					if strings.HasPrefix(name, fmt.Sprintf("blk.%d.", l)) && strings.HasSuffix(name, "_exps.weight") {
+						n++
+					}
 				}
+				return n
 			}
+			for first < layers-1 && expertTensors(first) == 0 {
+				first++
+			}
+			tensors := expertTensors(first)
 			if layers < 3 || tensors < 2 {
 				t.Fatalf("%d blocks, %d expert tensors in block %d", layers, tensors, first)
 			}
@@ -524,6 +533,7 @@ func TestDescribeErrors(t *testing.T) {
 			ts["blk.7.ffn_up_exps.weight"] = tspec{quant.Q8_0, []uint64{64, 32, 4}}
 		}},
 		{"missing down", nil, func(ts map[string]tspec) { delete(ts, "blk.1.ffn_down_exps.weight") }},
+		{"gate without up", nil, func(ts map[string]tspec) { delete(ts, "blk.1.ffn_up_exps.weight") }},
 		{"gate_up beside gate", nil, func(ts map[string]tspec) {
 			ts["blk.1.ffn_gate_up_exps.weight"] = tspec{quant.Q8_0, []uint64{64, 64, 4}}
 		}},
@@ -563,6 +573,18 @@ func TestDescribeErrors(t *testing.T) {
 	}
 	if d.Supported || d.HParams.NLayer != 3 || len(d.Experts[2]) != 5 {
 		t.Errorf("unknown arch: supported %v layers %d", d.Supported, d.HParams.NLayer)
+	}
+	checkSplit(t, d)
+	// An ungated layer (up and down, nemotron_h_moe's squared-ReLU
+	// experts) is sliced as up, down.
+	ts := experts(2, 4)
+	delete(ts, "blk.1.ffn_gate_exps.weight")
+	d, err = Describe(headerOnly(t, "mystery", map[string]any{}, ts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := d.Experts[1][3]; len(s) != 2 || s[0].Proj != ProjUp || s[1].Proj != ProjDown || len(d.Experts[0][0]) != 3 {
+		t.Errorf("ungated layer 1 sliced as %v (gated layer 0 as %v)", s, d.Experts[0][0])
 	}
 	checkSplit(t, d)
 	if _, err := Describe(nil); !errors.Is(err, ErrBadModel) {

@@ -11,7 +11,8 @@ import (
 // heads × head dim), so architectures whose layers differ in geometry
 // (gemma4's sliding-window and full layers) share one cache type; a
 // recurrent layer (qwen35moe's delta-net) keeps a fixed-size float32 state
-// instead of KV rows. A K-only layer (latent attention) stores one row per
+// instead of KV rows, and a layer whose Mixer has no state (a MoE-only
+// block) neither. A K-only layer (latent attention) stores one row per
 // position and reads its values from the same rows. It is owned by one
 // decode loop; not safe for
 // concurrent use.
@@ -31,8 +32,9 @@ type State struct {
 
 // newState is NewHybrid where layer l holds K rows only when kOnly[l] (nil:
 // none): its values are read from its K rows (latent attention's cache,
-// whose values are the leading part of its keys).
-func newState(nCtx int, widths, rec []int, kOnly []bool, t KVType) (*State, error) {
+// whose values are the leading part of its keys), and nothing at all when
+// stateless[l] (nil: none; a Mixer of no state, width and rec 0).
+func newState(nCtx int, widths, rec []int, kOnly, stateless []bool, t KVType) (*State, error) {
 	if kOnly == nil {
 		kOnly = make([]bool, len(widths))
 	}
@@ -50,6 +52,9 @@ func newState(nCtx int, widths, rec []int, kOnly []bool, t KVType) (*State, erro
 		switch {
 		case w == 0 && rec[l] > 0:
 			s.rec[l] = make([]float32, rec[l])
+		case w == 0 && rec[l] == 0 && stateless != nil && stateless[l]:
+			// a layer whose Mixer keeps no state (nemotron_h_moe's
+			// MoE-only blocks) holds nothing
 		case w <= 0 || rec[l] != 0:
 			return nil, fmt.Errorf("model: layer %d: KV row width %d and recurrent state %d (want one of them positive)", l, w, rec[l])
 		case t == KVF32:

@@ -10,5 +10,5 @@ func NewKV(nCtx int, widths []int, t KVType) (*State, error) {
 // V rows of widths[l] floats for nCtx positions, or (widths[l] == 0) a
 // recurrent state of rec[l] float32s, zeroed.
 func NewHybrid(nCtx int, widths, rec []int, t KVType) (*State, error) {
-	return newState(nCtx, widths, rec, nil, t)
+	return newState(nCtx, widths, rec, nil, nil, t)
 }

@@ -140,3 +140,19 @@ func TestCausalConvTokenByToken(t *testing.T) {
 		}
 	}
 }
+
+// TestStatelessLayer: a layer whose Mixer keeps no state (nemotron_h_moe's
+// MoE-only blocks) holds neither KV rows nor a recurrent state when it is
+// marked so; unmarked, a layer of neither is still refused.
+func TestStatelessLayer(t *testing.T) {
+	st, err := newState(4, []int{2, 0, 0}, []int{0, 0, 3}, nil, []bool{false, true, false}, KVF32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Recurrent(1) != nil || st.Bytes() != 2*4*2*4+3*4 {
+		t.Errorf("stateless layer: recurrent %v, state %d bytes, want nil and %d", st.Recurrent(1), st.Bytes(), 2*4*2*4+3*4)
+	}
+	if _, err := newState(4, []int{2, 0}, []int{0, 0}, nil, []bool{true, false}, KVF32); err == nil {
+		t.Error("an unmarked layer of neither KV rows nor state accepted")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	_ "github.com/pipe-engine/pipe/model/gptoss"      // registers gpt-oss
 	_ "github.com/pipe-engine/pipe/model/lfm2moe"     // registers lfm2moe
 	_ "github.com/pipe-engine/pipe/model/minimaxm2"   // registers minimax-m2
+	_ "github.com/pipe-engine/pipe/model/nemotronh"   // registers nemotron_h_moe
 	_ "github.com/pipe-engine/pipe/model/olmoe"       // registers olmoe
 	_ "github.com/pipe-engine/pipe/model/qwen2moe"    // registers qwen2moe
 	_ "github.com/pipe-engine/pipe/model/qwen35moe"   // registers qwen35moe

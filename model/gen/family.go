@@ -29,7 +29,8 @@ type Family interface {
 	// Metadata is the family's hyper-parameter keys, without the
 	// "arch." prefix, after the common block_count, context_length,
 	// embedding_length, feed_forward_length and attention.head_count, in
-	// the order llama.cpp's converter writes them.
+	// the order llama.cpp's converter writes them; a key among the common
+	// ones replaces its value (a per-layer feed_forward_length).
 	Metadata(p *Preset) []MetaKV
 	// Vocab is the built-in tokenizer's special tokens, pre-tokenizer
 	// and chat template (ChatMLVocab for most families).

@@ -45,9 +45,7 @@ func Metadata(pl *Plan, v *Vocab, o *Options) ([]gguf.KV, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: architecture %q (no family registered)", ErrBadOptions, p.Arch)
 	}
-	for _, kv := range f.Metadata(p) {
-		ps = append(ps, kvPair{a + kv.Key, kv.Value})
-	}
+	ps = mergeFamilyMeta(ps, a, f.Metadata(p))
 	kvs, err := makeKVs(ps)
 	if err != nil {
 		return nil, err
@@ -65,4 +63,23 @@ func Metadata(pl *Plan, v *Vocab, o *Options) ([]gguf.KV, error) {
 		return nil, err
 	}
 	return append(kvs, tail...), nil
+}
+
+// mergeFamilyMeta appends the family's keys (prefixed with a) to ps; a
+// family key that is one of the common keys replaces that key's value in
+// place (nemotron_h_moe's feed_forward_length is a per-layer array), as
+// GGUF allows a key once.
+func mergeFamilyMeta(ps []kvPair, a string, own []MetaKV) []kvPair {
+	for _, kv := range own {
+		k, replaced := a+kv.Key, false
+		for i := range ps {
+			if ps[i].k == k {
+				ps[i].v, replaced = kv.Value, true
+			}
+		}
+		if !replaced {
+			ps = append(ps, kvPair{k, kv.Value})
+		}
+	}
+	return ps
 }

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 
@@ -234,5 +235,16 @@ func TestGemma4Scales(t *testing.T) {
 	q, _ := LookupPreset("qwen3-tiny")
 	if stdOf(&q, &TensorSpec{Role: RoleEmbed}) != embedStd {
 		t.Error("qwen3 embedding scaled")
+	}
+}
+
+// TestMergeFamilyMeta: a family key that is a common key replaces the
+// common value in place (GGUF holds a key once: nemotron_h_moe's per-layer
+// feed_forward_length); other keys are appended in order.
+func TestMergeFamilyMeta(t *testing.T) {
+	ps := []kvPair{{"a.block_count", uint32(3)}, {"a.feed_forward_length", uint32(8)}}
+	got := mergeFamilyMeta(ps, "a.", []MetaKV{{"expert_count", uint32(4)}, {"feed_forward_length", []uint32{0, 8, 0}}})
+	if len(got) != 3 || got[1].k != "a.feed_forward_length" || fmt.Sprint(got[1].v) != "[0 8 0]" || got[2].k != "a.expert_count" {
+		t.Errorf("merged %v", got)
 	}
 }
