@@ -42,7 +42,7 @@ func (s *templateAPI) apply(x *exchange) {
 	if !isNull(r.Tools) {
 		j.tools = &toolJob{raw: r.Tools}
 	}
-	text, err := renderChat(x.r.Context(), s.o.Model.Tokenizer(), &j, noThink(s.o.NoThink, j.think))
+	text, err := renderChat(x.r.Context(), s.o.Model.Tokenizer(), &j, s.o.withKwargs(&j))
 	if err != nil {
 		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", badRequest("messages: %v", err))
 		return

@@ -112,6 +112,24 @@ func noThink(server bool, think *bool) bool {
 	return server
 }
 
+// withKwargs sets the job's template variables to the server's
+// TemplateKwargs with the request's over them, and returns whether the
+// chat renders without thinking: the request's enable_thinking, else the
+// server's kwargs', else NoThink.
+func (o *Options) withKwargs(j *job) bool {
+	think, vars, _ := templateKwargs(o.TemplateKwargs) // checked by New
+	if len(vars) > 0 {
+		for k, v := range j.vars {
+			vars[k] = v
+		}
+		j.vars = vars
+	}
+	if j.think != nil {
+		think = j.think
+	}
+	return noThink(o.NoThink, think)
+}
+
 // templateContext is ctx with a chat's Jinja variables: the date as
 // llama.cpp sets it (local time, date_string "06 Dec 2026" and datetime
 // "Dec 06 2026"), then the request's chat_template_kwargs over it.

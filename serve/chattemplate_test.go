@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -72,4 +74,53 @@ func TestChatTemplateVars(t *testing.T) {
 	if d1, d2 := before.Format("Jan 02 2006"), time.Now().Format("Jan 02 2006"); !strings.Contains(p, d1) && !strings.Contains(p, d2) {
 		t.Errorf("no datetime %s in %q", d1, p)
 	}
+}
+
+// TestServerTemplateKwargs: the server's TemplateKwargs (llama-server's
+// --chat-template-kwargs) reach every chat's Jinja template under the
+// request's own chat_template_kwargs, and their enable_thinking false
+// renders without thinking (as --reasoning off) unless the request turns
+// it on; a non-bool enable_thinking there stops New.
+func TestServerTemplateKwargs(t *testing.T) {
+	kw := map[string]json.RawMessage{"date_string": json.RawMessage(`"01 Jan 2000"`), "enable_thinking": json.RawMessage(`false`)}
+	withKw := func(o *Options) { o.TemplateKwargs = kw }
+	h := startJinja(t, "meta-llama-Llama-3.3-70B-Instruct.jinja", withKw)
+	const msgs = `"messages":[{"role":"user","content":"What is today?"}]`
+	if p := h.do("/apply-template", `{`+msgs+`}`, 200)["prompt"].(string); !strings.Contains(p, "Today Date: 01 Jan 2000") {
+		t.Errorf("server kwargs: %q", p)
+	}
+	if p := h.do("/apply-template", `{`+msgs+`,"chat_template_kwargs":{"date_string":"02 Feb 2002"}}`, 200)["prompt"].(string); !strings.Contains(p, "Today Date: 02 Feb 2002") {
+		t.Errorf("the request's over the server's: %q", p)
+	}
+	on := startJinja(t, "Qwen-Qwen3-0.6B.jinja", nil).do("/apply-template", `{`+msgs+`}`, 200)["prompt"].(string)
+	q := startJinja(t, "Qwen-Qwen3-0.6B.jinja", withKw)
+	off := q.do("/apply-template", `{`+msgs+`}`, 200)["prompt"].(string)
+	if !strings.HasSuffix(off, "<think>\n\n</think>\n\n") || strings.HasSuffix(on, "</think>\n\n") {
+		t.Errorf("server enable_thinking false: %q (without: %q)", off, on)
+	}
+	if p := q.do("/apply-template", `{`+msgs+`,"chat_template_kwargs":{"enable_thinking":true}}`, 200)["prompt"].(string); p != on {
+		t.Errorf("the request's enable_thinking true: %q, want %q", p, on)
+	}
+	o := Options{Model: q.m, Sampling: greedy, TemplateKwargs: map[string]json.RawMessage{"enable_thinking": json.RawMessage(`"no"`)}}
+	if _, err := New(o); err == nil || !strings.Contains(err.Error(), "TemplateKwargs") {
+		t.Errorf("New with a bad enable_thinking: %v", err)
+	}
+}
+
+// startJinja serves the tiny model with one of llama.cpp's templates as
+// Jinja and the options tune sets.
+func startJinja(t *testing.T, template string, tune func(*Options)) *harness {
+	t.Helper()
+	src, err := os.ReadFile("../testdata/chat-templates/llamacpp/" + template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start(t, func(o *Options) {
+		if err := o.Model.Tokenizer().UseJinja(string(src), template); err != nil {
+			t.Fatal(err)
+		}
+		if tune != nil {
+			tune(o)
+		}
+	})
 }

@@ -56,7 +56,7 @@ func (s *intake) encode(ctx context.Context, j *job) ([]int32, error) {
 		return ids, err
 	}
 	tok := s.o.Model.Tokenizer()
-	text, err := renderChat(ctx, tok, j, noThink(s.o.NoThink, j.think))
+	text, err := renderChat(ctx, tok, j, s.o.withKwargs(j))
 	if err != nil {
 		return nil, badRequest("messages: %v", err)
 	}

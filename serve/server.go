@@ -113,6 +113,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -162,6 +163,10 @@ type Options struct {
 	Stops []string
 	// NoThink renders chats with an empty think block (Qwen3).
 	NoThink bool
+	// TemplateKwargs are every chat's chat_template_kwargs, under the
+	// request's own (llama-server's --chat-template-kwargs): enable_thinking
+	// (a bool) over NoThink, the rest Jinja variables.
+	TemplateKwargs map[string]json.RawMessage
 	// ReasoningFormat is the chats' reasoning format when a request sets
 	// none (reasoning.go; "": ReasoningNone).
 	ReasoningFormat string
@@ -281,6 +286,9 @@ func New(o Options) (*Server, error) {
 	}
 	if err := o.Sampling.Validate(); err != nil {
 		return nil, err
+	}
+	if _, _, err := templateKwargs(o.TemplateKwargs); err != nil {
+		return nil, fmt.Errorf("serve: TemplateKwargs: %w", err)
 	}
 	now := time.Now()
 	met := newMeters()

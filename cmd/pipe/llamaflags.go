@@ -40,7 +40,7 @@ const (
 	embedHint    = "pipe generates text; it computes no embeddings or rankings"
 	presetHint   = "llama.cpp's presets download a model; pipe does not download: pass -m"
 	chatInHint   = "-i renders each turn with the model's chat template"
-	templateHint = "pipe renders plain text turns (no tools, no template arguments, no parsing of the reply)"
+	templateHint = "pipe serve always parses the reply (reasoning_format, tool calls) and continues an assistant's last message, as llama-server's defaults do"
 	reasonHint   = "pipe serve has --reasoning on|off|auto and --reasoning-budget, pipe run --reasoning show|hide and --no-think; templates take no effort or preserve arguments"
 	httpHint     = "pipe serve's HTTP server has fixed limits and no such option"
 	toolsHint    = "pipe serve has no tools, agents or MCP"
@@ -153,7 +153,8 @@ var llamaTable = []llamaFlag{
 	{"--tools --tools-runtime --mcp-servers-config --mcp-servers-json -ag --agent -no-ag --no-agent", llamaRefused, toolsHint + " (llama-server's built-in tools read, write and run commands on the server's host; a client's own tools work through tools/tool_calls)"},
 	{"--props", llamaRefused, "pipe serve's /props is read-only"},
 	{"--server-base --completion-bash", llamaRefused, "pipe has no such mode"},
-	{"--chat-template-kwargs --skip-chat-parsing --no-skip-chat-parsing --prefill-assistant --no-prefill-assistant", llamaRefused, templateHint},
+	{"--chat-template-kwargs", llamaSupported, "the same, for serve: a JSON object of template variables under each request's chat_template_kwargs (enable_thinking switches thinking)"},
+	{"--skip-chat-parsing --no-skip-chat-parsing --prefill-assistant --no-prefill-assistant", llamaRefused, templateHint},
 	{"--reasoning-format", llamaSupported, "the same, for serve: none, deepseek or auto (the default): a chat's leading <think>…</think> comes back as reasoning_content, in the message and the stream's deltas; a request's reasoning_format wins"},
 	{"-rea --reasoning", llamaSupported, "the same, for serve: on, off or auto (the default); off renders chats with enable_thinking false"},
 	{"--reasoning-budget --reasoning-budget-message", llamaSupported, "the same, for serve: the most tokens of a chat's reasoning before the message and </think> are forced (-1: no limit); a request's reasoning_budget_tokens and reasoning_budget_message win"},

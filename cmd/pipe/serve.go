@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -51,6 +52,7 @@ type ServeCmd struct {
 	NoThink         bool   `name:"no-think" help:"Qwen3: render chats with an empty think block." group:"Model"`
 	Reasoning       string `name:"reasoning" help:"Reasoning in chats, as llama-server's -rea: on, off or auto (the default; also enabled/disabled, true/false, 1/0, -1): off renders the template with enable_thinking false (as --no-think), on and auto with it true." default:"auto" group:"Server"`
 	ReasoningBudget int    `name:"reasoning-budget" help:"Most tokens a chat's reasoning may take before </think> is forced (-1: no limit, 0: end it at once), when a request sets no reasoning_budget_tokens, as llama-server's." default:"-1" group:"Server"`
+	TemplateKwargs  string `name:"chat-template-kwargs" help:"A JSON object of the chat template's variables, under each request's chat_template_kwargs, as llama-server's (e.g. '{\"enable_thinking\": false}')." placeholder:"JSON" group:"Server"`
 	ReasoningMsg    string `name:"reasoning-budget-message" help:"Text forced before </think> when the reasoning budget is spent (a request's reasoning_budget_message wins), as llama-server's." group:"Server"`
 	ReasoningFormat string `name:"reasoning-format" help:"A chat reply's leading <think>…</think>: auto or deepseek return it as reasoning_content (in the message and the stream's deltas), none leaves it in the content; a request's reasoning_format wins, as llama-server's." enum:"none,deepseek,auto" default:"auto" group:"Server"`
 
@@ -77,6 +79,9 @@ func (c *ServeCmd) validate() error {
 		return fmt.Errorf("%w: -c %d split among --parallel %d slots leaves %d positions each", errFlag, c.Ctx, c.Parallel, c.Ctx/c.Parallel)
 	}
 	if _, err := reasoningOff(c.Reasoning); err != nil {
+		return err
+	}
+	if _, err := c.templateKwargs(); err != nil {
 		return err
 	}
 	if c.ReasoningBudget < -1 {
@@ -134,9 +139,10 @@ func (c *ServeCmd) Run(g *Globals) error {
 		m.Close()
 		return err
 	}
+	kwargs, _ := c.templateKwargs() // checked by validate
 	srv, err := serve.New(serve.Options{Model: m, ModelID: c.modelID(path), ModelAliases: c.aliases(), ModelTags: cleanList(c.Tags), NoUI: c.NoUI, ModelPath: path, Version: versionString(), Fingerprint: fingerprint(),
 		Ctx: c.Ctx, Sampling: params, Seed: c.Seed, MaxTokens: c.N, Stops: c.Reverse, NoThink: c.noThink(), ReasoningFormat: c.ReasoningFormat,
-		ReasoningBudget: &c.ReasoningBudget, ReasoningBudgetMessage: c.ReasoningMsg, APIKey: c.APIKey,
+		ReasoningBudget: &c.ReasoningBudget, TemplateKwargs: kwargs, ReasoningBudgetMessage: c.ReasoningMsg, APIKey: c.APIKey,
 		AllowedHosts: append(c.AllowedHosts, c.Host), CORSOrigins: c.CORSOrigins, CORSMethods: c.CORSMethods, CORSHeaders: c.CORSHeaders, CORSNoCredentials: !c.CORSCreds,
 		NoSlots: !c.Slots, Verbose: c.VerboseAnswers, NoMetrics: !c.Metrics,
 		Parallel: c.Parallel, Ubatch: c.Ubatch, SlotSimilarity: c.SlotSim, SlotSavePath: c.SlotSavePath, Log: g.Log})
@@ -168,6 +174,22 @@ func (c *ServeCmd) applyTemplate(tok *tokenizer.Tokenizer, log zerolog.Logger) e
 		log.Warn().Str("event", "chat_template").Err(err).Msg("the model's chat template does not compile as Jinja: chats use the built-in renderer (--no-jinja)")
 	}
 	return nil
+}
+
+// templateKwargs reads --chat-template-kwargs: a JSON object (nil when
+// not given).
+func (c *ServeCmd) templateKwargs() (map[string]json.RawMessage, error) {
+	if c.TemplateKwargs == "" {
+		return nil, nil
+	}
+	var kw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(c.TemplateKwargs), &kw); err != nil || kw == nil {
+		return nil, fmt.Errorf("%w: --chat-template-kwargs: want a JSON object: %v", errFlag, err)
+	}
+	if v, ok := kw["enable_thinking"]; ok && string(v) != "true" && string(v) != "false" {
+		return nil, fmt.Errorf("%w: --chat-template-kwargs: enable_thinking: want true or false", errFlag)
+	}
+	return kw, nil
 }
 
 // reasoningOff reads --reasoning as llama.cpp's common_arg_utils do

@@ -141,8 +141,9 @@ func TestSummaryWindows(t *testing.T) {
 
 // TestServeReasoningFlags: --reasoning takes llama.cpp's spellings of on,
 // off and auto (off, or --no-think, renders without thinking; -rea is its
-// short form), --reasoning-budget -1 or more; anything else is an error
-// naming the flag before the model is opened.
+// short form), --reasoning-budget -1 or more, --chat-template-kwargs a JSON
+// object (enable_thinking a bool); anything else is an error naming the
+// flag before the model is opened.
 func TestServeReasoningFlags(t *testing.T) {
 	var cli CLI
 	k, err := parser(&cli, io.Discard, io.Discard, func(int) {})
@@ -168,12 +169,20 @@ func TestServeReasoningFlags(t *testing.T) {
 	if out, err := translateArgs([]string{"serve", "-rea", "off"}); err != nil || out[1] != "--reasoning" {
 		t.Errorf("-rea: %q %v", out, err)
 	}
+	if _, err := k.Parse([]string{"serve", "-m", chatModel, "--chat-template-kwargs", `{"enable_thinking": false, "x": [1]}`}); err != nil {
+		t.Fatal(err)
+	}
+	if kw, err := cli.Serve.templateKwargs(); err != nil || string(kw["enable_thinking"]) != "false" || string(kw["x"]) != "[1]" {
+		t.Errorf("--chat-template-kwargs: %v %v", kw, err)
+	}
 	for _, c := range []struct {
 		args []string
 		flag string
 	}{
 		{[]string{"serve", "-m", tinyModel, "--port", "0", "--reasoning", "maybe"}, "--reasoning"},
 		{[]string{"serve", "-m", tinyModel, "--port", "0", "--reasoning-budget=-2"}, "--reasoning-budget"},
+		{[]string{"serve", "-m", tinyModel, "--port", "0", "--chat-template-kwargs", "[1]"}, "--chat-template-kwargs"},
+		{[]string{"serve", "-m", tinyModel, "--port", "0", "--chat-template-kwargs", `{"enable_thinking":"no"}`}, "--chat-template-kwargs"},
 	} {
 		code, stderr := runCode(t, io.Discard, c.args...)
 		if code == 0 || !strings.Contains(stderr, c.flag) || strings.Contains(stderr, `"event":"load"`) {
