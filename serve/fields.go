@@ -54,7 +54,7 @@ var unsupportedFields = []unsupportedField{
 	{"input_extra", "pipe serve has no fill-in-the-middle", nil},
 	{"lora", "pipe loads no adapters", nil},
 	{"chat_template", templateWhy, nil},
-	{"reasoning_format", "want none, deepseek or auto", stringIn(ReasoningNone, ReasoningDeepSeek, ReasoningAuto)},
+	{"reasoning_format", "want none, deepseek, deepseek-legacy or auto", stringIn(ReasoningNone, ReasoningDeepSeek, ReasoningAuto, ReasoningLegacy)},
 	{"reasoning_effort", reasonWhy, nil},
 	{"reasoning_budget", reasonWhy, numberIs(-1)},
 	{"image_data", mediaWhy, nil},

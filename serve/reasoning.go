@@ -5,11 +5,15 @@ import "strings"
 // Reasoning formats (--reasoning-format, a request's reasoning_format), as
 // llama-server's: "none" leaves a thinking model's <think>…</think> in the
 // content; "deepseek" and "auto" return it apart, as the message's (and
-// the stream deltas') reasoning_content.
+// the stream deltas') reasoning_content; "deepseek-legacy" returns it as
+// reasoning_content and leaves it, tags and all, in the content too (a
+// stream's deltas carry it in the content only, as llama-server's
+// reasoning_in_content).
 const (
 	ReasoningNone     = "none"
 	ReasoningDeepSeek = "deepseek"
 	ReasoningAuto     = "auto"
+	ReasoningLegacy   = "deepseek-legacy"
 )
 
 const (
@@ -119,19 +123,27 @@ func partialSuffix(s, tag string) int {
 // thinkEmitter is an emitter whose replies' reasoning goes apart from the
 // answer (piece.reasoning): a chat with reasoning_format deepseek or auto.
 type thinkEmitter struct {
-	inner emitter
-	split *thinkSplit
+	inner  emitter
+	split  *thinkSplit
+	legacy bool // deepseek-legacy: the content keeps the reasoning
 }
 
 func (e *thinkEmitter) begin() error { return e.inner.begin() }
 
 func (e *thinkEmitter) text(p piece) error {
-	p.reasoning, p.text = e.split.feed(p.text)
+	r, c := e.split.feed(p.text)
+	if !e.legacy {
+		p.text = c
+	}
+	p.reasoning = r
 	return e.inner.text(p)
 }
 
 func (e *thinkEmitter) end(o *outcome) error {
-	if r, c := e.split.flush(); r != "" || c != "" {
+	if r, c := e.split.flush(); r != "" || c != "" && !e.legacy {
+		if e.legacy {
+			c = ""
+		}
 		if err := e.inner.text(piece{text: c, reasoning: r}); err != nil {
 			return err
 		}
@@ -147,9 +159,10 @@ func (a *openAI) withReasoning(j *job, em emitter) emitter {
 	if j.reasoning != "" {
 		format = j.reasoning
 	}
-	if !j.chat || (format != ReasoningDeepSeek && format != ReasoningAuto) {
+	legacy := format == ReasoningLegacy
+	if !j.chat || (format != ReasoningDeepSeek && format != ReasoningAuto && !legacy) || legacy && j.stream {
 		return em
 	}
 	open := opensThink(a.o.Model.Tokenizer(), j.ids) // budget.go
-	return &thinkEmitter{inner: em, split: newThinkSplit(open)}
+	return &thinkEmitter{inner: em, split: newThinkSplit(open), legacy: legacy}
 }

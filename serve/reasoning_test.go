@@ -93,3 +93,30 @@ func TestReasoningContent(t *testing.T) {
 		t.Errorf("server format none: %v", msg)
 	}
 }
+
+// TestReasoningLegacy: reasoning_format deepseek-legacy (a 400 before)
+// returns the reasoning as reasoning_content and leaves the reply, tags and
+// all, in the content; streamed, the deltas carry it in the content only,
+// as llama-server's reasoning_in_content.
+func TestReasoningLegacy(t *testing.T) {
+	h := start(t, nil)
+	const reply = "<think>\nwhy not</think>\n\nyes"
+	const body = `{"messages":[{"role":"user","content":"ok?"}],"max_tokens":40,"reasoning_format":"deepseek-legacy","grammar":"root ::= \"<think>\\nwhy not</think>\\n\\nyes\""}`
+	msg := h.do("/v1/chat/completions", body, 200)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	if msg["content"] != reply || msg["reasoning_content"] != "why not" {
+		t.Errorf("message %v", msg)
+	}
+	var content strings.Builder
+	for _, ev := range h.sseData("/v1/chat/completions", strings.Replace(body, "{", `{"stream":true,`, 1)) {
+		d, _ := ev["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
+		if d["reasoning_content"] != nil {
+			t.Errorf("a reasoning_content delta: %v", d)
+		}
+		if s, ok := d["content"].(string); ok {
+			content.WriteString(s)
+		}
+	}
+	if content.String() != reply {
+		t.Errorf("stream content %q", content.String())
+	}
+}

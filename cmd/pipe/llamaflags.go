@@ -155,7 +155,7 @@ var llamaTable = []llamaFlag{
 	{"--server-base --completion-bash", llamaRefused, "pipe has no such mode"},
 	{"--chat-template-kwargs", llamaSupported, "the same, for serve: a JSON object of template variables under each request's chat_template_kwargs (enable_thinking switches thinking)"},
 	{"--skip-chat-parsing --no-skip-chat-parsing --prefill-assistant --no-prefill-assistant", llamaRefused, templateHint},
-	{"--reasoning-format", llamaSupported, "the same, for serve: none, deepseek or auto (the default): a chat's leading <think>…</think> comes back as reasoning_content, in the message and the stream's deltas; a request's reasoning_format wins"},
+	{"--reasoning-format", llamaSupported, "the same, for serve: none, deepseek, deepseek-legacy or auto (the default): a chat's leading <think>…</think> comes back as reasoning_content, in the message and the stream's deltas; a request's reasoning_format wins"},
 	{"-rea --reasoning", llamaSupported, "the same, for serve: on, off or auto (the default); off renders chats with enable_thinking false"},
 	{"--reasoning-budget --reasoning-budget-message", llamaSupported, "the same, for serve: the most tokens of a chat's reasoning before the message and </think> are forced (-1: no limit); a request's reasoning_budget_tokens and reasoning_budget_message win"},
 	{"--reasoning-effort --reasoning-preserve --no-reasoning-preserve", llamaRefused, reasonHint},
