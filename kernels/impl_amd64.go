@@ -59,14 +59,19 @@ var native = sync.OnceValue(func() []*implementation {
 // accumulation chain bounds it either way.)
 func nativeImpls() []*implementation { return native() }
 
-// bestImpl picks the set for this CPU from the table of preferVNNI512Dots.
+// bestImpl is the set at init: the measured table's for this CPU where it
+// has one, else the first usable (Choose calibrates then).
 func bestImpl() *implementation {
 	n := nativeImpls()
 	if len(n) == 0 {
 		return refImpl
 	}
-	if len(n) > 1 && preferVNNI512Dots(cpuUarch()) {
-		return n[1]
+	if e, ok := tableEntry(CPUKey()); ok {
+		for _, m := range n {
+			if m.name == e.Set {
+				return m
+			}
+		}
 	}
 	return n[0]
 }

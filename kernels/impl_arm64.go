@@ -41,4 +41,16 @@ var native = sync.OnceValue(func() []*implementation {
 // set (every AArch64 core), so the tests run both on a dot-product machine.
 func nativeImpls() []*implementation { return native() }
 
-func bestImpl() *implementation { return nativeImpls()[0] }
+// bestImpl is the set at init: the measured table's for this CPU where it
+// has one, else the first (Choose calibrates then).
+func bestImpl() *implementation {
+	n := nativeImpls()
+	if e, ok := tableEntry(CPUKey()); ok {
+		for _, m := range n {
+			if m.name == e.Set {
+				return m
+			}
+		}
+	}
+	return n[0]
+}

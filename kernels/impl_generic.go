@@ -2,6 +2,12 @@
 
 package kernels
 
+import "runtime"
+
 func bestImpl() *implementation { return refImpl }
 
 func nativeImpls() []*implementation { return nil }
+
+// CPUKey names this CPU's class for the kernel table and cache; with the
+// reference alone only the architecture matters.
+func CPUKey() string { return runtime.GOARCH + "-generic" }

@@ -2,7 +2,11 @@
 
 package kernels
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+)
 
 // cpuid executes CPUID with EAX = leaf, ECX = sub.
 func cpuid(leaf, sub uint32) (a, b, c, d uint32)
@@ -37,31 +41,18 @@ func decodeUarch(vendor string, eax uint32) uarch {
 	return uarch{vendor: vendor, family: family, model: model}
 }
 
-// name is the microarchitecture where the kernel table below knows it.
-func (u uarch) name() string {
-	if u.vendor != "AuthenticAMD" {
-		return ""
-	}
-	switch {
-	case u.family == 0x1a:
-		return "zen5"
-	case u.family == 0x19 && (u.model>>4 == 0x1 || u.model>>4 == 0x6 || u.model>>4 == 0x7 || u.model>>4 == 0xa):
-		return "zen4"
-	}
-	return ""
+// key is the uarch as the kernel table and cache name it:
+// amd64-<vendor>-<family>-<model> in hex, e.g. amd64-AuthenticAMD-1a-02.
+func (u uarch) key() string {
+	v := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, u.vendor)
+	return fmt.Sprintf("amd64-%s-%02x-%02x", v, u.family, u.model)
 }
 
-// preferVNNI512Dots is the per-microarchitecture kernel table: the AVX-512
-// VNNI single-vector K-quant dots (dot512_amd64.s) replace the AVX2 ones
-// where they were measured faster (BenchmarkMatVec, BenchmarkDotHot;
-// docs/measurements.md, issue 27): AMD Zen 4 and Zen 5, whose 512-bit
-// units run at full width. Elsewhere (Intel with AVX-512 included, where
-// a 512-bit Q4_K dot measured within 7% of AVX2 from L1) the AVX2 dots
-// stay. Both sets give bit-identical results; only the speed differs.
-func preferVNNI512Dots(u uarch) bool {
-	switch u.name() {
-	case "zen4", "zen5":
-		return true
-	}
-	return false
-}
+// CPUKey names this CPU's class for the kernel table (cputable.json) and
+// the calibration cache: vendor, CPUID family and model.
+func CPUKey() string { return cpuUarch().key() }
