@@ -203,7 +203,7 @@ func (m *Model) init(hot *hotLoader) error {
 	d, met := m.eng.Desc(), m.eng.Metrics()
 	extra := append([]sink.Field{sink.F("model", cfg.Path), sink.F("arch", d.Arch), sink.F("moe_stream", cfg.Streams()),
 		sink.F("dense_weights", string(cfg.Dense)), sink.F("overlap", !cfg.NoOverlap), sink.F("working_set_bytes", cfg.WorkingSet),
-		sink.F("kernels", kernels.Implementation())},
+		sink.F("kernels", kernels.Implementation()), sink.F("kernels_source", kernels.Chosen().Source), sink.F("cpu", kernels.CPUKey())},
 		m.o.LoadFields...)
 	m.sink.Load(sink.LoadInfo{
 		Seconds: met.Load.Seconds(), DenseBytes: d.DenseBytes, ExpertBytes: d.ExpertTotalBytes,

@@ -55,7 +55,8 @@
 // ("neon", every AArch64 core; the `nodotprod` build tag selects it on any
 // core); instructions the Go assembler lacks are WORD-encoded by the macros
 // of neon_arm64.h. CPU features are detected once at package init with
-// golang.org/x/sys/cpu; the `purego` build tag forces the reference
+// golang.org/x/sys/cpu (which sets can run; which of them does is below);
+// the `purego` build tag forces the reference
 // everywhere. Every assembly routine follows the reference's
 // operation order exactly, so results are bit-identical to the reference
 // (the tests demand it) for any thread count. Lengths are checked in Go
@@ -97,12 +98,39 @@
 // The Q4_K and Q6_K single-vector (decode) kernels exist twice on amd64:
 // AVX2 (set "avx2") and AVX-512 with VNNI (dot512_amd64.s, set
 // "avx512vnni": two sub-blocks per 512-bit register, VPDPWSSD folding the
-// scale multiply and add). Which set runs is chosen at init from a table per
-// microarchitecture (uarch_amd64.go: vendor, CPUID family and model), never
-// from the features or the vendor alone: on AMD Zen 4 and Zen 5 the 512-bit
-// dots measured faster (Q6_K by about half from L1), on the Intel
-// development VM a 512-bit Q4_K loop measured within 7% of AVX2, so Intel
-// keeps the AVX2 dots.
+// scale multiply and add).
+//
+// # Which set runs: by measurement
+//
+// The set is chosen by measurement, never from the CPU's features or
+// vendor alone (choose.go, calibrate.go). CPUKey names the CPU class
+// (amd64: vendor, CPUID family and model, uarch_amd64.go; arm64: the MIDR
+// implementer and part of /proc/cpuinfo). At init the set is the one the
+// measured table (cputable.json, embedded) records for that class, else
+// the first usable one. Choose (pipe calls it at start-up; --kernels,
+// PIPE_KERNELS) then settles it: a forced set; else the table's; else a
+// calibration cached in the user cache directory as
+// kernels-<CPUKey>.json (a file that is unreadable, corrupt, too large,
+// or made for another CPU or other candidate sets is ignored with a
+// warning and replaced); else a calibration now: every usable set computes
+// the same decode-shaped Q4_K, Q6_K, Q8_0 and MXFP4 products (64×2048, in
+// L2, 64 times: about a millisecond on Zen 5) for 3 to 9 interleaved
+// rounds, stopping once 60 ms have been measured, and the smallest
+// best-of-rounds time wins (the earlier set on a tie; a set whose results
+// differ from the first's is never picked). The pick is a function of the
+// timings alone, which the tests inject. Chosen reports the set and its
+// source (table, cached, calibrated, forced, only). Every set is
+// bit-identical to the reference, so the choice changes no output
+// (TestCalibrationSetsBitIdentical, TestChooseInstalls).
+//
+// TestRecordTable -record-table is the benchmark that fills the table: it
+// takes each set's best time over 7 calibrations on this CPU and writes
+// its entry. The table holds AMD EPYC Zen 5 (family 0x1A model 0x02):
+// avx512vnni 0.69 ms, avx2 0.91 ms (go1.26.8, load average 31 on the
+// shared 2-vCPU VM). Earlier measurements agree: the 512-bit dots measured
+// faster on Zen 5 (Q6_K by about half from L1), and on the Intel
+// development VM a 512-bit Q4_K loop measured within 7% of AVX2; an Intel
+// or Zen 4 CPU is calibrated at its first run until its entry is recorded.
 //
 // # Four rows at once
 //

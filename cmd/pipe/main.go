@@ -32,6 +32,7 @@ var version = "dev"
 type CLI struct {
 	LogFormat string `help:"Log format on stderr: auto (console on a terminal, else json), json or console." enum:"auto,json,console" default:"auto"`
 	LogLevel  string `help:"Minimum log level: debug, info, warn or error." enum:"debug,info,warn,error" default:"info"`
+	Kernels   string `help:"Kernel set: auto (the measured table's for this CPU, else the fastest in a short calibration cached under the user cache directory) or a set this CPU runs (amd64: avx2, avx512vnni; arm64: sdot, neon; everywhere: purego). Every set computes the same bits; only the speed differs." env:"PIPE_KERNELS" default:"auto"`
 
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
@@ -145,7 +146,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	g := &Globals{Ctx: ctx, Log: log, Stdout: stdout, Stderr: stderr, JSONLog: jl, Status: line}
-	err = kctx.Run(g)
+	if err = chooseKernels(cli.Kernels, log); err == nil {
+		err = kctx.Run(g)
+	}
 	line.Release()
 	logs.Close() // every log line before the exit message
 	line.Clear()
