@@ -226,14 +226,16 @@ func TestPeerKilledWithItsGroup(t *testing.T) {
 		pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
 		o.Peers = []Peer{fakePeerSpec(t, "hang", "--spawn", pidFile, "--hang", "1")}
 		o.Command = []string{"notrun"} // pipe's run fails at once
-		ctx, cancel := context.WithCancel(context.Background())
 		if how == "timeout" {
-			o.Timeout = 2 * time.Second
+			if rep := runTimedOut(t, o, pidFile); len(rep.Runs) != 2 {
+				t.Fatalf("timeout: %+v", rep)
+			}
 		} else {
+			ctx, cancel := context.WithCancel(context.Background())
 			o.Timeout = 0
 			go func() {
 				// cancel once the helper runs (or after a minute, a hang
-				// guard: the pid file check below then fails)
+				// guard: readPid below then fails)
 				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 					if _, err := os.Stat(pidFile); err == nil {
 						break
@@ -241,25 +243,13 @@ func TestPeerKilledWithItsGroup(t *testing.T) {
 				}
 				cancel()
 			}()
-		}
-		rep, err := Run(ctx, o)
-		cancel()
-		switch how {
-		case "timeout":
-			if err != nil || len(rep.Runs) != 2 || !strings.Contains(rep.Runs[1].Err, "timed out") {
-				t.Fatalf("timeout: %v %+v", err, rep)
-			}
-		case "cancel":
+			_, err := Run(ctx, o)
+			cancel()
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("cancel: %v", err)
 			}
 		}
-		b, err := os.ReadFile(pidFile)
-		if err != nil {
-			t.Fatalf("%s: the peer did not start its helper: %v", how, err)
-		}
-		pid, _ := strconv.Atoi(string(b))
-		waitDead(t, how, pid)
+		waitDead(t, how, readPid(t, pidFile))
 	}
 }
 
@@ -396,14 +386,30 @@ func TestPeerLeavesNoChildren(t *testing.T) {
 
 	o = fakeOptions(t)
 	o.Command = []string{"notrun"}
-	o.Timeout = 2 * time.Second
 	timed := filepath.Join(dir, "timeout.pid")
 	o.Peers = []Peer{fakePeerSpec(t, "hang", "--spawn-setsid", timed, "--hang", "1")}
-	rep, err = Run(context.Background(), o)
-	if err != nil || !strings.Contains(rep.Runs[len(rep.Runs)-1].Err, "timed out") {
-		t.Fatalf("timeout: %v %+v", err, rep)
-	}
+	runTimedOut(t, o, timed)
 	waitDead(t, "timeout, own session", readPid(t, timed))
+}
+
+// runTimedOut runs o, whose last peer hangs, under a timeout that kills it,
+// and checks the run says so. The timeout starts at 2 s and doubles (up to
+// 32 s) while the peer was killed before it wrote pidFile (a loaded machine
+// starting it slowly): the test is of what the kill leaves behind, which
+// needs the helper started.
+func runTimedOut(t *testing.T, o Options, pidFile string) *Report {
+	t.Helper()
+	for d := 2 * time.Second; ; d *= 2 {
+		o.Timeout = d
+		rep, err := Run(context.Background(), o)
+		if err != nil || !strings.Contains(rep.Runs[len(rep.Runs)-1].Err, "timed out") {
+			t.Fatalf("timeout: %v %+v", err, rep)
+		}
+		if _, err := os.Stat(pidFile); err == nil || d >= 32*time.Second {
+			return rep
+		}
+		t.Logf("the peer was killed after %v, before it started its helper: again with twice the timeout", d)
+	}
 }
 
 // TestPeerLongLineBounded: a peer that prints one enormous line gets an
