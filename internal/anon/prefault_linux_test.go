@@ -25,12 +25,14 @@ func resident(t *testing.T, b []byte) []bool {
 	return r
 }
 
+// waitFaulted polls until p has faulted n bytes in (the Prefaulter has no
+// event to wait on); the minute is a hang guard.
 func waitFaulted(t *testing.T, p *Prefaulter, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for p.Faulted() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("faulted %d bytes, want %d", p.Faulted(), n)
+			t.Fatalf("faulted %d bytes after a minute, want %d", p.Faulted(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
