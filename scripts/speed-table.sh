@@ -102,7 +102,7 @@ f2() { awk -v a="$1" 'BEGIN {printf "%.2f", a}'; }
 
 rev() { go version -m "$1" 2>/dev/null | awk '$2 == "vcs.revision" {print substr($3, 1, 9)}'; }
 echo "CPU: $(cpu). pipe: ${PIPE_REV:-$(rev "$pipe")}. llama.cpp: the build_commit of each llama-bench JSON in OUT."
-echo "Prompt: two chat turns of the same text; llama-bench -p = pipe's second-turn prompt tokens; -n $n -t $t; raw files: $out"
+echo "Prompt: two chat turns (the text four times, then once; the second measured); llama-bench -p = pipe's second-turn prompt tokens; -n $n -t $t; raw files: $out"
 echo
 echo '| preset | round | load (pipe / llama) | llama.cpp pp | pipe prefill, warm | **ratio** | pipe prefill, cold | llama.cpp tg | pipe decode | **ratio** | pipe hit % | pipe CPU % |'
 echo '|---|---|---|---|---|---|---|---|---|---|---|---|'
