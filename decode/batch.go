@@ -43,7 +43,18 @@ type BatchOptions struct {
 	// prompt when that fraction is above Similarity, else to the free slot
 	// used least recently (0: always the least recently used).
 	Similarity float64
+	// Unified makes the slots share one pool of Ctx positions
+	// (llama-server's --kv-unified) instead of Ctx each: any slot may fill
+	// up to Ctx, and the pool's memory is counted once. When a pass would
+	// fill more than Ctx positions over all slots, idle slots' caches are
+	// dropped, least recently used first; if that is not enough, the busy
+	// slot that would hold the most positions ends with ErrPoolFull.
+	Unified bool
 }
+
+// ErrPoolFull: a unified pool (BatchOptions.Unified) had no room for a
+// slot's next positions, even with every idle slot's cache dropped.
+var ErrPoolFull = fmt.Errorf("%w: the slots' shared KV pool is full (Context size has been exceeded.)", model.ErrContextFull)
 
 // Request is one generation on a Batch.
 type Request struct {
@@ -69,6 +80,7 @@ type SlotInfo struct {
 	ID         int
 	Ctx        int  // KV positions
 	Processing bool // serving a request
+	Served     bool // it has taken a request since the Batch opened
 	Tokens     int  // tokens in its cache
 }
 
@@ -105,8 +117,9 @@ type event struct {
 	err error
 }
 
-// NewBatch makes o.Slots slots of o.Ctx positions each and starts the
-// scheduler goroutine (Close stops it).
+// NewBatch makes o.Slots slots of o.Ctx positions each (with o.Unified,
+// sharing o.Ctx positions) and starts the scheduler goroutine (Close stops
+// it).
 func (m *Model) NewBatch(o BatchOptions) (*Batch, error) {
 	if o.Slots < 1 || o.Ctx < 2 || o.Ubatch < 0 || o.Similarity < 0 || o.Similarity > 1 {
 		return nil, fmt.Errorf("%w: batch of %d slots of %d positions, ubatch %d, similarity %g", stages.ErrConfig, o.Slots, o.Ctx, o.Ubatch, o.Similarity)
@@ -116,17 +129,34 @@ func (m *Model) NewBatch(o BatchOptions) (*Batch, error) {
 	}
 	b := &Batch{m: m, o: o, submit: make(chan *request), events: make(chan event, o.Slots), ctl: make(chan ctl),
 		quit: make(chan struct{}), done: make(chan struct{})}
+	states, err := m.slotStates(o)
+	if err != nil {
+		return nil, err
+	}
 	slots := make([]*slot, o.Slots)
-	for i := range slots {
-		st, err := m.eng.NewSession(o.Ctx, m.o.KV)
-		if err != nil {
-			return nil, fmt.Errorf("slot %d: %w", i, err)
-		}
-		slots[i] = &slot{id: i, st: st.State}
+	for i, st := range states {
+		slots[i] = &slot{id: i, st: st}
 	}
 	b.publish(slots)
 	go b.loop(slots)
 	return b, nil
+}
+
+// slotStates are the states of o's slots: o.Ctx positions each, or one
+// pool of o.Ctx positions with o.Unified.
+func (m *Model) slotStates(o BatchOptions) ([]*model.State, error) {
+	if o.Unified {
+		return m.eng.NewPool(o.Slots, o.Ctx, m.o.KV)
+	}
+	out := make([]*model.State, o.Slots)
+	for i := range out {
+		st, err := m.eng.NewSession(o.Ctx, m.o.KV)
+		if err != nil {
+			return nil, fmt.Errorf("slot %d: %w", i, err)
+		}
+		out[i] = st.State
+	}
+	return out, nil
 }
 
 // Slots reports the slots as of the last pass.
@@ -214,7 +244,7 @@ func (b *Batch) send(e event) {
 func (b *Batch) publish(slots []*slot) {
 	info := make([]SlotInfo, len(slots))
 	for i, s := range slots {
-		info[i] = SlotInfo{ID: s.id, Ctx: s.st.NCtx, Processing: s.req != nil, Tokens: len(s.hist)}
+		info[i] = SlotInfo{ID: s.id, Ctx: s.st.NCtx, Processing: s.req != nil, Served: s.served, Tokens: len(s.hist)}
 	}
 	c := b.m.eng.Metrics().Counters
 	b.mu.Lock()
@@ -224,10 +254,11 @@ func (b *Batch) publish(slots []*slot) {
 
 // slot is one sequence of a Batch, owned by the scheduler goroutine.
 type slot struct {
-	id   int
-	st   *model.State
-	hist []int32 // tokens in st, in order
-	used int64   // the pass it last served a request in (least recently used choice)
+	id     int
+	st     *model.State
+	hist   []int32 // tokens in st, in order
+	used   int64   // the pass it last served a request in (least recently used choice)
+	served bool    // it has taken a request
 
 	req     *request
 	feed    []int32 // prompt tokens still to feed

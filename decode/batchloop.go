@@ -151,7 +151,7 @@ func (s *sched) start(sl *slot, q *request) error {
 	}
 	keep := sl.st.Rewind(sl.shared(q))
 	sl.hist = sl.hist[:keep]
-	*sl = slot{id: sl.id, st: sl.st, hist: sl.hist, used: sl.used, req: q, feed: ids[keep:], n: n,
+	*sl = slot{id: sl.id, st: sl.st, hist: sl.hist, used: sl.used, served: true, req: q, feed: ids[keep:], n: n,
 		res: Result{PromptTokens: len(ids) - keep}, stream: s.b.m.tok.NewStream(false), t0: now()}
 	if q.r.OnSlot != nil {
 		q.r.OnSlot(sl.id)
@@ -162,17 +162,17 @@ func (s *sched) start(sl *slot, q *request) error {
 // step runs one pass over every busy slot: a prompt chunk or its last
 // token each.
 func (s *sched) step() {
+	s.fit()
 	s.seqs, s.who = s.seqs[:0], s.who[:0]
 	for _, sl := range s.slots {
 		if !sl.busy() {
 			continue
 		}
-		toks := []int32{sl.next}
-		if len(sl.feed) > 0 {
-			toks = sl.feed[:min(len(sl.feed), s.b.o.Ubatch)]
-		}
-		s.seqs = append(s.seqs, model.Seq{State: sl.st, Tokens: toks})
+		s.seqs = append(s.seqs, model.Seq{State: sl.st, Tokens: sl.toFeed(s.b.o.Ubatch)})
 		s.who = append(s.who, sl)
+	}
+	if len(s.who) == 0 { // fit ended every busy slot
+		return
 	}
 	s.pass++
 	s.b.m.forwards++
@@ -183,13 +183,70 @@ func (s *sched) step() {
 	for i, sl := range s.who {
 		sl.used = s.pass
 		if err != nil {
-			sl.st.Rewind(0) // a failed pass may have changed the state part-way
-			sl.hist = sl.hist[:0]
+			sl.clearCache() // a failed pass may have changed the state part-way
 			s.end(sl, err)
 			continue
 		}
 		s.fed(sl, s.seqs[i].Tokens, rows[i])
 	}
+}
+
+// toFeed is what a busy slot feeds in the next pass: its next prompt chunk
+// of up to ubatch tokens, or its last sampled token.
+func (sl *slot) toFeed(ubatch int) []int32 {
+	if len(sl.feed) > 0 {
+		return sl.feed[:min(len(sl.feed), ubatch)]
+	}
+	return []int32{sl.next}
+}
+
+// fit keeps a unified pool's positions within BatchOptions.Ctx for the next
+// pass: idle slots' caches are dropped, least recently used first (as
+// llama-server's try_clear_idle_slots), then the busy slot that would hold
+// the most positions ends with ErrPoolFull, until the pass fits.
+// (llama-server ends every busy slot there; its code's TODO asks for this.)
+func (s *sched) fit() {
+	if !s.b.o.Unified {
+		return
+	}
+	for s.poolNeed() > s.b.o.Ctx {
+		var idle, big *slot
+		for _, sl := range s.slots {
+			switch {
+			case sl.req == nil && len(sl.hist) > 0 && (idle == nil || sl.used < idle.used):
+				idle = sl
+			case sl.busy() && (big == nil || sl.st.Pos+len(sl.toFeed(s.b.o.Ubatch)) > big.st.Pos+len(big.toFeed(s.b.o.Ubatch))):
+				big = sl
+			}
+		}
+		switch {
+		case idle != nil:
+			idle.clearCache()
+		case big != nil:
+			s.end(big, fmt.Errorf("slot %d at %d positions, the pool holds %d: %w", big.id, big.st.Pos, s.b.o.Ctx, ErrPoolFull))
+			big.clearCache()
+		default:
+			return // only slots waiting on their callers hold the pool: nothing to feed
+		}
+	}
+}
+
+// poolNeed is the positions every slot holds after the next pass.
+func (s *sched) poolNeed() int {
+	n := 0
+	for _, sl := range s.slots {
+		n += sl.st.Pos
+		if sl.busy() {
+			n += len(sl.toFeed(s.b.o.Ubatch))
+		}
+	}
+	return n
+}
+
+// clearCache empties the slot's cache (a growing state gives its rows back).
+func (sl *slot) clearCache() {
+	sl.st.Rewind(0)
+	sl.hist = sl.hist[:0]
 }
 
 // fed takes in what a pass did for sl: toks are in its cache now; a

@@ -11,12 +11,13 @@ import (
 // check, the token embedding lookup and the output head. Architectures call
 // them so that these steps are written, and tested, once.
 
-// Reserve checks that n more positions fit in st's context and returns the
-// first new position.
+// Reserve checks that n more positions fit in st's context, gives a
+// growing state their rows, and returns the first new position.
 func Reserve(st *State, n int) (int, error) {
 	if st.Pos+n > st.NCtx {
 		return 0, fmt.Errorf("%w: %d positions used + %d new > context %d (raise -c)", ErrContextFull, st.Pos, n, st.NCtx)
 	}
+	st.grow(st.Pos + n)
 	return st.Pos, nil
 }
 

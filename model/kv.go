@@ -20,8 +20,11 @@ type State struct {
 	NCtx int
 	Pos  int // positions filled so far
 	Type KVType
-	// Per layer: K and V rows of width widths[l], NCtx rows each (none
-	// for a recurrent layer).
+	// Per layer: K and V rows of width widths[l], rows rows each (none
+	// for a recurrent layer); rows is NCtx unless the state grows
+	// (Growing).
+	rows     int
+	grows    bool
 	k32, v32 [][]float32
 	k16, v16 [][]uint16
 	widths   []int
@@ -57,24 +60,75 @@ func newState(nCtx int, widths, rec []int, kOnly, stateless []bool, t KVType) (*
 			// MoE-only blocks) holds nothing
 		case w <= 0 || rec[l] != 0:
 			return nil, fmt.Errorf("model: layer %d: KV row width %d and recurrent state %d (want one of them positive)", l, w, rec[l])
-		case t == KVF32:
-			s.k32[l] = make([]float32, nCtx*w)
-			s.v32[l] = s.k32[l]
-			if !kOnly[l] {
-				s.v32[l] = make([]float32, nCtx*w)
-			}
-		default:
-			s.k16[l] = make([]uint16, nCtx*w)
-			s.v16[l] = s.k16[l]
-			if !kOnly[l] {
-				s.v16[l] = make([]uint16, nCtx*w)
-			}
 		}
 	}
+	s.resize(nCtx)
 	return s, nil
 }
 
-// Bytes is the memory the cache holds: KV rows and recurrent states.
+// GrowStep is the granularity, in positions, of a growing State's rows.
+const GrowStep = 256
+
+// Growing makes the state's context nCtx positions (at least its filled
+// ones) and holds KV rows only for the positions it fills (rounded up to
+// GrowStep): rows are allocated as Reserve needs them and given back by
+// Trim, so that several sequences sharing one pool of positions
+// (llama-server's --kv-unified) hold no more memory than the positions
+// they fill, each up to nCtx. Its filled rows are kept.
+func (s *State) Growing(nCtx int) {
+	s.NCtx, s.grows = max(nCtx, s.Pos), true
+	s.resize(min(s.NCtx, roundUp(s.Pos, GrowStep)))
+}
+
+// Trim gives back a growing state's rows past its filled positions
+// (rounded up to GrowStep); a state that does not grow keeps its rows.
+func (s *State) Trim() {
+	if s.grows && s.rows > roundUp(s.Pos, GrowStep) {
+		s.resize(roundUp(s.Pos, GrowStep))
+	}
+}
+
+// grow gives a growing state rows for its first n positions (n ≤ NCtx).
+func (s *State) grow(n int) {
+	if n > s.rows {
+		s.resize(min(s.NCtx, roundUp(n, GrowStep)))
+	}
+}
+
+// resize reallocates every KV layer's rows to rows positions, keeping the
+// filled ones.
+func (s *State) resize(rows int) {
+	keep := min(s.Pos, rows)
+	for l, w := range s.widths {
+		if s.rec[l] != nil {
+			continue
+		}
+		if s.Type == KVF32 {
+			s.k32[l], s.v32[l] = resized(s.k32[l], s.v32[l], s.kOnly[l], rows*w, keep*w)
+			continue
+		}
+		s.k16[l], s.v16[l] = resized(s.k16[l], s.v16[l], s.kOnly[l], rows*w, keep*w)
+	}
+	s.rows = rows
+}
+
+// resized is a layer's K and V rows reallocated to n elements, the first
+// keep copied; V is K for a K-only layer.
+func resized[E float32 | uint16](k, v []E, kOnly bool, n, keep int) ([]E, []E) {
+	nk := make([]E, n)
+	copy(nk, k[:min(keep, len(k))])
+	if kOnly {
+		return nk, nk
+	}
+	nv := make([]E, n)
+	copy(nv, v[:min(keep, len(v))])
+	return nk, nv
+}
+
+func roundUp(n, step int) int { return (n + step - 1) / step * step }
+
+// Bytes is the memory the cache holds: KV rows (of a growing state, those
+// allocated now) and recurrent states.
 func (s *State) Bytes() int64 {
 	per := int64(2)
 	if s.Type == KVF32 {
@@ -86,7 +140,7 @@ func (s *State) Bytes() int64 {
 		if s.kOnly[l] {
 			rows = 1
 		}
-		n += rows*int64(s.NCtx)*int64(w)*per + 4*int64(len(s.rec[l]))
+		n += rows*int64(s.rows)*int64(w)*per + 4*int64(len(s.rec[l]))
 	}
 	return n
 }
@@ -110,8 +164,10 @@ func (s *State) hasRecurrent() bool {
 // layers keeps pos. A recurrent state folds every position in and cannot be
 // rolled back: it keeps Pos when pos == Pos, else starts over (the
 // recurrent states zeroed) and returns 0, as llama.cpp's recurrent memory
-// refuses a partial sequence removal.
+// refuses a partial sequence removal. A growing state gives back the rows
+// past the kept position (Trim).
 func (s *State) Rewind(pos int) int {
+	defer s.Trim()
 	pos = min(max(pos, 0), s.Pos)
 	if pos == s.Pos || !s.hasRecurrent() {
 		s.Pos = pos

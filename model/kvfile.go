@@ -47,6 +47,7 @@ func (s *State) Load(r io.Reader) (int64, error) {
 	cr := &countReader{r: bufio.NewReader(r)}
 	pos, err := s.loadHeader(cr)
 	if err == nil {
+		s.grow(pos)
 		for l := range s.widths {
 			for _, part := range s.parts(l, pos) {
 				if err = binary.Read(cr, binary.LittleEndian, part); err != nil {
@@ -60,6 +61,7 @@ func (s *State) Load(r io.Reader) (int64, error) {
 		for _, rc := range s.rec {
 			clear(rc)
 		}
+		s.Trim()
 		return cr.n, fmt.Errorf("%w: %w", ErrStateFile, err)
 	}
 	s.Pos = pos

@@ -44,6 +44,9 @@ if [[ ! -f "$model" ]]; then
 fi
 
 cp -r "$llama/tools/server/tests" "$work/tools/server/tests"
+# ./tmp: llama.cpp's CI has it from the model downloads (LLAMA_CACHE=tmp); the slot
+# tests pass it as --slot-save-path, which must be an existing directory
+mkdir -p "$work/tools/server/tests/tmp"
 ln -s "$llama/models" "$work/models"
 
 pypath="$work/tools/server/tests:$here/llama-server-tests/plugin"

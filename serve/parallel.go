@@ -1,7 +1,8 @@
 package serve
 
 // parallel.go: --parallel N (N > 1): N decode slots, each its own sequence
-// with -c / N positions (llama-server's split), decoded together by a
+// with -c / N positions (llama-server's split) or, with --kv-unified, up to
+// -c of one pool of -c positions they share, decoded together by a
 // decode.Batch — one forward pass per step over every slot with work, each
 // layer's experts read once for the batch. A request goes to a free slot
 // (the one holding the largest share of its prompt when above
@@ -48,7 +49,8 @@ type batchSlots struct {
 
 // newBatchSlots makes n slots of nCtx positions each.
 func newBatchSlots(o Options, nCtx int) (*batchSlots, error) {
-	b, err := o.Model.NewBatch(decode.BatchOptions{Slots: o.Parallel, Ctx: nCtx, Ubatch: o.Ubatch, Similarity: o.SlotSimilarity})
+	b, err := o.Model.NewBatch(decode.BatchOptions{Slots: o.Parallel, Ctx: nCtx, Ubatch: o.Ubatch, Similarity: o.SlotSimilarity,
+		Unified: o.KVUnified})
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +128,11 @@ func (s *generator) slotsInfo() []map[string]any {
 	}
 	var out []map[string]any
 	for _, si := range s.batch.b.Slots() {
-		out = append(out, map[string]any{"id": si.ID, "n_ctx": si.Ctx, "speculative": false, "is_processing": si.Processing,
-			"params": params})
+		o := map[string]any{"id": si.ID, "n_ctx": si.Ctx, "speculative": false, "is_processing": si.Processing}
+		if si.Served { // llama-server shows params from a slot's first task on
+			o["params"] = params
+		}
+		out = append(out, o)
 	}
 	return out
 }
@@ -141,13 +146,17 @@ func (s *generator) totalSlots() int {
 }
 
 // parallelCtx is each slot's context: -c split among --parallel slots, as
-// llama-server's; an error when a slot would be too small to generate.
+// llama-server's, or all of -c with KVUnified (one pool the slots share);
+// an error when a slot would be too small to generate.
 func parallelCtx(o Options) (int, error) {
 	if o.Parallel < 0 || o.SlotSimilarity < 0 || o.SlotSimilarity > 1 || o.Ubatch < 0 {
 		return 0, fmt.Errorf("serve: --parallel %d, --slot-prompt-similarity %g, -ub %d: need --parallel >= 1, a similarity in 0..1, -ub >= 0",
 			o.Parallel, o.SlotSimilarity, o.Ubatch)
 	}
 	n := o.Ctx / max(o.Parallel, 1)
+	if o.KVUnified {
+		n = o.Ctx
+	}
 	if n < 2 {
 		return 0, fmt.Errorf("serve: -c %d split among --parallel %d slots leaves %d positions per slot", o.Ctx, o.Parallel, n)
 	}

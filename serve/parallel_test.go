@@ -23,8 +23,8 @@ func TestParallelSlots(t *testing.T) {
 	}
 	for i, s := range slots {
 		m := s.(map[string]any)
-		if m["id"] != float64(i) || m["n_ctx"] != float64(256/3) || m["is_processing"] != false {
-			t.Fatalf("/slots[%d]: %v", i, m)
+		if _, ok := m["params"]; m["id"] != float64(i) || m["n_ctx"] != float64(256/3) || m["is_processing"] != false || ok {
+			t.Fatalf("/slots[%d] before any request (llama-server shows no params yet): %v", i, m)
 		}
 	}
 	if p := h.get("/props").(map[string]any); p["total_slots"] != 3.0 {
@@ -67,6 +67,31 @@ func TestParallelSlots(t *testing.T) {
 	if b["id_slot"] != a["id_slot"] || b["timings"].(map[string]any)["cache_n"] != 10.0 || !slices.Equal(ints(b["tokens"]), ints(c["tokens"])) {
 		t.Fatalf("extended prompt: slot %v after %v, cache_n %v, tokens %v, fed whole %v", b["id_slot"], a["id_slot"],
 			b["timings"].(map[string]any)["cache_n"], b["tokens"], c["tokens"])
+	}
+	if s := h.get("/slots").([]any)[int(a["id_slot"].(float64))].(map[string]any); s["params"] == nil {
+		t.Fatalf("/slots after a request: no params in %v", s)
+	}
+}
+
+// TestParallelUnified: with KVUnified every slot's context is the whole -c
+// (/slots), and a request longer than -c/--parallel runs and gets its
+// greedy continuation.
+func TestParallelUnified(t *testing.T) {
+	h := start(t, func(o *Options) { o.Parallel, o.KVUnified = 8, true })
+	for i, s := range h.get("/slots").([]any) {
+		if m := s.(map[string]any); m["n_ctx"] != 256.0 {
+			t.Fatalf("/slots[%d]: %v, want n_ctx 256 (the pool)", i, m)
+		}
+	}
+	g := loadGolden(t, "p1_village")
+	ids, _ := json.Marshal(g.PromptTokens)
+	n := len(g.GeneratedTokens)
+	if len(g.PromptTokens)+n <= 256/8 {
+		t.Fatalf("prompt %d + %d tokens fits a split slot of %d: the test proves nothing", len(g.PromptTokens), n, 256/8)
+	}
+	r := h.do("/completion", fmt.Sprintf(`{"prompt":%s,"n_predict":%d,"return_tokens":true}`, ids, n), 200)
+	if !slices.Equal(ints(r["tokens"]), g.GeneratedTokens[:n]) {
+		t.Fatalf("unified slot: %v, want %v", r["tokens"], g.GeneratedTokens[:n])
 	}
 }
 

@@ -86,7 +86,7 @@
 // and no client learns another's prompt from cached_tokens.
 //
 // With Parallel N above 1 (parallel.go) there are N slots of Ctx/N
-// positions instead, decoded together by a decode.Batch (continuous
+// positions instead (with KVUnified, sharing one pool of Ctx), decoded together by a decode.Batch (continuous
 // batching: a step is one forward pass over every slot with work); a
 // request takes a free slot (by shared prompt, --slot-prompt-similarity,
 // else least recently used), reuses its KV under the same tenant rule slot
@@ -211,6 +211,7 @@ type Options struct {
 	// tokens a slot feeds per pass (0: 512); SlotSimilarity is
 	// --slot-prompt-similarity (0: a free slot by least recent use only).
 	Parallel       int
+	KVUnified      bool // the slots share one pool of Ctx positions (llama-server's --kv-unified)
 	Ubatch         int
 	SlotSimilarity float64
 	// SlotSavePath is the directory of POST /slots/{id}?action=save|restore

@@ -191,3 +191,26 @@ func (s *Session) sample() sink.TokenMetrics {
 	}
 	return m
 }
+
+// NewPool makes slots states of nCtx positions each that share one pool of
+// nCtx positions (llama-server's --kv-unified): the memory check counts the
+// pool's KV rows once beside every slot's recurrent state, and each state
+// holds rows only for the positions it fills (model.State.Growing). Keeping
+// the slots' filled positions within the pool is the caller's part.
+func (e *Engine) NewPool(slots, nCtx int, kv model.KVType) ([]*model.State, error) {
+	size := stateOf(e.desc, nCtx, kvElemBytes(kv))
+	size.kv += int64(slots-1) * size.recurrent
+	if err := kvFits(size, nCtx, readMemory()); err != nil {
+		return nil, err
+	}
+	out := make([]*model.State, slots)
+	for i := range out {
+		st, err := e.model.NewState(min(nCtx, model.GrowStep), kv)
+		if err != nil {
+			return nil, err
+		}
+		st.Growing(nCtx)
+		out[i] = st
+	}
+	return out, nil
+}

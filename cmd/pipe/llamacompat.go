@@ -31,6 +31,8 @@ var llamaShort = map[string]string{
 	"-ub":     "--ubatch-size",
 	"-sps":    "--slot-prompt-similarity",
 	"-rea":    "--reasoning",
+	"-kvu":    "--kv-unified",
+	"-no-kvu": "--no-kv-unified",
 }
 
 // llamaVerbose are llama.cpp's spellings of --verbose.
@@ -56,7 +58,7 @@ const (
 	batchHint   = "pipe prefills the whole prompt as one batch; there is no batch size to set"
 	mlockHint   = "pipe reads dense weights into anonymous memory (--dense-weights anon) and bounds the expert cache (--cache-mb); there is nothing to lock"
 	noMmapHint  = "use --moe-stream=true (experts read with O_DIRECT, never mmap'd) and --dense-weights anon"
-	parallelHnt = "pipe serve batches its --parallel slots continuously, each with its share of -c (no unified KV pool)"
+	parallelHnt = "pipe serve always batches its --parallel slots continuously"
 	downloadHnt = "pipe does not download models (and has no network access to do it): download the GGUF file yourself and pass its path with -m"
 )
 

@@ -96,7 +96,6 @@ var llamaTable = []llamaFlag{
 	{"--simple-io", llamaAccepted, "pipe reads stdin line by line already"},
 	{"--ui --webui", llamaAccepted, "pipe serve always serves its chat page at /"},
 	{"--cache-prompt", llamaAccepted, "pipe serve reuses the KV of a shared prefix by default"},
-	{"-no-kvu --no-kv-unified", llamaAccepted, "what pipe serve does: -c is split among the --parallel slots"},
 
 	// refused, by name, with why
 	{"-hf -hfr --hf-repo -hff --hf-file -hft --hf-token -mu --model-url -dr --docker-repo", llamaRefused, downloadHnt},
@@ -112,7 +111,8 @@ var llamaTable = []llamaFlag{
 	{"-np --parallel", llamaSupported, "serve: N slots decoded together, -c split among them (default 1)"},
 	{"-sps --slot-prompt-similarity", llamaSupported, "the same (serve; default 0.1, 0 = least recently used slot)"},
 	{"-cb --cont-batching", llamaAccepted, "what pipe serve does: slots join and leave between steps"},
-	{"-nocb --no-cont-batching --kv-unified -kvu", llamaRefused, parallelHnt},
+	{"-kvu --kv-unified -no-kvu --no-kv-unified", llamaSupported, "serve: the --parallel slots share one pool of -c positions, each may fill all of it (default: -c split among them)"},
+	{"-nocb --no-cont-batching", llamaRefused, parallelHnt},
 	{"--mlock", llamaRefused, mlockHint},
 	{"--mmap --no-mmap", llamaRefused, noMmapHint},
 	{"-lm --load-mode", llamaRefused, "pipe's --dense-weights (anon, warm, mmap) and --moe-stream choose how weights load"},

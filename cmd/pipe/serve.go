@@ -43,6 +43,7 @@ type ServeCmd struct {
 	N              int      `short:"n" name:"n-predict" aliases:"predict" help:"Most tokens a request that sets no n_predict/max_tokens may generate (-1 = none: up to the context); a request's own limit wins, as llama-server's -n." default:"-1" group:"Server"`
 	Parallel       int      `name:"parallel" help:"Decode slots: requests decoded together, one forward pass per step over every slot (each layer's experts read once for all), -c split among them, as llama-server's -np." default:"1" group:"Server"`
 	Ubatch         int      `name:"ubatch-size" help:"Most prompt tokens a slot feeds per step beside the slots that decode (--parallel above 1), as llama-server's -ub." default:"512" group:"Server"`
+	KVUnified      bool     `name:"kv-unified" help:"The --parallel slots share one pool of -c KV positions, each able to fill all of it, instead of -c/--parallel each (as llama-server's -kvu): a full pool drops idle slots' caches, then ends the request holding the most." negatable:"" group:"Server"`
 	SlotSim        float64  `name:"slot-prompt-similarity" help:"A request takes the free slot holding the largest share of its prompt when above this, else the least recently used (0: always the latter), as llama-server's -sps." default:"0.1" group:"Server"`
 	SlotSavePath   string   `name:"slot-save-path" help:"Directory of the files POST /slots/{id}?action=save|restore writes and reads (pipe's own format: tokens, KV rows, recurrent state), as llama-server's; without it the slot actions answer 501." type:"existingdir" group:"Server"`
 	Slots          bool     `help:"Answer GET /slots (--no-slots: 501, as llama-server's)." default:"true" negatable:"" group:"Server"`
@@ -75,7 +76,7 @@ func (c *ServeCmd) validate() error {
 		return fmt.Errorf("%w: --ubatch-size %d must be in 1..%d", errFlag, c.Ubatch, maxPositions)
 	case c.SlotSim < 0 || c.SlotSim > 1:
 		return fmt.Errorf("%w: --slot-prompt-similarity %g must be in 0..1", errFlag, c.SlotSim)
-	case c.Ctx/c.Parallel < 2:
+	case c.Ctx/c.Parallel < 2 && !c.KVUnified:
 		return fmt.Errorf("%w: -c %d split among --parallel %d slots leaves %d positions each", errFlag, c.Ctx, c.Parallel, c.Ctx/c.Parallel)
 	}
 	if _, err := reasoningOff(c.Reasoning); err != nil {
@@ -145,7 +146,7 @@ func (c *ServeCmd) Run(g *Globals) error {
 		ReasoningBudget: &c.ReasoningBudget, TemplateKwargs: kwargs, ReasoningBudgetMessage: c.ReasoningMsg, APIKey: c.APIKey,
 		AllowedHosts: append(c.AllowedHosts, c.Host), CORSOrigins: c.CORSOrigins, CORSMethods: c.CORSMethods, CORSHeaders: c.CORSHeaders, CORSNoCredentials: !c.CORSCreds,
 		NoSlots: !c.Slots, Verbose: c.VerboseAnswers, NoMetrics: !c.Metrics,
-		Parallel: c.Parallel, Ubatch: c.Ubatch, SlotSimilarity: c.SlotSim, SlotSavePath: c.SlotSavePath, Log: g.Log})
+		Parallel: c.Parallel, KVUnified: c.KVUnified, Ubatch: c.Ubatch, SlotSimilarity: c.SlotSim, SlotSavePath: c.SlotSavePath, Log: g.Log})
 	if err != nil {
 		m.Close()
 		return err
