@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/pipe-engine/pipe/tools/load"
 )
@@ -15,7 +16,11 @@ func (c *BenchCmd) load(g *Globals) error {
 	if c.Clients < 1 || c.URL == "" || c.N < 1 {
 		return fmt.Errorf("%w: --clients %d, --url %q, -n %d: load mode needs --clients >= 1, --url and -n >= 1", errFlag, c.Clients, c.URL, c.N)
 	}
-	rep, err := load.Run(g.Ctx, load.Options{URL: c.URL, Clients: c.Clients, Prompts: []string{c.Prompt}, N: c.N, APIKey: os.Getenv("PIPE_API_KEY")})
+	prompts, err := c.clientPrompts()
+	if err != nil {
+		return err
+	}
+	rep, err := load.Run(g.Ctx, load.Options{URL: c.URL, Clients: c.Clients, Prompts: prompts, N: c.N, APIKey: os.Getenv("PIPE_API_KEY")})
 	if err != nil {
 		return fmt.Errorf("bench: --clients: %w", err)
 	}
@@ -32,4 +37,25 @@ func (c *BenchCmd) load(g *Globals) error {
 		fmt.Fprintf(g.Stdout, "client %d: %d tokens, TTFT %v, %.2f tok/s\n", i, cl.Tokens, cl.TTFT.Round(1e6), cl.TokS())
 	}
 	return nil
+}
+
+// clientPrompts are --client-prompts' non-empty lines, or -p alone.
+func (c *BenchCmd) clientPrompts() ([]string, error) {
+	if c.ClientPrompts == "" {
+		return []string{c.Prompt}, nil
+	}
+	b, err := os.ReadFile(c.ClientPrompts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --client-prompts: %w", errFlag, err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: --client-prompts %s: no prompt in it", errFlag, c.ClientPrompts)
+	}
+	return out, nil
 }

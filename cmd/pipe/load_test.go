@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,5 +53,37 @@ func TestBenchClients(t *testing.T) {
 	errb.Reset()
 	if code := run(context.Background(), []string{"bench", "--clients", "2"}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "--url") {
 		t.Fatalf("no --url: exit %d, %q", code, errb.String())
+	}
+	// --client-prompts: client i sends line i; the JSON report carries each
+	// client's text, which is the greedy text of its own prompt
+	dir := t.TempDir()
+	prompts, empty := filepath.Join(dir, "prompts.txt"), filepath.Join(dir, "empty.txt")
+	if err := errors.Join(os.WriteFile(prompts, []byte("hello\n\nThe village\n"), 0o644), os.WriteFile(empty, []byte("\n"), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	texts := func(args ...string) []string {
+		t.Helper()
+		out.Reset()
+		args = append([]string{"bench", "--url", hs.URL, "-n", "3", "--format", "json"}, args...)
+		if code := run(context.Background(), args, &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		var rep struct{ Clients []struct{ Text string } }
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		var ts []string
+		for _, c := range rep.Clients {
+			ts = append(ts, c.Text)
+		}
+		return ts
+	}
+	both := texts("--clients", "2", "--client-prompts", prompts)
+	if a, b := texts("--clients", "1", "-p", "hello"), texts("--clients", "1", "-p", "The village"); len(both) != 2 || both[0] != a[0] || both[1] != b[0] || a[0] == b[0] {
+		t.Fatalf("--client-prompts texts %q; alone %q and %q", both, a, b)
+	}
+	errb.Reset()
+	if code := run(context.Background(), []string{"bench", "--clients", "1", "--url", hs.URL, "--client-prompts", empty}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "--client-prompts") {
+		t.Fatalf("empty --client-prompts: exit %d, %q", code, errb.String())
 	}
 }

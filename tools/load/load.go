@@ -41,6 +41,7 @@ type Client struct {
 	Tokens int
 	TTFT   time.Duration // request sent → first token
 	Decode time.Duration // first token → last
+	Text   string        // the streamed content (to compare with a solo run's)
 }
 
 // TokS is the client's decode rate (tokens after the first ÷ Decode).
@@ -142,6 +143,7 @@ func stream(ctx context.Context, o Options, prompt string) (Client, error) {
 	}
 	defer resp.Body.Close()
 	var c Client
+	var text strings.Builder
 	t0 := time.Now()
 	var first time.Time
 	sc := bufio.NewScanner(resp.Body)
@@ -152,6 +154,7 @@ func stream(ctx context.Context, o Options, prompt string) (Client, error) {
 			continue
 		}
 		var ev struct {
+			Content         string          `json:"content"`
 			Tokens          []int32         `json:"tokens"`
 			TokensPredicted int             `json:"tokens_predicted"`
 			Stop            bool            `json:"stop"`
@@ -165,6 +168,7 @@ func stream(ctx context.Context, o Options, prompt string) (Client, error) {
 			c.TTFT = first.Sub(t0)
 		}
 		c.Tokens = max(c.Tokens, ev.TokensPredicted)
+		text.WriteString(ev.Content)
 		if ev.Stop {
 			break
 		}
@@ -172,6 +176,7 @@ func stream(ctx context.Context, o Options, prompt string) (Client, error) {
 	if !first.IsZero() {
 		c.Decode = time.Since(first)
 	}
+	c.Text = text.String()
 	return c, sc.Err()
 }
 

@@ -1,7 +1,9 @@
 package load
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -48,6 +50,10 @@ func TestRunAgainstPipeServe(t *testing.T) {
 		if c.Tokens != 6 || c.TTFT <= 0 || c.TokS() <= 0 {
 			t.Errorf("client %d: %+v", i, c)
 		}
+		solo := completion(t, hs.URL, []string{"The village", "A lighthouse"}[i%2])
+		if c.Text != solo {
+			t.Errorf("client %d streamed %q; the same prompt alone, not streamed: %q", i, c.Text, solo)
+		}
 	}
 	if rep.AggregateTokS <= 0 || rep.TTFTP50 <= 0 || rep.TTFTP95 < rep.TTFTP50 || rep.MiBPerToken < 0 {
 		t.Errorf("report %+v", rep)
@@ -66,4 +72,22 @@ func TestRunServerError(t *testing.T) {
 	if _, err := Run(context.Background(), Options{URL: hs.URL, Clients: 0, Prompts: []string{"x"}, N: 2}); err == nil {
 		t.Fatal("0 clients: no error")
 	}
+}
+
+// completion is the content of a non-streamed greedy /completion of 6 tokens.
+func completion(t *testing.T, url, prompt string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"prompt": prompt, "n_predict": 6, "cache_prompt": false})
+	resp, err := http.Post(url+"/completion", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Content string `json:"content"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Content
 }
