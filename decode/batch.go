@@ -65,6 +65,10 @@ type Request struct {
 	MaxTokens int
 	IgnoreEOS bool
 	NoCache   bool // feed the whole prompt, keeping nothing of the slot's cache
+	// PinSlot runs the request on slot Slot (llama-server's id_slot),
+	// waiting for it while it is busy, instead of on any free slot.
+	PinSlot bool
+	Slot    int
 	// MayReuse, if set, tells whether the request may keep the prefix it
 	// shares with slot's cached tokens hist (false: the slot counts as
 	// sharing nothing). OnSlot, if set, learns the slot the request got.
@@ -194,6 +198,9 @@ func (b *Batch) Close() {
 func (b *Batch) Generate(ctx context.Context, r Request, onToken func(Token) error) (Result, error) {
 	if len(r.IDs) == 0 {
 		return Result{}, ErrEmptyPrompt
+	}
+	if r.PinSlot && (r.Slot < 0 || r.Slot >= b.o.Slots) {
+		return Result{}, fmt.Errorf("slot %d of %d: %w", r.Slot, b.o.Slots, ErrNoSlot)
 	}
 	if r.Given.IsZero() {
 		r.Given = time.Now()

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/pipe-engine/pipe/model"
 )
@@ -82,15 +83,20 @@ func (s *sched) ready() bool {
 // busy: the slot has a prompt chunk or a token to feed now.
 func (sl *slot) busy() bool { return sl.req != nil && !sl.waiting && !sl.ending }
 
-// place puts queued requests on free slots, in arrival order.
+// place puts queued requests on free slots, in arrival order; a request
+// waiting for its pinned slot lets the ones after it pass.
 func (s *sched) place() {
-	for len(s.queue) > 0 {
-		sl := s.choose(s.queue[0])
-		if sl == nil {
+	for i := 0; i < len(s.queue); {
+		q := s.queue[i]
+		sl := s.choose(q)
+		switch {
+		case sl == nil && q.r.PinSlot:
+			i++
+			continue
+		case sl == nil:
 			return
 		}
-		q := s.queue[0]
-		s.queue = s.queue[1:]
+		s.queue = slices.Delete(s.queue, i, i+1)
 		if err := s.start(sl, q); err != nil {
 			q.err = err
 			q.fin <- Result{}
@@ -103,6 +109,12 @@ func (s *sched) place() {
 // choice is off, as llama-server's), else the one used least recently; nil
 // when none is free.
 func (s *sched) choose(q *request) *slot {
+	if q.r.PinSlot {
+		if sl := s.slots[q.r.Slot]; sl.req == nil {
+			return sl
+		}
+		return nil
+	}
 	var best, lru *slot
 	bestSim := -1.0
 	for _, sl := range s.slots {

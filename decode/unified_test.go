@@ -84,3 +84,50 @@ func TestBatchUnifiedPool(t *testing.T) {
 		t.Fatalf("%d requests ended with ErrPoolFull; want 1 (3 × %d positions in a pool of %d, 2 fit)", failed, 4+n-1, pool)
 	}
 }
+
+// TestBatchPinSlot: a request pinned to a slot (llama-server's id_slot)
+// runs there, waits while that slot is busy without holding back a later
+// request for any slot, and a slot outside the batch is ErrNoSlot.
+func TestBatchPinSlot(t *testing.T) {
+	m := open(t, stages.StreamOn, 0)
+	prompts := batchPrompts(t, 3)
+	want := soloRuns(t, m, prompts, 4)
+	b := newBatch(t, m, BatchOptions{Slots: 2, Ctx: 64})
+	hold, held := make(chan struct{}), make(chan struct{})
+	type out struct {
+		slot int
+		res  Result
+		err  error
+	}
+	run := func(i int, pin bool, onToken func(Token) error, done chan<- out) {
+		o := out{slot: -1}
+		o.res, o.err = b.Generate(context.Background(), Request{IDs: prompts[i], Chain: greedyChain(t), MaxTokens: 4, PinSlot: pin, Slot: 1,
+			OnSlot: func(id int) { o.slot = id }}, onToken)
+		done <- o
+	}
+	a, pinned, free := make(chan out, 1), make(chan out, 1), make(chan out, 1)
+	first := true
+	go run(0, true, func(Token) error {
+		if first {
+			first = false
+			close(held)
+			<-hold
+		}
+		return nil
+	}, a)
+	<-held // slot 1 is busy now
+	go run(1, true, nil, pinned)
+	go run(2, false, nil, free)
+	c := <-free // runs on slot 0 while the pinned request waits
+	close(hold)
+	ra, rb := <-a, <-pinned
+	for i, o := range []out{ra, rb, c} {
+		wantSlot := []int{1, 1, 0}[i]
+		if o.err != nil || o.slot != wantSlot || !slices.Equal(o.res.Tokens, want[i]) {
+			t.Errorf("request %d: slot %d (want %d), %v, %v (alone %v)", i, o.slot, wantSlot, o.err, o.res.Tokens, want[i])
+		}
+	}
+	if _, err := b.Generate(context.Background(), Request{IDs: prompts[0], Chain: greedyChain(t), PinSlot: true, Slot: 2}, nil); !errors.Is(err, ErrNoSlot) {
+		t.Fatalf("slot 2 of 2: %v, want ErrNoSlot", err)
+	}
+}

@@ -186,6 +186,7 @@ type job struct {
 	given        []int32                    // /completion's prompt given as token ids
 	morePrompts  []subPrompt                // /completion's prompts as parsed (nativeprompt.go)
 	noCache      bool                       // /completion's cache_prompt: false (prefill the whole prompt)
+	idSlot       *int                       // /completion's id_slot: the slot to run on (nil or -1: any)
 	fields       []string                   // /completion's response_fields (none: all)
 	progress     bool                       // return_progress: prompt_progress events in the stream (progress.go)
 	verbose      bool                       // __verbose in an OpenAI answer

@@ -90,6 +90,9 @@ type generator struct {
 // generate runs one prepared job in the decode slot, sending its text to
 // em. o is filled as far as the generation got, also when it fails.
 func (s *generator) generate(ctx context.Context, j *job, em emitter, start time.Time, o *outcome) error {
+	if err := s.checkSlot(j); err != nil {
+		return err
+	}
 	if s.batch != nil {
 		return s.generateBatched(ctx, j, em, start, o)
 	}

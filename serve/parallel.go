@@ -86,7 +86,9 @@ func (s *generator) batchGen(j *job, chain *sample.Chain, start time.Time, o *ou
 		bs := s.batch
 		placed := false // set by OnSlot, read after Generate returned
 		s.met.queue(1)
+		pin := slotOf(j) >= 0
 		res, err := bs.b.Generate(ctx, decode.Request{IDs: ids, Chain: chain, MaxTokens: maxTokens, NoCache: j.noCache, Given: start,
+			PinSlot: pin, Slot: slotOf(j),
 			MayReuse: func(slot int, hist []int32) bool {
 				bs.mu.Lock()
 				defer bs.mu.Unlock()
@@ -179,5 +181,21 @@ func (s *generator) makeSlots() error {
 		return err
 	}
 	s.slot, s.nCtx = &decodeSlot{sess: sess, slot: make(chan struct{}, 1), met: s.met}, sess.Ctx()
+	return nil
+}
+
+// slotOf is the slot job j asks for with id_slot (-1: any).
+func slotOf(j *job) int {
+	if j.idSlot == nil {
+		return -1
+	}
+	return *j.idSlot
+}
+
+// checkSlot refuses an id_slot outside the server's slots (-1: any).
+func (s *generator) checkSlot(j *job) error {
+	if id := slotOf(j); id < -1 || id >= s.totalSlots() {
+		return badRequest("id_slot %d: the server has %d slots (0..%d; -1: any)", id, s.totalSlots(), s.totalSlots()-1)
+	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -162,4 +163,25 @@ func TestSlotSaveRestore(t *testing.T) {
 	}
 	h := start(t, nil)
 	h.do("/slots/0?action=save", `{"filename":"a.bin"}`, 501)
+}
+
+// TestIDSlot: /completion's id_slot runs the request on that slot (the
+// answer's id_slot, the slot's cache in /slots), with one session and
+// with slots; a slot the server does not have is a 400 naming id_slot.
+func TestIDSlot(t *testing.T) {
+	g := loadGolden(t, "p1_village")
+	ids, _ := json.Marshal(g.PromptTokens)
+	for _, parallel := range []int{1, 3} {
+		h := start(t, func(o *Options) { o.Parallel = parallel })
+		for _, id := range []int{parallel - 1, -1} {
+			r := h.do("/completion", fmt.Sprintf(`{"prompt":%s,"n_predict":4,"id_slot":%d,"return_tokens":true}`, ids, id), 200)
+			if id >= 0 && r["id_slot"] != float64(id) || !slices.Equal(ints(r["tokens"]), g.GeneratedTokens[:4]) {
+				t.Fatalf("parallel %d, id_slot %d: ran on %v, %v", parallel, id, r["id_slot"], r["tokens"])
+			}
+		}
+		r := h.do("/completion", fmt.Sprintf(`{"prompt":%s,"n_predict":4,"id_slot":%d}`, ids, parallel), 400)
+		if msg := fmt.Sprint(r["error"]); !strings.Contains(msg, "id_slot") {
+			t.Fatalf("parallel %d, id_slot %d: %s", parallel, parallel, msg)
+		}
+	}
 }
