@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -50,6 +51,59 @@ type BatchOptions struct {
 	// dropped, least recently used first; if that is not enough, the busy
 	// slot that would hold the most positions ends with ErrPoolFull.
 	Unified bool
+	// OnStep, if set, receives every pass's Step on the scheduler
+	// goroutine after the pass (it must not block).
+	OnStep func(Step)
+}
+
+// Step is one batched pass as the metrics report it. The pass's expert
+// I/O is shared by its tokens: a slot that fed k of the pass's Tokens is
+// charged k/Tokens of its ReadBytes, Stall and Lookups (in its Result:
+// PrefillReadBytes for a prompt chunk, DecodeReadBytes and Lookups for a
+// generated token, Stall for both). The shares of every slot in a pass add
+// up to the pass's figures, and the passes' to the engine's counters, so a
+// request's MiB per token, the server's and the CSV's agree.
+type Step struct {
+	Pass         int64 // the Batch's pass number, from 1
+	Seqs         int   // slots in the pass
+	Tokens       int   // tokens fed: prompt chunks and generated tokens
+	PromptTokens int   // of them, prompt tokens
+	Wall, Stall  time.Duration
+	ReadBytes    int64
+	// Lookups are the pass's expert-cache lookups: one per distinct expert
+	// a layer's tokens routed to, however many of them chose it.
+	Lookups metrics.Lookups
+}
+
+// ioShare is a slot's running share of the passes it took part in (Step).
+type ioShare struct {
+	prefillRead, decodeRead float64
+	hits, joins, misses     float64
+	stall                   float64 // nanoseconds
+}
+
+// charge adds k of step's tokens, of the prompt or generated.
+func (io *ioShare) charge(st Step, k int, prompt bool) {
+	if st.Tokens == 0 {
+		return
+	}
+	f := float64(k) / float64(st.Tokens)
+	if prompt {
+		io.prefillRead += f * float64(st.ReadBytes)
+	} else {
+		io.decodeRead += f * float64(st.ReadBytes)
+		io.hits += f * float64(st.Lookups.Hits)
+		io.joins += f * float64(st.Lookups.Joins)
+		io.misses += f * float64(st.Lookups.Misses)
+	}
+	io.stall += f * float64(st.Stall)
+}
+
+// fill writes the share into r (rounded to whole bytes, lookups, ns).
+func (io *ioShare) fill(r *Result) {
+	r.PrefillReadBytes, r.DecodeReadBytes = int64(math.Round(io.prefillRead)), int64(math.Round(io.decodeRead))
+	r.Lookups = metrics.Lookups{Hits: int64(math.Round(io.hits)), Joins: int64(math.Round(io.joins)), Misses: int64(math.Round(io.misses))}
+	r.Stall = time.Duration(math.Round(io.stall))
 }
 
 // ErrPoolFull: a unified pool (BatchOptions.Unified) had no room for a
@@ -271,6 +325,7 @@ type slot struct {
 	feed    []int32 // prompt tokens still to feed
 	n       int     // tokens to generate at most
 	res     Result
+	io      ioShare // its share of the passes it took part in (Step)
 	stream  textStream
 	next    int32 // the last sampled token
 	waiting bool  // its token is with the caller; feed it once answered

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
+	"github.com/pipe-engine/pipe/metrics"
 	"github.com/pipe-engine/pipe/model"
 )
 
@@ -188,10 +190,12 @@ func (s *sched) step() {
 	}
 	s.pass++
 	s.b.m.forwards++
+	c0, t0 := s.b.m.eng.Metrics().Counters, now()
 	rows, err := s.b.m.eng.ForwardBatch(s.ctx, s.seqs)
 	if err != nil && s.ctx.Err() != nil {
 		err = ErrBatchClosed
 	}
+	s.account(c0, since(t0))
 	for i, sl := range s.who {
 		sl.used = s.pass
 		if err != nil {
@@ -358,6 +362,7 @@ func (s *sched) end(sl *slot, err error) {
 	if !sl.first.IsZero() {
 		sl.res.Decode = since(sl.first)
 	}
+	sl.io.fill(&sl.res)
 	q.err = err
 	q.fin <- sl.res
 	sl.req, sl.waiting, sl.ending, sl.feed = nil, false, false, nil
@@ -375,4 +380,30 @@ func (s *sched) stop() {
 		q.fin <- Result{}
 	}
 	s.queue = nil
+}
+
+// account makes the pass just run a Step (from the engine's counters c0
+// before it and its wall time), charges each slot in it its share, and
+// hands the Step to BatchOptions.OnStep.
+func (s *sched) account(c0 metrics.Counters, wall time.Duration) {
+	c1 := s.b.m.eng.Metrics().Counters
+	s.b.mu.Lock()
+	s.b.counters = c1 // before any request of the pass ends: its caller may read them
+	s.b.mu.Unlock()
+	d := c1.Sub(c0)
+	st := Step{Pass: s.pass, Seqs: len(s.who), Wall: wall, Stall: d.Stall, ReadBytes: d.ReadBytes,
+		Lookups: metrics.Lookups{Hits: d.Decode.Hits + d.Prompt.Hits, Joins: d.Decode.Joins + d.Prompt.Joins,
+			Misses: d.Decode.Misses + d.Prompt.Misses}}
+	for i, sl := range s.who {
+		st.Tokens += len(s.seqs[i].Tokens)
+		if len(sl.feed) > 0 {
+			st.PromptTokens += len(s.seqs[i].Tokens)
+		}
+	}
+	for i, sl := range s.who {
+		sl.io.charge(st, len(s.seqs[i].Tokens), len(sl.feed) > 0)
+	}
+	if s.b.o.OnStep != nil {
+		s.b.o.OnStep(st)
+	}
 }

@@ -188,6 +188,9 @@ type Result struct {
 	// steps (as the CSV's cache_hit_pct counts them).
 	PrefillReadBytes, DecodeReadBytes int64
 	Lookups                           metrics.Lookups
+	// Stall is the wait for expert bytes (set by a Batch, from its share of
+	// each pass: see Step).
+	Stall time.Duration
 }
 
 // HitPct is the decode's expert-cache hit rate in percent

@@ -131,3 +131,71 @@ func TestBatchPinSlot(t *testing.T) {
 		t.Fatalf("slot 2 of 2: %v, want ErrNoSlot", err)
 	}
 }
+
+// TestBatchSteps: every pass is reported as a Step (BatchOptions.OnStep),
+// the steps' bytes, stall and lookups are the engine's, and the requests'
+// shares (Result) add up to the steps' — each pass's I/O split among its
+// tokens, prompt chunks to PrefillReadBytes, generated tokens to
+// DecodeReadBytes and Lookups.
+func TestBatchSteps(t *testing.T) {
+	const n = 6
+	m := open(t, stages.StreamOn, 0)
+	prompts := batchPrompts(t, 3)
+	var mu sync.Mutex
+	var steps []Step
+	b := newBatch(t, m, BatchOptions{Slots: 3, Ctx: 64, Ubatch: 4, OnStep: func(s Step) {
+		mu.Lock()
+		steps = append(steps, s)
+		mu.Unlock()
+	}})
+	c0 := m.Engine().Metrics().Counters
+	var wg sync.WaitGroup
+	res := make([]Result, len(prompts))
+	for i, p := range prompts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if res[i], err = b.Generate(context.Background(), Request{IDs: p, Chain: greedyChain(t), MaxTokens: n}, nil); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	d := b.Counters().Sub(c0)
+	mu.Lock()
+	defer mu.Unlock()
+	var sum Step
+	shared, fed := 0, 0
+	for i, s := range steps {
+		if s.Pass != int64(i+1) || s.Seqs < 1 || s.Tokens < s.Seqs || s.PromptTokens > s.Tokens {
+			t.Fatalf("step %d: %+v", i, s)
+		}
+		if s.Seqs > 1 {
+			shared++
+		}
+		fed += s.Tokens
+		sum.ReadBytes += s.ReadBytes
+		sum.Stall += s.Stall
+		sum.Lookups = sum.Lookups.Add(s.Lookups)
+	}
+	want := 0
+	for _, p := range prompts {
+		want += len(p) + n - 1 // the last token is not fed
+	}
+	all := d.Decode.Add(d.Prompt)
+	if shared == 0 || fed != want || sum.ReadBytes != d.ReadBytes || sum.Stall != d.Stall || sum.Lookups != all || d.ReadBytes == 0 {
+		t.Fatalf("%d steps (%d shared) fed %d tokens (want %d), read %d B, stall %v, lookups %+v; the engine: %d B, %v, %+v",
+			len(steps), shared, fed, want, sum.ReadBytes, sum.Stall, sum.Lookups, d.ReadBytes, d.Stall, all)
+	}
+	var got Result
+	for _, r := range res {
+		got.PrefillReadBytes += r.PrefillReadBytes + r.DecodeReadBytes
+		got.Lookups = got.Lookups.Add(r.Lookups)
+		got.Stall += r.Stall
+	}
+	near := func(a, b int64) bool { return a-b <= int64(len(res)) && b-a <= int64(len(res)) } // each share rounded
+	if !near(got.PrefillReadBytes, d.ReadBytes) || !near(int64(got.Stall), int64(d.Stall)) || got.Lookups.Total() > all.Total()+int64(3*len(res)) {
+		t.Fatalf("the requests' shares: %d B, %v, %+v; the steps': %d B, %v, %+v", got.PrefillReadBytes, got.Stall, got.Lookups, d.ReadBytes, d.Stall, all)
+	}
+}

@@ -68,11 +68,8 @@ func (s *generator) generateBatched(ctx context.Context, j *job, em emitter, sta
 	if err := em.begin(); err != nil {
 		return err
 	}
-	before := s.counters()
 	defer func() {
-		now := s.counters()
-		o.eng = now.Sub(before)
-		s.met.setEngine(now)
+		s.met.setEngine(s.counters())
 		s.met.generation(*o)
 	}()
 	return s.run(ctx, j, chain, j.ids, s.batchGen(j, chain, start, o), em, start, o)
@@ -108,6 +105,7 @@ func (s *generator) batchGen(j *job, chain *sample.Chain, start time.Time, o *ou
 		}
 		s.met.setBusy(false)
 		o.cachedTokens = len(ids) - res.PromptTokens
+		o.eng = shareOf(res, s.counters())
 		return res, err
 	}
 }
@@ -198,4 +196,12 @@ func (s *generator) checkSlot(j *job) error {
 		return badRequest("id_slot %d: the server has %d slots (0..%d; -1: any)", id, s.totalSlots(), s.totalSlots()-1)
 	}
 	return nil
+}
+
+// shareOf is a batched request's share of the engine's work (decode.Step:
+// each pass's I/O split among its tokens) as the counters the request log
+// reports; now gives the engine's mode (streaming, cached).
+func shareOf(r decode.Result, now metrics.Counters) metrics.Counters {
+	return metrics.Counters{Decode: r.Lookups, ReadBytes: r.PrefillReadBytes + r.DecodeReadBytes, Stall: r.Stall,
+		Streaming: now.Streaming, Cached: now.Cached}
 }
