@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/pipe-engine/pipe/decode"
 	"github.com/pipe-engine/pipe/metrics"
 	"github.com/pipe-engine/pipe/sample"
@@ -50,7 +52,7 @@ type batchSlots struct {
 // newBatchSlots makes n slots of nCtx positions each.
 func newBatchSlots(o Options, nCtx int) (*batchSlots, error) {
 	b, err := o.Model.NewBatch(decode.BatchOptions{Slots: o.Parallel, Ctx: nCtx, Ubatch: o.Ubatch, Similarity: o.SlotSimilarity,
-		Unified: o.KVUnified})
+		Unified: o.KVUnified, OnStep: stepLogger(o.Log)})
 	if err != nil {
 		return nil, err
 	}
@@ -204,4 +206,19 @@ func (s *generator) checkSlot(j *job) error {
 func shareOf(r decode.Result, now metrics.Counters) metrics.Counters {
 	return metrics.Counters{Decode: r.Lookups, ReadBytes: r.PrefillReadBytes + r.DecodeReadBytes, Stall: r.Stall,
 		Streaming: now.Streaming, Cached: now.Cached}
+}
+
+// stepLogger logs every batched pass at debug level (event "step"): the
+// slots and tokens in it and its expert I/O, which its tokens share
+// (decode.Step).
+func stepLogger(log zerolog.Logger) func(decode.Step) {
+	if log.GetLevel() > zerolog.DebugLevel {
+		return nil
+	}
+	return func(st decode.Step) {
+		log.Debug().Str("event", "step").Int64("pass", st.Pass).Int("slots", st.Seqs).Int("tokens", st.Tokens).
+			Int("prompt_tokens", st.PromptTokens).Float64("wall_ms", ms(st.Wall)).Float64("stall_ms", ms(st.Stall)).
+			Float64("read_MiB", float64(st.ReadBytes)/(1<<20)).Int64("hits", st.Lookups.Hits).Int64("joins", st.Lookups.Joins).
+			Int64("misses", st.Lookups.Misses).Msg("batched pass")
+	}
 }

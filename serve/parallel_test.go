@@ -54,6 +54,16 @@ func TestParallelSlots(t *testing.T) {
 			t.Errorf("request %d (%s): %v, want %v", i, name, r["tokens"], g.GeneratedTokens[:8])
 		}
 	}
+	// every batched pass is logged (debug level) with the slots in it
+	shared := 0
+	for _, e := range h.logs.events(t, "step") {
+		if e["slots"].(float64) > 1 && e["tokens"].(float64) >= e["slots"].(float64) {
+			shared++
+		}
+	}
+	if shared == 0 {
+		t.Fatalf("no step event of a pass over several slots among %d", len(h.logs.events(t, "step")))
+	}
 	// the same tenant's prompt, then that prompt extended: the second goes
 	// to the first's slot and reuses its whole prompt (the slots holding
 	// the whole golden prompt share more of it, but the tenant rule lets a
