@@ -56,8 +56,10 @@ type BatchOptions struct {
 	OnStep func(Step)
 }
 
-// Step is one batched pass as the metrics report it. The pass's expert
-// I/O is shared by its tokens: a slot that fed k of the pass's Tokens is
+// Step is one batched pass as the metrics report it: its I/O is what the
+// engine's counters gained since the previous pass ended (expert reads a
+// pass's speculation started may land after it, and count in the next).
+// The pass's expert I/O is shared by its tokens: a slot that fed k of the pass's Tokens is
 // charged k/Tokens of its ReadBytes, Stall and Lookups (in its Result:
 // PrefillReadBytes for a prompt chunk, DecodeReadBytes and Lookups for a
 // generated token, Stall for both). The shares of every slot in a pass add

@@ -23,6 +23,10 @@ type sched struct {
 	ctx   context.Context // cancelled by Close: a pass in flight stops
 	seqs  []model.Seq
 	who   []*slot
+	// patience is until when a pass waits for the answers to the last
+	// pass's tokens (gather).
+	patience time.Time
+	last     metrics.Counters // the engine's, after the last pass (account)
 }
 
 // loop is the scheduler goroutine: it handles one submission or event at a
@@ -38,10 +42,30 @@ func (b *Batch) loop(slots []*slot) {
 		case <-ctx.Done():
 		}
 	}()
-	s := &sched{b: b, slots: slots, ctx: ctx}
+	s := &sched{b: b, slots: slots, ctx: ctx, last: b.Counters()}
 	for {
 		s.place()
 		b.publish(slots)
+		var wait <-chan time.Time // nil: no pass now
+		if s.ready() {
+			wait = s.gather()
+		}
+		if wait != nil {
+			select {
+			case q := <-b.submit:
+				s.queue = append(s.queue, q)
+			case e := <-b.events:
+				s.answer(e)
+			case c := <-b.ctl:
+				s.control(c)
+			case <-b.quit:
+				s.stop()
+				return
+			case <-wait:
+				s.step()
+			}
+			continue
+		}
 		if !s.ready() {
 			select {
 			case q := <-b.submit:
@@ -70,6 +94,26 @@ func (b *Batch) loop(slots []*slot) {
 			s.step()
 		}
 	}
+}
+
+// gather is the channel a pass waits on while slots whose tokens are with
+// their callers may still answer: every token of a pass goes to its caller
+// at once, and the first answer would otherwise start the next pass with
+// that one slot alone (the others joining the pass after, so that each
+// layer's experts are read twice where once would do). The wait ends at the
+// last answer, or at the patience (an eighth of the last pass's wall time
+// after it), so that a slow client holds the others back by that at most.
+// nil: nothing to wait for.
+func (s *sched) gather() <-chan time.Time {
+	waiting := false
+	for _, sl := range s.slots {
+		waiting = waiting || (sl.req != nil && sl.waiting)
+	}
+	left := s.patience.Sub(now())
+	if !waiting || left <= 0 {
+		return nil
+	}
+	return time.After(left)
 }
 
 // ready reports whether a slot has something to feed.
@@ -190,12 +234,14 @@ func (s *sched) step() {
 	}
 	s.pass++
 	s.b.m.forwards++
-	c0, t0 := s.b.m.eng.Metrics().Counters, now()
+	t0 := now()
 	rows, err := s.b.m.eng.ForwardBatch(s.ctx, s.seqs)
 	if err != nil && s.ctx.Err() != nil {
 		err = ErrBatchClosed
 	}
-	s.account(c0, since(t0))
+	wall := since(t0)
+	s.account(wall)
+	s.patience = now().Add(wall / 8)
 	for i, sl := range s.who {
 		sl.used = s.pass
 		if err != nil {
@@ -382,15 +428,17 @@ func (s *sched) stop() {
 	s.queue = nil
 }
 
-// account makes the pass just run a Step (from the engine's counters c0
-// before it and its wall time), charges each slot in it its share, and
-// hands the Step to BatchOptions.OnStep.
-func (s *sched) account(c0 metrics.Counters, wall time.Duration) {
+// account makes the pass just run a Step (from the engine's counters since
+// the last pass, so that reads its speculation started and that landed
+// after it count too, and its wall time), charges each slot in it its
+// share, and hands the Step to BatchOptions.OnStep.
+func (s *sched) account(wall time.Duration) {
 	c1 := s.b.m.eng.Metrics().Counters
 	s.b.mu.Lock()
 	s.b.counters = c1 // before any request of the pass ends: its caller may read them
 	s.b.mu.Unlock()
-	d := c1.Sub(c0)
+	d := c1.Sub(s.last)
+	s.last = c1
 	st := Step{Pass: s.pass, Seqs: len(s.who), Wall: wall, Stall: d.Stall, ReadBytes: d.ReadBytes,
 		Lookups: metrics.Lookups{Hits: d.Decode.Hits + d.Prompt.Hits, Joins: d.Decode.Joins + d.Prompt.Joins,
 			Misses: d.Decode.Misses + d.Prompt.Misses}}

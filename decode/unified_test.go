@@ -148,7 +148,7 @@ func TestBatchSteps(t *testing.T) {
 		steps = append(steps, s)
 		mu.Unlock()
 	}})
-	c0 := m.Engine().Metrics().Counters
+	c0 := b.Counters()
 	var wg sync.WaitGroup
 	res := make([]Result, len(prompts))
 	for i, p := range prompts {
