@@ -265,3 +265,36 @@ func TestBatchOverBudget(t *testing.T) {
 		t.Fatalf("peak resident expert bytes %d > budget %d", st.PeakResidentBytes, cfg.Cache.Bytes)
 	}
 }
+
+// TestBatchDecodeSpeculation: a pass of decode steps of several sequences
+// speculates as each step alone would (--prefetch, 0 here: no speculative
+// read), not as a prompt pass, whose guesses of the next layer's routed set
+// the same pass would otherwise make (it did, reading more wrong guesses
+// than right ones); a prompt pass still guesses.
+func TestBatchDecodeSpeculation(t *testing.T) {
+	ctx := context.Background()
+	cfg := baseCfg()
+	cfg.Path = "../testdata/golden/models/tiny-qwen3moe-Q4_K_M.gguf"
+	cfg.Prefetch.NoPrompt = false
+	e, err := Open(ctx, cfg, Inputs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	seqs := newBatchSeqs(t, e, 4, 2, nil)
+	runBatch(ctx, t, e, seqs, 64, 1)
+	prompted := e.Metrics().Speculation.Speculative
+	if prompted == 0 {
+		t.Fatal("the prompt passes guessed nothing: the test proves nothing")
+	}
+	in := make([]model.Seq, len(seqs))
+	for i, s := range seqs {
+		in[i] = model.Seq{State: s.st, Tokens: []int32{s.next}}
+	}
+	if _, err := e.ForwardBatch(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Metrics().Speculation.Speculative - prompted; got != 0 {
+		t.Fatalf("a batch of 4 decode steps issued %d speculative reads at --prefetch 0", got)
+	}
+}

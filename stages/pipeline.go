@@ -70,7 +70,7 @@ func (p *pipeline) RunMoERouted(ctx context.Context, layer int, x, logits, route
 	p.ffn.Begin(job)
 	st := &p.st // not a local: handed to an interface method, it would escape
 	*st = ffn.Stats{Compute: d + time.Since(t0)}
-	if err := p.src.run(ctx, job, routerIn, st); err != nil {
+	if err := p.src.run(ctx, job, routerIn, p.decodeBatch(len(routerIn)), st); err != nil {
 		return err
 	}
 	p.ffn.Finish(job, st)
@@ -86,6 +86,17 @@ func (p *pipeline) decodeRow(t, n int) bool {
 		return t < len(p.decodeRows) && p.decodeRows[t]
 	}
 	return n == 1
+}
+
+// decodeBatch reports whether every one of a layer's n rows is a decode
+// step's token.
+func (p *pipeline) decodeBatch(n int) bool {
+	for t := range n {
+		if !p.decodeRow(t, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // route routes every token of the layer into the job (planned by the

@@ -18,8 +18,9 @@ type expertSource interface {
 	// run hands the FFN stage every expert of job (job.Order, planned and
 	// begun) and returns once each is computed or on the first error; no
 	// expert it handed on is left pinned. routerIn is the layer's router
-	// input, for speculation.
-	run(ctx context.Context, job *ffn.Job, routerIn [][]float32, st *ffn.Stats) error
+	// input, for speculation; decode: every row is a decode step's token
+	// (a batch of decode steps speculates as decode steps do).
+	run(ctx context.Context, job *ffn.Job, routerIn [][]float32, decode bool, st *ffn.Stats) error
 	// resident reports whether the bytes of (layer, expert) are in memory
 	// now, so a lookup would hit.
 	resident(key cache.Key) bool
@@ -49,7 +50,7 @@ func newMappedSource(w *dense.Weights, l expertLayout, f *ffn.Stage) *mappedSour
 	return &mappedSource{weights: w, layout: l, ffn: f, parts: make([][][][]byte, len(l.ranges))}
 }
 
-func (m *mappedSource) run(ctx context.Context, job *ffn.Job, _ [][]float32, st *ffn.Stats) error {
+func (m *mappedSource) run(ctx context.Context, job *ffn.Job, _ [][]float32, _ bool, st *ffn.Stats) error {
 	rs := m.ready[:0]
 	for _, x := range job.Order {
 		parts, err := m.expertParts(job.Layer, x)

@@ -66,15 +66,25 @@ func (s *speculator) after(layer int) int {
 
 // guess applies layer+1's router to this layer's router input: a decode
 // step guesses --prefetch experts with the next-layer policy; a prompt pass
-// guesses the next layer's routed set (guessSet). ok is false when there is
-// nothing to guess.
-func (s *speculator) guess(step, layer int, routerIn [][]float32) (r prefetch.Request, ok bool) {
+// guesses the next layer's routed set (guessSet); a batch of decode steps
+// (decode, several rows) guesses --prefetch experts per token, as each step
+// alone would (none at --prefetch 0), not the routed set: a prompt's tokens
+// share their experts, a batch's sequences far less, and guessing each
+// one's k experts read more wrong guesses than right ones. ok is false
+// when there is nothing to guess.
+func (s *speculator) guess(step, layer int, routerIn [][]float32, decode bool) (r prefetch.Request, ok bool) {
 	next := layer + 1
 	if next >= s.layers {
 		return r, false
 	}
+	if len(routerIn) > 1 && decode {
+		if s.n == 0 || s.peeker == nil {
+			return r, false
+		}
+		return s.guessSet(step, next, routerIn, s.peeker, s.n)
+	}
 	if len(routerIn) > 1 {
-		return s.guessSet(step, next, routerIn)
+		return s.guessSet(step, next, routerIn, s.prompt, 0)
 	}
 	if s.peeker == nil || len(routerIn) != 1 {
 		return r, false
@@ -110,11 +120,17 @@ func (s *speculator) guess(step, layer int, routerIn [][]float32) (r prefetch.Re
 // leaves the disk idle, as next's routing is not known before its attention
 // — and withdraws the wrong guesses no lane has started once next is routed
 // (Planner.Settle).
-func (s *speculator) guessSet(step, next int, routerIn [][]float32) (r prefetch.Request, ok bool) {
-	if s.prompt == nil {
+//
+// pk is the early router (nil: no guess); k, when above 0, is how many of
+// its top experts each token votes for (else the router's k).
+func (s *speculator) guessSet(step, next int, routerIn [][]float32, pk model.RouterPeeker, k int) (r prefetch.Request, ok bool) {
+	if pk == nil {
 		return r, false
 	}
 	spec := s.model.Router(next)
+	if k > 0 {
+		spec.K = min(k, spec.NExpert)
+	}
 	n, width := len(routerIn), len(routerIn[0])
 	s.x = buf.Grow(s.x, n*width)
 	for t, row := range routerIn {
@@ -124,7 +140,7 @@ func (s *speculator) guessSet(step, next int, routerIn [][]float32) (r prefetch.
 	s.probs = buf.Grow(s.probs, max(len(s.probs), router.ScratchLen(spec)))
 	t0 := time.Now()
 	defer func() { s.timings.Router += time.Since(t0) }()
-	if s.prompt.PeekRouter(next, s.x, n, s.logits) != nil {
+	if pk.PeekRouter(next, s.x, n, s.logits) != nil {
 		return r, false // no router to apply early (a layer without experts): nothing to guess
 	}
 	g := &s.slot[next%2]

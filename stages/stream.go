@@ -102,15 +102,15 @@ func (s *streamSource) renew() {
 // channels; after an error the channels are replaced, in case the planner
 // could still deliver into the old ones (only when the engine is closing: a
 // wave is always consumed whole otherwise).
-func (s *streamSource) run(ctx context.Context, job *ffn.Job, routerIn [][]float32, st *ffn.Stats) error {
-	err := s.waves(ctx, job, routerIn, st)
+func (s *streamSource) run(ctx context.Context, job *ffn.Job, routerIn [][]float32, decode bool, st *ffn.Stats) error {
+	err := s.waves(ctx, job, routerIn, decode, st)
 	if err != nil {
 		s.renew()
 	}
 	return err
 }
 
-func (s *streamSource) waves(ctx context.Context, job *ffn.Job, routerIn [][]float32, st *ffn.Stats) error {
+func (s *streamSource) waves(ctx context.Context, job *ffn.Job, routerIn [][]float32, decode bool, st *ffn.Stats) error {
 	order := job.Order
 	// Without overlap the FFN waits for a whole wave; a wave must fit in the
 	// slots that can be pinned at once (the transient pool is at least k).
@@ -137,7 +137,7 @@ func (s *streamSource) waves(ctx context.Context, job *ffn.Job, routerIn [][]flo
 			return cancelled(ctx, s.life.stageErr())
 		}
 		if first {
-			if r, ok := s.spec.guess(s.meter.step, job.Layer, routerIn); ok {
+			if r, ok := s.spec.guess(s.meter.step, job.Layer, routerIn, decode); ok {
 				select {
 				case s.plans <- r:
 				default: // the planner is busy: speculation is dropped
