@@ -1,7 +1,8 @@
 package decode
 
 // batch.go: continuous batching. A Batch holds N slots, each one sequence
-// (its own KV rows and recurrent state); one scheduler goroutine owns them
+// (its own KV rows and recurrent state; with Unified, the slots' KV rows
+// share one pool of positions); one scheduler goroutine owns them
 // and runs forward passes over every slot that has work: a decoding slot
 // feeds its last token, a slot with a prompt feeds its next chunk of up to
 // Ubatch tokens, all in one stages.Engine.ForwardBatch, so each layer's
