@@ -21,6 +21,9 @@ func TestBatchUnifiedPool(t *testing.T) {
 	m := open(t, stages.StreamOn, 0)
 	g := loadGolden(t, "p1_village")
 	p := g.PromptTokens
+	const pool, n = 40, 16
+	prompts := [][]int32{p[0:4], p[4:8], p[8:12]}
+	want := soloRuns(t, m, prompts, n) // no Session runs while a Batch is open
 	long := soloRuns(t, m, [][]int32{p[:4]}, model.GrowStep+8)[0]
 	big := newBatch(t, m, BatchOptions{Slots: 2, Ctx: model.GrowStep + 16, Unified: true})
 	res, err := big.Generate(context.Background(), Request{IDs: p[:4], Chain: greedyChain(t), MaxTokens: len(long)}, nil)
@@ -30,10 +33,8 @@ func TestBatchUnifiedPool(t *testing.T) {
 	if info := big.Slots(); info[0].Ctx != model.GrowStep+16 || info[1].Ctx != model.GrowStep+16 {
 		t.Fatalf("slots %+v: each should have the whole pool as its context", info)
 	}
+	big.Close()
 
-	const pool, n = 40, 16
-	prompts := [][]int32{p[0:4], p[4:8], p[8:12]}
-	want := soloRuns(t, m, prompts, n)
 	b := newBatch(t, m, BatchOptions{Slots: 3, Ctx: pool, Unified: true})
 	first := -1
 	if _, err := b.Generate(context.Background(), Request{IDs: p[:4], Chain: greedyChain(t), MaxTokens: 30,
