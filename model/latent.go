@@ -192,3 +192,30 @@ func (p *Pass) perHead(ws []Weight, nh int, in []float32, inStride, inOff, inW i
 	}
 	return nil
 }
+
+// LoadLatent loads layer l's latent attention (MLA) as llama.cpp names its
+// tensors: attn_q (or the attn_q_a, attn_q_a_norm, attn_q_b low-rank query
+// when hp.MLA.QLoraRank > 0), attn_kv_a_mqa, attn_kv_a_norm, attn_k_b,
+// attn_v_b, attn_norm and attn_output. A family adds what its variant has
+// beside these (bailingmoe3's Gate) to the returned Attention's Latent.
+func LoadLatent(ld *Loader, hp HParams, l int, g Geom, rope NormRotation) Attention {
+	mla, nh, E := hp.MLA, hp.NHead, hp.NEmbd
+	blk := func(name string) string { return fmt.Sprintf("blk.%d.%s", l, name) }
+	lat := &Latent{Rank: mla.KVLoraRank, NoPE: mla.KeyLength - hp.NRot, RoPE: hp.NRot, VDim: mla.ValLength, Rope: rope}
+	qOut := nh * mla.KeyLength
+	if mla.QLoraRank > 0 {
+		lat.WqA = ld.Matrix(blk("attn_q_a.weight"), E, mla.QLoraRank)
+		lat.QANorm = ld.Vector(blk("attn_q_a_norm.weight"), mla.QLoraRank)
+		lat.Wq = ld.Matrix(blk("attn_q_b.weight"), mla.QLoraRank, qOut)
+	} else {
+		lat.Wq = ld.Matrix(blk("attn_q.weight"), E, qOut)
+	}
+	lat.WkvA = ld.Matrix(blk("attn_kv_a_mqa.weight"), E, mla.KVLoraRank+hp.NRot)
+	lat.KVANorm = ld.Vector(blk("attn_kv_a_norm.weight"), mla.KVLoraRank)
+	lat.WkB = ld.Heads(blk("attn_k_b.weight"), lat.NoPE, lat.Rank, nh)
+	lat.WvB = ld.Heads(blk("attn_v_b.weight"), lat.Rank, lat.VDim, nh)
+	return Attention{Geom: g, Latent: lat,
+		Norm: ld.Vector(blk("attn_norm.weight"), E),
+		Wo:   ld.Matrix(blk("attn_output.weight"), nh*mla.ValLength, E),
+	}
+}

@@ -153,25 +153,9 @@ func sharedWidth(hp model.HParams) int {
 // loadLatent loads MLA layer l: model.Latent with the head-wise output
 // gate attn_gate.
 func loadLatent(ld *model.Loader, hp model.HParams, l int, g model.Geom, rope model.NormRotation) model.Attention {
-	mla, nh, E := hp.MLA, hp.NHead, hp.NEmbd
-	lat := &model.Latent{Rank: mla.KVLoraRank, NoPE: mla.KeyLength - hp.NRot, RoPE: hp.NRot, VDim: mla.ValLength, Rope: rope}
-	qOut := nh * mla.KeyLength
-	if mla.QLoraRank > 0 {
-		lat.WqA = ld.Matrix(blk(l, "attn_q_a.weight"), E, mla.QLoraRank)
-		lat.QANorm = ld.Vector(blk(l, "attn_q_a_norm.weight"), mla.QLoraRank)
-		lat.Wq = ld.Matrix(blk(l, "attn_q_b.weight"), mla.QLoraRank, qOut)
-	} else {
-		lat.Wq = ld.Matrix(blk(l, "attn_q.weight"), E, qOut)
-	}
-	lat.WkvA = ld.Matrix(blk(l, "attn_kv_a_mqa.weight"), E, mla.KVLoraRank+hp.NRot)
-	lat.KVANorm = ld.Vector(blk(l, "attn_kv_a_norm.weight"), mla.KVLoraRank)
-	lat.WkB = ld.Heads(blk(l, "attn_k_b.weight"), lat.NoPE, lat.Rank, nh)
-	lat.WvB = ld.Heads(blk(l, "attn_v_b.weight"), lat.Rank, lat.VDim, nh)
-	lat.Gate = ld.Matrix(blk(l, "attn_gate.weight"), E, nh)
-	return model.Attention{Geom: g, Latent: lat,
-		Norm: ld.Vector(blk(l, "attn_norm.weight"), E),
-		Wo:   ld.Matrix(blk(l, "attn_output.weight"), nh*mla.ValLength, E),
-	}
+	a := model.LoadLatent(ld, hp, l, g, rope)
+	a.Latent.Gate = ld.Matrix(blk(l, "attn_gate.weight"), hp.NEmbd, hp.NHead)
+	return a
 }
 
 // routerSpec is the gating rule of the MoE layers (without their bias).

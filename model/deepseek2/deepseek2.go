@@ -119,7 +119,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	ld := model.NewLoader(d, src)
 	ld.Embeddings(m.Decoder)
 	for l := 0; l < hp.NLayer; l++ {
-		a := loadLatent(ld, hp, l, geom, &rope)
+		a := model.LoadLatent(ld, hp, l, geom, &rope)
 		var ffn model.FFN
 		s := spec
 		if l < hp.MoE.LeadingDense {
@@ -148,28 +148,6 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 }
 
 func blk(l int, name string) string { return fmt.Sprintf("blk.%d.%s", l, name) }
-
-// loadLatent loads layer l's latent attention.
-func loadLatent(ld *model.Loader, hp model.HParams, l int, g model.Geom, rope model.NormRotation) model.Attention {
-	mla, nh, E := hp.MLA, hp.NHead, hp.NEmbd
-	lat := &model.Latent{Rank: mla.KVLoraRank, NoPE: mla.KeyLength - hp.NRot, RoPE: hp.NRot, VDim: mla.ValLength, Rope: rope}
-	qOut := nh * mla.KeyLength
-	if mla.QLoraRank > 0 {
-		lat.WqA = ld.Matrix(blk(l, "attn_q_a.weight"), E, mla.QLoraRank)
-		lat.QANorm = ld.Vector(blk(l, "attn_q_a_norm.weight"), mla.QLoraRank)
-		lat.Wq = ld.Matrix(blk(l, "attn_q_b.weight"), mla.QLoraRank, qOut)
-	} else {
-		lat.Wq = ld.Matrix(blk(l, "attn_q.weight"), E, qOut)
-	}
-	lat.WkvA = ld.Matrix(blk(l, "attn_kv_a_mqa.weight"), E, mla.KVLoraRank+hp.NRot)
-	lat.KVANorm = ld.Vector(blk(l, "attn_kv_a_norm.weight"), mla.KVLoraRank)
-	lat.WkB = ld.Heads(blk(l, "attn_k_b.weight"), lat.NoPE, lat.Rank, nh)
-	lat.WvB = ld.Heads(blk(l, "attn_v_b.weight"), lat.Rank, lat.VDim, nh)
-	return model.Attention{Geom: g, Latent: lat,
-		Norm: ld.Vector(blk(l, "attn_norm.weight"), E),
-		Wo:   ld.Matrix(blk(l, "attn_output.weight"), nh*mla.ValLength, E),
-	}
-}
 
 // routerSpec is the gating rule of the MoE layers (without their bias).
 func routerSpec(hp model.HParams, k int) (model.RouterSpec, error) {
