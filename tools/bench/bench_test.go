@@ -75,7 +75,7 @@ func fakePeer(args []string) int {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
-			if err := os.WriteFile(v, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			if err := writePid(v, cmd.Process.Pid); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
@@ -88,7 +88,7 @@ func fakePeer(args []string) int {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
-			if err := os.WriteFile(v, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			if err := writePid(v, cmd.Process.Pid); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
@@ -354,4 +354,16 @@ func TestExeAxis(t *testing.T) {
 	if len(rep.Runs) != 1 || !rep.Runs[0].OK() {
 		t.Fatalf("the first binary's run: %+v", rep.Runs)
 	}
+}
+
+// writePid writes pid to path whole or not at all (a temporary file
+// renamed into place): the tests take the file's existence as "the helper
+// runs" and read the pid at once, and a peer killed or observed between
+// creating the file and writing it must not leave it empty.
+func writePid(path string, pid int) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
