@@ -85,21 +85,23 @@ type ioShare struct {
 	stall                   float64 // nanoseconds
 }
 
-// charge adds k of step's tokens, of the prompt or generated.
+// charge adds k of step's tokens, of the prompt or generated. Each
+// product is rounded before the sum (float64(f*x)), so arm64 does not fuse
+// it into a multiply-add and the shares are the same bits on every CPU.
 func (io *ioShare) charge(st Step, k int, prompt bool) {
 	if st.Tokens == 0 {
 		return
 	}
 	f := float64(k) / float64(st.Tokens)
 	if prompt {
-		io.prefillRead += f * float64(st.ReadBytes)
+		io.prefillRead += float64(f * float64(st.ReadBytes))
 	} else {
-		io.decodeRead += f * float64(st.ReadBytes)
-		io.hits += f * float64(st.Lookups.Hits)
-		io.joins += f * float64(st.Lookups.Joins)
-		io.misses += f * float64(st.Lookups.Misses)
+		io.decodeRead += float64(f * float64(st.ReadBytes))
+		io.hits += float64(f * float64(st.Lookups.Hits))
+		io.joins += float64(f * float64(st.Lookups.Joins))
+		io.misses += float64(f * float64(st.Lookups.Misses))
 	}
-	io.stall += f * float64(st.Stall)
+	io.stall += float64(f * float64(st.Stall))
 }
 
 // fill writes the share into r (rounded to whole bytes, lookups, ns).
