@@ -46,11 +46,14 @@ func (b *Batch) loop(slots []*slot) {
 	for {
 		s.place()
 		b.publish(slots)
-		var wait <-chan time.Time // nil: no pass now
-		if s.ready() {
+		ready := s.ready()
+		var wait <-chan time.Time // nil: no pass at a tick
+		if ready {
 			wait = s.gather()
 		}
-		if wait != nil {
+		if !ready || wait != nil {
+			// nothing to feed (wait nil blocks), or a pass once the
+			// answers are in or the patience is spent
 			select {
 			case q := <-b.submit:
 				s.queue = append(s.queue, q)
@@ -63,20 +66,6 @@ func (b *Batch) loop(slots []*slot) {
 				return
 			case <-wait:
 				s.step()
-			}
-			continue
-		}
-		if !s.ready() {
-			select {
-			case q := <-b.submit:
-				s.queue = append(s.queue, q)
-			case e := <-b.events:
-				s.answer(e)
-			case c := <-b.ctl:
-				s.control(c)
-			case <-b.quit:
-				s.stop()
-				return
 			}
 			continue
 		}

@@ -15,11 +15,10 @@ import (
 type anthStream struct {
 	*sse
 	m      anthMsg
-	input  int // prompt tokens
-	buf    strings.Builder
-	sent   int
-	blocks int  // content blocks started
-	open   bool // a text block is open
+	input  int      // prompt tokens
+	held   heldText // the text, and how much was sent
+	blocks int      // content blocks started
+	open   bool     // a text block is open
 }
 
 func (e *anthStream) begin() error {
@@ -43,17 +42,10 @@ func (e *anthStream) send(name string, v any) error {
 }
 
 func (e *anthStream) text(p piece) error {
-	e.buf.WriteString(p.text)
-	txt := e.buf.String()
-	n := len(txt)
-	if e.m.tools != nil {
-		n = e.m.tools.safePrefix(txt)
-	}
-	if n <= e.sent {
+	s := e.held.add(p.text, e.m.tools)
+	if s == "" {
 		return nil
 	}
-	s := txt[e.sent:n]
-	e.sent = n
 	return e.textDelta(s)
 }
 
@@ -76,13 +68,13 @@ func (e *anthStream) closeBlock() error {
 }
 
 func (e *anthStream) end(o *outcome) error {
-	txt := e.buf.String()
+	txt := e.held.all()
 	bs, stop, seq := e.m.content(txt, o)
 	var uses []map[string]any
 	for _, b := range bs {
 		if b["type"] == "tool_use" {
 			uses = append(uses, b)
-		} else if rest, ok := strings.CutPrefix(b["text"].(string), txt[:e.sent]); ok && rest != "" {
+		} else if rest, ok := strings.CutPrefix(b["text"].(string), e.held.sentText()); ok && rest != "" {
 			if err := e.textDelta(rest); err != nil {
 				return err
 			}

@@ -101,8 +101,8 @@ func (c *respCollector) end(o *outcome) error {
 type respStream struct {
 	*sse
 	m                respMsg
-	buf, reasoning   strings.Builder
-	sent             int
+	held             heldText // the text, and how much was sent
+	reasoning        strings.Builder
 	rsOpen, textOpen bool
 }
 
@@ -144,17 +144,10 @@ func (e *respStream) text(p piece) error {
 			return err
 		}
 	}
-	e.buf.WriteString(p.text)
-	txt := e.buf.String()
-	n := len(txt)
-	if e.m.tools != nil {
-		n = e.m.tools.safePrefix(txt)
-	}
-	if n <= e.sent {
+	s := e.held.add(p.text, e.m.tools)
+	if s == "" {
 		return nil
 	}
-	s := txt[e.sent:n]
-	e.sent = n
 	return e.textDelta(s)
 }
 
@@ -173,7 +166,7 @@ func (e *respStream) textDelta(s string) error {
 }
 
 func (e *respStream) end(o *outcome) error {
-	txt := e.buf.String()
+	txt := e.held.all()
 	output := e.m.items(e.reasoning.String(), txt)
 	for _, it := range output {
 		if err := e.done(it, txt); err != nil {
@@ -189,7 +182,7 @@ func (e *respStream) done(it map[string]any, txt string) error {
 	switch it["type"] {
 	case "message":
 		text := it["content"].([]map[string]any)[0]["text"].(string)
-		if rest, ok := strings.CutPrefix(text, txt[:e.sent]); ok && rest != "" {
+		if rest, ok := strings.CutPrefix(text, e.held.sentText()); ok && rest != "" {
 			if err := e.textDelta(rest); err != nil {
 				return err
 			}

@@ -289,6 +289,35 @@ func (tj *toolJob) safePrefix(text string) int {
 	return n
 }
 
+// heldText is a stream's generated text and how much of it was sent: with
+// tools, text that could begin a call is held back (safePrefix) until the
+// end shows whether it does.
+type heldText struct {
+	buf  strings.Builder
+	sent int
+}
+
+// add appends s and returns what may now be sent ("" for nothing); tj nil:
+// no tools, everything.
+func (h *heldText) add(s string, tj *toolJob) string {
+	h.buf.WriteString(s)
+	txt := h.buf.String()
+	n := len(txt)
+	if tj != nil {
+		n = tj.safePrefix(txt)
+	}
+	if n <= h.sent {
+		return ""
+	}
+	out := txt[h.sent:n]
+	h.sent = n
+	return out
+}
+
+// all is the whole text; sentText the part already sent.
+func (h *heldText) all() string      { return h.buf.String() }
+func (h *heldText) sentText() string { return h.buf.String()[:h.sent] }
+
 // toolStream is the stream of a request with tools: content deltas while
 // no call can have started (safePrefix), then at the end the rest of the
 // content and one tool_calls delta per call.
