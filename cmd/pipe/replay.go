@@ -25,10 +25,15 @@ type ReplayCmd struct {
 
 	WarmStart   bool `name:"warm-start" help:"Instead of the sweep: the hot set of the trace's first half (its decode tokens' first half and the prefill) warm-starts a new process replaying the second half; hit % of its first --first-tokens tokens and of all, cold vs warm vs continued (the cache as the first half left it)."`
 	FirstTokens int  `name:"first-tokens" help:"Head window of --warm-start, in decode tokens." default:"20"`
+
+	Streams int `help:"Replay the decode tokens as N clients batched in one step each, as pipe serve --parallel N runs them (client j starts j/N of the way in and wraps around): each distinct expert of a step's N tokens is looked up and read once. Compare its MiB/token with a run without it." default:"1"`
 }
 
 // Run replays every trace and prints one report per trace.
 func (c *ReplayCmd) Run(g *Globals) (err error) {
+	if c.Streams < 1 || c.Streams > replay.MaxStreams {
+		return fmt.Errorf("%w: --streams %d must be 1..%d", errFlag, c.Streams, replay.MaxStreams)
+	}
 	if c.FirstTokens < 1 {
 		return fmt.Errorf("%w: --first-tokens %d must be >= 1", errFlag, c.FirstTokens)
 	}
@@ -70,20 +75,27 @@ func (c *ReplayCmd) Run(g *Globals) (err error) {
 			return fmt.Errorf("replay %s: %w", path, err)
 		}
 		seq := replay.Compile(tr)
+		name := filepath.Base(path)
+		if c.Streams > 1 {
+			if seq, err = replay.Streams(seq, c.Streams); err != nil {
+				return fmt.Errorf("replay %s: %w", path, err)
+			}
+			name = fmt.Sprintf("%s ×%d streams", name, c.Streams)
+		}
 		if c.Lossy != "" {
-			if err := c.lossy(g, filepath.Base(path), seq, pols, budgets, i); err != nil {
+			if err := c.lossy(g, name, seq, pols, budgets, i); err != nil {
 				return fmt.Errorf("replay %s: %w", path, err)
 			}
 			continue
 		}
 		if c.WarmStart {
-			if err := c.warm(g, filepath.Base(path), seq, pols, budgets, i); err != nil {
+			if err := c.warm(g, name, seq, pols, budgets, i); err != nil {
 				return fmt.Errorf("replay %s: %w", path, err)
 			}
 			continue
 		}
 		g.Log.Debug().Str("trace", path).Int("batches", len(seq.Batches)).Int("decode_tokens", seq.DecodeTokens).Msg("replaying")
-		rep, err := replay.Sweep(filepath.Base(path), seq, replay.SweepOptions{Policies: pols, Budgets: budgets, Phase: phase, Seed: c.Seed})
+		rep, err := replay.Sweep(name, seq, replay.SweepOptions{Policies: pols, Budgets: budgets, Phase: phase, Seed: c.Seed})
 		if err != nil {
 			return fmt.Errorf("replay %s: %w", path, err)
 		}

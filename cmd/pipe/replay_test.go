@@ -25,6 +25,12 @@ func TestReplayCommand(t *testing.T) {
 	}
 
 	out.Reset()
+	code = run(context.Background(), []string{"replay", replayTrace, "--budgets", "500", "--policy", "lru", "--streams", "4"}, &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), "gemma.route.csv ×4 streams") {
+		t.Fatalf("--streams 4: exit %d: %s%s", code, errb.String(), out.String())
+	}
+
+	out.Reset()
 	code = run(context.Background(), []string{"replay", replayTrace, replayTrace, "--budgets", "500", "--policy", "lru", "--format", "json", "--phase", "all"}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("json: exit %d: %s", code, errb.String())
@@ -54,6 +60,8 @@ func TestReplayErrors(t *testing.T) {
 		{[]string{"replay", replayTrace, "--budgets", "big"}, "--budgets"},
 		{[]string{"replay", "../../go.mod"}, "line 1"},
 		{[]string{"replay", "no-such.csv"}, "no-such.csv"},
+		{[]string{"replay", replayTrace, "--streams", "0"}, "--streams 0"},
+		{[]string{"replay", replayTrace, "--streams", "65"}, "--streams 65"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), c.args, &out, &errb); code == 0 || !strings.Contains(errb.String(), c.want) {
