@@ -59,6 +59,8 @@ type commonFields struct {
 	PostSamplingProbs bool            `json:"post_sampling_probs"`
 	// Verbose adds __verbose to an OpenAI answer (llama-server's).
 	Verbose bool `json:"verbose"`
+	// ReturnProgress asks a stream for prompt_progress events (progress.go).
+	ReturnProgress bool `json:"return_progress"`
 	samplingFields
 	grammarFields // grammar.go
 }
@@ -252,7 +254,7 @@ func (c *commonFields) toJob(def sample.Params, j *job) error {
 			return badRequest("stop: empty sequence")
 		}
 	}
-	j.stops, j.stream = c.Stop, c.Stream
+	j.stops, j.stream, j.progress = c.Stop, c.Stream, c.ReturnProgress
 	j.includeUsage = c.Stream && c.StreamOptions != nil && c.StreamOptions.IncludeUsage
 	p := c.samplingFields.apply(def)
 	if err := p.Validate(); err != nil {
@@ -427,6 +429,8 @@ type response struct {
 	// Verbose is llama-server's __verbose: the answer in /completion's
 	// shape, for a request with verbose: true (not streamed).
 	Verbose *nativeFinal `json:"__verbose,omitempty"`
+	// PromptProgress is a return_progress chunk's (progress.go).
+	PromptProgress *promptProgress `json:"prompt_progress,omitempty"`
 	// Pipe is the engine's telemetry of a streamed chunk (an extension
 	// field; see telemetry).
 	Pipe *telemetry `json:"pipe,omitempty"`

@@ -20,10 +20,8 @@ type nativeRequest struct {
 	Prompt       nativePrompt `json:"prompt"`
 	CachePrompt  *bool        `json:"cache_prompt"` // default true
 	ReturnTokens bool         `json:"return_tokens"`
-	// ReturnProgress asks for prompt_progress events (progress.go).
-	ReturnProgress bool `json:"return_progress"`
-	IDSlot         *int `json:"id_slot"`  // -1: any
-	Logprobs       *int `json:"logprobs"` // n_probs' alias
+	IDSlot       *int         `json:"id_slot"`  // -1: any
+	Logprobs     *int         `json:"logprobs"` // n_probs' alias
 	// ResponseFields keeps only these fields of the answer (see pick).
 	ResponseFields []string `json:"response_fields"`
 	commonFields
@@ -37,7 +35,7 @@ func parseNative(body []byte, def sample.Params) (job, bool, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return job{}, false, jsonError(err)
 	}
-	j := job{noCache: r.CachePrompt != nil && !*r.CachePrompt, fields: r.ResponseFields, progress: r.ReturnProgress, idSlot: r.IDSlot}
+	j := job{noCache: r.CachePrompt != nil && !*r.CachePrompt, fields: r.ResponseFields, idSlot: r.IDSlot}
 	if len(r.Prompt.subs) > 0 {
 		j.prompt, j.given = r.Prompt.subs[0].text, r.Prompt.subs[0].ids
 		j.morePrompts = r.Prompt.subs

@@ -2,7 +2,8 @@ package serve
 
 import "time"
 
-// return_progress, as llama-server's: a streamed request that sets it gets
+// return_progress, as llama-server's: a streamed request that sets it
+// (/completion, /v1/completions, /v1/chat/completions) gets
 // prompt_progress events ({total, cache, processed, time_ms}, with the
 // timings so far) before its text — one as the prompt pass starts
 // (processed = cache: the reused tokens) and one when it is over
@@ -62,4 +63,28 @@ func (n *native) progress(p promptProgress, t timings) error {
 	}
 	return n.stream.event(nativeProgress{Index: n.index, Tokens: []int32{}, IDSlot: n.o.slot, TokensEvaluated: p.Total,
 		Timings: t, PromptProgress: p})
+}
+
+// progress is an OpenAI stream's prompt_progress chunk, as llama-server's:
+// a chat's carries the first delta (role, content null), a completion's
+// empty text; both carry the timings so far.
+func (e *sse) progress(p promptProgress, t timings) error {
+	c := choice{}
+	if e.sh.chat {
+		c.Delta = roleDelta{Role: "assistant"}
+	} else {
+		empty := ""
+		c.Text = &empty
+	}
+	r := e.sh.response(true, c)
+	r.Timings, r.PromptProgress = &t, &p
+	return e.event(r)
+}
+
+// progress passes a prompt_progress event through the reasoning split.
+func (e *thinkEmitter) progress(p promptProgress, t timings) error {
+	if pe, ok := e.inner.(progressEmitter); ok {
+		return pe.progress(p, t)
+	}
+	return nil
 }

@@ -42,3 +42,49 @@ func TestReturnProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestReturnProgressOpenAI: the OpenAI routes stream prompt_progress chunks
+// too, as llama-server's (test_return_progress runs on the chat route):
+// before the text, the first at processed = cache, the last at processed =
+// total; a chat's carry the role delta, a completion's an empty text.
+func TestReturnProgressOpenAI(t *testing.T) {
+	h := start(t, nil)
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"the quick brown fox"}],"max_tokens":3,"stream":true,"return_progress":true}`},
+		{"/v1/completions", `{"prompt":"the quick brown fox","max_tokens":3,"stream":true,"return_progress":true}`},
+	} {
+		var progress []map[string]any
+		evs := h.sseData(tc.path, tc.body)
+		for i, e := range evs {
+			pp, ok := e["prompt_progress"].(map[string]any)
+			if !ok {
+				continue
+			}
+			c := e["choices"].([]any)[0].(map[string]any)
+			if d, _ := c["delta"].(map[string]any); tc.path == "/v1/chat/completions" && (d["role"] != "assistant" || d["content"] != nil) {
+				t.Errorf("%s: progress chunk's delta %v", tc.path, c["delta"])
+			}
+			if tc.path == "/v1/completions" && c["text"] != "" {
+				t.Errorf("%s: progress chunk's text %v", tc.path, c["text"])
+			}
+			if _, ok := e["timings"].(map[string]any); !ok {
+				t.Errorf("%s: progress chunk without timings: %v", tc.path, e)
+			}
+			// the chat's role chunk may come first; a progress chunk never follows text
+			if i > len(progress)+1 {
+				t.Errorf("%s: prompt_progress event %d after a text event", tc.path, i)
+			}
+			progress = append(progress, pp)
+		}
+		if len(progress) != 2 {
+			t.Fatalf("%s: %d prompt_progress events, want 2: %v", tc.path, len(progress), evs)
+		}
+		first, last := progress[0], progress[1]
+		if first["processed"] != first["cache"] || first["total"].(float64) <= 0 {
+			t.Errorf("%s: first progress %v", tc.path, first)
+		}
+		if last["processed"] != last["total"] || last["total"] != first["total"] {
+			t.Errorf("%s: last progress %v", tc.path, last)
+		}
+	}
+}
