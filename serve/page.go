@@ -10,8 +10,11 @@ import (
 // the binary, no build step and nothing fetched from elsewhere. It streams a
 // chat from /v1/chat/completions and draws the chunks' telemetry (tok/s,
 // hit %, stall, MiB read, the per-layer strip of expert hits and misses).
+// As llama-server's web UI, it is an installable web app: /manifest.webmanifest,
+// the service worker /sw.js (which names its cache by /_app/version.json,
+// the server's version) — public paths, as llama-server's UI files are.
 
-//go:embed page/index.html page/app.js page/app.css
+//go:embed page/index.html page/app.js page/app.css page/sw.js page/manifest.webmanifest
 var pageFiles embed.FS
 
 // pageTypes are the Content-Types of the page's files.
@@ -19,10 +22,12 @@ var pageTypes = map[string]string{
 	".html": "text/html; charset=utf-8",
 	".js":   "text/javascript; charset=utf-8",
 	".css":  "text/css; charset=utf-8",
+	// the Content-Type the Web App Manifest spec registers
+	".webmanifest": "application/manifest+json",
 }
 
-// page answers GET / and /page/FILE with the embedded files (no API key: the
-// page asks for one when the API does).
+// page answers GET /, /page/FILE, /sw.js and /manifest.webmanifest with the
+// embedded files (no API key: the page asks for one when the API does).
 func (s *infoAPI) page(x *exchange) {
 	name := "page/index.html"
 	if x.r.URL.Path != "/" {
@@ -40,4 +45,11 @@ func (s *infoAPI) page(x *exchange) {
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:")
 	x.w.WriteHeader(http.StatusOK)
 	_, x.err = x.w.Write(b)
+}
+
+// version answers GET /_app/version.json (the path llama-server's Svelte UI
+// has it at): the server's version, which names the service worker's cache.
+func (s *infoAPI) version(x *exchange) {
+	x.w.Header().Set("Cache-Control", "no-cache")
+	x.err = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]string{"version": s.o.Fingerprint})
 }

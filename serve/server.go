@@ -366,6 +366,9 @@ func (s *Server) Handler() http.Handler {
 	if !s.o.NoUI {
 		mux.Handle("GET /{$}", route(http.MethodGet, false, inf.page))
 		mux.Handle("GET /page/", route(http.MethodGet, false, inf.page))
+		mux.Handle("GET /sw.js", route(http.MethodGet, false, inf.page))
+		mux.Handle("GET /manifest.webmanifest", route(http.MethodGet, false, inf.page))
+		mux.Handle("GET /_app/version.json", route(http.MethodGet, false, inf.version))
 	}
 	mux.Handle("/", route("", true, s.rq.notFound))
 	return mux

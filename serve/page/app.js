@@ -196,3 +196,6 @@ $("clear").addEventListener("click", () => {
 });
 resetTelemetry();
 loadModel();
+
+// installable as an app (sw.js); a browser without a secure context refuses it
+if ("serviceWorker" in navigator) navigator.serviceWorker.register("/sw.js").catch(() => {});
