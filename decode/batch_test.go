@@ -77,7 +77,7 @@ func TestBatchMatchesSolo(t *testing.T) {
 			for _, p := range prompts {
 				alone += (len(p)+3)/4 + n - 1
 			}
-			f0 := m.forwards
+			f0 := m.Forwards()
 			var wg sync.WaitGroup
 			got := make([]Result, len(prompts))
 			texts := make([]string, len(prompts))
@@ -93,7 +93,7 @@ func TestBatchMatchesSolo(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			if passes := m.forwards - f0; passes >= alone {
+			if passes := int(m.Forwards() - f0); passes >= alone {
 				t.Errorf("%d passes for requests that take %d one by one: nothing was batched", passes, alone)
 			}
 			for i := range prompts {

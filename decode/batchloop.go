@@ -222,7 +222,7 @@ func (s *sched) step() {
 		return
 	}
 	s.pass++
-	s.b.m.forwards++
+	s.b.m.forwards.Add(1)
 	t0 := now()
 	rows, err := s.b.m.eng.ForwardBatch(s.ctx, s.seqs)
 	if err != nil && s.ctx.Err() != nil {

@@ -61,6 +61,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -147,7 +148,7 @@ type Model struct {
 	onRte  func(Route)
 	hot    *hotState // nil without Options.HotSet
 
-	forwards int // forward passes since Open (a prefill counts as one)
+	forwards atomic.Int64 // forward passes since Open (a prefill counts as one)
 	closed   bool
 }
 
@@ -224,6 +225,11 @@ func (m *Model) Engine() *stages.Engine { return m.eng }
 
 // Tokenizer is the model's tokenizer.
 func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
+
+// Forwards is the forward passes run since Open, a prompt pass counting as
+// one (llama-server's llama_decode calls, its n_decode_total); safe to call
+// while a pass runs.
+func (m *Model) Forwards() int64 { return m.forwards.Load() }
 
 // Streaming reports whether routed experts are streamed (the resolved
 // --moe-stream).
@@ -356,9 +362,10 @@ func (m *Model) logProfile() {
 	log := m.eng.Config().Log
 	met := m.eng.Metrics()
 	pr := met.Profile
-	n := float64(max(m.forwards, 1))
+	nf := max(m.forwards.Load(), 1)
+	n := float64(nf)
 	per := func(d time.Duration) float64 { return float64(d) / 1e6 / n }
-	log.Info().Str("event", "profile").Int("forwards", max(m.forwards, 1)).
+	log.Info().Str("event", "profile").Int64("forwards", nf).
 		Float64("attention_ms", per(pr.Attention)).Float64("router_ms", per(pr.Router)).
 		Float64("experts_ms", per(pr.Experts)).Float64("stall_ms", per(met.Counters.Stall)).
 		Float64("lm_head_ms", per(pr.LMHead)).Float64("embed_ms", per(pr.Embed)).

@@ -34,7 +34,7 @@ func (s *Session) Score(ctx context.Context, ids []int32, from, batch int, fn fu
 	s.prefill0, s.prefillN = 0, len(ids)
 	defer func() { s.m.active, s.inPrefill = nil, false; s.turn++ }()
 	d, err := s.st.Score(ctx, ids, from, batch, fn)
-	s.m.forwards++
+	s.m.forwards.Add(1)
 	if err != nil {
 		return d, err
 	}

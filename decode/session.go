@@ -299,7 +299,7 @@ func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]floa
 		total := int64(len(ids)) * int64(s.m.eng.Desc().HParams.NLayer)
 		s.m.o.Progress(Progress{Phase: PhasePrefill, Done: total, Total: total, Tokens: len(ids)})
 	}
-	s.m.forwards++
+	s.m.forwards.Add(1)
 	res.Prefill = d
 	if err != nil {
 		return nil, err
@@ -348,7 +348,7 @@ func (s *Session) sample(logits []float32, o GenOptions) (int32, error) {
 // step feeds one generated token and hands its metrics to the sink.
 func (s *Session) step(ctx context.Context, tok int32, steps int) ([]float32, error) {
 	logits, m, err := s.st.Step(ctx, tok, steps)
-	s.m.forwards++
+	s.m.forwards.Add(1)
 	if err != nil {
 		return nil, err
 	}

@@ -149,7 +149,11 @@ func (s *generator) chainOf(j *job) (*sample.Chain, error) {
 type genFunc func(ctx context.Context, ids []int32, maxTokens int, onToken func(decode.Token) error) (decode.Result, error)
 
 // sessionGen is the genFunc of the one session (in the decode slot).
+// Its forward passes (the session has the model to itself) count on
+// /metrics, each with one busy slot.
 func (s *generator) sessionGen(ctx context.Context, ids []int32, maxTokens int, onToken func(decode.Token) error) (decode.Result, error) {
+	f0 := s.o.Model.Forwards()
+	defer func() { s.met.passes(s.o.Model.Forwards()-f0, 1) }()
 	return s.slot.sess.Generate(ctx, ids, decode.GenOptions{MaxTokens: maxTokens}, onToken)
 }
 

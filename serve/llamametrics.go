@@ -3,9 +3,10 @@ package serve
 // llamametrics.go: llama-server's Prometheus names on /metrics, beside
 // pipe's own, computed from the same meters (llama-server's
 // server_task_result_metrics::to_metrics): its counters, then its gauges.
-// llama.cpp's n_decode_total, n_busy_slots_per_decode and the speculative
-// decoding series are not written: pipe's meters do not count forward
-// passes, and pipe has no speculative decoding.
+// n_decode_total counts the forward passes (a prompt pass is one, as a
+// llama_decode call is) and n_busy_slots_per_decode their mean number of
+// slots (1 with one slot; a batched pass's slots with --parallel); the
+// speculative-decoding counters are 0: pipe drafts no tokens.
 
 // writeLlama writes the llamacpp: series; m.mu is held.
 func (m *meters) writeLlama(p *promWriter) {
@@ -30,13 +31,18 @@ func (m *meters) writeLlama(p *promWriter) {
 			{"prompt_seconds_total", "Total time spent processing prompts", m.prefillSeconds},
 			{"tokens_predicted_total", "Number of generation tokens processed", float64(m.genTokens)},
 			{"tokens_predicted_seconds_total", "Total time spent generating tokens", m.decodeSeconds},
+			{"n_decode_total", "Total number of llama_decode() calls, excluding speculative decoding and multimodal decoding", float64(m.nDecode)},
 			{"n_tokens_max", "Largest observed sequence length (prompt + generation)", float64(m.seqMax)},
+			{"spec_decode_num_draft_tokens_total", "Speculative: Total draft tokens generated", 0},
+			{"spec_decode_num_accepted_tokens_total", "Speculative: Total draft tokens accepted by the target model", 0},
+			{"spec_decode_num_drafts_total", "Speculative: Total speculative decoding verification steps", 0},
 		}},
 		{"gauge", []item{
 			{"prompt_tokens_seconds", "Average prompt throughput in tokens/s", rate(fed, m.prefillSeconds)},
 			{"predicted_tokens_seconds", "Average generation throughput in tokens/s", rate(m.genTokens, m.decodeSeconds)},
 			{"requests_processing", "Number of requests processing", float64(m.busy)},
 			{"requests_deferred", "Number of requests deferred", float64(m.queued)},
+			{"n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call", float64(m.nBusy) / float64(max(m.nDecode, 1))},
 		}},
 	} {
 		for _, it := range kind.items {

@@ -24,6 +24,7 @@ type meters struct {
 	lastTokS       float64
 	queued, busy   int
 	seqMax         int              // the longest prompt + generation of a request
+	nDecode, nBusy int64            // forward passes, and the busy slots summed over them
 	eng            metrics.Counters // the engine's, at the last token
 	start          time.Time        // when the server was made (Process-Start-Time-Unix)
 }
@@ -49,6 +50,14 @@ func (m *meters) generation(o outcome) {
 	if v, ok := o.tokS(); ok {
 		m.lastTokS = v
 	}
+}
+
+// passes counts n forward passes of busy slots each.
+func (m *meters) passes(n int64, busy int) {
+	m.mu.Lock()
+	m.nDecode += n
+	m.nBusy += n * int64(busy)
+	m.mu.Unlock()
 }
 
 func (m *meters) setEngine(c metrics.Counters) {

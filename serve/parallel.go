@@ -50,9 +50,17 @@ type batchSlots struct {
 }
 
 // newBatchSlots makes n slots of nCtx positions each.
-func newBatchSlots(o Options, nCtx int) (*batchSlots, error) {
+// Each pass counts on met (n_decode_total, n_busy_slots_per_decode).
+func newBatchSlots(o Options, nCtx int, met *meters) (*batchSlots, error) {
+	logStep := stepLogger(o.Log)
+	onStep := func(st decode.Step) {
+		met.passes(1, st.Seqs)
+		if logStep != nil {
+			logStep(st)
+		}
+	}
 	b, err := o.Model.NewBatch(decode.BatchOptions{Slots: o.Parallel, Ctx: nCtx, Ubatch: o.Ubatch, Similarity: o.SlotSimilarity,
-		Unified: o.KVUnified, OnStep: stepLogger(o.Log)})
+		Unified: o.KVUnified, OnStep: onStep})
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +181,7 @@ func (s *generator) makeSlots() error {
 	}
 	if s.o.Parallel > 1 {
 		s.nCtx = nCtx
-		s.batch, err = newBatchSlots(*s.o, nCtx)
+		s.batch, err = newBatchSlots(*s.o, nCtx, s.met)
 		return err
 	}
 	sess, err := s.o.Model.NewSession(decode.SessionOptions{Ctx: s.o.Ctx, Sampling: s.o.Sampling})
