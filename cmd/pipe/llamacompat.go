@@ -83,6 +83,9 @@ func translateArgs(args []string) ([]string, error) {
 		if a == "--" {
 			return append(out, args[i:]...), nil
 		}
+		if llama && strings.HasPrefix(a, "--") {
+			a = dashed(a)
+		}
 		name, _, _ := strings.Cut(a, "=")
 		if !llama {
 			name = "" // no llama.cpp spelling matches
@@ -325,3 +328,29 @@ func flagErr(flag string, err error) error {
 	}
 	return nil
 }
+
+// dashed spells a llama.cpp long flag's name with '-' for '_' (its value
+// unchanged), as llama.cpp's parser reads --backend_sampling as
+// --backend-sampling; anything else is left as it is.
+func dashed(a string) string {
+	name, val, ok := strings.Cut(a, "=")
+	d := strings.ReplaceAll(name, "_", "-")
+	if d == name || !llamaNames[d] {
+		return a
+	}
+	if ok {
+		return d + "=" + val
+	}
+	return d
+}
+
+// llamaNames are every llama.cpp spelling of llamaTable.
+var llamaNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, f := range llamaTable {
+		for _, n := range strings.Fields(f.names) {
+			m[n] = true
+		}
+	}
+	return m
+}()

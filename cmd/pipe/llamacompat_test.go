@@ -33,6 +33,9 @@ func TestTranslateArgs(t *testing.T) {
 		// -v, -st, and the switches pipe accepts and ignores
 		{[]string{"run", "-v", "--verbose", "-st"}, []string{"run", "--log-level=debug", "--log-level=debug", "--single-turn"}},
 		{[]string{"run", "--no-warmup", "-co", "-p", "x", "--color", "off", "--warmup"}, []string{"run", "-p", "x"}},
+		// llama.cpp reads '_' in a long flag's name as '-' (llama-server's tests pass
+		// --backend_sampling); --backend-sampling changes no output and is accepted
+		{[]string{"serve", "--backend_sampling", "--ctx_size=64", "-bs", "-p", "--not_a_flag"}, []string{"serve", "--ctx-size=64", "-p", "--not_a_flag"}},
 	} {
 		got, err := translateArgs(c.in)
 		if err != nil || !slices.Equal(got, c.want) {
