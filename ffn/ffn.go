@@ -44,6 +44,7 @@ import (
 
 	"github.com/pipe-engine/pipe/expert"
 	"github.com/pipe-engine/pipe/internal/buf"
+	"github.com/pipe-engine/pipe/internal/clock"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
 )
@@ -104,6 +105,14 @@ type Stats struct {
 
 // Stage computes MoE layers with an architecture's expert math.
 type Stage struct {
+	// Clock is what Stats' Stall and Compute are read from; nil is the
+	// wall clock. Set it before the first Consume or Compute.
+	Clock clock.Clock
+	// onWait, if set, is called on the waiting goroutine as each wait for
+	// an expert begins: this package's tests advance their fake Clock
+	// there, a wait whose length they know.
+	onWait func()
+
 	fn            model.ExpertFFN
 	nEmbd         int
 	pool          *kernels.Pool
@@ -181,12 +190,13 @@ func (s *Stage) Consume(recv, ctx context.Context, j *Job, ch <-chan expert.Read
 	}()
 	var firstErr error
 	for got := 0; got < want; {
-		t0 := time.Now()
-		r, err := receive(recv, ch, t0)
+		t0 := s.Clock.Now()
+		s.waiting()
+		r, err := receive(recv, ch)
 		if err != nil {
 			return err
 		}
-		st.Stall += time.Since(t0)
+		st.Stall += s.Clock.Since(t0)
 		// take whatever else is already there: ready experts are computed
 		// together (one pool dispatch per projection for all of them)
 		group := append(s.group[:0], r)
@@ -250,8 +260,16 @@ func (s *Stage) Compute(ctx context.Context, j *Job, rs []expert.Ready, st *Stat
 // (docs/measurements.md, "Figures from code comments").
 const pollWait = 50 * time.Microsecond
 
+// waiting calls onWait, if set.
+func (s *Stage) waiting() {
+	if s.onWait != nil {
+		s.onWait()
+	}
+}
+
 // poll reports whether ch has a value, yielding the processor (so the
-// planner goroutine can run here) for up to pollWait since t0.
+// planner goroutine can run here) for up to pollWait since t0 (the wall
+// clock's: how long to spin is not accounting).
 func poll(ch <-chan expert.Ready, t0 time.Time) bool {
 	for i := 0; ; i++ {
 		if len(ch) > 0 {
@@ -308,8 +326,8 @@ func release(rs []expert.Ready) []expert.Ready {
 // single-token ones through computeSingles, the multi-token ones through
 // computeMulti, and every output put in its (token, rank) slot.
 func (s *Stage) computeAll(j *Job, rs []expert.Ready, st *Stats) error {
-	t0 := time.Now()
-	defer func() { st.Compute += time.Since(t0) }()
+	t0 := s.Clock.Now()
+	defer func() { st.Compute += s.Clock.Since(t0) }()
 	E := s.nEmbd
 	total := 0
 	for _, r := range rs {
@@ -427,7 +445,7 @@ func (s *Stage) computeOne(t, i int) {
 // Finish writes each token's output: Σ_rank w·y in rank order (ggml's
 // weighted MUL then chained ADDs), skipped slots left out.
 func (s *Stage) Finish(j *Job, st *Stats) {
-	t0 := time.Now()
+	t0 := s.Clock.Now()
 	E := s.nEmbd
 	for t, out := range j.Out {
 		ids := j.IDs[t]
@@ -447,7 +465,7 @@ func (s *Stage) Finish(j *Job, st *Stats) {
 			kernels.AddMulScalar(out[:E], y, w) // the product rounds before the addition
 		}
 	}
-	st.Compute += time.Since(t0)
+	st.Compute += s.Clock.Since(t0)
 }
 
 // ErrNotRouted is returned when a ready expert was never requested.

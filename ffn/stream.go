@@ -37,7 +37,7 @@ func (s *Stage) streams(j *Job, ch <-chan expert.Ready, want int, overlap bool) 
 // rest of the call's wall time. Every received value is released; recv
 // and ctx bound it as they bound Consume.
 func (s *Stage) consumeStream(recv, ctx context.Context, j *Job, ch <-chan expert.Ready, want int, st *Stats) error {
-	t0 := time.Now()
+	t0 := s.Clock.Now()
 	s.stream.recv, s.stream.stop, s.stream.job, s.stream.ch = recv, ctx, j, ch
 	s.stream.failed.Store(false)
 	s.errs = buf.Grow(s.errs, want)
@@ -46,7 +46,7 @@ func (s *Stage) consumeStream(recv, ctx context.Context, j *Job, ch <-chan exper
 	}
 	err := s.pool.ParallelWith(want, s.takeFn)
 	s.stream.recv, s.stream.stop, s.stream.job, s.stream.ch = nil, nil, nil, nil
-	wall := time.Since(t0)
+	wall := s.Clock.Since(t0)
 	var wait time.Duration
 	for i := range s.threads {
 		wait += s.threads[i].wait
@@ -68,9 +68,10 @@ func (s *Stage) consumeStream(recv, ctx context.Context, j *Job, ch <-chan exper
 // and compute its expert whole.
 func (s *Stage) takeOne(t, i int) {
 	c, th := &s.stream, &s.threads[t]
-	t0 := time.Now()
-	r, err := receive(c.recv, c.ch, t0)
-	th.wait += time.Since(t0)
+	t0 := s.Clock.Now()
+	s.waiting()
+	r, err := receive(c.recv, c.ch)
+	th.wait += s.Clock.Since(t0)
 	if err != nil {
 		s.errs[i] = err
 		return
@@ -100,11 +101,11 @@ func (s *Stage) takeOne(t, i int) {
 // this thread takes it: every receive, also after poll, also selects on
 // ctx, or a thread that lost the race would wait forever on a cancelled
 // run's channel.
-func receive(ctx context.Context, ch <-chan expert.Ready, t0 time.Time) (expert.Ready, error) {
+func receive(ctx context.Context, ch <-chan expert.Ready) (expert.Ready, error) {
 	if err := ctx.Err(); err != nil {
 		return expert.Ready{}, err
 	}
-	if poll(ch, t0) {
+	if poll(ch, time.Now()) {
 		select {
 		case r := <-ch:
 			return r, nil

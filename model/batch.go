@@ -13,7 +13,6 @@ package model
 import (
 	"context"
 	"fmt"
-	"time"
 )
 
 // Seq is one sequence's share of a batched forward pass: the tokens fed at
@@ -94,7 +93,7 @@ func (d *Decoder) ForwardBatch(ctx context.Context, seqs []Seq, moe MoE) ([][][]
 // the residual stream and the MoE row views (the hooks take the rest from
 // Buf).
 func (d *Decoder) ffnPass(n int, moe MoE) *Pass {
-	p := &Pass{N: n, E: d.NEmbd, Pool: d.Pool, Eps: d.Eps, d: d, moe: moe, Timings: d.Timings,
+	p := &Pass{N: n, E: d.NEmbd, Pool: d.Pool, Eps: d.Eps, d: d, moe: moe, Timings: d.Timings, Clock: d.Clock,
 		x:  make([]float32, n*d.NEmbd),
 		xs: make([][]float32, n), ls: make([][]float32, n), rs: make([][]float32, n), os: make([][]float32, n)}
 	if p.Timings == nil {
@@ -108,25 +107,25 @@ func (d *Decoder) ffnPass(n int, moe MoE) *Pass {
 // the layer's FFN once with f over all rows (f.x, which the sequences' rows
 // are views of). Each State's position advances when the pass succeeds.
 func (d *Decoder) run(ctx context.Context, seqs []seqPass, f *Pass) error {
-	tm := f.Timings
-	t0 := time.Now()
+	tm, clk := f.Timings, f.Clock
+	t0 := clk.Now()
 	for i := range seqs {
 		if err := d.embed(seqs[i].tokens, seqs[i].x); err != nil {
 			return err
 		}
 	}
-	tm.Embed += time.Since(t0)
+	tm.Embed += clk.Since(t0)
 	for l := range d.Layers {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		t0 = time.Now()
+		t0 = clk.Now()
 		for i := range seqs {
 			if err := d.mix(&seqs[i], l); err != nil {
 				return err
 			}
 		}
-		tm.Attention += time.Since(t0)
+		tm.Attention += clk.Since(t0)
 		f.next = 0
 		if err := d.Layers[l].FFN.Run(ctx, f, l, f.x); err != nil {
 			return err
@@ -164,9 +163,9 @@ func (d *Decoder) mix(s *seqPass, l int) error {
 
 // headOf is the output head (and final soft-cap) of s's rows.
 func (d *Decoder) headOf(s *seqPass) ([][]float32, error) {
-	tm := s.p.Timings
-	t0 := time.Now()
-	defer func() { tm.LMHead += time.Since(t0) }()
+	tm, clk := s.p.Timings, s.p.Clock
+	t0 := clk.Now()
+	defer func() { tm.LMHead += clk.Since(t0) }()
 	out, err := s.p.head(d, s.x, s.all)
 	if err != nil || d.Softcap == 0 {
 		return out, err

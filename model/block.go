@@ -14,8 +14,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"time"
 
+	"github.com/pipe-engine/pipe/internal/clock"
 	"github.com/pipe-engine/pipe/kernels"
 )
 
@@ -109,6 +109,7 @@ type Decoder struct {
 	Output    Weight
 	Softcap   float32 // final logit soft-cap: cap·tanh(logit/cap) (0: none)
 	Timings   *Timings
+	Clock     clock.Clock // what Timings are read from (nil: the wall clock)
 }
 
 // NewState implements Model: one KV layer per attention layer, each as wide
@@ -183,6 +184,7 @@ type Pass struct {
 	Pool       *kernels.Pool
 	Eps        float32
 	Timings    *Timings
+	Clock      clock.Clock // the Decoder's: what Timings are read from
 	moe        MoE
 	d          *Decoder
 	tm         Timings // Timings when the Decoder has none
@@ -210,7 +212,7 @@ func (d *Decoder) pass(st *State, n, pos0 int, moe MoE) *Pass {
 		}
 		p = st.pass
 	}
-	p.Pos0, p.moe, p.Timings = pos0, moe, d.Timings
+	p.Pos0, p.moe, p.Timings, p.Clock = pos0, moe, d.Timings, d.Clock
 	if p.Timings == nil {
 		p.Timings = &p.tm
 	}
@@ -664,7 +666,7 @@ type RoutedFFN struct {
 
 // Run implements FFN.
 func (f *RoutedFFN) Run(ctx context.Context, p *Pass, layer int, x []float32) error {
-	t0 := time.Now()
+	t0 := p.Clock.Now()
 	h := p.Buf(p.N * p.E)
 	p.Norm(h, x, f.Norm)
 	logits := p.Buf(p.N * f.Gate.Rows)
@@ -672,7 +674,7 @@ func (f *RoutedFFN) Run(ctx context.Context, p *Pass, layer int, x []float32) er
 		return err
 	}
 	AddBias(logits, f.GateBias)
-	p.Timings.Router += time.Since(t0)
+	p.Timings.Router += p.Clock.Since(t0)
 	out := p.Buf(p.N * p.E)
 	if err := p.RunMoE(ctx, layer, h, logits, h, out); err != nil {
 		return err

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/internal/clock"
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/quant"
 )
@@ -272,6 +273,8 @@ type Options struct {
 	ExpertsUsed int
 	// Timings, if not nil, accumulates the Forward time breakdown.
 	Timings *Timings
+	// Clock is what Timings are read from; nil is the wall clock.
+	Clock clock.Clock
 }
 
 // Weight is a resident 2-D weight matrix: Rows output rows of Cols inputs.

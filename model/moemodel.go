@@ -27,7 +27,7 @@ func NewMoEModel(d *Desc, src DenseSource, opt Options, nFF int, act Activation,
 		return nil, nil, fmt.Errorf("%w: %s hyper-parameters %+v (expert width %d, rms eps %g)", ErrBadModel, d.Arch, hp, nFF, eps)
 	}
 	m := &MoEModel{D: d, Spec: RouterSpec{Gating: gating, NExpert: hp.NExpert, K: k, Normalize: normalize},
-		Decoder: &Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: eps, Timings: opt.Timings},
+		Decoder: &Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: eps, Timings: opt.Timings, Clock: opt.Clock},
 		Experts: &Experts{Arch: d.Arch, Pool: opt.Pool, NEmbd: hp.NEmbd, NFF: nFF, NExpert: hp.NExpert, Act: act}}
 	ld := NewLoader(d, src)
 	ld.Embeddings(m.Decoder)

@@ -28,11 +28,9 @@ if [ -n "$fused" ]; then
   echo "fused multiply-add in (write float32(a*b)+c or float64(a*b)+c so the product rounds apart):"
   echo "$fused"; exit 1
 fi
-# Tested natively only: wall-clock assertions (stages' compute/stall
-# accounting within 2 ms), which do not hold under emulation on a loaded
-# machine, and the MADV_HUGEPAGE advice, which qemu-user accepts without
-# passing it to the kernel.
-native='TestComputeMeasured|TestHugeBacking'
+# Tested natively only: the MADV_HUGEPAGE advice, which qemu-user accepts
+# without passing it to the kernel.
+native='TestHugeBacking'
 # Not repeated under emulation: model/gen's TestTinyMatchesGolden and
 # TestPresetsRoundTrip check a generated file's header, metadata and
 # finite values, none of it float arithmetic that could differ; that arm64

@@ -2,53 +2,50 @@ package stages
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"slices"
-	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/pipe-engine/pipe/dense"
+	"github.com/pipe-engine/pipe/ffn"
 	"github.com/pipe-engine/pipe/model"
-	"github.com/pipe-engine/pipe/reader"
 	"github.com/pipe-engine/pipe/sink"
 )
 
-// slowFile delays every read after the dense weights are loaded.
-type slowFile struct {
-	reader.File
-	delay *time.Duration
+// fakeClock is the accounting's clock in a test (Inputs.clock): it moves
+// when advanced and by tick at every reading (0: only when advanced).
+type fakeClock struct {
+	mu   sync.Mutex
+	now  time.Time
+	tick time.Duration
 }
 
-func (f slowFile) ReadAt(p []byte, off int64) (int, error) {
-	time.Sleep(*f.delay)
-	return f.File.ReadAt(p, off)
+func newFakeClock(tick time.Duration) *fakeClock {
+	return &fakeClock{now: time.Unix(1000, 0), tick: tick}
 }
 
-// stepRows decodes n steps with no expert cache (every expert is read each
-// step) and returns their metrics; readDelay slows each read after the load,
-// and observer, when set, runs on the decode goroutine after each layer's
-// routing.
-func stepRows(t *testing.T, n int, readDelay time.Duration, observer func()) []sink.TokenMetrics {
+func (c *fakeClock) read() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(c.tick)
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// stepRows decodes n steps on cfg with one compute thread and returns their
+// metrics; the accounting reads clk, and observer, when set, runs on the
+// decode goroutine after each layer's routing.
+func stepRows(t *testing.T, cfg Config, clk *fakeClock, n int, observer func()) []sink.TokenMetrics {
 	t.Helper()
-	var delay time.Duration
-	cfg := baseCfg()
-	// One compute thread: no pool helpers to wake after each stall, whose
-	// scheduling delay on a loaded machine would count as compute (it is
-	// time the compute stage is busy, but not what this test is about).
 	cfg.Threads = 1
-	cfg.Cache.Bytes = NoCache
-	cfg.Dense = dense.Mmap // dense bytes via mmap: only expert reads go through the slow file
-	cfg.IO.Open = func(path string, direct bool) (reader.File, error) {
-		f, err := reader.OpenOS(path, direct)
-		if err != nil {
-			return nil, err
-		}
-		return slowFile{File: f, delay: &delay}, nil
-	}
 	ctx := context.Background()
-	e, err := Open(ctx, cfg, Inputs{})
+	e, err := Open(ctx, cfg, Inputs{clock: clk.read})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +57,6 @@ func stepRows(t *testing.T, n int, readDelay time.Duration, observer func()) []s
 	if _, _, err := s.Prefill(ctx, prompt, false); err != nil {
 		t.Fatal(err)
 	}
-	delay = readDelay // the lanes are idle between steps: no read is in flight
 	if observer != nil {
 		e.Observe(func(int, int, [][]int, [][]float32) { observer() })
 	}
@@ -75,94 +71,66 @@ func stepRows(t *testing.T, n int, readDelay time.Duration, observer func()) []s
 	return rows
 }
 
-func sumMS(rows []sink.TokenMetrics, f func(sink.TokenMetrics) float64) float64 {
-	var s float64
-	for _, r := range rows {
-		s += f(r)
-	}
-	return s
-}
-
-// TestComputeMeasured: compute_ms is the measured busy time of the compute
-// sections, not wall − stall. A slow reader makes stall grow while compute
-// stays; time the decode goroutine spends outside compute and outside the
-// wait for experts (a slow route observer) is in wall but in neither term;
-// and without such time compute + stall accounts for wall within 2 ms a row
-// (the median row). Compute sections are timed by the wall clock, so on a
-// machine loaded far past its cores a section the scheduler preempts is
-// stretched: a check that fails is retried, up to 3 attempts, and the test
-// fails only if every attempt fails. Compute derived from wall − stall fails
-// every attempt, since the injected waits are the same each time.
+// TestComputeMeasured: a step's wall, stall and compute are read from the
+// engine's clock, and compute_ms is the measured time of the compute
+// sections, not wall − stall. On a fake clock that only a slow route
+// observer moves (3 ms per layer, time outside compute and outside the
+// wait for experts), a streamed step with no cache (every expert read, the
+// FFN stage waiting on the lanes) has wall exactly 12 ms and stall and
+// compute exactly 0: no section reads the wall clock, and the observer's
+// time is in wall alone. On a clock that also ticks at every reading, a
+// mapped step (every reading on the decode goroutine, in a fixed order) has
+// compute above 0 and the same stall and compute with the observer as
+// without, its wall longer by exactly the observer's 12 ms.
 func TestComputeMeasured(t *testing.T) {
-	if testing.Short() {
-		// The -short run is the race-detector pass (scripts/test.sh): the
-		// detector's slowdown on a loaded machine stretches the wall-clock
-		// compute sections past any bound (load 19 saw compute 37 → 853 ms).
-		// The plain `go test ./...` run measures.
-		t.Skip("timing test: run without -short")
-	}
-	const attempts = 3
-	var problems []string
-	for a := 1; a <= attempts; a++ {
-		problems = computeProblems(t)
-		if len(problems) == 0 {
-			return
+	const n, layers, obs = 6, 4, 3 * time.Millisecond
+	stream := baseCfg()
+	stream.Cache.Bytes = NoCache
+	stream.Dense = dense.Mmap
+	clk := newFakeClock(0)
+	for _, r := range stepRows(t, stream, clk, n, func() { clk.advance(obs) }) {
+		if r.WallMS != ms(layers*obs) || r.StallMS != 0 || r.ComputeMS != 0 {
+			t.Errorf("streamed step %d: wall %v, stall %v, compute %v ms; want %v, 0, 0 (only the observer moved the clock)", r.Step, r.WallMS, r.StallMS, r.ComputeMS, ms(layers*obs))
 		}
-		t.Logf("attempt %d of %d: %s", a, attempts, strings.Join(problems, "; "))
 	}
-	for _, p := range problems {
-		t.Error(p)
+	mapped := baseCfg()
+	mapped.Stream = StreamOff
+	plain := stepRows(t, mapped, newFakeClock(time.Microsecond), n, nil)
+	clk = newFakeClock(time.Microsecond)
+	slow := stepRows(t, mapped, clk, n, func() { clk.advance(obs) })
+	for i, a := range plain {
+		b := slow[i]
+		if a.ComputeMS <= 0 || a.StallMS != 0 {
+			t.Errorf("mapped step %d: compute %v ms, stall %v ms; want compute > 0, no stall", a.Step, a.ComputeMS, a.StallMS)
+		}
+		if b.ComputeMS != a.ComputeMS || b.StallMS != a.StallMS {
+			t.Errorf("mapped step %d: compute %v → %v ms, stall %v → %v ms with the observer: it must count in neither", a.Step, a.ComputeMS, b.ComputeMS, a.StallMS, b.StallMS)
+		}
+		if d := b.WallMS - a.WallMS; math.Abs(d-ms(layers*obs)) > 1e-9 {
+			t.Errorf("mapped step %d: wall %v → %v ms, want %v ms more", a.Step, a.WallMS, b.WallMS, ms(layers*obs))
+		}
 	}
 }
 
-// computeProblems runs the slow-reader, fast-reader and slow-observer decodes
-// once and returns what does not hold.
-func computeProblems(t *testing.T) []string {
-	const n, layers = 6, 4
-	const delay = 10 * time.Millisecond
-	var problems []string
-	fail := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	// A first run brings the model file into the page cache (other
-	// processes may have evicted it), so that neither measured run pays
-	// for the disk.
-	stepRows(t, n, 0, nil)
-	slow := stepRows(t, n, delay, nil)
-	fast := stepRows(t, n, 0, nil)
-	var gaps []float64
-	for _, r := range fast {
-		if r.ComputeMS <= 0 {
-			fail("step %d: compute_ms %.3f", r.Step, r.ComputeMS)
-		}
-		gaps = append(gaps, math.Abs(r.WallMS-r.ComputeMS-r.StallMS))
+// TestMeterTake: a step's stall is the FFN stage's waits, its compute the
+// FFN stage's compute plus the model's sections since the last take.
+func TestMeterTake(t *testing.T) {
+	var m meter
+	m.timings.Attention = 5 // before the step: not its
+	m.take()
+	m.add(ffn.Stats{Stall: 7, Compute: 11})
+	m.add(ffn.Stats{Stall: 13, Compute: 17})
+	m.timings.Attention += 19
+	m.timings.Router += 23
+	m.timings.LMHead += 29
+	m.timings.Embed += 31
+	if s, c := m.take(); s != 20 || c != 11+17+19+23+29+31 {
+		t.Fatalf("take = %v, %v; want 20ns, %v", s, c, time.Duration(11+17+19+23+29+31))
 	}
-	slices.Sort(gaps)
-	if med := gaps[len(gaps)/2]; med > 2 {
-		fail("median row: wall − compute − stall = %.2f ms unaccounted (rows %v)", med, fast)
+	if s, c := m.take(); s != 0 || c != 0 {
+		t.Fatalf("second take = %v, %v; want 0, 0", s, c)
 	}
-	get := func(f func(sink.TokenMetrics) float64) (float64, float64) { return sumMS(fast, f), sumMS(slow, f) }
-	fs, ss := get(func(r sink.TokenMetrics) float64 { return r.StallMS })
-	fc, sc := get(func(r sink.TokenMetrics) float64 { return r.ComputeMS })
-	t.Logf("stall %.1f → %.1f ms, compute %.1f → %.1f ms", fs, ss, fc, sc)
-	// Every layer of every step waits for at least one read 10 ms late.
-	injected := float64(n * layers * delay / time.Millisecond)
-	if fs >= ss {
-		fail("stall %.1f ms with the fast reader, %.1f with the slow one: it must shrink with a faster reader", fs, ss)
+	if m.stall != 20 || m.experts != 28 {
+		t.Fatalf("cumulative stall %v, experts %v; want 20ns, 28ns", m.stall, m.experts)
 	}
-	if ss < injected {
-		fail("slow reader: stall %.1f ms over %d steps, want ≥ %.0f", ss, n, injected)
-	}
-	// CPU contention (a loaded machine, the race detector) stretches compute
-	// sections a little; compute derived from wall would take the injected
-	// waits whole.
-	if sc-fc > injected/4 {
-		fail("slow reader: compute %.1f → %.1f ms grew with the %.0f ms of injected waits", fc, sc, injected)
-	}
-	// A 3 ms observer per layer: 12 ms a step that is neither compute nor stall.
-	busy := stepRows(t, n, 0, func() { time.Sleep(3 * time.Millisecond) })
-	for _, r := range busy {
-		if gap := r.WallMS - r.ComputeMS - r.StallMS; gap < 10 {
-			fail("step %d: wall %.2f, compute %.2f, stall %.2f: the observer's 12 ms were counted as compute or stall", r.Step, r.WallMS, r.ComputeMS, r.StallMS)
-		}
-	}
-	return problems
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/pipe-engine/pipe/cache"
 	"github.com/pipe-engine/pipe/dense"
 	"github.com/pipe-engine/pipe/gguf"
+	"github.com/pipe-engine/pipe/internal/clock"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/prefetch"
 	"github.com/pipe-engine/pipe/reader"
@@ -121,6 +122,11 @@ type Inputs struct {
 	// statistics (prefetch.Planner.OnWarm): the package's tests wait on it
 	// for the warm reads instead of polling Engine.Metrics.
 	onWarm func()
+	// clock, if set, is what the stall and compute accounting and a step's
+	// wall time are read from (the model's sections, the FFN stage, the
+	// meter) instead of the wall clock: the package's tests set a fake
+	// one and check the accounting exactly.
+	clock clock.Clock
 }
 
 // ErrConfig marks an invalid engine configuration.

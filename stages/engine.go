@@ -160,6 +160,7 @@ func Open(ctx context.Context, cfg Config, in Inputs) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: p.cfg, desc: p.desc, layout: p.layout}
+	e.meter.clock = p.cfg.clock
 	e.life.parent = ctx
 	e.life.ctx, e.life.cancel = context.WithCancelCause(ctx)
 	e.life.wg = conc.NewWaitGroup()
@@ -209,12 +210,13 @@ func (e *Engine) load(f *gguf.File) error {
 		return err
 	}
 	e.pool = kernels.NewPool(cfg.Threads)
-	m, err := model.New(e.desc, e.weights, model.Options{Pool: e.pool, ExpertsUsed: cfg.ExpertsUsed, Timings: &e.meter.timings})
+	m, err := model.New(e.desc, e.weights, model.Options{Pool: e.pool, ExpertsUsed: cfg.ExpertsUsed, Timings: &e.meter.timings, Clock: cfg.clock})
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.Path, err)
 	}
 	e.model = m
 	fs := ffn.New(m, e.desc.HParams.NEmbd, e.pool)
+	fs.Clock = cfg.clock
 	if stream != nil {
 		if err := stream.begin(m, fs, e.desc.Arch); err != nil {
 			return err

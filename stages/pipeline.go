@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pipe-engine/pipe/ffn"
+	"github.com/pipe-engine/pipe/internal/clock"
 	"github.com/pipe-engine/pipe/metrics"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/router"
@@ -46,16 +47,17 @@ func (p *pipeline) RunMoE(ctx context.Context, layer int, x, logits [][]float32,
 // RunMoERouted implements model.RouterInputMoE: speculation applies the
 // next layer's router to routerIn.
 func (p *pipeline) RunMoERouted(ctx context.Context, layer int, x, logits, routerIn, out [][]float32) error {
-	t0 := time.Now()
+	clk := p.meter.clock
+	t0 := clk.Now()
 	job, err := p.route(layer, x, logits, out)
 	if err != nil {
 		return err
 	}
-	d := time.Since(t0)
+	d := clk.Since(t0)
 	if p.onRoute != nil {
 		p.onRoute(p.meter.step, layer, job.IDs, job.W) // the router's choice, before any lossy mode
 	}
-	t0 = time.Now()
+	t0 = clk.Now()
 	if p.lossy != nil {
 		for t := range x {
 			if !p.decodeRow(t, len(x)) {
@@ -69,7 +71,7 @@ func (p *pipeline) RunMoERouted(ctx context.Context, layer int, x, logits, route
 	job.Plan()
 	p.ffn.Begin(job)
 	st := &p.st // not a local: handed to an interface method, it would escape
-	*st = ffn.Stats{Compute: d + time.Since(t0)}
+	*st = ffn.Stats{Compute: d + clk.Since(t0)}
 	if err := p.src.run(ctx, job, routerIn, p.decodeBatch(len(routerIn)), st); err != nil {
 		return err
 	}
@@ -127,8 +129,10 @@ func (p *pipeline) route(layer int, x, logits, out [][]float32) (*ffn.Job, error
 	return job, nil
 }
 
-// meter accumulates where the decode goroutine's time went.
+// meter accumulates where the decode goroutine's time went, read from
+// clock (nil: the wall clock; Inputs.clock).
 type meter struct {
+	clock   clock.Clock
 	step    int // decode step of the current Forward (Engine.setStep)
 	acc     stepAcc
 	timings model.Timings // filled by the model

@@ -63,7 +63,8 @@ const PrefillChunk = 512
 // until the next Prefill or Step).
 func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]float32, time.Duration, error) {
 	defer s.beginPrompt()()
-	t0 := time.Now()
+	clk := s.eng.meter.clock
+	t0 := clk.Now()
 	var out [][]float32
 	var err error
 	for i := 0; i < len(tokens) && err == nil; i += PrefillChunk {
@@ -81,7 +82,7 @@ func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]fl
 			out = rows
 		}
 	}
-	return out, time.Since(t0), err
+	return out, clk.Since(t0), err
 }
 
 // beginPrompt starts a prompt pass (Prefill, Score) and returns the
@@ -135,10 +136,11 @@ func (s *Session) PrefillTimes() PrefillTimes { return s.prefill }
 func (s *Session) Step(ctx context.Context, tok int32, steps int) ([]float32, sink.TokenMetrics, error) {
 	s.step++
 	s.eng.setStep(s.step)
-	t0 := time.Now()
+	clk := s.eng.meter.clock
+	t0 := clk.Now()
 	s.tok[0] = tok
 	out, err := s.eng.Forward(ctx, s.State, s.tok[:], false)
-	wall := time.Since(t0)
+	wall := clk.Since(t0)
 	stall, compute := s.eng.meter.take()
 	m := s.sample()
 	m.Step, m.Steps = s.step, steps

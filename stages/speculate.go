@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/pipe-engine/pipe/internal/buf"
+	"github.com/pipe-engine/pipe/internal/clock"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/prefetch"
 	"github.com/pipe-engine/pipe/router"
@@ -26,6 +26,7 @@ type speculator struct {
 	n       int                // --prefetch: experts a decode step guesses per layer
 	layers  int                // layers of the model
 	timings *model.Timings     // where applying a router early is counted (Router)
+	clock   clock.Clock        // what timings are read from (the meter's)
 	model   model.Model        // the routers' specs
 	peeker  model.RouterPeeker // the next-layer policy's early router (nil: another policy)
 	prompt  model.RouterPeeker // the early router of prompt passes (--prefetch-prompt)
@@ -94,7 +95,7 @@ func (s *speculator) guess(step, layer int, routerIn [][]float32, decode bool) (
 		s.logits = make([]float32, spec.NExpert)
 	}
 	s.probs = buf.Grow(s.probs, max(len(s.probs), router.ScratchLen(spec)))
-	t0 := time.Now()
+	t0 := s.clock.Now()
 	err := s.peeker.PeekRouter(next, routerIn[0], 1, s.logits)
 	spec.K = min(s.n, spec.NExpert)
 	// Two guess buffers, by layer parity: the planner copies a guess
@@ -105,7 +106,7 @@ func (s *speculator) guess(step, layer int, routerIn [][]float32, decode bool) (
 	if err == nil {
 		err = router.Route(spec, s.logits[:spec.NExpert], g.ids, g.w, s.probs)
 	}
-	s.timings.Router += time.Since(t0)
+	s.timings.Router += s.clock.Since(t0)
 	if err != nil {
 		return r, false
 	}
@@ -138,8 +139,8 @@ func (s *speculator) guessSet(step, next int, routerIn [][]float32, pk model.Rou
 	}
 	s.logits = buf.Grow(s.logits, n*spec.NExpert)
 	s.probs = buf.Grow(s.probs, max(len(s.probs), router.ScratchLen(spec)))
-	t0 := time.Now()
-	defer func() { s.timings.Router += time.Since(t0) }()
+	t0 := s.clock.Now()
+	defer func() { s.timings.Router += s.clock.Since(t0) }()
 	if pk.PeekRouter(next, s.x, n, s.logits) != nil {
 		return r, false // no router to apply early (a layer without experts): nothing to guess
 	}

@@ -73,7 +73,7 @@ func openStream(cfg *Resolved, d *model.Desc, l expertLayout, paths []string, li
 	}
 	s.planner = prefetch.New(s.cache, s.lanes, l, pp, cfg.Prefetch.N)
 	s.planner.OnWarm(cfg.onWarm)
-	s.spec = speculator{policy: pp, n: cfg.Prefetch.N, layers: len(l.ranges), timings: &m.timings}
+	s.spec = speculator{policy: pp, n: cfg.Prefetch.N, layers: len(l.ranges), timings: &m.timings, clock: m.clock}
 	return s, nil
 }
 

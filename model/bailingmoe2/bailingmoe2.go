@@ -75,7 +75,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 		eps = 1e-6
 	}
 	m := &Model{d: d, Experts: &model.Experts{Arch: "bailingmoe2", Pool: opt.Pool, NEmbd: hp.NEmbd, NFF: hp.NFFExp, NExpert: hp.NExpert, Act: model.SwiGLU}}
-	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: eps, Timings: opt.Timings}
+	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: eps, Timings: opt.Timings, Clock: opt.Clock}
 	ld := model.NewLoader(d, src)
 	ld.Embeddings(m.Decoder)
 	for l := 0; l < hp.NLayer; l++ {

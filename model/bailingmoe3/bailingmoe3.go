@@ -90,7 +90,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 		eps = 1e-6
 	}
 	m := &Model{d: d, Experts: &model.Experts{Arch: "bailingmoe3", Pool: opt.Pool, NEmbd: hp.NEmbd, NFF: hp.NFFExp, NExpert: hp.NExpert, Act: model.SwiGLU}}
-	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: eps, Timings: opt.Timings}
+	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: eps, Timings: opt.Timings, Clock: opt.Clock}
 	rope := model.Rope{NDims: hp.NRot, Base: hp.RopeFreqBase, FreqScale: 1, AttnScale: 1}
 	geom := model.LatentGeom(hp.NHead, hp.MLA.KVLoraRank, hp.NRot, float32(1/math.Sqrt(float64(hp.MLA.KeyLength))))
 	ld := model.NewLoader(d, src)

@@ -110,7 +110,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 		return nil, fmt.Errorf("deepseek2: %w", err)
 	}
 	m := &Model{d: d, Experts: &model.Experts{Arch: "deepseek2", Pool: opt.Pool, NEmbd: hp.NEmbd, NFF: hp.NFFExp, NExpert: hp.NExpert, Act: model.SwiGLU}}
-	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: eps, Timings: opt.Timings}
+	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: eps, Timings: opt.Timings, Clock: opt.Clock}
 	spec, err := routerSpec(hp, k)
 	if err != nil {
 		return nil, err

@@ -78,7 +78,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	if m.nEmbd <= 0 || m.nExpert <= 0 || m.k <= 0 || m.nFF <= 0 || hp.RMSEps <= 0 {
 		return nil, fmt.Errorf("%w: gemma4 hyper-parameters %+v", model.ErrBadModel, hp)
 	}
-	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: hp.RMSEps, Timings: opt.Timings,
+	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: hp.RMSEps, Timings: opt.Timings, Clock: opt.Clock,
 		EmbdScale: sqrtf(float32(hp.NEmbd)), Softcap: hp.FinalLogitSoftcap}
 	m.Experts = &model.Experts{Arch: "gemma4", Pool: opt.Pool, NEmbd: m.nEmbd, NFF: m.nFF, NExpert: m.nExpert, Act: model.GEGLU}
 	ld := model.NewLoader(d, src)

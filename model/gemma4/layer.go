@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
@@ -144,14 +143,14 @@ func (f *ffn) Run(ctx context.Context, p *model.Pass, layer int, x []float32) er
 	}
 	if f.moe {
 		p.Norm(mlp, mlp, f.postNorm1)
-		t0 := time.Now()
+		t0 := p.Clock.Now()
 		in := p.Buf(n * E)
 		p.Norm(in, x, f.preNorm2)
 		logits := p.Buf(n * f.nExpert)
 		if err := f.logits(p.Pool, x, n, logits, p.Buf(n*E), f.eps); err != nil {
 			return err
 		}
-		p.Timings.Router += time.Since(t0)
+		p.Timings.Router += p.Clock.Since(t0)
 		out := p.Buf(n * E)
 		if err := p.RunMoE(ctx, layer, in, logits, x, out); err != nil {
 			return err

@@ -73,7 +73,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 		return nil, err
 	}
 	m := &Model{d: d, Experts: &model.Experts{Arch: "glm4moe", Pool: opt.Pool, NEmbd: hp.NEmbd, NFF: hp.NFFExp, NExpert: hp.NExpert, Act: model.SwiGLU}}
-	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: hp.RMSEps, Timings: opt.Timings}
+	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: hp.RMSEps, Timings: opt.Timings, Clock: opt.Clock}
 	ld := model.NewLoader(d, src)
 	ld.Embeddings(m.Decoder)
 	run := hp.NLayer - nextn

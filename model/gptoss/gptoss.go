@@ -103,7 +103,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	if m.rope, err = model.NewYaRN(d, m.headDim, 0, false); err != nil {
 		return nil, err
 	}
-	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: eps, Timings: opt.Timings}
+	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: eps, Timings: opt.Timings, Clock: opt.Clock}
 	m.Experts = &model.Experts{Arch: "gpt-oss", Pool: opt.Pool, NEmbd: m.nEmbd, NFF: m.nFF, NExpert: m.nExpert,
 		Act: func(out, gate, up []float32) { SwiGLUOAI(out, gate, up, swigluAlpha, swigluLimit) }}
 	ld := model.NewLoader(d, src)

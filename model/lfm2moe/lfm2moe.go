@@ -70,7 +70,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 		nRot = hd
 	}
 	m := &Model{d: d, Experts: &model.Experts{Arch: "lfm2moe", Pool: opt.Pool, NEmbd: E, NFF: hp.NFFExp, NExpert: hp.NExpert, Act: model.SwiGLU}}
-	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: E, Eps: eps, Timings: opt.Timings}
+	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: E, Eps: eps, Timings: opt.Timings, Clock: opt.Clock}
 	ld := model.NewLoader(d, src)
 	m.TokEmbd = ld.Matrix("token_embd.weight", E, -1)
 	m.Output = m.TokEmbd

@@ -72,7 +72,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 		return nil, err
 	}
 	m := &Model{d: d, Experts: &model.Experts{Arch: d.Arch, Pool: opt.Pool, NEmbd: hp.NEmbd, NFF: hp.NFF, NExpert: hp.NExpert, Act: model.SwiGLU}}
-	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: hp.RMSEps, Timings: opt.Timings}
+	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: hp.RMSEps, Timings: opt.Timings, Clock: opt.Clock}
 	ld := model.NewLoader(d, src)
 	ld.Embeddings(m.Decoder)
 	for l := 0; l < hp.NLayer; l++ {

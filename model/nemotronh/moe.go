@@ -8,7 +8,6 @@ package nemotronh
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
@@ -35,14 +34,14 @@ func loadMoE(ld *model.Loader, l int, hp *model.HParams) *moeFFN {
 
 // Run implements model.FFN.
 func (f *moeFFN) Run(ctx context.Context, p *model.Pass, layer int, x []float32) error {
-	t0 := time.Now()
+	t0 := p.Clock.Now()
 	h := p.Buf(p.N * p.E)
 	p.Norm(h, x, f.norm)
 	logits := p.Buf(p.N * f.gate.Rows)
 	if err := p.MatMul(&f.gate, h, logits); err != nil {
 		return err
 	}
-	p.Timings.Router += time.Since(t0)
+	p.Timings.Router += p.Clock.Since(t0)
 	out := p.Buf(p.N * p.E)
 	if err := p.RunMoE(ctx, layer, h, logits, h, out); err != nil {
 		return err

@@ -70,7 +70,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 		return nil, err
 	}
 	m := &Model{d: d, experts: experts{pool: opt.Pool, E: hp.NEmbd, F: hp.NFFExp, n: hp.NExpert}}
-	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: hp.RMSEps, Timings: opt.Timings}
+	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: hp.NEmbd, Eps: hp.RMSEps, Timings: opt.Timings, Clock: opt.Clock}
 	ld := model.NewLoader(d, src)
 	ld.Embeddings(m.Decoder)
 	spec := model.RouterSpec{Gating: model.SigmoidTopK, NExpert: hp.NExpert, K: k, Normalize: hp.MoE.WeightsNorm, Scale: hp.MoE.WeightsScale}

@@ -69,7 +69,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	}
 	geom := model.Geom{NHead: hp.NHead, NHeadKV: hp.NHeadKV, HeadDim: hd, Rope: rot, Scale: float32(1 / math.Sqrt(float64(hd)))}
 	m := &Model{d: d, nExpert: hp.NExpert, k: k}
-	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: E, Eps: eps, Timings: opt.Timings}
+	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: E, Eps: eps, Timings: opt.Timings, Clock: opt.Clock}
 	m.Experts = &model.Experts{Arch: "qwen35moe", Pool: opt.Pool, NEmbd: E, NFF: hp.NFFExp, NExpert: hp.NExpert, Act: model.SwiGLU}
 	ld := model.NewLoader(d, src)
 	ld.Embeddings(m.Decoder)

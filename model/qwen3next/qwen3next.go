@@ -70,7 +70,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	}
 	E := hp.NEmbd
 	m := &Model{d: d, nExpert: hp.NExpert, k: k}
-	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: E, Eps: eps, Timings: opt.Timings}
+	m.Decoder = &model.Decoder{Pool: opt.Pool, NEmbd: E, Eps: eps, Timings: opt.Timings, Clock: opt.Clock}
 	m.Experts = &model.Experts{Arch: "qwen3next", Pool: opt.Pool, NEmbd: E, NFF: hp.NFFExp, NExpert: hp.NExpert, Act: model.SwiGLU}
 	ld := model.NewLoader(d, src)
 	ld.Embeddings(m.Decoder)
