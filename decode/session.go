@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/pipe-engine/pipe/metrics"
@@ -311,8 +312,15 @@ func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]floa
 	pt := s.st.PrefillTimes()
 	s.m.sink.Set("prefill_stall_ms", msRound(pt.Stall))
 	s.m.sink.Set("prefill_compute_ms", msRound(pt.Compute))
-	if s.m.eng.Config().Streams() {
+	if cfg := s.m.eng.Config(); cfg.Streams() {
 		s.m.sink.Set("prefill_io_busy_ms", msRound(pt.IOBusy))
+		s.m.sink.Set("prefill_slot_wait_ms", msRound(pt.SlotWait))
+		if d > 0 {
+			s.m.sink.Set("prefill_lanes_busy_pct", math.Round(1000*float64(pt.IOBusy)/(float64(d)*float64(cfg.IO.Lanes)))/10)
+		}
+		for _, l := range pt.Layers {
+			s.m.sink.PrefillLayer(l, cfg.IO.Lanes)
+		}
 	}
 	s.smp.AcceptPrompt(ids)
 	return rows[0], nil

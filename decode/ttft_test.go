@@ -19,10 +19,10 @@ import (
 // the prefill, and is the run's ttft_ms in the CSV trailer beside the
 // prefill's expert read.
 func TestTTFT(t *testing.T) {
-	var csv bytes.Buffer
+	var csv, logs bytes.Buffer
 	m, err := Open(context.Background(), Options{
 		Engine: stages.Config{Path: tinyQ8, IO: stages.IOConfig{Lanes: 2}, Cache: stages.CacheConfig{Bytes: 4 << 20, Policy: "lru"},
-			Threads: 2, Log: zerolog.Nop()},
+			Threads: 2, Log: zerolog.New(&logs).Level(zerolog.DebugLevel)},
 		KV: model.KVF32, Sink: sink.Options{CSVWriter: &csv, Warmup: -1},
 	})
 	if err != nil {
@@ -56,9 +56,15 @@ func TestTTFT(t *testing.T) {
 	} else if _, err := fmt.Sscan(strings.Fields(trailer[i+len(" ttft_ms="):])[0], &ms); err != nil || ms < 1000 || ms > float64(res.TTFT.Milliseconds()+1) {
 		t.Errorf("trailer %q: ttft_ms %v (%v), want TTFT %v in ms", trailer, ms, err, res.TTFT)
 	}
-	for _, k := range []string{" prefill_read_MiB=", " prefill_read_GB_s=", " warmup_tokens=", " prefill_stall_ms=", " prefill_compute_ms=", " prefill_io_busy_ms="} {
+	for _, k := range []string{" prefill_read_MiB=", " prefill_read_GB_s=", " warmup_tokens=", " prefill_stall_ms=", " prefill_compute_ms=", " prefill_io_busy_ms=",
+		" prefill_slot_wait_ms=", " prefill_lanes_busy_pct="} {
 		if !strings.Contains(trailer, k) {
 			t.Errorf("trailer %q lacks %q", trailer, k)
 		}
+	}
+	// the prompt pass layer by layer: one prefill_layer event per MoE layer
+	layers := m.Engine().Desc().HParams.NLayer
+	if n := strings.Count(logs.String(), `"event":"prefill_layer"`); n != layers {
+		t.Errorf("%d prefill_layer events for a one-pass prompt of a %d-layer model", n, layers)
 	}
 }

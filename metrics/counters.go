@@ -1,6 +1,9 @@
 package metrics
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Lookups are demand lookups of the expert cache — one per routed expert of
 // a forward pass — by outcome:
@@ -56,6 +59,11 @@ type Counters struct {
 	// Stall is the time the FFN stage waited for expert bytes; Mgmt the time
 	// spent in expert-cache bookkeeping.
 	Stall, Mgmt time.Duration
+	// SlotWait is the time demand lookups waited for a free cache slot
+	// (every slot pinned; cache.Stats.WaitTime). The planner waits, not the
+	// FFN stage: while it does, the FFN stage stalls on the experts behind
+	// it, so SlotWait is a cause within Stall, not time beside it.
+	SlotWait time.Duration
 	// Streaming: routed experts are read by the reader lanes (else they are
 	// slices of the mapped file and every field above but Stall is zero).
 	// Cached: an expert cache keeps them between tokens (a budget above 0),
@@ -83,6 +91,7 @@ func (c Counters) Sub(b Counters) Counters {
 	d.IOBusy -= b.IOBusy
 	d.Stall -= b.Stall
 	d.Mgmt -= b.Mgmt
+	d.SlotWait -= b.SlotWait
 	d.Skipped = c.Skipped.Sub(b.Skipped)
 	return d
 }
@@ -104,3 +113,33 @@ func (s Skips) Sub(b Skips) Skips {
 // SkipColumns are the per-token CSV columns of a run with a lossy mode on:
 // the slots each mode skipped in that token's forward pass.
 var SkipColumns = []string{"moe_dropped", "moe_substituted", "moe_trimmed"}
+
+// Layer is one row of a prompt pass's per-layer accounting (one per MoE
+// layer of each forward pass): Wall runs from the end of the row before (or
+// the pass's start) to the end of the layer's FFN, so it holds the layer's
+// attention and router as well as its experts; Compute is the measured busy
+// time of the compute sections in that span (the per-token CSV's compute_ms
+// definition); Counters is the change of the engine's counters over the
+// span — Stall (the FFN stage waiting for expert bytes), SlotWait (demand
+// lookups waiting for a cache slot, a cause within Stall), IOBusy and
+// ReadBytes (the lanes: busy time summed over them, and bytes read, demand
+// and speculative), the layer's lookups in Prompt.
+type Layer struct {
+	Pass   int // forward pass of the prompt (a long prompt is fed in chunks), 0-based
+	Layer  int
+	Tokens int // the pass's tokens
+	Wall   time.Duration
+	// Compute is measured, never derived from Wall: Wall − Compute − Stall
+	// is what neither measures (scheduling, hand-offs).
+	Compute time.Duration
+	Counters
+}
+
+// LanesBusy is the fraction of the row's wall time the lanes were reading:
+// IOBusy ÷ (Wall × lanes); NaN for an empty row or no lanes.
+func (l Layer) LanesBusy(lanes int) float64 {
+	if l.Wall <= 0 || lanes <= 0 {
+		return math.NaN()
+	}
+	return float64(l.IOBusy) / (float64(l.Wall) * float64(lanes))
+}

@@ -49,6 +49,9 @@
 //   - `prefill` (info): prefill_tokens, prefill_seconds, prefill_tok_s.
 //   - `first_token` (info): ttft_ms, the time from the prompt to the first
 //     generated token (FirstToken; the first prompt of the run only).
+//   - `prefill_layer` (debug): one per MoE layer of each prompt forward
+//     pass, where it waited (PrefillLayer: wall, compute, stall, slot wait,
+//     lanes' busy time, bytes read, lookups).
 //   - `token` (debug): every CSV column under its CSV name (extra columns
 //     too); cache_hit_pct and resident_frac are null where the CSV has -1.
 //   - `summary` (info, from Close): the trailer's keys, in its order, with

@@ -1,7 +1,10 @@
 package sink
 
 import (
+	"math"
 	"time"
+
+	"github.com/pipe-engine/pipe/metrics"
 )
 
 // start holds what the sink knows about the start of a run: time to first
@@ -51,4 +54,29 @@ func (s *Sink) startTrailer() []Field {
 		}
 	}
 	return out
+}
+
+// PrefillLayer logs one row of a prompt pass's per-layer accounting as the
+// `prefill_layer` event (debug): pass, layer, tokens, wall_ms, compute_ms,
+// stall_ms (the FFN stage waiting for expert bytes), slot_wait_ms (demand
+// lookups waiting for a cache slot, a cause within the stall), io_ms (lane
+// busy time summed over the lanes), lanes_busy_pct (io ÷ wall × lanes),
+// read_bytes, read_GB_s, and the layer's lookups (hits, joins, misses) —
+// each the quantity metrics.Counters defines, over the row's span.
+func (s *Sink) PrefillLayer(l metrics.Layer, lanes int) {
+	ev := s.o.Log.Debug()
+	if ev == nil {
+		return
+	}
+	ev = ev.Str("event", "prefill_layer").Int("pass", l.Pass).Int("layer", l.Layer).Int("tokens", l.Tokens).
+		Float64("wall_ms", ms(l.Wall)).Float64("compute_ms", ms(l.Compute)).Float64("stall_ms", ms(l.Stall)).
+		Float64("slot_wait_ms", ms(l.SlotWait)).Float64("io_ms", ms(l.IOBusy)).Int64("read_bytes", l.ReadBytes).
+		Int64("hits", l.Prompt.Hits).Int64("joins", l.Prompt.Joins).Int64("misses", l.Prompt.Misses)
+	if b := l.LanesBusy(lanes); !math.IsNaN(b) {
+		ev = ev.Float64("lanes_busy_pct", 100*b)
+	}
+	if l.Wall > 0 {
+		ev = ev.Float64("read_GB_s", float64(l.ReadBytes)/1e9/l.Wall.Seconds())
+	}
+	ev.Msg("prefill_layer")
 }

@@ -49,7 +49,9 @@
 // outcome, bytes, stall — plus the profile, speculation and warm-start
 // stats, warmstart.Stats); the per-token CSV row, decode.Result and the server's /metrics all
 // read it, so a hit (an expert resident and ready; a join on a read in
-// flight is not one) has one definition.
+// flight is not one) has one definition. A prompt pass also keeps its
+// counters layer by layer (layers.go: metrics.Layer rows, the same
+// quantities' changes over each MoE layer; PrefillTimes.Layers).
 //
 // # Stages
 //
@@ -166,5 +168,6 @@
 // the router and the source; source.go: the expert-source seam and the
 // mapped source; stream.go: the streamed source; speculate.go: speculation
 // and the warm start; metrics.go: Engine.Metrics; session.go: a decode
-// sequence and its per-token metrics; score.go: scoring a sequence.
+// sequence and its per-token metrics; layers.go: a prompt pass's per-layer
+// rows; score.go: scoring a sequence.
 package stages

@@ -77,6 +77,9 @@ func (p *pipeline) RunMoERouted(ctx context.Context, layer int, x, logits, route
 	}
 	p.ffn.Finish(job, st)
 	p.meter.add(*st)
+	if p.meter.layers.on {
+		p.meter.layers.row(p, layer, len(x))
+	}
 	return nil
 }
 
@@ -140,6 +143,7 @@ type meter struct {
 	stall   time.Duration // FFN stage waits, cumulative
 	load    time.Duration
 	prompt  metrics.Lookups // the demand lookups of prompt passes (Session.Prefill)
+	layers  layerLog        // a prompt pass's per-layer rows (on during Session.Prefill)
 }
 
 type stepAcc struct {
@@ -161,8 +165,14 @@ func (m *meter) add(st ffn.Stats) {
 // layer's, applied early for prefetch), expert FFNs, the weighted sum and
 // the LM head — never derived from wall time.
 func (m *meter) take() (stall, compute time.Duration) {
-	total := m.timings.Attention + m.timings.Router + m.timings.LMHead + m.timings.Embed
+	total := m.modelTime()
 	s, c := m.acc.stall, m.acc.compute+total-m.acc.model
 	m.acc = stepAcc{model: total}
 	return s, c
+}
+
+// modelTime is the model's measured compute sections so far: embedding,
+// attention, router, LM head (with the FFN stage's, the compute of take).
+func (m *meter) modelTime() time.Duration {
+	return m.timings.Attention + m.timings.Router + m.timings.LMHead + m.timings.Embed
 }

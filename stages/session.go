@@ -40,6 +40,13 @@ type PrefillTimes struct {
 	// the lanes (warm-start reads included): ÷ (wall × lanes) is how busy
 	// the lanes were.
 	IOBusy time.Duration
+	// SlotWait is the time demand lookups waited for a free cache slot
+	// (metrics.Counters.SlotWait: a cause within Stall).
+	SlotWait time.Duration
+	// Layers is the pass layer by layer (one row per MoE layer of each
+	// forward pass; metrics.Layer): the engine's buffer, valid until its
+	// next prompt pass.
+	Layers []metrics.Layer
 }
 
 // NewSession starts a sequence with a KV cache of nCtx positions.
@@ -92,11 +99,15 @@ func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]fl
 func (s *Session) beginPrompt() (end func()) {
 	restore := s.eng.promptProcs()
 	s.eng.setStep(0)
-	busy0, l0 := s.eng.Metrics().Counters.IOBusy, s.eng.lookups()
+	c0, l0 := s.eng.Metrics().Counters, s.eng.lookups()
+	s.eng.meter.layers.start(&s.eng.pipe)
 	return func() {
+		s.eng.meter.layers.stop()
 		s.prefill.Stall, s.prefill.Compute = s.eng.meter.take()
 		s.eng.meter.prompt = s.eng.meter.prompt.Add(s.eng.lookups().Sub(l0))
-		s.prefill.IOBusy = s.eng.Metrics().Counters.IOBusy - busy0
+		d := s.eng.Metrics().Counters.Sub(c0)
+		s.prefill.IOBusy, s.prefill.SlotWait = d.IOBusy, d.SlotWait
+		s.prefill.Layers = s.eng.meter.layers.rows
 		s.sample()
 		restore()
 	}

@@ -182,7 +182,8 @@ func (s *streamSource) report() (m Metrics) {
 	c.Streaming, c.Cached = true, s.cfg.Cache.Bytes > 0
 	c.Decode = metrics.Lookups{Hits: ps.Hits, Joins: ps.Joins, Misses: ps.Misses}
 	c.IOBusy, c.ReadBytes = s.lanes.Totals()
-	c.Mgmt = s.cache.Stats().Mgmt
+	cs := s.cache.Stats()
+	c.Mgmt, c.SlotWait = cs.Mgmt, cs.WaitTime
 	m.ODirect = s.files.ODirect()
 	m.Speculation = ps
 	m.WarmStarted, m.Warm = s.spec.warm, s.planner.WarmStats()
