@@ -75,4 +75,3 @@ func addCounters(a, b metrics.Counters) metrics.Counters {
 	a.Mgmt += b.Mgmt
 	return a
 }
-
