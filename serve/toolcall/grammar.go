@@ -64,6 +64,8 @@ func (f Format) rootRule(parallel bool) string {
 		return "root ::= " + lit(dsCallsBegin) + " " + many(`""`) + " " + lit(dsCallsEnd) + "\n"
 	case MistralArgs, Gemma4:
 		return "root ::= " + many(`""`) + "\n"
+	case MiniMaxM2:
+		return "root ::= " + lit(mmCallsBegin+"\n") + " " + many(`""`) + " " + lit(mmCallsEnd) + "\n"
 	}
 	return "root ::= tc-call\n" // Llama3, Harmony: one call
 }
@@ -85,7 +87,7 @@ func (f Format) callRule(b *gbuilder, t Tool) (string, error) {
 		return fmt.Sprintf(`( %s %s %s %s %s )`, lit(dsCallBegin), name, lit(dsSep), b.add(t.Parameters), lit(dsCallEnd)), nil
 	case Harmony:
 		return fmt.Sprintf(`( "<|channel|>commentary to=functions." %s " <|constrain|>json<|message|>" %s )`, name, b.add(t.Parameters)), nil
-	case QwenXML, GLM, Gemma4:
+	case QwenXML, GLM, Gemma4, MiniMaxM2:
 		return f.paramsRule(b, t)
 	}
 	return "", fmt.Errorf("%w for %v", ErrNoGrammar, f)
@@ -120,6 +122,8 @@ func (f Format) paramsRule(b *gbuilder, t Tool) (string, error) {
 		return fmt.Sprintf(`( "<tool_call>\n<function=" %s ">\n" %s "</function>\n</tool_call>" )`, name, body), nil
 	case GLM:
 		return fmt.Sprintf(`( "<tool_call>" %s %s "\n</tool_call>" )`, name, body), nil
+	case MiniMaxM2:
+		return fmt.Sprintf(`( %s %s "\">\n" %s %s )`, lit(mmInvoke), name, body, lit(mmInvokeEnd+"\n")), nil
 	}
 	return fmt.Sprintf(`( "<|tool_call>call:" %s "{" %s "}<tool_call|>" )`, name, body), nil
 }
@@ -137,6 +141,8 @@ func (f Format) paramRule(b *gbuilder, p property, first bool) string {
 		return fmt.Sprintf(`"<parameter=" %s ">\n" %s "\n</parameter>\n"`, key, v)
 	case GLM:
 		return fmt.Sprintf(`"\n<arg_key>" %s "</arg_key>\n<arg_value>" %s "</arg_value>"`, key, v)
+	case MiniMaxM2:
+		return fmt.Sprintf(`%s %s "\">" %s %s`, lit(mmParam), key, v, lit(mmParamEnd+"\n"))
 	}
 	if p.typ == "string" {
 		v = `"<|\"|>" ` + v + ` "<|\"|>"`
@@ -301,6 +307,8 @@ func (f Format) Triggers() []string {
 		return []string{"[TOOL_CALLS]"}
 	case Gemma4:
 		return []string{"<|tool_call>"}
+	case MiniMaxM2:
+		return []string{mmCallsBegin}
 	}
 	return nil
 }

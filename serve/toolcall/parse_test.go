@@ -56,6 +56,12 @@ var parseCases = []struct {
 		[]want{{"python", `{"code": "42"}`, ""}}},
 	{"GLM-4.6", GLM, "<tool_call>special_function\n<arg_key>arg1</arg_key>\n<arg_value>1</arg_value>\n</tool_call>", "",
 		[]want{{"special_function", `{"arg1": 1}`, ""}}},
+	{"MiniMax-M2", MiniMaxM2, "<minimax:tool_call>\n<invoke name=\"special_function\">\n<parameter name=\"arg1\">1</parameter>\n</invoke>\n</minimax:tool_call>", "",
+		[]want{{"special_function", `{"arg1": 1}`, ""}}},
+	{"MiniMax-M2 empty arguments with content", MiniMaxM2, "Let's call a tool:\n\n<minimax:tool_call>\n<invoke name=\"empty_args\">\n</invoke>\n</minimax:tool_call>", "Let's call a tool:",
+		[]want{{"empty_args", `{}`, ""}}},
+	{"MiniMax-M2 two invokes, string parameter", MiniMaxM2, "<minimax:tool_call>\n<invoke name=\"python\">\n<parameter name=\"code\">42</parameter>\n</invoke>\n<invoke name=\"get_time\">\n<parameter name=\"city\">Paris</parameter>\n</invoke>\n</minimax:tool_call>", "",
+		[]want{{"python", `{"code": "42"}`, ""}, {"get_time", `{"city": "Paris"}`, ""}}},
 	{"GLM-4.7-Flash", GLM, "<tool_call>special_function<arg_key>arg1</arg_key><arg_value>1</arg_value></tool_call>", "",
 		[]want{{"special_function", `{"arg1": 1}`, ""}}},
 	{"DeepSeek V3.1", DeepSeek, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\": \"XYZCITY\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>", "",
@@ -137,6 +143,9 @@ func TestParseMalformed(t *testing.T) {
 		{DeepSeek, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"city\"<｜tool▁call▁end｜>"},
 		{Mistral, "[TOOL_CALLS]special_function{\"arg1\":1}"},
 		{Gemma4, "<|tool_call>call:get_time<tool_call|>"},
+		{MiniMaxM2, "<minimax:tool_call>\n<invoke name=\"special_function\">\n<parameter name=\"arg1\">1</invoke>\n</minimax:tool_call>"},
+		{MiniMaxM2, "<minimax:tool_call>\n<invoke name=\"special_function\">\n</invoke>\n"},
+		{MiniMaxM2, "<minimax:tool_call>\nspecial_function\n</minimax:tool_call>"},
 	} {
 		if _, _, err := c.f.Parse(c.text, nil); !errors.Is(err, ErrCall) {
 			t.Errorf("%v %q: err %v, want ErrCall", c.f, c.text, err)
@@ -153,6 +162,8 @@ func TestDetect(t *testing.T) {
 		"Qwen3-Coder.jinja":                                   QwenXML,
 		"Qwen3.5-4B.jinja":                                    QwenXML,
 		"GLM-4.6.jinja":                                       GLM,
+		"MiniMax-M2.jinja":                                    MiniMaxM2,
+		"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja":           QwenXML,
 		"deepseek-ai-DeepSeek-V3.1.jinja":                     DeepSeek,
 		"mistralai-Mistral-Nemo-Instruct-2407.jinja":          Mistral,
 		"meta-llama-Llama-3.1-8B-Instruct.jinja":              Llama3,

@@ -39,9 +39,10 @@ const (
 	Llama3
 	Harmony
 	Gemma4
+	MiniMaxM2
 )
 
-var names = [...]string{"generic", "hermes", "qwen-xml", "glm", "deepseek", "mistral", "mistral-args", "llama3", "harmony", "gemma4"}
+var names = [...]string{"generic", "hermes", "qwen-xml", "glm", "deepseek", "mistral", "mistral-args", "llama3", "harmony", "gemma4", "minimax-m2"}
 
 func (f Format) String() string { return names[f] }
 
@@ -61,6 +62,8 @@ func Detect(tmpl string) Format {
 		return Harmony
 	case tmpl == "gemma4", has("<|tool_call>"):
 		return Gemma4
+	case has(mmCallsBegin, "<invoke name="):
+		return MiniMaxM2
 	case has("<｜tool▁calls▁begin｜>") || has("<｜tool▁call▁begin｜>"):
 		return DeepSeek
 	case has("[TOOL_CALLS]", "[ARGS]"):
@@ -99,6 +102,8 @@ func (f Format) Parse(text string, tools []Tool) (string, []Call, error) {
 		return parseHarmony(text)
 	case Gemma4:
 		return parseGemma4(text)
+	case MiniMaxM2:
+		return parseMiniMaxM2(text, tools)
 	}
 	return parseGeneric(text)
 }
