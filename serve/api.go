@@ -61,6 +61,7 @@ type commonFields struct {
 	Verbose bool `json:"verbose"`
 	// ReturnProgress asks a stream for prompt_progress events (progress.go).
 	ReturnProgress bool `json:"return_progress"`
+	shiftFields         // n_keep, n_discard (shift.go)
 	samplingFields
 	grammarFields // grammar.go
 }
@@ -176,6 +177,8 @@ const maxStops = 16
 // job is a validated request, ready for the decode slot.
 type job struct {
 	chat         bool
+	nKeep        *int                       // n_keep (nil: the server's --keep; shift.go)
+	nDiscard     *int                       // n_discard (nil: half of what is not kept)
 	reasoning    string                     // the request's reasoning_format ("": the server's)
 	think        *bool                      // the request's chat_template_kwargs.enable_thinking (nil: the server's --no-think)
 	vars         map[string]json.RawMessage // the rest of its chat_template_kwargs (chattemplate.go)
@@ -255,6 +258,9 @@ func (c *commonFields) toJob(def sample.Params, j *job) error {
 		}
 	}
 	j.stops, j.stream, j.progress = c.Stop, c.Stream, c.ReturnProgress
+	if err := c.shiftFields.parse(j); err != nil {
+		return err
+	}
 	j.includeUsage = c.Stream && c.StreamOptions != nil && c.StreamOptions.IncludeUsage
 	p := c.samplingFields.apply(def)
 	if err := p.Validate(); err != nil {

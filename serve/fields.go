@@ -13,7 +13,7 @@ import (
 // it instead of being ignored with a 200. A field set to its neutral value
 // (null, false, "", 0, [], {}, or the value below that means "off") is
 // accepted. Fields that change nothing pipe does (user, metadata, store,
-// stream_options, cache_prompt, id_slot, n_keep, timings_per_token, …)
+// stream_options, cache_prompt, id_slot, timings_per_token, …)
 // and fields neither API has are accepted as llama-server accepts them.
 
 // unsupportedField is one refused field and the values that are neutral.

@@ -27,6 +27,10 @@ type outcome struct {
 	lastTok      time.Duration    // the first generated token → the last (llama-server's predicted_ms)
 	eng          metrics.Counters // the engine counters' change during the generation
 	slot         int              // the decode slot it ran in (id_slot)
+	// truncated: the context was full — the limit was what it left, or
+	// it was shifted (shift.go) — llama-server's "truncated".
+	truncated bool
+	ctxBound  bool // maxTokens is what the context left, not the asked limit
 }
 
 // tokS is the decode rate; ok is false when there is none to report.
@@ -104,7 +108,7 @@ func (s *generator) generate(ctx context.Context, j *job, em emitter, start time
 	defer release()
 	o.queue = time.Since(start)
 	ids := j.ids
-	o.maxTokens = s.limit(j.maxTokens, s.nCtx-len(ids))
+	s.limit(j, o)
 	chain, err := s.chainOf(j)
 	if err != nil {
 		return err
@@ -124,7 +128,11 @@ func (s *generator) generate(ctx context.Context, j *job, em emitter, start time
 		s.met.setEngine(now)
 		s.met.generation(*o)
 	}()
-	return s.run(ctx, j, chain, ids[o.cachedTokens:], s.sessionGen, em, start, o)
+	gen := s.sessionGen
+	if s.o.ContextShift {
+		gen = s.shifting(s.shiftPlan(j), ids, gen, func(seq []int32) []int32 { return seq[s.slot.sess.Reuse(seq):] }, o)
+	}
+	return s.run(ctx, j, chain, ids[o.cachedTokens:], gen, em, start, o)
 }
 
 // chainOf is job j's sampler: its parameters, its seed (the server's when
@@ -157,18 +165,20 @@ func (s *generator) sessionGen(ctx context.Context, ids []int32, maxTokens int, 
 	return s.slot.sess.Generate(ctx, ids, decode.GenOptions{MaxTokens: maxTokens}, onToken)
 }
 
-// limit is the tokens a request may generate: what it asked for, else
-// (negative) the server's -n (when set; the request's own limit wins, as in
-// llama-server), at most what is left of the context, as llama-server
-// clamps it (finish_reason "length").
-func (s *generator) limit(asked, room int) int {
+// limit sets o.maxTokens, the tokens job j may generate: what it asked
+// for, else (negative) the server's -n (when set; the request's own limit
+// wins, as in llama-server), at most what is left of the context, as
+// llama-server clamps it (finish_reason "length", truncated) — but with
+// ContextShift, where the context shifts when full (-1: no limit).
+func (s *generator) limit(j *job, o *outcome) {
+	asked, room := j.maxTokens, s.nCtx-len(j.ids)
 	if c := s.o.MaxTokens; c > 0 && asked < 0 {
 		asked = c
 	}
-	if asked < 0 || asked > room {
-		asked = room
+	o.maxTokens, o.ctxBound = asked, false
+	if !s.o.ContextShift && (asked < 0 || asked > room) {
+		o.maxTokens, o.ctxBound = room, true
 	}
-	return asked
 }
 
 // contextError: a prompt of at least prompt tokens leaves no room to
@@ -253,6 +263,7 @@ func (s *generator) run(ctx context.Context, j *job, chain *sample.Chain, feed [
 		o.stopType, o.stopWord = "word", st.word
 	case res.Stop == decode.StopLength:
 		o.finish, o.stopType = "length", "limit"
+		o.truncated = o.truncated || o.ctxBound
 	}
 	return em.end(o)
 }

@@ -225,7 +225,7 @@ func (s *generator) final(j *job, o *outcome, content string, ids []int32) nativ
 	f := nativeFinal{Content: content, Tokens: nonNil(ids), Stop: true, Model: s.o.ModelID, IDSlot: o.slot,
 		TokensPredicted: o.genTokens, TokensEvaluated: o.promptTokens, GenerationSettings: s.settings(j, o.maxTokens),
 		Prompt: j.prompt, HasNewLine: strings.Contains(content, "\n"), StopType: o.stopType, StoppingWord: o.stopWord,
-		TokensCached: o.cachedTokens + o.genTokens, Timings: timingsOf(o)}
+		TokensCached: o.cachedTokens + o.genTokens, Timings: timingsOf(o), Truncated: o.truncated}
 	if j.given != nil || j.chat {
 		f.Prompt = s.o.Model.Tokenizer().Decode(j.ids, true)
 	}
@@ -291,7 +291,12 @@ func (s *generator) settings(j *job, maxTokens int) map[string]any {
 	if j != nil && j.seed != nil {
 		seed = *j.seed
 	}
+	shift := shiftPlan{keep: s.o.Keep}
+	if j != nil {
+		shift = s.shiftPlan(j)
+	}
 	return map[string]any{
+		"n_keep": shift.keep, "n_discard": shift.discard,
 		"n_predict": maxTokens, "seed": seed, "temperature": p.Temp, "top_k": p.TopK, "top_p": p.TopP,
 		"min_p": p.MinP, "repeat_penalty": p.RepeatPenalty, "repeat_last_n": p.RepeatLastN,
 		"frequency_penalty": p.FreqPenalty, "presence_penalty": p.PresencePenalty,

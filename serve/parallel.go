@@ -70,7 +70,7 @@ func newBatchSlots(o Options, nCtx int, met *meters) (*batchSlots, error) {
 // generateBatched is generate on a slot of the batch.
 func (s *generator) generateBatched(ctx context.Context, j *job, em emitter, start time.Time, o *outcome) error {
 	o.promptTokens = len(j.ids)
-	o.maxTokens = s.limit(j.maxTokens, s.nCtx-len(j.ids))
+	s.limit(j, o)
 	chain, err := s.chainOf(j)
 	if err != nil {
 		return err
@@ -82,7 +82,11 @@ func (s *generator) generateBatched(ctx context.Context, j *job, em emitter, sta
 		s.met.setEngine(s.counters())
 		s.met.generation(*o)
 	}()
-	return s.run(ctx, j, chain, j.ids, s.batchGen(j, chain, start, o), em, start, o)
+	gen := s.batchGen(j, chain, start, o)
+	if s.o.ContextShift { // the batch reuses the slot's prefix of the shifted sequence
+		gen = s.shifting(s.shiftPlan(j), j.ids, gen, func(seq []int32) []int32 { return seq }, o)
+	}
+	return s.run(ctx, j, chain, j.ids, gen, em, start, o)
 }
 
 // batchGen is the genFunc of job j on the batch: it queues for a slot

@@ -214,6 +214,12 @@ type Options struct {
 	KVUnified      bool // the slots share one pool of Ctx positions (llama-server's --kv-unified)
 	Ubatch         int
 	SlotSimilarity float64
+	// ContextShift lets a generation that fills its slot's context go on
+	// after dropping older tokens (llama-server's --context-shift,
+	// shift.go); Keep is how many of the prompt's first tokens always stay
+	// (--keep; -1: all of the prompt; a request's n_keep wins).
+	ContextShift bool
+	Keep         int
 	// SlotSavePath is the directory of POST /slots/{id}?action=save|restore
 	// files (llama-server's --slot-save-path; empty: the actions are 501).
 	SlotSavePath string

@@ -46,6 +46,8 @@ type ServeCmd struct {
 	KVUnified      bool     `name:"kv-unified" help:"The --parallel slots share one pool of -c KV positions, each able to fill all of it, instead of -c/--parallel each (as llama-server's -kvu): a full pool drops idle slots' caches, then ends the request holding the most." negatable:"" group:"Server"`
 	SlotSim        float64  `name:"slot-prompt-similarity" help:"A request takes the free slot holding the largest share of its prompt when above this, else the least recently used (0: always the latter), as llama-server's -sps." default:"0.1" group:"Server"`
 	SlotSavePath   string   `name:"slot-save-path" help:"Directory of the files POST /slots/{id}?action=save|restore writes and reads (pipe's own format: tokens, KV rows, recurrent state), as llama-server's; without it the slot actions answer 501." type:"existingdir" group:"Server"`
+	ContextShift   bool     `name:"context-shift" help:"A generation that fills its slot's context goes on after dropping the older half of what --keep does not keep, recomputing the kept tail's KV (as llama-server's --context-shift, which re-ropes it); without it the context ends the generation (finish_reason length, truncated)." negatable:"" group:"Server"`
+	Keep           int      `name:"keep" help:"With --context-shift, the prompt's first tokens that always stay (-1: the whole prompt); a request's n_keep wins, as llama-server's --keep." default:"0" group:"Server"`
 	Slots          bool     `help:"Answer GET /slots (--no-slots: 501, as llama-server's)." default:"true" negatable:"" group:"Server"`
 	Metrics        bool     `help:"Answer GET /metrics (Prometheus text; without it 501), as llama-server's --metrics." negatable:"" group:"Server"`
 	VerboseAnswers bool     `name:"verbose-answers" help:"Add llama-server's __verbose (the native answer, with the prompt as rendered) to every chat and text completion that is not streamed, as llama-server's --verbose does (pipe serve -v / --verbose set this and --log-level debug)." group:"Server"`
@@ -76,6 +78,8 @@ func (c *ServeCmd) validate() error {
 		return fmt.Errorf("%w: --ubatch-size %d must be in 1..%d", errFlag, c.Ubatch, maxPositions)
 	case c.SlotSim < 0 || c.SlotSim > 1:
 		return fmt.Errorf("%w: --slot-prompt-similarity %g must be in 0..1", errFlag, c.SlotSim)
+	case c.Keep < -1:
+		return fmt.Errorf("%w: --keep %d must be -1 (the whole prompt) or more", errFlag, c.Keep)
 	case c.Ctx/c.Parallel < 2 && !c.KVUnified:
 		return fmt.Errorf("%w: -c %d split among --parallel %d slots leaves %d positions each", errFlag, c.Ctx, c.Parallel, c.Ctx/c.Parallel)
 	}
@@ -145,7 +149,7 @@ func (c *ServeCmd) Run(g *Globals) error {
 		Ctx: c.Ctx, Sampling: params, Seed: c.Seed, MaxTokens: c.N, Stops: c.Reverse, NoThink: c.noThink(), ReasoningFormat: c.ReasoningFormat,
 		ReasoningBudget: &c.ReasoningBudget, TemplateKwargs: kwargs, ReasoningBudgetMessage: c.ReasoningMsg, APIKey: c.APIKey,
 		AllowedHosts: append(c.AllowedHosts, c.Host), CORSOrigins: c.CORSOrigins, CORSMethods: c.CORSMethods, CORSHeaders: c.CORSHeaders, CORSNoCredentials: !c.CORSCreds,
-		NoSlots: !c.Slots, Verbose: c.VerboseAnswers, NoMetrics: !c.Metrics,
+		NoSlots: !c.Slots, Verbose: c.VerboseAnswers, NoMetrics: !c.Metrics, ContextShift: c.ContextShift, Keep: c.Keep,
 		Parallel: c.Parallel, KVUnified: c.KVUnified, Ubatch: c.Ubatch, SlotSimilarity: c.SlotSim, SlotSavePath: c.SlotSavePath, Log: g.Log})
 	if err != nil {
 		m.Close()
