@@ -30,7 +30,11 @@
 //     (slotfile.go; 501 without it). /models and /health also answer with /v1, as
 //     llama-server's do.
 //   - GET /: the chat page (page.go), embedded in the binary; it streams a
-//     chat and draws the telemetry (404 with NoUI, llama-server's --no-ui).
+//     chat and draws the telemetry (404 with NoUI, llama-server's --no-ui);
+//     /manifest.webmanifest, /sw.js and /_app/version.json make it an
+//     installable web app (public, as llama-server's UI files).
+//   - With ContextShift a generation that fills its context drops older
+//     tokens and goes on (shift.go), as llama-server's --context-shift.
 //   - llama-server's native API (native.go): POST /completion and
 //     /completions (prompt as text, token ids, both mixed,
 //     {"prompt_string"}, or several prompts in one request answered as an
