@@ -3,34 +3,122 @@ package model
 // conv.go: the short causal convolution of recurrent layers (qwen35moe's
 // delta-net, lfm2's short-conv blocks), with its state.
 
+import "github.com/pipe-engine/pipe/kernels"
+
 // CausalConv is the depthwise causal convolution of K taps over the n
 // tokens of x (token-major rows of channels values), computed in place, as
 // ggml_ssm_conv over each channel's state of its last K-1 inputs followed
-// by the tokens: out[t][c] = Σ_i win_c[t+i]·taps[c·K+i], a float32 sum over
-// the taps in order. state (channels × (K-1), channel-major) is updated to
-// each channel's last K-1 inputs. win is scratch of at least K-1+n floats.
-// A single token (decode) is convolved straight from the state, without
-// the window copy, in the same order.
+// by the tokens: out[t][c] = Σ_i in_c[t-K+1+i]·taps[c·K+i], a float32 sum
+// over the taps in order (in_c[s] for s < 0 is the state's). state
+// (channels × (K-1), channel-major) is updated to each channel's last K-1
+// inputs. win is scratch of at least K-1+n floats. A single token (decode)
+// is convolved straight from the state in the same order.
+//
+// Several tokens run in blocks of channels (convBlock), each block's tokens
+// last to first so every output overwrites an input no later token needs:
+// the rows are read and written contiguously. (A channel at a time read one
+// float per row, n rows channels·4 bytes apart: with 8192 channels every
+// row fell in the same L1 set.)
 func CausalConv(state, x, taps []float32, n, channels, K int, win []float32) {
 	if n == 1 {
 		causalConvOne(state, x[:channels], taps, K)
 		return
 	}
-	win = win[:K-1+n]
-	for c := 0; c < channels; c++ {
-		st, w := state[c*(K-1):(c+1)*(K-1)], taps[c*K:(c+1)*K]
-		copy(win, st)
-		for t := 0; t < n; t++ {
-			win[K-1+t] = x[t*channels+c]
+	if K == 1 {
+		convBlock(state, x, taps, n, channels, K, 0, channels, nil)
+		return
+	}
+	b := max(1, min(len(win)/(K-1), convBlockChannels))
+	for c0 := 0; c0 < channels; c0 += b {
+		convBlock(state, x, taps, n, channels, K, c0, min(c0+b, channels), win)
+	}
+}
+
+// convBlockChannels is the channels of one block of a multi-token
+// convolution (a block's K-1 saved state rows stay in L1).
+const convBlockChannels = 256
+
+// CausalConvPool is CausalConv of n ≥ 1 tokens with the channels cut into
+// blocks that pool's threads convolve at once, each block then passed
+// through act token by token (act(v) replaces v's values; nil: none), so an
+// element-wise activation of the convolution's output runs on the threads
+// too. tmp is scratch of at least (K-1)·channels floats. Every output and
+// the state are CausalConv's bit for bit.
+func CausalConvPool(pool *kernels.Pool, state, x, taps []float32, n, channels, K int, tmp []float32, act func(v []float32)) error {
+	nb := (channels + convBlockChannels - 1) / convBlockChannels
+	return pool.Parallel(nb, func(i int) {
+		c0, c1 := i*convBlockChannels, min((i+1)*convBlockChannels, channels)
+		if n == 1 {
+			causalConvOne(state[c0*(K-1):c1*(K-1)], x[c0:c1], taps[c0*K:c1*K], K)
+		} else {
+			convBlock(state, x, taps, n, channels, K, c0, c1, tmp[c0*(K-1):c1*(K-1)])
 		}
-		for t := 0; t < n; t++ {
+		if act != nil {
+			for t := 0; t < n; t++ {
+				act(x[t*channels+c0 : t*channels+c1])
+			}
+		}
+	})
+}
+
+// convBlock is CausalConv of n ≥ 2 tokens over channels [c0, c1); tmp holds
+// at least (K-1)·(c1-c0) floats (the block's new state until its inputs
+// have been read).
+func convBlock(state, x, taps []float32, n, C, K, c0, c1 int, tmp []float32) {
+	B, S := c1-c0, K-1
+	// the new state: in_c[n-K+1+j], j < K-1, saved before x is overwritten
+	for j := 0; j < S; j++ {
+		s, dst := n-S+j, tmp[j*B:(j+1)*B]
+		if s >= 0 {
+			copy(dst, x[s*C+c0:s*C+c1])
+			continue
+		}
+		for cb := range dst {
+			dst[cb] = state[(c0+cb)*S+S+s]
+		}
+	}
+	for t := n - 1; t >= 0; t-- {
+		out := x[t*C+c0 : t*C+c1]
+		if t >= S && K == 4 {
+			conv4(out, x[(t-3)*C+c0:], x[(t-2)*C+c0:], x[(t-1)*C+c0:], taps[c0*4:c1*4])
+			continue
+		}
+		for cb := range out {
+			c := c0 + cb
+			w := taps[c*K : (c+1)*K]
 			var sum float32
 			for i, wi := range w {
-				sum += float32(win[t+i] * wi) // explicit rounding: no FMA on arm64
+				var v float32
+				if s := t - S + i; s >= 0 {
+					v = x[s*C+c]
+				} else {
+					v = state[c*S+S+s]
+				}
+				sum += float32(v * wi) // explicit rounding: no FMA on arm64
 			}
-			x[t*channels+c] = sum
+			out[cb] = sum
 		}
-		copy(st, win[n:n+K-1])
+	}
+	for j := 0; j < S; j++ {
+		for cb := 0; cb < B; cb++ {
+			state[(c0+cb)*S+j] = tmp[j*B+cb]
+		}
+	}
+}
+
+// conv4 is one token's outputs of a block with K = 4 taps whose inputs are
+// all tokens: out[c] = Σ_i in_i[c]·w[4c+i] (out is in_3, read before it is
+// written).
+func conv4(out, in0, in1, in2, w []float32) {
+	in0, in1, in2, w = in0[:len(out)], in1[:len(out)], in2[:len(out)], w[:4*len(out)]
+	for c, v3 := range out {
+		wc := w[4*c : 4*c+4 : 4*c+4]
+		var sum float32
+		sum += float32(in0[c] * wc[0]) // explicit rounding: no FMA on arm64
+		sum += float32(in1[c] * wc[1])
+		sum += float32(in2[c] * wc[2])
+		sum += float32(v3 * wc[3])
+		out[c] = sum
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/pipe-engine/pipe/kernels"
 )
 
 // TestHybridState: a recurrent layer keeps its floats instead of KV rows,
@@ -154,5 +156,123 @@ func TestStatelessLayer(t *testing.T) {
 	}
 	if _, err := newState(4, []int{2, 0}, []int{0, 0}, nil, []bool{true, false}, KVF32); err == nil {
 		t.Error("an unmarked layer of neither KV rows nor state accepted")
+	}
+}
+
+// refCausalConv is the channel-at-a-time convolution CausalConv replaced
+// (a window per channel gathered from the token rows): the reference its
+// blocks are held to.
+func refCausalConv(state, x, taps []float32, n, channels, K int) {
+	win := make([]float32, K-1+n)
+	for c := 0; c < channels; c++ {
+		st, w := state[c*(K-1):(c+1)*(K-1)], taps[c*K:(c+1)*K]
+		copy(win, st)
+		for t := 0; t < n; t++ {
+			win[K-1+t] = x[t*channels+c]
+		}
+		for t := 0; t < n; t++ {
+			var sum float32
+			for i, wi := range w {
+				sum += float32(win[t+i] * wi)
+			}
+			x[t*channels+c] = sum
+		}
+		copy(st, win[n:n+K-1])
+	}
+}
+
+// TestCausalConvBlocks: the blocked convolution (serial with the smallest
+// and a large window, and CausalConvPool on 1–3 threads with SiLU applied
+// per block) equals the channel-at-a-time reference bit for bit, outputs
+// and state, for 1 to 5 taps, passes shorter and longer than the state and
+// channel counts that leave a partial block. Signed zeros count: the sum
+// starts at +0 as ggml's does.
+func TestCausalConvBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 3))
+	vec := func(m int) []float32 {
+		v := make([]float32, m)
+		for i := range v {
+			switch rng.IntN(8) {
+			case 0:
+				v[i] = float32(math.Copysign(0, -1))
+			default:
+				v[i] = float32(rng.NormFloat64())
+			}
+		}
+		return v
+	}
+	same := func(what string, got, want []float32) {
+		t.Helper()
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: element %d: %g, reference %g", what, i, got[i], want[i])
+			}
+		}
+	}
+	pools := []*kernels.Pool{kernels.NewPool(1), kernels.NewPool(2), kernels.NewPool(3)}
+	defer func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}()
+	for K := 1; K <= 5; K++ {
+		for _, n := range []int{1, 2, 3, 5, 17, 64} {
+			for _, ch := range []int{1, 7, convBlockChannels + 9, 2*convBlockChannels + 1} {
+				taps, x, st0 := vec(ch*K), vec(n*ch), vec(ch*(K-1))
+				want, wst := slices.Clone(x), slices.Clone(st0)
+				refCausalConv(wst, want, taps, n, ch, K)
+				for _, w := range []int{K - 1 + n, 4096} {
+					got, gst := slices.Clone(x), slices.Clone(st0)
+					CausalConv(gst, got, taps, n, ch, K, make([]float32, w))
+					name := fmt.Sprintf("K=%d n=%d channels=%d win=%d", K, n, ch, w)
+					same(name+" output", got, want)
+					same(name+" state", gst, wst)
+				}
+				silu := slices.Clone(want)
+				kernels.SiLU(silu, silu)
+				for i, p := range pools {
+					got, gst := slices.Clone(x), slices.Clone(st0)
+					err := CausalConvPool(p, gst, got, taps, n, ch, K, make([]float32, ch*(K-1)), func(v []float32) { kernels.SiLU(v, v) })
+					if err != nil {
+						t.Fatal(err)
+					}
+					name := fmt.Sprintf("pool of %d: K=%d n=%d channels=%d", i+1, K, n, ch)
+					same(name+" output", got, silu)
+					same(name+" state", gst, wst)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkCausalConv: a qwen35moe delta-net's convolution of a 64-token
+// prompt pass (8192 channels, 4 taps): the channel-at-a-time reference,
+// the blocks on this thread, and CausalConvPool on two threads.
+func BenchmarkCausalConv(b *testing.B) {
+	const n, ch, K = 64, 8192, 4
+	rng := rand.New(rand.NewPCG(39, 4))
+	taps, x, st := make([]float32, ch*K), make([]float32, n*ch), make([]float32, ch*(K-1))
+	for i := range taps {
+		taps[i] = float32(rng.NormFloat64())
+	}
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	for _, bc := range []struct {
+		name string
+		run  func()
+	}{
+		{"channel-at-a-time", func() { refCausalConv(st, x, taps, n, ch, K) }},
+		{"blocks", func() { CausalConv(st, x, taps, n, ch, K, make([]float32, 4096)) }},
+		{"pool-t2", func() { _ = CausalConvPool(pool, st, x, taps, n, ch, K, make([]float32, ch*(K-1)), nil) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(4 * n * ch))
+			for i := 0; i < b.N; i++ {
+				bc.run()
+			}
+		})
 	}
 }

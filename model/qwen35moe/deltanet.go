@@ -118,8 +118,9 @@ func (d *deltaNet) Mix(p *model.Pass, st *model.State, l int, x []float32) error
 			g[i] = softplus(g[i]+d.dt[j]) * d.a[j]
 		}
 	}
-	model.CausalConv(rec[:(d.K-1)*C], mixed, d.conv, n, C, d.K, p.Buf(d.K-1+n))
-	kernels.SiLU(mixed, mixed)
+	if err := d.convolve(p, rec[:(d.K-1)*C], mixed); err != nil {
+		return err
+	}
 	for t := 0; t < n; t++ {
 		qk := mixed[t*C : t*C+2*d.nk*d.S]
 		for i := 0; i+d.S <= len(qk); i += d.S {
@@ -186,6 +187,23 @@ func (j *recurJob) run(h int) {
 		kernels.DeltaRule(M, k, q, v, out, eg, j.beta[t*nv+h], scale)
 	}
 }
+
+// convolve runs the short convolution and its SiLU over mixed (p.N rows of
+// C channels) in place: a prompt pass's channel blocks on the pool's
+// threads, a single token (decode: C·K multiply-adds, less than a wake-up
+// of the threads) on this one. The bits are the same either way.
+func (d *deltaNet) convolve(p *model.Pass, state, mixed []float32) error {
+	n, C := p.N, d.C()
+	if n == 1 {
+		model.CausalConv(state, mixed, d.conv, n, C, d.K, nil)
+		kernels.SiLU(mixed, mixed)
+		return nil
+	}
+	return model.CausalConvPool(d.pool, state, mixed, d.conv, n, C, d.K, p.Buf((d.K-1)*C), siluInPlace)
+}
+
+// siluInPlace is the convolution's activation: v = silu(v).
+func siluInPlace(v []float32) { kernels.SiLU(v, v) }
 
 // softplus is ggml's: x above 20, else log(1+e^x) in float32.
 func softplus(x float32) float32 {
