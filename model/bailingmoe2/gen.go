@@ -31,6 +31,7 @@ func (Family) Presets() []gen.Preset {
 	return []gen.Preset{
 		{
 			Name: "ling-flash-2.0", Arch: "bailingmoe2", ModelName: "Ling-flash-2.0 (synthetic)",
+			Tokenizer:   lingTokenizer(),
 			Description: "inclusionAI/Ling-flash-2.0 (HF parameter counts, BailingMoeV2 config); llama.cpp src/models/bailingmoe2.cpp",
 			NLayer:      32, NEmbd: 4096, NHead: 32, NHeadKV: 4, HeadDim: 128, NRot: 64,
 			NExpert: 256, NExpertUsed: 8, NFFExp: 1024, NFF: 9216, NFFShExp: 1024, NCtxTrain: 32768,

@@ -45,6 +45,7 @@ func (Family) Presets() []gen.Preset {
 	return []gen.Preset{
 		{
 			Name: "ling-3.0-flash", Arch: "bailingmoe3", ModelName: "Ling-3.0-flash (synthetic)",
+			Tokenizer:   lingTokenizer(),
 			Description: "inclusionAI/Ling-3.0-flash config.json; llama.cpp src/models/bailingmoe3.cpp",
 			NLayer:      42, NEmbd: 2560, NHead: 32, NHeadKV: 1, HeadDim: 512 + 64,
 			NExpert: 512, NExpertUsed: 8, NFFExp: 768, NFF: 6144, NFFShExp: 768, NCtxTrain: 262144,

@@ -91,7 +91,7 @@ func Prepare(o Options) (*Model, error) {
 		if o.VocabSize > 0 {
 			size = o.VocabSize
 		}
-		if v, err = BuiltinVocab(p.Arch, size); err != nil {
+		if v, err = BuiltinVocabSpec(presetVocabSpec(&p), size); err != nil {
 			return nil, err
 		}
 	}

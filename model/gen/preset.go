@@ -85,6 +85,11 @@ type Preset struct {
 
 	// qwen35moe: the recurrent layers and the other hybrid shapes.
 	Hybrid HybridGeom
+
+	// Tokenizer, when set, is the real model's special tokens and chat
+	// template (a real-shape preset's official ones); nil: the family's
+	// Vocab.
+	Tokenizer *VocabSpec
 }
 
 // HybridGeom is a hybrid preset's recurrent-layer geometry and its other

@@ -202,7 +202,21 @@ const chatML = "{% for message in messages %}{{ '<|im_start|>' + message['role']
 // words up to the size, and the special tokens last. The tokenizer therefore
 // encodes any text (every byte has a token), and generated ids decode to words.
 func BuiltinVocab(arch string, size int) (*Vocab, error) {
-	spec := vocabSpec(arch)
+	return BuiltinVocabSpec(vocabSpec(arch), size)
+}
+
+// presetVocabSpec is preset p's tokenizer: its own (Preset.Tokenizer) or
+// its family's.
+func presetVocabSpec(p *Preset) VocabSpec {
+	if p.Tokenizer != nil {
+		return *p.Tokenizer
+	}
+	return vocabSpec(p.Arch)
+}
+
+// BuiltinVocabSpec is BuiltinVocab with the given specials, pre-tokenizer
+// and chat template.
+func BuiltinVocabSpec(spec VocabSpec, size int) (*Vocab, error) {
 	sp := spec.Specials
 	if size < 256+len(sp) {
 		return nil, fmt.Errorf("%w: built-in vocabulary needs at least %d tokens, preset asks %d", ErrBadOptions, 256+len(sp), size)

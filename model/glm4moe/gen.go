@@ -65,6 +65,7 @@ func (Family) Presets() []gen.Preset {
 			NExpert: 128, NExpertUsed: 8, NFFExp: 1408, NFF: 10944, NCtxTrain: 131072,
 			RopeBase: 1e6, RMSEps: 1e-5, Vocab: 151552, DefaultQuant: "Q4_K_M",
 			LeadingDense: 1, NShared: 1, GatingFunc: 2, WeightsNorm: true, WeightsScale: 1, ProbsBias: true,
+			Tokenizer: airTokenizer(),
 		},
 		{
 			// GLM-4.5-Air's paths scaled down, with GLM-4.5 355B's Q/K norms,

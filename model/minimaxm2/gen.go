@@ -30,6 +30,7 @@ func (Family) Presets() []gen.Preset {
 			// (one norm over the whole projection); tie_word_embeddings
 			// false (output.weight).
 			Name: "minimax-m2", Arch: "minimax-m2", ModelName: "MiniMax-M2 (synthetic)",
+			Tokenizer:   m2Tokenizer(),
 			Description: "MiniMaxAI/MiniMax-M2 config.json; llama.cpp src/models/minimax-m2.cpp",
 			NLayer:      62, NEmbd: 3072, NHead: 48, NHeadKV: 8, HeadDim: 128, NRot: 64,
 			NExpert: 256, NExpertUsed: 8, NFFExp: 1536, NFF: 1536, NCtxTrain: 196608,

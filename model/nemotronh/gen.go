@@ -49,6 +49,7 @@ func (Family) Presets() []gen.Preset {
 			// is 2^20: GraniteHybridModel writes it for a model without
 			// RoPE, over max_position_embeddings 262144.
 			Name: "nemotron-3-nano-30b-a3b", Arch: arch, ModelName: "NVIDIA-Nemotron-3-Nano-30B-A3B (synthetic)",
+			Tokenizer:   nanoTokenizer(),
 			Description: "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json; llama.cpp src/models/nemotron-h.cpp",
 			NLayer:      52, NEmbd: 2688, NHead: 32, NHeadKV: 2, HeadDim: 128,
 			NExpert: 128, NExpertUsed: 6, NFFExp: 1856, NFF: 1856, NFFShExp: 3712, NCtxTrain: 1 << 20,

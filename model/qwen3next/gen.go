@@ -34,6 +34,7 @@ func (Family) Presets() []gen.Preset {
 			// (huggingface.co/Qwen/Qwen3-Next-80B-A3B-Instruct/blob/main/config.json),
 			// key by key:
 			Name: "qwen3-next-80b-a3b", Arch: "qwen3next", ModelName: "Qwen3-Next-80B-A3B-Instruct (synthetic)",
+			Tokenizer:    instructTokenizer(),
 			Description:  "Qwen/Qwen3-Next-80B-A3B-Instruct config.json; llama.cpp src/models/qwen3next.cpp",
 			NLayer:       48,     // num_hidden_layers
 			NEmbd:        2048,   // hidden_size

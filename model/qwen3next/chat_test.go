@@ -1,0 +1,24 @@
+package qwen3next
+
+import (
+	"testing"
+
+	"github.com/pipe-engine/pipe/model/chattest"
+	"github.com/pipe-engine/pipe/serve/toolcall"
+)
+
+// TestChatTemplateTools: qwen3-next-80b-a3b writes Qwen3-Next-80B-A3B-Instruct's template, and pipe's
+// Jinja renders a conversation with a tool call and its result with it
+// byte for byte as llama.cpp's llama-server does (testdata, recorded by
+// model/chattest/testdata/record-llama.sh).
+func TestChatTemplateTools(t *testing.T) {
+	chattest.CheckToolRender(t, "qwen3-next-80b-a3b", chatTemplate, "testdata/chat-tools.llama.txt")
+}
+
+// TestToolCallFormat: pipe serve recognises the template's tool-call
+// format and reads back a call written as the template writes one.
+func TestToolCallFormat(t *testing.T) {
+	chattest.CheckToolCall(t, chatTemplate, toolcall.Hermes,
+		"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>",
+		"testdata/chat-tools.llama.txt")
+}
