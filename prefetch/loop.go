@@ -27,6 +27,11 @@ type Request struct {
 	SpecLayer int
 	Guess     []int
 	Set       []int
+	// AnyLane lets every lane serve Set's reads (reader.Request.AnyLane),
+	// outside --prefetch-lanes: a prompt pass's guess, right nearly always,
+	// read while the layer before finishes and the next runs its attention,
+	// when no demand read is queued and a lane held back would idle.
+	AnyLane bool
 }
 
 // Run is the planner's goroutine: it serves requests, in order, until ctx
@@ -52,7 +57,7 @@ func (p *Planner) Run(ctx context.Context, reqs <-chan Request) error {
 			switch {
 			case r.SpecLayer < 0:
 			case r.Set != nil:
-				p.SpeculateSet(r.SpecLayer, r.Set)
+				p.SpeculateSet(r.SpecLayer, r.Set, r.AnyLane)
 			default:
 				if g != nil {
 					g.SetGuess(r.SpecLayer, r.Guess)

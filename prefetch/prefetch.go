@@ -286,15 +286,17 @@ func (p *Planner) Speculate(step, layer int) {
 	if p.spec == 0 {
 		return
 	}
-	p.SpeculateSet(layer, p.policy.Predict(step, layer, p.spec))
+	p.SpeculateSet(layer, p.policy.Predict(step, layer, p.spec), false)
 }
 
 // SpeculateSet issues speculative reads of experts (best first) of layer,
 // whatever the policy, under Speculate's rules: a prompt pass's guess of the
 // next layer's routed set (the pipeline applies that layer's router to every
 // prompt token). It stops at the first guess the speculative queue has no
-// room for.
-func (p *Planner) SpeculateSet(layer int, experts []int) {
+// room for. anyLane lets every lane serve the reads (reader.Request.AnyLane),
+// not only --prefetch-lanes of them; they still wait while demand reads are
+// queued.
+func (p *Planner) SpeculateSet(layer int, experts []int, anyLane bool) {
 	for _, e := range experts {
 		key := cache.Key{Layer: layer, Expert: e}
 		if p.cache.Contains(key) {
@@ -312,7 +314,7 @@ func (p *Planner) SpeculateSet(layer int, experts []int) {
 			p.skipped.Add(1)
 			continue
 		}
-		req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(layer, e) + " (prefetch)", Done: func(err error) {
+		req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(layer, e) + " (prefetch)", AnyLane: anyLane, Done: func(err error) {
 			if errors.Is(err, reader.ErrWithdrawn) {
 				h.Release() // never read: the entry and its slot go (cache.ErrAbandoned)
 				return

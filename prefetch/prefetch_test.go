@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -255,5 +256,57 @@ func TestSettleWithdrawsWrongGuesses(t *testing.T) {
 	}
 	if ls := lanes.Stats(); ls.Reads != 3 {
 		t.Errorf("%d reads served, want 3 (expert 5, expert 1 promoted, expert 4)", ls.Reads)
+	}
+}
+
+// TestSpeculateSetAnyLane: a prompt pass's guessed set (anyLane) is read by
+// every lane at once, whatever --prefetch-lanes (SpecLanes 1 here): the
+// three guesses' nine range reads all start while none can finish.
+func TestSpeculateSetAnyLane(t *testing.T) {
+	_, _, lay, data, done := setup(t, 20) // for the layout and the data
+	done()
+	g := &gatedFile{data: data, open: make(chan struct{}), started: make(chan struct{}, 64)}
+	files, err := reader.Open([]string{"gated"}, reader.Options{NoODirect: true, Open: func(string, bool) (reader.File, error) { return g, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	lanes, err := reader.Start(context.Background(), files, reader.LaneOptions{Lanes: 3, SpecLanes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lanes.Close()
+	open := sync.OnceFunc(func() { close(g.open) })
+	defer open() // before Close: a lane still in a gated read would keep it waiting
+	pol, _ := cache.NewPolicy("lru", cache.PolicyOptions{})
+	slot := cache.SlotSize(reader.SpanBytes(lay.ranges[0][0]) + reader.BlockSize)
+	c, err := cache.New(cache.Config{BudgetBytes: 20 * slot, SlotBytes: slot, Policy: pol, TransientSlots: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p := New(c, lanes, lay, nil, 0)
+	defer p.Close()
+	p.SpeculateSet(1, []int{0, 1, 2}, true)
+	for i := range 9 {
+		select {
+		case <-g.started:
+		case <-time.After(hangGuard):
+			t.Fatalf("%d of the 3 guesses' 9 range reads started on 3 lanes (hang guard)", i)
+		}
+	}
+	open()
+	for e := range 3 {
+		h, st, err := c.Acquire(context.Background(), cache.Key{Layer: 1, Expert: e}, reader.SpanBytes(lay.ranges[1][e]))
+		if err != nil || st == cache.Miss {
+			t.Fatalf("guess %d: %v, %v; want a hit or a join", e, st, err)
+		}
+		if err := h.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		h.Release()
+	}
+	if s := p.Stats(); s.Speculative != 3 {
+		t.Errorf("planner stats %+v, want 3 speculative reads", s)
 	}
 }

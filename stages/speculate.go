@@ -123,7 +123,9 @@ func (s *speculator) guess(step, layer int, routerIn [][]float32, decode bool) (
 // (Planner.Settle).
 //
 // pk is the early router (nil: no guess); k, when above 0, is how many of
-// its top experts each token votes for (else the router's k).
+// its top experts each token votes for (a batch of decode steps; else the
+// router's k: a prompt pass, whose guesses every lane may read —
+// prefetch.Request.AnyLane).
 func (s *speculator) guessSet(step, next int, routerIn [][]float32, pk model.RouterPeeker, k int) (r prefetch.Request, ok bool) {
 	if pk == nil {
 		return r, false
@@ -164,7 +166,7 @@ func (s *speculator) guessSet(step, next int, routerIn [][]float32, pk model.Rou
 	}
 	slices.SortStableFunc(set, func(a, b int) int { return cmp.Compare(s.votes[b], s.votes[a]) })
 	g.ids = set
-	return prefetch.Request{Step: step, Layer: next, SpecLayer: next, Set: set}, true
+	return prefetch.Request{Step: step, Layer: next, SpecLayer: next, Set: set, AnyLane: k == 0}, true
 }
 
 // warmStart starts reading keys (hottest first; Inputs.WarmKeys) into the
