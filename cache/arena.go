@@ -63,6 +63,21 @@ func (a *arena) get() (int32, bool) {
 	return i, true
 }
 
+// prefaultAll has the Prefaulter fault the whole arena in (Config.PrefaultAll).
+func (a *arena) prefaultAll() {
+	if a.pf != nil {
+		a.pf.Use(int64(len(a.mem)))
+	}
+}
+
+// faulted is how many bytes from the arena's start are faulted in.
+func (a *arena) faulted() int64 {
+	if a.pf == nil {
+		return 0
+	}
+	return a.pf.Faulted()
+}
+
 func (a *arena) put(i int32) { a.free = append(a.free, i) }
 
 // buf returns slot i's first size bytes; its capacity ends at the slot's end.

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeRoots builds a fake /proc and cgroup tree from path → content.
@@ -236,6 +238,40 @@ func TestSlotSize(t *testing.T) {
 	}{{nil, 0}, {[]int64{1}, 4096}, {[]int64{4096, 100}, 4096}, {[]int64{3059712 + 8192, 3000000}, 3067904}} {
 		if got := SlotSize(tc.spans...); got != tc.want {
 			t.Errorf("SlotSize(%v) = %d, want %d", tc.spans, got, tc.want)
+		}
+	}
+}
+
+// TestPrefaultAll: with Config.PrefaultAll the resident arena is faulted in
+// whole from New on, before any lookup (a cache that will fill: its first
+// prompt's reads then land in present pages); without it nothing is faulted
+// before the first slot is handed out.
+func TestPrefaultAll(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the Prefaulter faults pages in on Linux only (MADV_POPULATE_WRITE)")
+	}
+	const slot, slots = 1 << 20, 40
+	for _, all := range []bool{false, true} {
+		pol, _ := NewPolicy("lru", PolicyOptions{})
+		c, err := New(Config{BudgetBytes: slots * slot, SlotBytes: slot, Policy: pol, PrefaultAll: all})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !all {
+			if f := c.Faulted(); f != 0 {
+				t.Errorf("without PrefaultAll: %d bytes faulted before any lookup", f)
+			}
+		} else {
+			deadline := time.Now().Add(time.Minute) // hang guard: the Prefaulter has no event to wait on
+			for c.Faulted() < slots*slot && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			if f := c.Faulted(); f != slots*slot {
+				t.Errorf("with PrefaultAll: %d of %d bytes faulted after a minute", f, slots*slot)
+			}
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

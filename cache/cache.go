@@ -108,6 +108,15 @@ type Config struct {
 	// (--huge-pages): O_DIRECT reads into them take far fewer device
 	// segments and page pins (see internal/anon).
 	HugePages bool
+	// PrefaultAll faults the whole arena in from New on, on the arena's
+	// Prefaulter goroutine (never blocking a lookup), instead of
+	// PrefaultAhead past the highest slot handed out: for a cache that will
+	// fill (a budget below the model's experts), whose memory is committed
+	// within its first prompt anyway. Reads into pages not yet present pay
+	// for allocating and zeroing them inside the read; on a loaded or
+	// virtual machine that held a cold prompt pass's reads to a fraction of
+	// the disk's rate until the cache filled (docs/measurements.md, issue 37).
+	PrefaultAll bool
 }
 
 // Status is the outcome of Acquire.
@@ -247,6 +256,10 @@ func New(cfg Config) (*Cache, error) {
 		batch:   1,
 		wake:    make(chan struct{}),
 	}
+	if cfg.PrefaultAll {
+		res.prefaultAll()
+		trans.prefaultAll()
+	}
 	c.cfg.TransientSlots = nt
 	c.st.BudgetBytes = cfg.BudgetBytes
 	c.st.SlotBytes = cfg.SlotBytes
@@ -255,6 +268,17 @@ func New(cfg Config) (*Cache, error) {
 	c.elig = c.eligible
 	c.eligUnprotected = c.eligibleUnprotected
 	return c, nil
+}
+
+// Faulted is how many bytes of the resident arena its Prefaulter has
+// faulted in so far (from its start).
+func (c *Cache) Faulted() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.res == nil {
+		return 0
+	}
+	return c.res.faulted()
 }
 
 // Policy returns the cache's replacement policy (do not call it concurrently

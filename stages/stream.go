@@ -56,8 +56,12 @@ func openStream(cfg *Resolved, d *model.Desc, l expertLayout, paths []string, li
 	if err != nil {
 		return s, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	// A cache smaller than the model's experts fills within its first
+	// prompts: its memory is faulted in from the start, during the load, not
+	// inside the first prompt pass's reads (cache.Config.PrefaultAll).
+	fills := cfg.Cache.Bytes > 0 && cfg.Cache.Bytes/l.slotBytes < l.count()
 	s.cache, err = cache.New(cache.Config{BudgetBytes: cfg.Cache.Bytes, SlotBytes: l.slotBytes, Policy: pol,
-		TransientSlots: max(cfg.K, cache.DefaultTransientSlots), HugePages: !cfg.NoHugePages})
+		TransientSlots: max(cfg.K, cache.DefaultTransientSlots), HugePages: !cfg.NoHugePages, PrefaultAll: fills})
 	if err != nil {
 		return s, err
 	}
