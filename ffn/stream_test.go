@@ -109,8 +109,9 @@ func TestStreamedErrors(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan expert.Ready, len(j.Order))
 	var released atomic.Int32
-	ch <- expert.Ready{Expert: j.Order[0], Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() { released.Add(1) })}
-	time.AfterFunc(5*time.Millisecond, cancel)
+	// cancelled once the one value sent is computed and released: the
+	// stage then waits for values that never come
+	ch <- expert.Ready{Expert: j.Order[0], Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() { released.Add(1); cancel() })}
 	var st Stats
 	if err := s.Consume(ctx, ctx, j, ch, len(j.Order), true, &st); !errors.Is(err, context.Canceled) || released.Load() != 1 {
 		t.Fatalf("cancelled: err %v, released %d of 1", err, released.Load())
