@@ -203,10 +203,10 @@ func TestPinningAndTransient(t *testing.T) {
 	if !c.Contains(Key{0, 1}) || !c.Contains(Key{0, 2}) || c.Contains(Key{0, 3}) {
 		t.Fatal("a pinned or batch-touched entry was evicted, or a transient one cached")
 	}
-	// Transient pool exhausted: the next miss waits until ctx ends.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer cancel()
-	if _, _, err := c.Acquire(ctx, Key{0, 4}, slot); !errors.Is(err, context.DeadlineExceeded) {
+	// Transient pool exhausted: the next miss waits until ctx ends (ctx is
+	// cancelled once the Acquire waits on it).
+	ctx := waitingCtx()
+	if _, _, err := c.Acquire(ctx, Key{0, 4}, slot); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire with no slot: %v", err)
 	}
 	// A new batch makes expert 2 evictable: a waiting Acquire gets its slot.
@@ -684,4 +684,22 @@ func TestWarmEntriesSparedUntilTheirLayer(t *testing.T) {
 	if cs := c3.Stats(); cs.Evictions != 1 || !c3.Contains(Key{5, 0}) {
 		t.Errorf("stats %+v: want the guess in an evicted entry's slot", cs)
 	}
+}
+
+// waitingCtx is a context cancelled as soon as a waiter asks for its Done
+// channel: a call that must block until its context ends returns when it
+// blocks, without a timeout to pick.
+func waitingCtx() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &cancelOnWait{Context: ctx, cancel: cancel}
+}
+
+type cancelOnWait struct {
+	context.Context
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnWait) Done() <-chan struct{} {
+	c.cancel()
+	return c.Context.Done()
 }

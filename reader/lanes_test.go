@@ -181,10 +181,10 @@ func TestLanesBackpressure(t *testing.T) {
 	if err := l.Submit(context.Background(), req); err != nil { // fills the queue
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if err := l.Submit(ctx, req); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Submit on a full queue: %v, want DeadlineExceeded", err)
+	// ctx is cancelled once the Submit blocks on it
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := l.Submit(&cancelOnWait{Context: ctx, cancel: cancel}, req); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Submit on a full queue: %v, want Canceled", err)
 	}
 	// A Submit blocked while Close starts still gets in and is served.
 	spy := &doneSpy{Context: context.Background(), asked: make(chan struct{})}
@@ -222,6 +222,19 @@ type doneSpy struct {
 
 func (c *doneSpy) Done() <-chan struct{} {
 	c.once.Do(func() { close(c.asked) })
+	return c.Context.Done()
+}
+
+// cancelOnWait is a context cancelled as soon as a waiter asks for its
+// Done channel: a call that must block until its context ends returns when
+// it blocks, without a timeout to pick.
+type cancelOnWait struct {
+	context.Context
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnWait) Done() <-chan struct{} {
+	c.cancel()
 	return c.Context.Done()
 }
 
