@@ -174,52 +174,86 @@ func (s *stopField) UnmarshalJSON(b []byte) error {
 // maxStops bounds the stop sequences of one request.
 const maxStops = 16
 
-// job is a validated request, ready for the decode slot.
+// job is a validated request, ready for the decode slot: one small part
+// per concern, their fields promoted so a handler reads j.prompt or
+// j.params alike.
 type job struct {
-	chat         bool
-	nKeep        *int                       // n_keep (nil: the server's --keep; shift.go)
-	nDiscard     *int                       // n_discard (nil: half of what is not kept)
-	reasoning    string                     // the request's reasoning_format ("": the server's)
-	think        *bool                      // the request's chat_template_kwargs.enable_thinking (nil: the server's --no-think)
-	vars         map[string]json.RawMessage // the rest of its chat_template_kwargs (chattemplate.go)
-	noGenPrompt  bool                       // add_generation_prompt: false
-	prefill      *string                    // the continued last message's text (continue_final_message)
-	budget       *int                       // the request's reasoning budget (nil: the server's; budget.go)
-	budgetMsg    *string                    // the request's reasoning_budget_message (nil: the server's)
-	messages     []tokenizer.Message        // chat
-	prompt       string                     // completion
-	given        []int32                    // /completion's prompt given as token ids
-	morePrompts  []subPrompt                // /completion's prompts as parsed (nativeprompt.go)
-	noCache      bool                       // /completion's cache_prompt: false (prefill the whole prompt)
-	idSlot       *int                       // /completion's id_slot: the slot to run on (nil or -1: any)
-	fields       []string                   // /completion's response_fields (none: all)
-	progress     bool                       // return_progress: prompt_progress events in the stream (progress.go)
-	verbose      bool                       // __verbose in an OpenAI answer
-	maxTokens    int                        // < 0: until end-of-generation or the context is full
-	stops        []string
-	stream       bool
-	includeUsage bool // stream_options.include_usage (emit.go)
-	n            int  // choices (n; 0: 1)
-	params       sample.Params
-	seed         *int64 // as requested (nil: the server's default)
-	cacheKey     string // prompt_cache_key
-	who          tenant // set by the handler
-	ids          []int32
-	probs        probsReq        // logprobs, n_probs
-	biasRaw      json.RawMessage // logit_bias as given
-	ignoreEOS    bool
-	bias         []sample.Bias    // logit_bias and ignore_eos, resolved by prepare
-	gram         *grammar.Grammar // grammar, json_schema or response_format (nil: none)
-	grammarSrc   string           // its GBNF text
-	mask         sample.Mask      // gram's matcher, made by prepare
-	lazy         bool             // grammar_lazy with triggers
-	triggers     []grammar.Trigger
+	jobInput              // what to continue: a chat, a text or token ids
+	jobTemplate           // how the chat template renders a chat
+	jobPlacement          // where it runs: slot, prompt cache, tenant
+	jobSampling           // how tokens are picked and when generation ends
+	jobGrammar            // the grammar that constrains the tokens
+	jobOutput             // what the answer carries and how it is sent
 	tools        *toolJob // tools, tool_choice (nil: no tools; tools.go)
+}
+
+// jobInput is what a job continues.
+type jobInput struct {
+	chat        bool
+	messages    []tokenizer.Message // chat
+	prompt      string              // completion
+	given       []int32             // /completion's prompt given as token ids
+	morePrompts []subPrompt         // /completion's prompts as parsed (nativeprompt.go)
+	ids         []int32
+}
+
+// jobTemplate is how the chat template renders a chat job (chattemplate.go,
+// budget.go).
+type jobTemplate struct {
+	reasoning   string                     // the request's reasoning_format ("": the server's)
+	think       *bool                      // the request's chat_template_kwargs.enable_thinking (nil: the server's --no-think)
+	vars        map[string]json.RawMessage // the rest of its chat_template_kwargs (chattemplate.go)
+	noGenPrompt bool                       // add_generation_prompt: false
+	prefill     *string                    // the continued last message's text (continue_final_message)
+	budget      *int                       // the request's reasoning budget (nil: the server's; budget.go)
+	budgetMsg   *string                    // the request's reasoning_budget_message (nil: the server's)
+}
+
+// jobPlacement is where a job runs, what it may reuse and what it keeps
+// when its context fills.
+type jobPlacement struct {
+	noCache  bool   // /completion's cache_prompt: false (prefill the whole prompt)
+	idSlot   *int   // /completion's id_slot: the slot to run on (nil or -1: any)
+	cacheKey string // prompt_cache_key
+	who      tenant // set by the handler
+	nKeep    *int   // n_keep (nil: the server's --keep; shift.go)
+	nDiscard *int   // n_discard (nil: half of what is not kept)
+}
+
+// jobSampling is how a job's tokens are picked and when it ends.
+type jobSampling struct {
+	maxTokens int // < 0: until end-of-generation or the context is full
+	stops     []string
+	n         int // choices (n; 0: 1)
+	params    sample.Params
+	seed      *int64          // as requested (nil: the server's default)
+	biasRaw   json.RawMessage // logit_bias as given
+	ignoreEOS bool
+	bias      []sample.Bias // logit_bias and ignore_eos, resolved by prepare
+}
+
+// jobGrammar is the grammar that constrains a job's tokens.
+type jobGrammar struct {
+	gram       *grammar.Grammar // grammar, json_schema or response_format (nil: none)
+	grammarSrc string           // its GBNF text
+	mask       sample.Mask      // gram's matcher, made by prepare
+	lazy       bool             // grammar_lazy with triggers
+	triggers   []grammar.Trigger
+}
+
+// jobOutput is what a job's answer carries and how it is sent.
+type jobOutput struct {
+	fields       []string // /completion's response_fields (none: all)
+	progress     bool     // return_progress: prompt_progress events in the stream (progress.go)
+	verbose      bool     // __verbose in an OpenAI answer
+	stream       bool
+	includeUsage bool     // stream_options.include_usage (emit.go)
+	probs        probsReq // logprobs, n_probs
 }
 
 // textBytes is the length of the job's text: its tokens are at least
 // decode.Model.MinTokens of it.
-func (j *job) textBytes() int {
+func (j *jobInput) textBytes() int {
 	if !j.chat {
 		return len(j.prompt)
 	}
@@ -322,7 +356,8 @@ func parseChat(body []byte, def sample.Params) (job, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return job{}, jsonError(err)
 	}
-	j := job{chat: true}
+	var j job
+	j.chat = true
 	msgs, err := chatMessages(r.Messages)
 	if err != nil {
 		return j, err
@@ -367,7 +402,8 @@ func parseCompletion(body []byte, def sample.Params) (job, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return job{}, jsonError(err)
 	}
-	j := job{prompt: string(r.Prompt)}
+	var j job
+	j.prompt = string(r.Prompt)
 	if j.prompt == "" {
 		return j, badRequest("prompt: a non-empty prompt is required")
 	}

@@ -30,7 +30,8 @@ func (s *templateAPI) apply(x *exchange) {
 		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", jsonError(err))
 		return
 	}
-	j := job{chat: true}
+	var j job
+	j.chat = true
 	var err error
 	if j.messages, err = chatMessages(r.Messages); err == nil {
 		err = r.chatTemplateFields.parse(r.Messages, &j)

@@ -35,7 +35,8 @@ func parseNative(body []byte, def sample.Params) (job, bool, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return job{}, false, jsonError(err)
 	}
-	j := job{noCache: r.CachePrompt != nil && !*r.CachePrompt, fields: r.ResponseFields, idSlot: r.IDSlot}
+	var j job
+	j.noCache, j.fields, j.idSlot = r.CachePrompt != nil && !*r.CachePrompt, r.ResponseFields, r.IDSlot
 	if len(r.Prompt.subs) > 0 {
 		j.prompt, j.given = r.Prompt.subs[0].text, r.Prompt.subs[0].ids
 		j.morePrompts = r.Prompt.subs
