@@ -24,6 +24,9 @@
 # end unless -keep. Run it alone on the machine if the figures are to mean
 # anything: the load average at the start of each run is in the table, and
 # "pipe CPU %" is the run's cpu_occupancy (its CPU time over wall time × T).
+# llama-bench -lm none copies the whole file into anonymous memory: each of
+# its runs first checks MemAvailable ≥ the file + 1 GiB and stops the table
+# with a message otherwise (an OOM kill partway took the Qwen3.6 rounds twice).
 #
 # Usage: scripts/speed-table.sh [-rounds R] [-n N] [-t T] [-keep] [-out DIR]
 #          [-text TEXT] PIPE LLAMA_BENCH MODELS PRESET…
@@ -42,7 +45,7 @@ while :; do
     *) break ;;
   esac
 done
-[ $# -ge 4 ] || { sed -n '2,30p' "$0" >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,33p' "$0" >&2; exit 2; }
 pipe=$1 lb=$2 models=$3; shift 3
 command -v jq >/dev/null || { echo "speed-table: jq is required" >&2; exit 2; }
 [ -x "$pipe" ] || { echo "speed-table: PIPE $pipe is not executable" >&2; exit 2; }
@@ -85,9 +88,23 @@ pipe_round() {
   echo "$cold $warm_n $warm $dec $hit $occ"
 }
 
+# fits FILE: llama-bench -lm none copies the whole file into anonymous
+# memory; on a machine whose MemAvailable (page cache included) is short of
+# that plus 1 GiB it is OOM-killed partway (twice for Qwen3.6 on the shared
+# VM), so the round stops here with the figures instead.
+fits() {
+  local need avail
+  need=$(( $(stat -c %s "$1") + (1 << 30) ))
+  avail=$(( $(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) * 1024 ))
+  [ "$avail" -ge "$need" ] && return 0
+  echo "speed-table: llama-bench -lm none needs $((need >> 20)) MiB for $1, MemAvailable is $((avail >> 20)) MiB: stop the other memory users first" >&2
+  return 1
+}
+
 # llama_round PRESET FILE ROUND P: prints "pp_tok_s tg_tok_s".
 llama_round() {
   local base="$out/$1-r$3-llama"
+  fits "$2" || return 1
   "$lb" -m "$2" -p "$4" -n "$n" -t "$t" -r 1 -lm none -o json >"$base.json" 2>"$base.log" ||
     { echo "speed-table: llama-bench failed, see $base.log" >&2; return 1; }
   local pp tg
