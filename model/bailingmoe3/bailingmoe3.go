@@ -30,7 +30,9 @@
 // choice, as bailingmoe2's. Where swiglu_clamp_exp / swiglu_clamp_shexp
 // give a layer a limit L > 0, its routed experts (resp. its dense FFN or
 // shared expert) compute min(silu(gate), L)·clamp(up, −L, L) instead.
-// Files with NextN (MTP) layers are refused with model.ErrUnsupportedArch.
+// The NextN (MTP) layers at the end of a file (nextn_predict_layers) are
+// loaded as llama.cpp loads them without MTP — their tensors checked by
+// name and shape (nextn.go) — and not run.
 //
 // The KDA layers are model.Mixer hooks whose three convolution states and
 // per-head S×S states live in the model.State beside the MLA layers'
@@ -95,7 +97,7 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	geom := model.LatentGeom(hp.NHead, hp.MLA.KVLoraRank, hp.NRot, float32(1/math.Sqrt(float64(hp.MLA.KeyLength))))
 	ld := model.NewLoader(d, src)
 	ld.Embeddings(m.Decoder)
-	for l := 0; l < hp.NLayer; l++ {
+	for l := 0; l < runLayers(d); l++ {
 		var layer model.Layer
 		if own.IsKDA(l) {
 			layer.Mixer = loadKDA(ld, hp, own, l, eps, opt)
@@ -112,6 +114,9 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 		return nil, err
 	}
 	if err := ld.CheckVocab(m.Decoder, hp.NVocab); err != nil {
+		return nil, err
+	}
+	if err := checkNextN(d); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -197,7 +202,8 @@ func checkHParams(hp model.HParams, own HParams) error {
 		{mla.ValLength <= 0, "attention.value_length_mla", mla.ValLength, "> 0"},
 		{hp.NRot <= 0 || hp.NRot%2 != 0, "rope.dimension_count", hp.NRot, "even and > 0"},
 		{mla.KeyLength <= hp.NRot, "attention.key_length_mla", mla.KeyLength, fmt.Sprintf("> rope.dimension_count %d", hp.NRot)},
-		{hp.MoE.LeadingDense > hp.NLayer, "leading_dense_block_count", hp.MoE.LeadingDense, fmt.Sprintf("<= block_count %d", hp.NLayer)},
+		{own.NextN < 0 || own.NextN >= hp.NLayer, "nextn_predict_layers", own.NextN, fmt.Sprintf("< block_count %d", hp.NLayer)},
+		{hp.MoE.LeadingDense > hp.NLayer-max(own.NextN, 0), "leading_dense_block_count", hp.MoE.LeadingDense, fmt.Sprintf("<= block_count - nextn_predict_layers %d", hp.NLayer-max(own.NextN, 0))},
 	} {
 		if c.bad {
 			return fmt.Errorf("%w: bailingmoe3.%s = %d (want %s)", model.ErrBadModel, c.key, c.val, c.want)

@@ -30,6 +30,9 @@ type HParams struct {
 	// per layer (nil: none; a limit ≤ 1e-6 is none).
 	ClampExp   []float32 `json:"swiglu_clamp_exp,omitempty"`
 	ClampShExp []float32 `json:"swiglu_clamp_shexp,omitempty"`
+	// NextN is nextn_predict_layers: the last NextN (MTP) blocks of
+	// block_count, loaded as llama.cpp loads them and not run.
+	NextN int `json:"nextn_predict_layers,omitempty"`
 }
 
 // IsKDA reports whether layer l is a KDA layer.
@@ -42,7 +45,7 @@ func (Family) Arch() string { return "bailingmoe3" }
 // kda.safe_gate, which must be true as llama.cpp asserts,
 // kda.gate_lower_bound, which must be < 0, ssm.conv_kernel), the layer
 // kinds from the per-layer attention.head_count_kv, the SwiGLU limits, and
-// nextn_predict_layers, which must be 0 (files with MTP layers are not run).
+// nextn_predict_layers, below block_count (the NextN layers are not run).
 func (Family) ReadHParams(r *model.MetaReader, h *model.HParams) (any, error) {
 	own := HParams{
 		HeadDim:    r.Int("kda.head_dim", true, model.MaxDim),
@@ -58,8 +61,9 @@ func (Family) ReadHParams(r *model.MetaReader, h *model.HParams) (any, error) {
 		return nil, err
 	}
 	own.GateLowerBound = lb
-	if n := r.Int("nextn_predict_layers", false, model.MaxDim); n > 0 {
-		return nil, fmt.Errorf("%w: bailingmoe3.nextn_predict_layers = %d (NextN/MTP layers)", model.ErrUnsupportedArch, n)
+	own.NextN = r.Int("nextn_predict_layers", false, model.MaxDim)
+	if r.Known() && h.NLayer > 0 && own.NextN >= h.NLayer {
+		return nil, r.Bad("bailingmoe3.nextn_predict_layers %d is not below block_count %d", own.NextN, h.NLayer)
 	}
 	own.KDA = make([]bool, h.NLayer)
 	for l := range own.KDA {
@@ -131,10 +135,10 @@ func own(d *model.Desc) HParams {
 	return h
 }
 
-// kdaLayers counts the KDA layers.
+// kdaLayers counts the KDA layers that run.
 func kdaLayers(d *model.Desc) int {
 	n, h := 0, own(d)
-	for l := 0; l < d.HParams.NLayer; l++ {
+	for l := 0; l < runLayers(d); l++ {
 		if h.IsKDA(l) {
 			n++
 		}
@@ -152,11 +156,12 @@ func kdaFloats(d *model.Desc) int {
 }
 
 // StateBytes implements model.Family: the MLA layers' latent rows
-// (kv_lora_rank + n_rot per position) and the KDA layers' float32 states.
+// (kv_lora_rank + n_rot per position) and the KDA layers' float32 states,
+// of the layers that run (the NextN layers keep none).
 func (Family) StateBytes(d *model.Desc, positions, elemBytes int) int64 {
 	hp := &d.HParams
 	nk := kdaLayers(d)
-	kv := model.KVStateBytes(hp.NLayer-nk, hp.MLA.KVLoraRank+hp.NRot, positions, elemBytes)
+	kv := model.KVStateBytes(runLayers(d)-nk, hp.MLA.KVLoraRank+hp.NRot, positions, elemBytes)
 	if kv == 1<<62 {
 		return kv
 	}
@@ -178,7 +183,7 @@ func (Family) TokenWork(d *model.Desc, positions int) model.TokenWork {
 	nk := kdaLayers(d)
 	D := hp.NHead * h.HeadDim
 	return model.TokenWork{
-		Attention: model.AttentionWork(hp.NLayer-nk, hp.MLA.KVLoraRank+hp.NRot, positions),
+		Attention: model.AttentionWork(runLayers(d)-nk, hp.MLA.KVLoraRank+hp.NRot, positions),
 		Recurrent: 2 * int64(nk) * int64(hp.NHead*h.HeadDim*h.HeadDim),
 		Conv:      int64(nk) * int64(3*h.ConvKernel*D),
 	}
@@ -186,18 +191,19 @@ func (Family) TokenWork(d *model.Desc, positions int) model.TokenWork {
 
 // InspectRows implements model.Family: the layer kinds (which are gated
 // MLA), the KDA and MLA shapes and the SwiGLU limits (the dense / expert
-// split and the gating are common rows).
+// split and the gating are common rows) and the NextN layers.
 func (Family) InspectRows(d *model.Desc) []model.InspectRow {
 	hp, h := &d.HParams, own(d)
-	nk := kdaLayers(d)
+	nk, run := kdaLayers(d), runLayers(d)
 	var mla []string
-	for l := 0; l < hp.NLayer; l++ {
+	for l := 0; l < run; l++ {
 		if !h.IsKDA(l) {
 			mla = append(mla, fmt.Sprint(l))
 		}
 	}
 	return []model.InspectRow{
-		{Key: "layers", Value: fmt.Sprintf("%d KDA + %d gated MLA (MLA: %s)", nk, hp.NLayer-nk, strings.Join(mla, " "))},
+		{Key: "layers", Value: fmt.Sprintf("%d KDA + %d gated MLA (MLA: %s)", nk, run-nk, strings.Join(mla, " "))},
+		{Key: "NextN (MTP) layers", Value: nextnRow(run, h.NextN)},
 		{Key: "KDA", Value: fmt.Sprintf("%d heads of %d, conv %d taps, per-channel decay ≥ e^%g, state %d floats/layer", hp.NHead, h.HeadDim, h.ConvKernel, h.GateLowerBound, kdaFloats(d))},
 		{Key: "MLA", Value: fmt.Sprintf("latent %d + %d RoPE (normal), q %d, v %d, head-wise sigmoid output gate", hp.MLA.KVLoraRank, hp.NRot, hp.MLA.KeyLength, hp.MLA.ValLength)},
 		{Key: "SwiGLU limits", Value: limitsRow(h)},
@@ -226,4 +232,15 @@ func limitsRow(h HParams) string {
 		return "none"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// nextnRow is the inspect row of the NextN layers.
+func nextnRow(run, nextn int) string {
+	switch nextn {
+	case 0:
+		return "none"
+	case 1:
+		return fmt.Sprintf("1 (blk.%d: loaded, not run)", run)
+	}
+	return fmt.Sprintf("%d (blk.%d-%d: loaded, not run)", nextn, run, run+nextn-1)
 }

@@ -40,7 +40,8 @@ const gateLowerBound = float32(-5)
 // share_expert_swiglu_limit_list 5 on 34-39 and 7 on 40-41 (swigluLimits);
 // llama.cpp names the shape (42 layers, n_embd 2560, 512 experts)
 // LLM_TYPE_124B_A5_1B. Its one NextN layer (num_nextn_predict_layers 1) is
-// not written: pipe does not run MTP layers.
+// not written (pipe loads a real file's NextN layer as llama.cpp does and
+// does not run it; nextn.go).
 func (Family) Presets() []gen.Preset {
 	return []gen.Preset{
 		{
