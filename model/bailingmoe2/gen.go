@@ -133,6 +133,7 @@ func blockTensors(p *gen.Preset, il int) []gen.TensorSpec {
 	return ts
 }
 
-// Vocab implements gen.Family: the ChatML tokenizer of the other families
-// (Ling's own <role>…<|role_end|> template is not built in).
+// Vocab implements gen.Family: the ChatML tokenizer of the other families,
+// which the tiny preset writes (ling-flash-2.0 writes Ling 2.0's own
+// specials and template: chat.go).
 func (Family) Vocab() gen.VocabSpec { return gen.ChatMLVocab() }

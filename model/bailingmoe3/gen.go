@@ -260,6 +260,7 @@ func kdaTensors(p *gen.Preset, t tensorFn) []gen.TensorSpec {
 	}
 }
 
-// Vocab implements gen.Family: the ChatML tokenizer of the other families
-// (Ling 3.0's own Bailing V3 template is not built in).
+// Vocab implements gen.Family: the ChatML tokenizer of the other families,
+// which the tiny preset writes (ling-3.0-flash writes Ling 3.0's own
+// specials and Bailing V3 template: chat.go).
 func (Family) Vocab() gen.VocabSpec { return gen.ChatMLVocab() }

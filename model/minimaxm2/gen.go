@@ -93,6 +93,7 @@ func (Family) Tensors(p *gen.Preset, vocab int) []gen.TensorSpec {
 	return ts
 }
 
-// Vocab implements gen.Family: the built-in ChatML tokenizer (MiniMax's
-// own BPE vocabulary and template are not reproduced).
+// Vocab implements gen.Family: the built-in ChatML tokenizer, which the
+// tiny preset writes (minimax-m2 writes MiniMax-M2's specials and
+// template, chat.go; MiniMax's own BPE vocabulary is not reproduced).
 func (Family) Vocab() gen.VocabSpec { return gen.ChatMLVocab() }

@@ -194,6 +194,7 @@ func mambaTensors(p *gen.Preset, s shape, t func(string, gen.Role, ...int) gen.T
 	}
 }
 
-// Vocab implements gen.Family: the ChatML tokenizer (Nemotron 3's chat
-// turns are <|im_start|>role … <|im_end|>).
+// Vocab implements gen.Family: the ChatML tokenizer, which the tiny preset
+// writes (Nemotron 3's chat turns are <|im_start|>role … <|im_end|>;
+// nemotron-3-nano-30b-a3b writes its specials and template, chat.go).
 func (Family) Vocab() gen.VocabSpec { return gen.ChatMLVocab() }
