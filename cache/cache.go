@@ -8,8 +8,9 @@
 // mapping outside the Go heap (so a multi-GiB cache costs the garbage collector
 // nothing), reused slot by slot and never returned to the kernel while the
 // cache is open (no madvise churn); its pages are faulted in on a goroutine
-// of the arena's, PrefaultAhead bytes ahead of the slots in use (arena.go), so
-// the reads that fill new slots do not fault them themselves. Every slot has Config.SlotBytes bytes: the
+// of the arena's, PrefaultAhead bytes ahead of the slots in use (arena.go), or
+// the whole arena from the start (Config.PrefaultAll, for a cache that will
+// fill), so the reads that fill new slots do not fault them themselves. Every slot has Config.SlotBytes bytes: the
 // largest span one expert's read needs (reader.SpanBytes of its ranges, a
 // multiple of 4 KiB), so slots are interchangeable across layers.
 //

@@ -105,9 +105,13 @@
 // layer ℓ+1 is routed). A prompt pass does the same for every prompt token
 // (--prefetch-prompt, on by default): it guesses layer ℓ+1's whole routed
 // set, so the disk reads it while layer ℓ finishes and ℓ+1 runs its
-// attention, time in which it would otherwise idle. A streamed prompt pass
-// also runs with more Ps than compute threads (Session.Prefill,
-// PromptProcs), so reader goroutines are not kept waiting for one.
+// attention, time in which it would otherwise idle; every lane may serve
+// those guesses, not only --prefetch-lanes. A cache smaller than the
+// model's experts is faulted in whole from the start (it fills within its
+// first prompts), so a cold prompt pass reads into present pages. A
+// streamed prompt pass also runs with more Ps than compute threads
+// (Session.Prefill, PromptProcs), so reader goroutines are not kept waiting
+// for one.
 //
 // Why the planner is a goroutine: cache.Acquire blocks while every slot is
 // pinned, until the FFN releases one — on the decode goroutine that wait
