@@ -39,16 +39,18 @@ const gateLowerBound = float32(-5)
 // expert_swiglu_limit_list 4 on layers 35-41 and
 // share_expert_swiglu_limit_list 5 on 34-39 and 7 on 40-41 (swigluLimits);
 // llama.cpp names the shape (42 layers, n_embd 2560, 512 experts)
-// LLM_TYPE_124B_A5_1B. Its one NextN layer (num_nextn_predict_layers 1) is
-// not written (pipe loads a real file's NextN layer as llama.cpp does and
-// does not run it; nextn.go).
+// LLM_TYPE_124B_A5_1B. Its one NextN layer (num_nextn_predict_layers 1)
+// is block 42: a gated MLA block with routed and shared experts plus
+// nextn.eh_proj, nextn.enorm, nextn.hnorm and layer_output_norm, as
+// llama.cpp's load_arch_tensors creates it (pipe loads it and does not run
+// it, as llama.cpp without MTP; nextn.go).
 func (Family) Presets() []gen.Preset {
 	return []gen.Preset{
 		{
 			Name: "ling-3.0-flash", Arch: "bailingmoe3", ModelName: "Ling-3.0-flash (synthetic)",
 			Tokenizer:   lingTokenizer(),
 			Description: "inclusionAI/Ling-3.0-flash config.json; llama.cpp src/models/bailingmoe3.cpp",
-			NLayer:      42, NEmbd: 2560, NHead: 32, NHeadKV: 1, HeadDim: 512 + 64,
+			NLayer:      42 + 1, NEmbd: 2560, NHead: 32, NHeadKV: 1, HeadDim: 512 + 64,
 			NExpert: 512, NExpertUsed: 8, NFFExp: 768, NFF: 6144, NFFShExp: 768, NCtxTrain: 262144,
 			RopeBase: 6e6, RMSEps: 1e-6, Vocab: 157184, DefaultQuant: "Q4_K_M",
 			KVLoraRank: 512, NoPE: 128, NRot: 64, ValueLen: 128,
@@ -101,14 +103,24 @@ func swigluLimits(p *gen.Preset) (exp, shexp []float32) {
 	return exp, shexp
 }
 
-// isMLA is the converter's is_full_attention: every layer_group_size-th
-// layer, and every layer of a trailing partial group. A --layers cut
-// shorter than a group is therefore all MLA, which pipe runs and
-// llama.cpp 3f545becc does not (its recurrent memory of no layer is an
-// empty buffer: GGML_ASSERT(buffer)); cut at layer_group_size or more.
+// isMLA is the converter's is_full_attention over the trunk: every
+// layer_group_size-th layer, and every layer of a trailing partial group;
+// the NextN layers are MLA blocks. A --layers cut whose trunk is shorter
+// than a group is therefore all MLA, which pipe runs and llama.cpp
+// 3f545becc does not (its recurrent memory of no layer is an empty buffer:
+// GGML_ASSERT(buffer)); cut at layer_group_size or more.
 func isMLA(p *gen.Preset, il int) bool {
-	g := p.Hybrid.AttnInterval
-	return (il+1)%g == 0 || il >= p.NLayer/g*g
+	g, trunk := p.Hybrid.AttnInterval, p.NLayer-nextnOf(p)
+	return il >= trunk || (il+1)%g == 0 || il >= trunk/g*g
+}
+
+// nextnOf is preset p's NextN layers (the last blocks): ling-3.0-flash's
+// one, none when a --layers cut leaves a single block.
+func nextnOf(p *gen.Preset) int {
+	if p.Name != "ling-3.0-flash" {
+		return 0
+	}
+	return max(min(1, p.NLayer-1), 0)
 }
 
 // CheckPreset implements gen.Family: the latent geometry (one KV head of
@@ -170,6 +182,9 @@ func (Family) Metadata(p *gen.Preset) []gen.MetaKV {
 	if exp, shexp := swigluLimits(p); exp != nil {
 		ps = append(ps, gen.MetaKV{Key: "swiglu_clamp_exp", Value: exp}, gen.MetaKV{Key: "swiglu_clamp_shexp", Value: shexp})
 	}
+	if n := nextnOf(p); n > 0 {
+		ps = append(ps, gen.MetaKV{Key: "nextn_predict_layers", Value: u32(n)})
+	}
 	return ps
 }
 
@@ -178,6 +193,14 @@ func (Family) Tensors(p *gen.Preset, vocab int) []gen.TensorSpec {
 	ts := gen.HeadTensors(p, vocab)
 	for il := 0; il < p.NLayer; il++ {
 		ts = append(ts, blockTensors(p, il)...)
+		if il >= p.NLayer-nextnOf(p) {
+			E := p.NEmbd
+			t := func(name string, role gen.Role, dims ...int) gen.TensorSpec {
+				return gen.TensorSpec{Name: gen.Blk(il, name), Layer: il, Dims: gen.Dims(dims...), Role: role}
+			}
+			ts = append(ts, t("nextn.eh_proj.weight", gen.RoleProj, 2*E, E), t("nextn.enorm.weight", gen.RoleNorm, E),
+				t("nextn.hnorm.weight", gen.RoleNorm, E), t("layer_output_norm.weight", gen.RoleNorm, E))
+		}
 	}
 	return ts
 }
@@ -216,7 +239,7 @@ func blockTensors(p *gen.Preset, il int) []gen.TensorSpec {
 // leadingDense is the preset's dense leading layers, leaving at least one
 // MoE layer to a --layers cut (a file without experts runs in neither
 // engine: llama.cpp aborts, pipe has no expert to stream).
-func leadingDense(p *gen.Preset) int { return max(min(p.LeadingDense, p.NLayer-1), 0) }
+func leadingDense(p *gen.Preset) int { return max(min(p.LeadingDense, p.NLayer-nextnOf(p)-1), 0) }
 
 type tensorFn func(name string, role gen.Role, dims ...int) gen.TensorSpec
 

@@ -2,6 +2,7 @@ package bailingmoe3_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/pipe-engine/pipe/model"
@@ -11,7 +12,7 @@ import (
 // TestPresets: both presets pass the family's checks; the real shape has
 // Ling-3.0-flash's layer pattern (35 KDA layers, MLA at every sixth) and
 // its size (llama.cpp's LLM_TYPE_124B_A5_1B: about 124B parameters
-// without the NextN layer); a preset without the selection bias or with
+// without the NextN layer, block 42, which carries the nextn tensors); a preset without the selection bias or with
 // a latent width that is not KVLoraRank + NRot is refused.
 func TestPresets(t *testing.T) {
 	mf, ok := model.Lookup("bailingmoe3")
@@ -19,7 +20,7 @@ func TestPresets(t *testing.T) {
 		t.Fatal("bailingmoe3 not registered")
 	}
 	f := mf.(gen.Family)
-	var params, kda int
+	var params, kda, nextn int
 	for _, p := range f.Presets() {
 		if err := f.CheckPreset(&p); err != nil {
 			t.Errorf("%s: %v", p.Name, err)
@@ -28,6 +29,12 @@ func TestPresets(t *testing.T) {
 			continue
 		}
 		for _, ts := range f.Tensors(&p, p.Vocab) {
+			if ts.Layer == 42 && ts.Name == gen.Blk(42, "nextn.eh_proj.weight") {
+				nextn++
+			}
+			if ts.Layer >= 42 && strings.HasPrefix(ts.Name, "blk.") {
+				continue
+			}
 			n := 1
 			for _, x := range ts.Dims {
 				n *= int(x)
@@ -47,6 +54,9 @@ func TestPresets(t *testing.T) {
 		if err := f.CheckPreset(&bad); !errors.Is(err, gen.ErrBadOptions) {
 			t.Errorf("HeadDim %d: %v", bad.HeadDim, err)
 		}
+	}
+	if nextn != 1 {
+		t.Errorf("ling-3.0-flash writes %d NextN layers at block 42, want 1", nextn)
 	}
 	if kda != 35 {
 		t.Errorf("ling-3.0-flash has %d KDA layers, want 35", kda)
