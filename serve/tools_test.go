@@ -112,6 +112,7 @@ func TestToolChoiceRequiredFamilies(t *testing.T) {
 		{models + "tiny-qwen35moe-Q8_0.gguf", "Qwen3.5-4B.jinja", toolcall.QwenXML},
 		{"", "Qwen3-Coder.jinja", toolcall.QwenXML},
 		{models + "tiny-glm4moe-Q4_K_M.gguf", "GLM-4.6.jinja", toolcall.GLM},
+		{models + "tiny-minimax-m2-Q4_K_M.gguf", "MiniMax-M2.jinja", toolcall.MiniMaxM2},
 		{models + "tiny-deepseek2-Q4_K_M.gguf", "deepseek-ai-DeepSeek-V3.1.jinja", toolcall.DeepSeek},
 		{models + "tiny-gemma4-Q8_0.gguf", "google-gemma-4-31B-it.jinja", toolcall.Gemma4},
 		{models + "tiny-gptoss-Q8_0.gguf", "openai-gpt-oss-120b.jinja", toolcall.Harmony},
