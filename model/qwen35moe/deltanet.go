@@ -129,16 +129,11 @@ func (d *deltaNet) Mix(p *model.Pass, st *model.State, l int, x []float32) error
 	}
 	o := p.Buf(n * V)
 	j := &d.job
-	j.d, j.n, j.mixed, j.beta, j.g, j.o, j.state = d, n, mixed, beta, g, o, rec[(d.K-1)*C:]
+	j.d, j.n, j.mixed, j.beta, j.g, j.o, j.z, j.eps, j.state = d, n, mixed, beta, g, o, z, p.Eps, rec[(d.K-1)*C:]
 	err := d.pool.Parallel(nv, j.fn)
-	j.mixed, j.beta, j.g, j.o, j.state = nil, nil, nil, nil, nil
+	j.mixed, j.beta, j.g, j.o, j.z, j.state = nil, nil, nil, nil, nil, nil
 	if err != nil {
 		return err
-	}
-	for r := 0; r < n*nv; r++ {
-		head, zh := o[r*d.S:(r+1)*d.S], z[r*d.S:(r+1)*d.S]
-		model.RMSNorm(head, head, p.Eps, d.ssmNorm)
-		kernels.SwiGLU(head, zh, head) // head·silu(z), the product commutes
 	}
 	y := p.Buf(n * p.E)
 	if err := p.MatMul(&d.out, o, y); err != nil {
@@ -153,10 +148,11 @@ func (d *deltaNet) Mix(p *model.Pass, st *model.State, l int, x []float32) error
 // recurJob is the delta rule of every value head over a pass's tokens,
 // one head per pool task.
 type recurJob struct {
-	d                        *deltaNet
-	n                        int
-	mixed, beta, g, o, state []float32
-	fn                       func(h int)
+	d                           *deltaNet
+	n                           int
+	mixed, beta, g, o, z, state []float32
+	eps                         float32
+	fn                          func(h int)
 }
 
 // run is value head h's delta rule over the pass's tokens, as ggml's
@@ -166,8 +162,10 @@ type recurJob struct {
 //	M *= exp(g); δ_j = (v_j − M_j·k)·β; M_j += δ_j·k; o_j = (M_j·q)/√S
 //
 // in one pass over the rows (kernels.DeltaRule: each row's steps depend on
-// that row alone). q and k are key head h mod nk (llama.cpp's Qwen3.5 head
-// pattern), or h/(nv/nk) when grouped (Qwen3-Next's).
+// that row alone); then each token's o_h is RMS-normed (ssm_norm) and gated
+// by silu(z_h), on this thread too. q and k are key head h mod nk
+// (llama.cpp's Qwen3.5 head pattern), or h/(nv/nk) when grouped
+// (Qwen3-Next's).
 func (j *recurJob) run(h int) {
 	d := j.d
 	S, C, nv := d.S, d.C(), d.nv
@@ -185,6 +183,12 @@ func (j *recurJob) run(h int) {
 		eg := float32(math.Exp(float64(j.g[t*nv+h])))
 		out := j.o[t*nv*S+h*S : t*nv*S+(h+1)*S]
 		kernels.DeltaRule(M, k, q, v, out, eg, j.beta[t*nv+h], scale)
+	}
+	for t := 0; t < j.n; t++ {
+		r := t*nv + h
+		out, zh := j.o[r*S:(r+1)*S], j.z[r*S:(r+1)*S]
+		model.RMSNorm(out, out, j.eps, d.ssmNorm)
+		kernels.SwiGLU(out, zh, out) // out·silu(z), the product commutes
 	}
 }
 
