@@ -84,6 +84,9 @@ const (
 	// SigmoidTopK: a sigmoid of each logit, top-k, optionally renormalise
 	// (llama.cpp's sigmoid gating: DeepSeek-V3, GLM-4.7-Flash).
 	SigmoidTopK
+	// SqrtSoftplusTopK: √softplus of each logit, top-k, optionally
+	// renormalise (llama.cpp's sqrt-softplus gating: DeepSeek-V4).
+	SqrtSoftplusTopK
 )
 
 // RouterSpec is the gating rule of a layer. The fields after Normalize are
@@ -93,7 +96,7 @@ type RouterSpec struct {
 	Gating    Gating
 	NExpert   int
 	K         int  // experts used per token
-	Normalize bool // renormalise the selected weights to sum 1 (SoftmaxTopK, SigmoidTopK)
+	Normalize bool // renormalise the selected weights to sum 1 (SoftmaxTopK, SigmoidTopK, SqrtSoftplusTopK)
 	// Scale multiplies the weights after renormalisation (expert_weights_scale);
 	// 0 and 1 leave them.
 	Scale float32

@@ -1,7 +1,7 @@
 // Package router turns a layer's router logits into the top-k experts and
 // their weights — the first stage of every MoE layer in the decode pipeline.
 //
-// The gating rule (softmax or sigmoid before top-k, softmax after it,
+// The gating rule (softmax, sigmoid or √softplus before top-k, softmax after it,
 // renormalisation, scale, a selection bias, expert groups, k) comes
 // from the architecture as a model.RouterSpec; this package knows no
 // architecture by name. Selection is a pure function of the logits: ties are
@@ -36,13 +36,16 @@ func Route(spec model.RouterSpec, logits []float32, ids []int, weights []float32
 		return fmt.Errorf("router: k=%d of %d experts (ids %d, weights %d, scratch %d)", k, n, len(ids), len(weights), len(probs))
 	}
 	switch spec.Gating {
-	case model.SoftmaxTopK, model.SigmoidTopK:
+	case model.SoftmaxTopK, model.SigmoidTopK, model.SqrtSoftplusTopK:
 		p := probs[:n]
 		copy(p, logits[:n])
-		if spec.Gating == model.SoftmaxTopK {
+		switch spec.Gating {
+		case model.SoftmaxTopK:
 			model.Softmax(p)
-		} else {
+		case model.SigmoidTopK:
 			sigmoid(p)
+		default:
+			sqrtSoftplus(p)
 		}
 		if err := choose(spec, p, probs[n:], ids[:k]); err != nil {
 			return err
@@ -82,6 +85,18 @@ func Route(spec model.RouterSpec, logits []float32, ids []int, weights []float32
 func sigmoid(x []float32) {
 	for i, v := range x {
 		x[i] = 1 / (1 + float32(math.Exp(float64(-v))))
+	}
+}
+
+// sqrtSoftplus replaces each x with √softplus(x) as ggml's op_softplus
+// (x above 20 kept, else logf(1+expf(x))) and sqrtf compute it.
+func sqrtSoftplus(x []float32) {
+	for i, v := range x {
+		sp := v
+		if v <= 20 {
+			sp = float32(math.Log(float64(1 + float32(math.Exp(float64(v))))))
+		}
+		x[i] = float32(math.Sqrt(float64(sp)))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	_ "github.com/pipe-engine/pipe/model/bailingmoe2" // registers bailingmoe2
 	_ "github.com/pipe-engine/pipe/model/bailingmoe3" // registers bailingmoe3
 	_ "github.com/pipe-engine/pipe/model/deepseek2"   // registers deepseek2
+	_ "github.com/pipe-engine/pipe/model/deepseek4"   // registers deepseek4
 	_ "github.com/pipe-engine/pipe/model/gemma4"      // registers gemma4
 	_ "github.com/pipe-engine/pipe/model/glm4moe"     // registers glm4moe
 	_ "github.com/pipe-engine/pipe/model/gptoss"      // registers gpt-oss
