@@ -327,14 +327,60 @@ func (m *Model) topBlocks(st *model.State, l int, in *attnIn, t, pos int, rr *ro
 		}
 		score[b] = float32(s)
 	}
-	ids := make([]int, nb)
+	ids := partialTop(score, min(nb, m.own.IdxTopK))
+	sort.Ints(ids)
+	return ids
+}
+
+// partialTop is the set ggml's top_k op chooses: libstdc++'s
+// std::partial_sort of the indices by score, descending — a heap select
+// whose ties go the way its heap moves them (the blocks' scores tie
+// exactly when every head's relu is 0).
+func partialTop(score []float32, k int) []int {
+	ids := make([]int, len(score))
 	for i := range ids {
 		ids[i] = i
 	}
-	sort.SliceStable(ids, func(a, b int) bool { return score[ids[a]] > score[ids[b]] })
-	ids = ids[:min(nb, m.own.IdxTopK)]
-	sort.Ints(ids)
-	return ids
+	comp := func(a, b int) bool { return score[a] > score[b] }
+	heap := ids[:k]
+	for p := (k - 2) / 2; k >= 2 && p >= 0; p-- {
+		adjustHeap(heap, p, heap[p], comp)
+	}
+	for i := k; i < len(ids); i++ {
+		if comp(ids[i], heap[0]) {
+			v := ids[i]
+			ids[i] = heap[0]
+			adjustHeap(heap, 0, v, comp)
+		}
+	}
+	return append([]int(nil), heap...)
+}
+
+// adjustHeap is libstdc++'s std::__adjust_heap (with its __push_heap):
+// the hole at hole of heap h sinks to a leaf along the larger children,
+// then v rises from there.
+func adjustHeap(h []int, hole, v int, comp func(a, b int) bool) {
+	n, top, child := len(h), hole, hole
+	for child < (n-1)/2 {
+		child = 2 * (child + 1)
+		if comp(h[child], h[child-1]) {
+			child--
+		}
+		h[hole] = h[child]
+		hole = child
+	}
+	if n&1 == 0 && child == (n-2)/2 {
+		child = 2 * (child + 1)
+		h[hole] = h[child-1]
+		hole = child - 1
+	}
+	parent := (hole - 1) / 2
+	for hole > top && comp(h[parent], v) {
+		h[hole] = h[parent]
+		hole = parent
+		parent = (hole - 1) / 2
+	}
+	h[hole] = v
 }
 
 // outProj is the grouped low-rank output: each group of heads through its
