@@ -71,7 +71,11 @@ func flashRatios() []int {
 // rope_theta 10000, rope_scaling yarn (factor 16, original 65536,
 // beta_fast 32, beta_slow 1), max_position_embeddings 1048576,
 // rms_norm_eps 1e-6, vocab_size 129280, tie_word_embeddings false. Its
-// NextN layer (num_nextn_predict_layers 1) is not written.
+// NextN layer (num_nextn_predict_layers 1) is not written. Its hash-routed
+// layers' ffn_gate_tid2eid tables are written as float tensors of the
+// right name and shape: gen writes no I32 tensor, and the converter's
+// table is I32, so llama.cpp cannot route those layers from this file
+// (and pipe refuses hash-routed layers).
 var shapes = map[string]shape{
 	"deepseek-v4-flash": {Ratios: flashRatios(), Window: 128, IdxHeads: 64, IdxDim: 128, IdxTopK: 512,
 		OGroups: 8, OLora: 1024, HC: 4, Sinkhorn: 20, HCEps: 1e-6, HashLayers: 3, CompressBase: 160000,
@@ -122,7 +126,7 @@ func (Family) CheckPreset(p *gen.Preset) error {
 	ok := p.NHeadKV == 1 && p.NRot > 0 && p.NRot%2 == 0 && p.NRot <= p.HeadDim && p.QLoraRank > 0 &&
 		s.HC == 4 && s.Window > 0 && s.OGroups > 0 && p.NHead%s.OGroups == 0 && s.OLora > 0 &&
 		s.IdxHeads > 0 && s.IdxDim >= p.NRot && s.IdxDim%64 == 0 && s.IdxTopK > 0 &&
-		len(s.Ratios) >= p.NLayer && s.HashLayers <= p.NLayer && p.NShared > 0 && p.GatingFunc == gatingSqrtSoftplus
+		len(s.Ratios) >= p.NLayer && p.NShared > 0 && p.GatingFunc == gatingSqrtSoftplus
 	for _, r := range s.Ratios {
 		ok = ok && (r == 0 || r == 4 || r == 128)
 	}
@@ -184,7 +188,7 @@ func (Family) Metadata(p *gen.Preset) []gen.MetaKV {
 		{Key: "hyper_connection.count", Value: u32(s.HC)},
 		{Key: "hyper_connection.sinkhorn_iterations", Value: u32(s.Sinkhorn)},
 		{Key: "hyper_connection.epsilon", Value: s.HCEps},
-		{Key: "hash_layer_count", Value: u32(s.HashLayers)},
+		{Key: "hash_layer_count", Value: u32(hashLayers(p, s))},
 		{Key: "embedding_length_out", Value: u32(p.NEmbd * s.HC)},
 	}...)
 }
@@ -202,7 +206,7 @@ func (Family) Tensors(p *gen.Preset, vocab int) []gen.TensorSpec {
 		head("output_hc_base.weight", gen.RoleBias, s.HC),
 		head("output_hc_scale.weight", gen.RoleScale, 1))
 	for il := 0; il < p.NLayer; il++ {
-		ts = append(ts, blockTensors(p, s, il)...)
+		ts = append(ts, blockTensors(p, s, il, vocab)...)
 	}
 	return ts
 }
@@ -211,7 +215,7 @@ type tensorFn func(name string, role gen.Role, dims ...int) gen.TensorSpec
 
 // blockTensors is block il: the hyper-connection mixers, the attention,
 // its compressors, and the MoE with its shared expert.
-func blockTensors(p *gen.Preset, s shape, il int) []gen.TensorSpec {
+func blockTensors(p *gen.Preset, s shape, il, vocab int) []gen.TensorSpec {
 	E, nh, hd := p.NEmbd, p.NHead, p.HeadDim
 	t := func(name string, role gen.Role, dims ...int) gen.TensorSpec {
 		return gen.TensorSpec{Name: gen.Blk(il, name), Layer: il, Dims: gen.Dims(dims...), Role: role}
@@ -238,8 +242,8 @@ func blockTensors(p *gen.Preset, s shape, il int) []gen.TensorSpec {
 	ts = append(ts,
 		t("ffn_norm.weight", gen.RoleNorm, E),
 		t("ffn_gate_inp.weight", gen.RoleRouter, E, p.NExpert))
-	if il < s.HashLayers {
-		ts = append(ts, t("ffn_gate_tid2eid.weight", gen.RoleProj, p.NExpertUsed, p.Vocab))
+	if il < hashLayers(p, s) {
+		ts = append(ts, t("ffn_gate_tid2eid.weight", gen.RoleProj, p.NExpertUsed, vocab))
 	} else {
 		ts = append(ts, t("exp_probs_b.bias", gen.RoleBias, p.NExpert))
 	}
@@ -285,6 +289,9 @@ func compressorTensors(p *gen.Preset, s shape, il int, t tensorFn) []gen.TensorS
 		t("indexer_compressor_ape.weight", gen.RoleBias, 2*id, ratio),
 		t("indexer_compressor_norm.weight", gen.RoleNorm, id))
 }
+
+// hashLayers is the preset's hash-routed layers within a --layers cut.
+func hashLayers(p *gen.Preset, s shape) int { return min(s.HashLayers, p.NLayer) }
 
 // Vocab implements gen.Family: the ChatML tokenizer of the other families
 // (DeepSeek-V4's own template is not built in).
