@@ -2,11 +2,15 @@ package deepseek4_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/model/deepseek4"
 	"github.com/pipe-engine/pipe/model/goldentest"
 	"github.com/pipe-engine/pipe/router"
 )
@@ -52,4 +56,73 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 		check(fmt.Sprintf("ffn_moe_out-%d", l), rec.Out[l])
 	}
 	check("result_output", logits)
+}
+
+// TestFileShape: the tiny model's layers are window-only, CSA or HCA as
+// its compress_ratios say, its state is what NewState allocates (the raw
+// window and the compressors' pending rows per layer, the compressed rows
+// per position), its routers gate by √softplus with the selection bias,
+// and inspect names the layer kinds, the indexer and the SwiGLU limit.
+func TestFileShape(t *testing.T) {
+	m, d, _ := goldentest.Load(t, filepath.Join(golden, "models/tiny-deepseek4-F32.gguf"), model.Options{})
+	own := d.FamilyHP.(deepseek4.HParams)
+	if fmt.Sprint(own.Ratios) != "[0 4 128 4]" || own.IdxTopK != 2 || own.HC != 4 {
+		t.Errorf("hyper-parameters %+v", own)
+	}
+	// per layer the window's 8 raw rows of 96; layers 1, 3: pending kv and
+	// score rows 8 × 192 and the indexer's 8 × 128, rows of 96 + 64 per
+	// position; layer 2: 128 × 96 twice, rows of 96
+	fixed := int64(4*8*96+2*(2*8*192+2*8*128)+2*128*96) * 4
+	if got, want := model.StateBytes(d, 100, 4), fixed+int64(2*(96+64)+96)*100*4; got != want {
+		t.Errorf("StateBytes = %d, want %d", got, want)
+	}
+	st, err := m.NewState(100, model.KVF32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := st.Bytes(), model.StateBytes(d, 100, 4); got != want {
+		t.Errorf("State.Bytes() = %d, StateBytes %d", got, want)
+	}
+	s := m.Router(1)
+	if s.Gating != model.SqrtSoftplusTopK || !s.Normalize || s.Scale != 1.5 || len(s.Bias) != 16 || s.K != 4 {
+		t.Errorf("layer 1 router %+v", s)
+	}
+	rows := map[string]string{}
+	for _, r := range model.InspectRows(d) {
+		rows[r.Key] = r.Value
+	}
+	if rows["layers"] != "1 window-only (0), 2 CSA ratio 4 + indexer (1 3), 1 HCA ratio 128 (2)" ||
+		!strings.HasPrefix(rows["indexer"], "4 heads of 64, top 2") || !strings.HasPrefix(rows["SwiGLU limit"], "0.3 on every layer") {
+		t.Errorf("inspect rows %q", rows)
+	}
+}
+
+// TestRefusesUnsupportedFiles: hyper-parameters the graph does not run are
+// refused naming the key.
+func TestRefusesUnsupportedFiles(t *testing.T) {
+	d, raw := goldentest.Open(t, filepath.Join(golden, "models/tiny-deepseek4-F32.gguf"))
+	for name, c := range map[string]struct {
+		mut  func(h *model.HParams, own *deepseek4.HParams)
+		want error
+	}{
+		"odd rope":    {func(h *model.HParams, _ *deepseek4.HParams) { h.NRot = 31 }, model.ErrBadModel},
+		"gating":      {func(h *model.HParams, _ *deepseek4.HParams) { h.MoE.GatingFunc = 2 }, model.ErrBadModel},
+		"hc":          {func(_ *model.HParams, o *deepseek4.HParams) { o.HC = 2 }, model.ErrBadModel},
+		"ratio":       {func(_ *model.HParams, o *deepseek4.HParams) { o.Ratios = []int{0, 8, 128, 4} }, model.ErrBadModel},
+		"groups":      {func(_ *model.HParams, o *deepseek4.HParams) { o.OGroups = 3 }, model.ErrBadModel},
+		"hash layers": {func(_ *model.HParams, o *deepseek4.HParams) { o.HashLayers = 1 }, model.ErrUnsupportedArch},
+		"yarn":        {func(h *model.HParams, _ *deepseek4.HParams) { h.RopeScalingType = "yarn" }, model.ErrUnsupportedArch},
+	} {
+		d2 := *d
+		own := d.FamilyHP.(deepseek4.HParams)
+		own.Ratios = append([]int(nil), own.Ratios...)
+		c.mut(&d2.HParams, &own)
+		d2.FamilyHP = own
+		pool := kernels.NewPool(1)
+		_, err := model.New(&d2, goldentest.FileSource(raw), model.Options{Pool: pool})
+		pool.Close()
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
 }
