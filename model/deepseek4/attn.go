@@ -51,7 +51,7 @@ func (m *Model) attention(st *model.State, l int, h []float32, n, pos0 int) ([]f
 
 // rope is the rotation of layer l's heads and kv: compress_rope_freq_base
 // on compressed layers, rope.freq_base on the others.
-func (m *Model) rope(l int) model.Rope {
+func (m *Model) rope(l int) angles {
 	if m.layers[l].ratio != 0 {
 		return m.ropeCmp
 	}
@@ -129,7 +129,7 @@ func (m *Model) projectIndexer(L *layer, h []float32, in *attnIn) error {
 		in.iw[i] *= scale
 	}
 	cs := make([]float32, m.ropeCmp.TableLen())
-	nr := m.ropeCmp.NDims
+	nr := m.nrot
 	for t := 0; t < n; t++ {
 		m.ropeCmp.Angles(in.pos0+t, cs)
 		for i := 0; i < ih; i++ {
@@ -218,7 +218,7 @@ func (m *Model) compress(st *model.State, l int, c *compressor, slot, off int, k
 	model.RMSNorm(comp, comp, m.eps, c.norm)
 	cs := make([]float32, m.ropeCmp.TableLen())
 	m.ropeCmp.Angles(start, cs)
-	rotate(comp[c.width-m.ropeCmp.NDims:], cs, 1)
+	rotate(comp[c.width-m.nrot:], cs, 1)
 	if slot == m.slots[l].lid {
 		fwht(comp, fwhtSize(c.width))
 	}

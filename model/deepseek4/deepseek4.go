@@ -35,8 +35,11 @@
 //	logits = Woutput RMSNorm(Σ_i pre_i x_i)·output_norm  (pre from the
 //	  head's own mixes, without post or Sinkhorn)
 //
-// Files with hash-routed layers (hash_layer_count > 0), NextN layers or
-// YaRN scaling are refused with model.ErrUnsupportedArch.
+// The compressed layers, their rows and the indexer rotate with the
+// file's YaRN scaling (at llama.cpp's dsv4 attention factor); the
+// window-only layers without it. Files with hash-routed layers
+// (hash_layer_count > 0) or NextN layers are refused with
+// model.ErrUnsupportedArch.
 //
 // The package is the whole family (family.Family: family.go; its `pipe
 // gen` presets, tensors and metadata in gen.go; the state layout in
@@ -107,8 +110,9 @@ type Model struct {
 	hcHead  hcMix
 	layers  []layer
 	router  []model.RouterSpec
-	ropeRaw model.Rope // rope.freq_base: layers of ratio 0
-	ropeCmp model.Rope // compress_rope_freq_base: compressed layers and the indexer
+	nrot    int
+	ropeRaw angles // rope.freq_base, unscaled: layers of ratio 0
+	ropeCmp angles // compress_rope_freq_base with the file's YaRN: compressed layers and the indexer
 }
 
 // New builds a DeepSeek-V4 from its description and dense weights.
@@ -130,8 +134,10 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 		eps = 1e-6
 	}
 	m := &Model{d: d, pool: opt.Pool, eps: eps, E: hp.NEmbd, hd: hp.HeadDim, nh: hp.NHead, nope: hp.HeadDim - hp.NRot, own: h,
-		ropeRaw: model.Rope{NDims: hp.NRot, Base: hp.RopeFreqBase, FreqScale: 1, AttnScale: 1},
-		ropeCmp: model.Rope{NDims: hp.NRot, Base: h.CompressBase, FreqScale: 1, AttnScale: 1}}
+		nrot: hp.NRot, ropeRaw: model.Rope{NDims: hp.NRot, Base: hp.RopeFreqBase, FreqScale: 1, AttnScale: 1}}
+	if m.ropeCmp, err = compressRope(d, h); err != nil {
+		return nil, err
+	}
 	m.geom = geometryOf(d)
 	m.slots, m.alloc = m.geom.layout()
 	m.Experts = &model.Experts{Arch: "deepseek4", Pool: opt.Pool, NEmbd: hp.NEmbd, NFF: hp.NFFExp, NExpert: hp.NExpert,
@@ -274,11 +280,37 @@ func checkHParams(hp model.HParams, h HParams) error {
 		return fmt.Errorf("%w: deepseek4.hash_layer_count = %d (hash-routed layers are not implemented)", model.ErrUnsupportedArch, h.HashLayers)
 	}
 	switch hp.RopeScalingType {
-	case "", "none":
+	case "", "none", "yarn":
 	default:
 		return fmt.Errorf("%w: deepseek4: rope scaling %q is not supported", model.ErrUnsupportedArch, hp.RopeScalingType)
 	}
 	return nil
+}
+
+// angles is a rotation's table of one position (cos, sin per pair).
+type angles interface {
+	TableLen() int
+	Angles(pos int, cs []float32)
+}
+
+// compressRope is the rotation of the compressed layers, their compressed
+// rows and the indexer: compress_rope_freq_base with the file's scaling
+// (YaRN: freq_scale 1/factor, ext_factor 1, the corrections of
+// rope.scaling.original_context_length and the betas), whose attention
+// factor llama.cpp sets to 1/(1 + 0.1·ln(1/freq_scale)) (dsv4_rope_attn_factor,
+// which ggml's rope_yarn multiplies back to about 1).
+func compressRope(d *model.Desc, h HParams) (angles, error) {
+	dc := *d
+	dc.HParams.RopeFreqBase = h.CompressBase
+	r, err := model.NewYaRN(&dc, d.HParams.NRot, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	r.AttnFactor = 1
+	if r.ExtFactor != 0 {
+		r.AttnFactor = 1 / (1 + float32(float32(0.1)*float32(math.Log(float64(1/r.FreqScale)))))
+	}
+	return &r, nil
 }
 
 // limit is layer l's entry of a per-layer limit list (0 when absent).

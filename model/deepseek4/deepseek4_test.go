@@ -111,7 +111,7 @@ func TestRefusesUnsupportedFiles(t *testing.T) {
 		"ratio":       {func(_ *model.HParams, o *deepseek4.HParams) { o.Ratios = []int{0, 8, 128, 4} }, model.ErrBadModel},
 		"groups":      {func(_ *model.HParams, o *deepseek4.HParams) { o.OGroups = 3 }, model.ErrBadModel},
 		"hash layers": {func(_ *model.HParams, o *deepseek4.HParams) { o.HashLayers = 1 }, model.ErrUnsupportedArch},
-		"yarn":        {func(h *model.HParams, _ *deepseek4.HParams) { h.RopeScalingType = "yarn" }, model.ErrUnsupportedArch},
+		"longrope":    {func(h *model.HParams, _ *deepseek4.HParams) { h.RopeScalingType = "longrope" }, model.ErrUnsupportedArch},
 	} {
 		d2 := *d
 		own := d.FamilyHP.(deepseek4.HParams)

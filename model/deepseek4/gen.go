@@ -83,10 +83,12 @@ var shapes = map[string]shape{
 	// every path of the graph at tiny widths: a raw-only layer, two CSA
 	// layers (ratio 4: overlapping compressor, indexer choosing 2 blocks)
 	// and an HCA layer (ratio 128), a window of 8 raw rows, two output
-	// groups, a SwiGLU limit that clamps some gate and up values; no hash
-	// layers (gen writes no I32 tensor) and no YaRN
+	// groups, a SwiGLU limit that clamps some gate and up values, YaRN on
+	// the compressed layers (factor 4 over an original context of 64); no
+	// hash layers (gen writes no I32 tensor)
 	"deepseek4-tiny": {Ratios: []int{0, 4, 128, 4}, Window: 8, IdxHeads: 4, IdxDim: 64, IdxTopK: 2,
-		OGroups: 2, OLora: 32, HC: 4, Sinkhorn: 20, HCEps: 1e-6, CompressBase: 160000, SwiGLULimit: 0.3},
+		OGroups: 2, OLora: 32, HC: 4, Sinkhorn: 20, HCEps: 1e-6, CompressBase: 160000, SwiGLULimit: 0.3,
+		YarnFactor: 4, YarnOrigCtx: 64, YarnBetaFast: 32, YarnBetaSlow: 1, RopeScaleType: "yarn"},
 }
 
 // shapeOf is preset p's own values (zero for a preset this file does not
