@@ -37,9 +37,11 @@
 //
 // The compressed layers, their rows and the indexer rotate with the
 // file's YaRN scaling (at llama.cpp's dsv4 attention factor); the
-// window-only layers without it. Files with hash-routed layers
-// (hash_layer_count > 0) or NextN layers are refused with
-// model.ErrUnsupportedArch.
+// window-only layers without it. The first hash_layer_count layers route
+// by token id: the token's ffn_gate_tid2eid row names its experts, which
+// the MoE seam weighs by their √softplus scores as the others (the other
+// experts' logits are −∞ there, and the layer has no selection bias).
+// Files with NextN layers are refused with model.ErrUnsupportedArch.
 //
 // The package is the whole family (family.Family: family.go; its `pipe
 // gen` presets, tensors and metadata in gen.go; the state layout in
@@ -47,11 +49,13 @@
 package deepseek4
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
 	"github.com/pipe-engine/pipe/kernels"
 	"github.com/pipe-engine/pipe/model"
+	"github.com/pipe-engine/pipe/quant"
 )
 
 // clampEps is llama.cpp's threshold: a limit at most this is no limit.
@@ -86,6 +90,7 @@ type layer struct {
 	idxProj, idxQB  model.Weight
 	ffnNorm         []float32
 	gateInp         model.Weight
+	tid2eid         []int32 // hash-routed layers: the experts of each token id (n_expert_used a token)
 	shGate, shUp    model.Weight
 	shDown          model.Weight
 	shAct           model.Activation
@@ -147,9 +152,16 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	for l := 0; l < hp.NLayer; l++ {
 		m.layers = append(m.layers, m.loadLayer(ld, l))
 		m.AddLayer(ld, l)
-		m.router = append(m.router, model.RouterSpec{Gating: model.SqrtSoftplusTopK, NExpert: hp.NExpert, K: k,
-			Normalize: hp.MoE.WeightsNorm, Scale: hp.MoE.WeightsScale,
-			Bias: ld.Vector(blk(l, "exp_probs_b.bias"), hp.NExpert)})
+		spec := model.RouterSpec{Gating: model.SqrtSoftplusTopK, NExpert: hp.NExpert, K: k,
+			Normalize: hp.MoE.WeightsNorm, Scale: hp.MoE.WeightsScale}
+		if l < h.HashLayers {
+			if m.layers[l].tid2eid, err = hashTable(d, src, l); err != nil {
+				return nil, err
+			}
+		} else {
+			spec.Bias = ld.Vector(blk(l, "exp_probs_b.bias"), hp.NExpert)
+		}
+		m.router = append(m.router, spec)
 	}
 	if err := ld.Err(); err != nil {
 		return nil, err
@@ -219,6 +231,29 @@ func (m *Model) loadLayer(ld *model.Loader, l int) layer {
 	return L
 }
 
+// hashTable reads layer l's ffn_gate_tid2eid: an I32 table of
+// n_expert_used expert ids per token id, each below expert_count.
+func hashTable(d *model.Desc, src model.DenseSource, l int) ([]int32, error) {
+	hp := d.HParams
+	name := blk(l, "ffn_gate_tid2eid.weight")
+	ti, ok := d.Tensor(name)
+	if !ok || ti.Type != quant.I32 || len(ti.Dims) != 2 || ti.Dims[0] != uint64(hp.NExpertUsed) || ti.Dims[1] != uint64(hp.NVocab) {
+		return nil, fmt.Errorf("%w: deepseek4: %s missing or not I32 {%d, %d}", model.ErrBadModel, name, hp.NExpertUsed, hp.NVocab)
+	}
+	b, err := src.TensorBytes(ti)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	ids := make([]int32, len(b)/4)
+	for i := range ids {
+		ids[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+		if ids[i] < 0 || int(ids[i]) >= hp.NExpert {
+			return nil, fmt.Errorf("%w: deepseek4: %s[%d] = %d (want an expert below %d)", model.ErrBadModel, name, i, ids[i], hp.NExpert)
+		}
+	}
+	return ids, nil
+}
+
 // groups splits w (rows of n groups back to back) into one matrix per
 // group, as llama.cpp reshapes attn_output_a to {cols, rank, groups}.
 func groups(w model.Weight, n int) []model.Weight {
@@ -276,8 +311,8 @@ func checkHParams(hp model.HParams, h HParams) error {
 			return fmt.Errorf("%w: deepseek4.attention.compress_ratios[%d] = %d (want 0, 4 or 128)", model.ErrBadModel, l, r)
 		}
 	}
-	if h.HashLayers > 0 {
-		return fmt.Errorf("%w: deepseek4.hash_layer_count = %d (hash-routed layers are not implemented)", model.ErrUnsupportedArch, h.HashLayers)
+	if h.HashLayers > hp.NLayer {
+		return fmt.Errorf("%w: deepseek4.hash_layer_count = %d (want ≤ block_count %d)", model.ErrBadModel, h.HashLayers, hp.NLayer)
 	}
 	switch hp.RopeScalingType {
 	case "", "none", "yarn":

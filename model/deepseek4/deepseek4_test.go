@@ -105,13 +105,13 @@ func TestRefusesUnsupportedFiles(t *testing.T) {
 		mut  func(h *model.HParams, own *deepseek4.HParams)
 		want error
 	}{
-		"odd rope":    {func(h *model.HParams, _ *deepseek4.HParams) { h.NRot = 31 }, model.ErrBadModel},
-		"gating":      {func(h *model.HParams, _ *deepseek4.HParams) { h.MoE.GatingFunc = 2 }, model.ErrBadModel},
-		"hc":          {func(_ *model.HParams, o *deepseek4.HParams) { o.HC = 2 }, model.ErrBadModel},
-		"ratio":       {func(_ *model.HParams, o *deepseek4.HParams) { o.Ratios = []int{0, 8, 128, 4} }, model.ErrBadModel},
-		"groups":      {func(_ *model.HParams, o *deepseek4.HParams) { o.OGroups = 3 }, model.ErrBadModel},
-		"hash layers": {func(_ *model.HParams, o *deepseek4.HParams) { o.HashLayers = 1 }, model.ErrUnsupportedArch},
-		"longrope":    {func(h *model.HParams, _ *deepseek4.HParams) { h.RopeScalingType = "longrope" }, model.ErrUnsupportedArch},
+		"odd rope":   {func(h *model.HParams, _ *deepseek4.HParams) { h.NRot = 31 }, model.ErrBadModel},
+		"gating":     {func(h *model.HParams, _ *deepseek4.HParams) { h.MoE.GatingFunc = 2 }, model.ErrBadModel},
+		"hc":         {func(_ *model.HParams, o *deepseek4.HParams) { o.HC = 2 }, model.ErrBadModel},
+		"ratio":      {func(_ *model.HParams, o *deepseek4.HParams) { o.Ratios = []int{0, 8, 128, 4} }, model.ErrBadModel},
+		"groups":     {func(_ *model.HParams, o *deepseek4.HParams) { o.OGroups = 3 }, model.ErrBadModel},
+		"hash table": {func(_ *model.HParams, o *deepseek4.HParams) { o.HashLayers = 1 }, model.ErrBadModel},
+		"longrope":   {func(h *model.HParams, _ *deepseek4.HParams) { h.RopeScalingType = "longrope" }, model.ErrUnsupportedArch},
 	} {
 		d2 := *d
 		own := d.FamilyHP.(deepseek4.HParams)

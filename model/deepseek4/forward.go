@@ -36,7 +36,7 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := m.block(ctx, st, moe, l, x, n, pos0); err != nil {
+		if err := m.block(ctx, st, moe, l, x, tokens, pos0); err != nil {
 			return nil, err
 		}
 	}
@@ -46,8 +46,8 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 
 // block runs layer l's attention and FFN halves, each between its
 // hyper-connections, on the streams x of the n tokens.
-func (m *Model) block(ctx context.Context, st *model.State, moe model.MoE, l int, x []float32, n, pos0 int) error {
-	L := &m.layers[l]
+func (m *Model) block(ctx context.Context, st *model.State, moe model.MoE, l int, x []float32, tokens []int32, pos0 int) error {
+	L, n := &m.layers[l], len(tokens)
 	hc, E := m.own.HC, m.E
 	res := make([]float32, len(x))
 	cur, h := make([]float32, n*E), make([]float32, n*E)
@@ -67,7 +67,7 @@ func (m *Model) block(ctx context.Context, st *model.State, moe model.MoE, l int
 		return err
 	}
 	model.NormRows(h, cur, n, m.eps, L.ffnNorm)
-	if y, err = m.ffn(ctx, moe, l, h, n); err != nil {
+	if y, err = m.ffn(ctx, moe, l, h, tokens); err != nil {
 		return err
 	}
 	m.hcPost(y, res, n, post, comb, x)
@@ -76,12 +76,15 @@ func (m *Model) block(ctx context.Context, st *model.State, moe model.MoE, l int
 
 // ffn is the FFN half on the normed input h: the routed experts through
 // the MoE seam plus the shared expert.
-func (m *Model) ffn(ctx context.Context, moe model.MoE, l int, h []float32, n int) ([]float32, error) {
-	L := &m.layers[l]
+func (m *Model) ffn(ctx context.Context, moe model.MoE, l int, h []float32, tokens []int32) ([]float32, error) {
+	L, n := &m.layers[l], len(tokens)
 	E, ne := m.E, m.d.HParams.NExpert
 	logits := make([]float32, n*ne)
 	if err := model.MatMul(m.pool, &L.gateInp, h, n, logits); err != nil {
 		return nil, err
+	}
+	if L.tid2eid != nil {
+		m.hashMask(L.tid2eid, tokens, logits)
 	}
 	out := make([]float32, n*E)
 	xs, ls, os := make([][]float32, n), make([][]float32, n), make([][]float32, n)
@@ -105,6 +108,27 @@ func (m *Model) ffn(ctx context.Context, moe model.MoE, l int, h []float32, n in
 		out[i] += sh[i]
 	}
 	return out, nil
+}
+
+// hashMask leaves each token's logits only for the experts its row of
+// tid2eid names (the others −∞: √softplus 0, never chosen while a named
+// expert's score is positive), as llama.cpp's build_moe_ffn takes the
+// row as the selected experts and weighs them by their scores.
+func (m *Model) hashMask(tid2eid, tokens []int32, logits []float32) {
+	ne, k := m.d.HParams.NExpert, m.d.HParams.NExpertUsed
+	keep := make([]bool, ne)
+	for t, tok := range tokens {
+		clear(keep)
+		for _, e := range tid2eid[int(tok)*k : (int(tok)+1)*k] {
+			keep[e] = true
+		}
+		row := logits[t*ne : (t+1)*ne]
+		for e := range row {
+			if !keep[e] {
+				row[e] = negInf
+			}
+		}
+	}
 }
 
 // shared is the shared expert: down(act(gate h, up h)).

@@ -74,8 +74,8 @@ func flashRatios() []int {
 // NextN layer (num_nextn_predict_layers 1) is not written. Its hash-routed
 // layers' ffn_gate_tid2eid tables are written as float tensors of the
 // right name and shape: gen writes no I32 tensor, and the converter's
-// table is I32, so llama.cpp cannot route those layers from this file
-// (and pipe refuses hash-routed layers).
+// table is I32, so neither llama.cpp nor pipe (which refuses the file,
+// naming the tensor) routes those layers from this file.
 var shapes = map[string]shape{
 	"deepseek-v4-flash": {Ratios: flashRatios(), Window: 128, IdxHeads: 64, IdxDim: 128, IdxTopK: 512,
 		OGroups: 8, OLora: 1024, HC: 4, Sinkhorn: 20, HCEps: 1e-6, HashLayers: 3, CompressBase: 160000,

@@ -17,3 +17,12 @@ import (
 func TestGoldenRuns(t *testing.T) {
 	goldenruns.Check(t, golden, "tiny-deepseek4-F32", "tiny-deepseek4-Q4_K_M")
 }
+
+// TestGoldenRunsHashRouted holds the golden runs of tiny-deepseek4-hash
+// (section 20): the same model with layer 0 routed by token id (an I32
+// ffn_gate_tid2eid table in place of its selection bias, as
+// DeepSeek-V4-Flash's first three layers), against llama.cpp's runs as
+// TestGoldenRuns.
+func TestGoldenRunsHashRouted(t *testing.T) {
+	goldenruns.Check(t, golden, "tiny-deepseek4-hash-F32", "tiny-deepseek4-hash-Q4_K_M")
+}
