@@ -321,7 +321,7 @@ func (m *Model) topBlocks(st *model.State, l int, in *attnIn, t, pos int, rr *ro
 			q := in.iq[(t*ih+h)*id : (t*ih+h+1)*id]
 			var dot float32
 			for i, v := range q {
-				dot += v * k[i]
+				dot += float32(v * k[i])
 			}
 			s += float64(relu(dot) * in.iw[t*ih+h])
 		}

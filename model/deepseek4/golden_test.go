@@ -24,5 +24,5 @@ func TestGoldenRuns(t *testing.T) {
 // DeepSeek-V4-Flash's first three layers), against llama.cpp's runs as
 // TestGoldenRuns.
 func TestGoldenRunsHashRouted(t *testing.T) {
-	goldenruns.Check(t, golden, "tiny-deepseek4-hash-F32", "tiny-deepseek4-hash-Q4_K_M")
+	goldenruns.Check(t, golden+"/deepseek4-hash", "tiny-deepseek4-hash-F32", "tiny-deepseek4-hash-Q4_K_M")
 }

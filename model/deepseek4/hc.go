@@ -2,7 +2,9 @@ package deepseek4
 
 // hc.go: the hyper-connections (llama.cpp's build_hc_pre, build_hc_post,
 // build_hc_sinkhorn and build_hc_head), token by token over the hc_mult
-// residual streams of a token (stream s at s·n_embd of its row).
+// residual streams of a token (stream s at s·n_embd of its row). Every
+// product before a sum is rounded (float32(x*y)): no fused multiply-add on
+// arm64, so the logits' bits are the same on every architecture.
 
 import (
 	"math"
@@ -26,12 +28,12 @@ func (m *Model) hcPre(w *hcMix, x []float32, n int, cur, post, comb []float32) e
 	for t := 0; t < n; t++ {
 		mx := mixes[t*mixW : (t+1)*mixW]
 		for i := 0; i < hc; i++ {
-			pre[i] = model.Sigmoid(mx[i]*w.scale[0]+w.base[i]) + m.own.HCEps
-			post[t*hc+i] = 2 * model.Sigmoid(mx[hc+i]*w.scale[1]+w.base[hc+i])
+			pre[i] = model.Sigmoid(float32(mx[i]*w.scale[0])+w.base[i]) + m.own.HCEps
+			post[t*hc+i] = 2 * model.Sigmoid(float32(mx[hc+i]*w.scale[1])+w.base[hc+i])
 		}
 		c := comb[t*hc*hc : (t+1)*hc*hc]
 		for k := range c {
-			c[k] = mx[2*hc+k]*w.scale[2] + w.base[2*hc+k]
+			c[k] = float32(mx[2*hc+k]*w.scale[2]) + w.base[2*hc+k]
 		}
 		m.sinkhorn(c)
 		weighStreams(x[t*hc*E:(t+1)*hc*E], pre, cur[t*E:(t+1)*E])
@@ -49,7 +51,7 @@ func weighStreams(x, pre, out []float32) {
 	for s := 1; s < len(pre); s++ {
 		xs := x[s*E : (s+1)*E]
 		for i := range out {
-			out[i] += xs[i] * pre[s]
+			out[i] += float32(xs[i] * pre[s])
 		}
 	}
 }
@@ -114,7 +116,7 @@ func (m *Model) hcPost(y, residual []float32, n int, post, comb, x []float32) {
 			for src := 0; src < hc; src++ {
 				w, rs := c[dst+hc*src], rt[src*E:(src+1)*E]
 				for i := range out {
-					out[i] += rs[i] * w
+					out[i] += float32(rs[i] * w)
 				}
 			}
 		}
@@ -134,7 +136,7 @@ func (m *Model) hcHeadMix(x []float32, n int, out []float32) error {
 	pre := make([]float32, hc)
 	for t := 0; t < n; t++ {
 		for i := range pre {
-			pre[i] = model.Sigmoid(mixes[t*hc+i]*m.hcHead.scale[0]+m.hcHead.base[i]) + m.own.HCEps
+			pre[i] = model.Sigmoid(float32(mixes[t*hc+i]*m.hcHead.scale[0])+m.hcHead.base[i]) + m.own.HCEps
 		}
 		weighStreams(x[t*hc*E:(t+1)*hc*E], pre, out[t*E:(t+1)*E])
 	}
