@@ -6,6 +6,7 @@ package deepseek4
 // (build_lid_top_k), for the n tokens of one sequence at positions pos0….
 
 import (
+	"fmt"
 	"math"
 	"sort"
 
@@ -39,10 +40,14 @@ func (m *Model) attention(st *model.State, l int, h []float32, n, pos0 int) ([]f
 		pos := pos0 + t
 		m.storeRaw(st, l, pos, in.kv[t*m.hd:(t+1)*m.hd])
 		if L.ratio != 0 {
-			m.compress(st, l, L.comp, m.slots[l].comp, 0, in.ckv, in.csc, t, pos, &rr)
+			if err := m.compress(st, l, L.comp, m.slots[l].comp, 0, in.ckv, in.csc, t, pos); err != nil {
+				return nil, err
+			}
 		}
 		if L.ratio == 4 {
-			m.compress(st, l, L.idx, m.slots[l].lid, 2*compRows(4)*compWidth(4, m.hd), in.ikv, in.isc, t, pos, &rr)
+			if err := m.compress(st, l, L.idx, m.slots[l].lid, 2*compRows(4)*compWidth(4, m.hd), in.ikv, in.isc, t, pos); err != nil {
+				return nil, err
+			}
 		}
 		m.attendToken(st, l, &in, t, pos, att[t*m.nh*m.hd:(t+1)*m.nh*m.hd], &rr)
 	}
@@ -195,7 +200,7 @@ func (m *Model) storeRaw(st *model.State, l, pos int, kv []float32) {
 // position's ape row) in layer l's pending rows at offset off of its fixed
 // slot (after the raw ring), and when pos ends a block writes the block's
 // compressed row to slot.
-func (m *Model) compress(st *model.State, l int, c *compressor, slot, off int, kvs, scs []float32, t, pos int, rr *rowReader) {
+func (m *Model) compress(st *model.State, l int, c *compressor, slot, off int, kvs, scs []float32, t, pos int) error {
 	ratio := m.layers[l].ratio
 	R, cw := compRows(ratio), compWidth(ratio, c.width)
 	fixed := st.Recurrent(m.slots[l].fixed)[m.geom.window*m.hd+off:]
@@ -205,13 +210,14 @@ func (m *Model) compress(st *model.State, l int, c *compressor, slot, off int, k
 	sc := scRing[row*cw : (row+1)*cw]
 	copy(sc, scs[t*cw:(t+1)*cw])
 	ape := make([]float32, cw)
-	if err := model.DequantizeRow(c.ape.Type, c.ape.Data, cw, pos%ratio, ape); err == nil {
-		for i := range sc {
-			sc[i] += ape[i]
-		}
+	if err := model.DequantizeRow(c.ape.Type, c.ape.Data, cw, pos%ratio, ape); err != nil {
+		return fmt.Errorf("%s row %d: %w", c.ape.Name, pos%ratio, err)
+	}
+	for i := range sc {
+		sc[i] += ape[i]
 	}
 	if (pos+1)%ratio != 0 {
-		return
+		return nil
 	}
 	start := pos + 1 - ratio
 	comp := m.pool2(c, kvRing, scRing, R, cw, ratio, start)
@@ -223,6 +229,7 @@ func (m *Model) compress(st *model.State, l int, c *compressor, slot, off int, k
 		fwht(comp, fwhtSize(c.width))
 	}
 	st.Store(slot, pos/ratio, comp, nil)
+	return nil
 }
 
 // pool2 is a block's compressed row: per channel, the softmax over the
