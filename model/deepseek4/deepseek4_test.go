@@ -92,7 +92,7 @@ func TestFileShape(t *testing.T) {
 		rows[r.Key] = r.Value
 	}
 	if rows["layers"] != "1 window-only (0), 2 CSA ratio 4 + indexer (1 3), 1 HCA ratio 128 (2)" ||
-		!strings.HasPrefix(rows["indexer"], "4 heads of 64, top 2") || !strings.HasPrefix(rows["SwiGLU limit"], "0.3 on every layer") {
+		!strings.HasPrefix(rows["indexer"], "4 heads of 64, top 2") || !strings.HasPrefix(rows["SwiGLU limit"], "0.3 on every layer") || !strings.HasPrefix(rows["rope scaling"], "YaRN ×4 over 64") {
 		t.Errorf("inspect rows %q", rows)
 	}
 }

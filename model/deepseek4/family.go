@@ -176,6 +176,10 @@ func (Family) InspectRows(d *model.Desc) []model.InspectRow {
 			raw = append(raw, fmt.Sprint(l))
 		}
 	}
+	scaling := "none"
+	if hp.RopeScalingType == "yarn" {
+		scaling = fmt.Sprintf("YaRN ×%g over %d on the compressed layers and the indexer", hp.RopeScaleLinear, hp.RopeScalingOrigCtx)
+	}
 	hash := "none"
 	if h.HashLayers > 0 {
 		hash = fmt.Sprintf("layers 0-%d route by token id (ffn_gate_tid2eid)", h.HashLayers-1)
@@ -185,6 +189,7 @@ func (Family) InspectRows(d *model.Desc) []model.InspectRow {
 			len(raw), strings.Join(raw, " "), len(csa), strings.Join(csa, " "), len(hca), strings.Join(hca, " "))},
 		{Key: "attention", Value: fmt.Sprintf("%d heads of %d over one shared KV row (%d RoPE, base %g; compressed layers %g), q rank %d, window %d, sinks, output %d groups of rank %d",
 			hp.NHead, hp.HeadDim, hp.NRot, hp.RopeFreqBase, h.CompressBase, hp.MLA.QLoraRank, hp.SlidingWindow, h.OGroups, h.OLora)},
+		{Key: "rope scaling", Value: scaling},
 		{Key: "indexer", Value: fmt.Sprintf("%d heads of %d, top %d compressed blocks (Hadamard-rotated)", h.IdxHeads, h.IdxDim, h.IdxTopK)},
 		{Key: "hyper-connections", Value: fmt.Sprintf("%d streams, Sinkhorn %d iterations, eps %g", h.HC, h.Sinkhorn, h.HCEps)},
 		{Key: "routing", Value: fmt.Sprintf("√softplus, selection bias, hash layers: %s", hash)},
