@@ -63,7 +63,7 @@ func (a *arena) get() (int32, bool) {
 	return i, true
 }
 
-// prefaultAll has the Prefaulter fault the whole arena in (Config.PrefaultAll).
+// prefaultAll has the Prefaulter fault the whole arena in (Cache.PrefaultAll).
 func (a *arena) prefaultAll() {
 	if a.pf != nil {
 		a.pf.Use(int64(len(a.mem)))

@@ -242,10 +242,10 @@ func TestSlotSize(t *testing.T) {
 	}
 }
 
-// TestPrefaultAll: with Config.PrefaultAll the resident arena is faulted in
-// whole from New on, before any lookup (a cache that will fill: its first
-// prompt's reads then land in present pages); without it nothing is faulted
-// before the first slot is handed out.
+// TestPrefaultAll: after PrefaultAll the resident arena is faulted in
+// whole, before any lookup (a cache that will fill: its first prompt's reads
+// then land in present pages); without it nothing is faulted before the
+// first slot is handed out.
 func TestPrefaultAll(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the Prefaulter faults pages in on Linux only (MADV_POPULATE_WRITE)")
@@ -253,7 +253,7 @@ func TestPrefaultAll(t *testing.T) {
 	const slot, slots = 1 << 20, 40
 	for _, all := range []bool{false, true} {
 		pol, _ := NewPolicy("lru", PolicyOptions{})
-		c, err := New(Config{BudgetBytes: slots * slot, SlotBytes: slot, Policy: pol, PrefaultAll: all})
+		c, err := New(Config{BudgetBytes: slots * slot, SlotBytes: slot, Policy: pol})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,6 +262,7 @@ func TestPrefaultAll(t *testing.T) {
 				t.Errorf("without PrefaultAll: %d bytes faulted before any lookup", f)
 			}
 		} else {
+			c.PrefaultAll()
 			deadline := time.Now().Add(time.Minute) // hang guard: the Prefaulter has no event to wait on
 			for c.Faulted() < slots*slot && time.Now().Before(deadline) {
 				time.Sleep(time.Millisecond)

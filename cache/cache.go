@@ -9,8 +9,7 @@
 // nothing), reused slot by slot and never returned to the kernel while the
 // cache is open (no madvise churn); its pages are faulted in on a goroutine
 // of the arena's, PrefaultAhead bytes ahead of the slots in use (arena.go), or
-// the whole arena from the start (Config.PrefaultAll, for a cache that will
-// fill), so the reads that fill new slots do not fault them themselves. Every slot has Config.SlotBytes bytes: the
+// the whole arena once asked (PrefaultAll, for a cache that will fill), so the reads that fill new slots do not fault them themselves. Every slot has Config.SlotBytes bytes: the
 // largest span one expert's read needs (reader.SpanBytes of its ranges, a
 // multiple of 4 KiB), so slots are interchangeable across layers.
 //
@@ -109,15 +108,6 @@ type Config struct {
 	// (--huge-pages): O_DIRECT reads into them take far fewer device
 	// segments and page pins (see internal/anon).
 	HugePages bool
-	// PrefaultAll faults the whole arena in from New on, on the arena's
-	// Prefaulter goroutine (never blocking a lookup), instead of
-	// PrefaultAhead past the highest slot handed out: for a cache that will
-	// fill (a budget below the model's experts), whose memory is committed
-	// within its first prompt anyway. Reads into pages not yet present pay
-	// for allocating and zeroing them inside the read; on a loaded or
-	// virtual machine that held a cold prompt pass's reads to a fraction of
-	// the disk's rate until the cache filled (docs/measurements.md, issue 37).
-	PrefaultAll bool
 }
 
 // Status is the outcome of Acquire.
@@ -257,10 +247,6 @@ func New(cfg Config) (*Cache, error) {
 		batch:   1,
 		wake:    make(chan struct{}),
 	}
-	if cfg.PrefaultAll {
-		res.prefaultAll()
-		trans.prefaultAll()
-	}
 	c.cfg.TransientSlots = nt
 	c.st.BudgetBytes = cfg.BudgetBytes
 	c.st.SlotBytes = cfg.SlotBytes
@@ -269,6 +255,24 @@ func New(cfg Config) (*Cache, error) {
 	c.elig = c.eligible
 	c.eligUnprotected = c.eligibleUnprotected
 	return c, nil
+}
+
+// PrefaultAll has the arenas' Prefaulters fault their whole memory in, on
+// their own goroutines (it returns at once and never blocks a lookup),
+// instead of PrefaultAhead bytes past the highest slot handed out: for a
+// cache that will fill (a budget below the model's experts), whose memory
+// is committed within its first prompt anyway. Reads into pages not yet
+// present pay for allocating and zeroing them inside the read; on a loaded
+// or virtual machine that held a cold prompt pass's reads to a fraction of
+// the disk's rate until the cache filled (docs/measurements.md, issue 37).
+func (c *Cache) PrefaultAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.res == nil {
+		return
+	}
+	c.res.prefaultAll()
+	c.trans.prefaultAll()
 }
 
 // Faulted is how many bytes of the resident arena its Prefaulter has

@@ -38,6 +38,7 @@ type streamSource struct {
 	out        chan expert.Ready     // planner and lanes → FFN stage (capacity: experts per layer)
 	done       chan error            // planner → decode goroutine: a request's lookups are issued (capacity 1)
 	maxExperts int
+	fills      bool // the cache holds fewer slots than the model has experts: it will fill
 }
 
 // openStream starts what needs no model: the speculation policy, the
@@ -56,12 +57,9 @@ func openStream(cfg *Resolved, d *model.Desc, l expertLayout, paths []string, li
 	if err != nil {
 		return s, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	// A cache smaller than the model's experts fills within its first
-	// prompts: its memory is faulted in from the start, during the load, not
-	// inside the first prompt pass's reads (cache.Config.PrefaultAll).
-	fills := cfg.Cache.Bytes > 0 && cfg.Cache.Bytes/l.slotBytes < l.count()
+	s.fills = cfg.Cache.Bytes > 0 && cfg.Cache.Bytes/l.slotBytes < l.count()
 	s.cache, err = cache.New(cache.Config{BudgetBytes: cfg.Cache.Bytes, SlotBytes: l.slotBytes, Policy: pol,
-		TransientSlots: max(cfg.K, cache.DefaultTransientSlots), HugePages: !cfg.NoHugePages, PrefaultAll: fills})
+		TransientSlots: max(cfg.K, cache.DefaultTransientSlots), HugePages: !cfg.NoHugePages})
 	if err != nil {
 		return s, err
 	}
@@ -85,6 +83,13 @@ func openStream(cfg *Resolved, d *model.Desc, l expertLayout, paths []string, li
 // routers, the hand-off channels and the planner goroutine.
 func (s *streamSource) begin(m model.Model, f *ffn.Stage, arch string) error {
 	s.ffn = f
+	// A cache that will fill within its first prompts has its memory
+	// faulted in from now on, once the dense weights are loaded (started
+	// with the cache, it took the load's pages and lengthened the load),
+	// ahead of the first prompt pass's reads (cache.PrefaultAll).
+	if s.fills {
+		s.cache.PrefaultAll()
+	}
 	if err := s.spec.begin(m, !s.cfg.Prefetch.NoPrompt, arch); err != nil {
 		return err
 	}
