@@ -107,8 +107,8 @@
 // set, so the disk reads it while layer ℓ finishes and ℓ+1 runs its
 // attention, time in which it would otherwise idle; every lane may serve
 // those guesses, not only --prefetch-lanes. A cache smaller than the
-// model's experts is faulted in whole from the start (it fills within its
-// first prompts), so a cold prompt pass reads into present pages. A
+// model's experts is faulted in whole once the dense weights are loaded
+// (it fills within its first prompts), ahead of the first prompt's reads. A
 // streamed prompt pass also runs with more Ps than compute threads
 // (Session.Prefill, PromptProcs), so reader goroutines are not kept waiting
 // for one.
