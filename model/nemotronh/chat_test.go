@@ -3,14 +3,14 @@ package nemotronh
 import (
 	"testing"
 
-	"github.com/pipe-engine/pipe/model/chattest"
+	"github.com/pipe-engine/pipe/serve/chattest"
 	"github.com/pipe-engine/pipe/serve/toolcall"
 )
 
 // TestChatTemplateTools: nemotron-3-nano-30b-a3b writes Nemotron 3 Nano's template, and pipe's
 // Jinja renders a conversation with a tool call and its result with it
 // byte for byte as llama.cpp's llama-server does (testdata, recorded by
-// model/chattest/testdata/record-llama.sh).
+// serve/chattest/testdata/record-llama.sh).
 func TestChatTemplateTools(t *testing.T) {
 	chattest.CheckToolRender(t, "nemotron-3-nano-30b-a3b", chatTemplate, "testdata/chat-tools.llama.txt")
 }
