@@ -148,7 +148,7 @@ func TestBadOptions(t *testing.T) {
 // TestBuiltinVocab: every merge joins two existing tokens into an existing
 // token, all tokens are distinct, specials are last and bos/eos point at them.
 func TestBuiltinVocab(t *testing.T) {
-	v, err := BuiltinVocab("qwen3moe", 2000)
+	v, err := BuiltinVocabSpec(vocabSpec("qwen3moe"), 2000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -197,14 +197,6 @@ func vocabSpec(arch string) VocabSpec {
 const chatML = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}\n" +
 	"{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 
-// BuiltinVocab builds a byte-level BPE tokenizer (GPT-2/Qwen2 style) with size
-// tokens: the 256 byte tokens, merges learned from a fixed English text, filler
-// words up to the size, and the special tokens last. The tokenizer therefore
-// encodes any text (every byte has a token), and generated ids decode to words.
-func BuiltinVocab(arch string, size int) (*Vocab, error) {
-	return BuiltinVocabSpec(vocabSpec(arch), size)
-}
-
 // presetVocabSpec is preset p's tokenizer: its own (Preset.Tokenizer) or
 // its family's.
 func presetVocabSpec(p *Preset) VocabSpec {
@@ -214,8 +206,11 @@ func presetVocabSpec(p *Preset) VocabSpec {
 	return vocabSpec(p.Arch)
 }
 
-// BuiltinVocabSpec is BuiltinVocab with the given specials, pre-tokenizer
-// and chat template.
+// BuiltinVocabSpec builds a byte-level BPE tokenizer (GPT-2/Qwen2 style)
+// with size tokens and spec's specials, pre-tokenizer and chat template: the
+// 256 byte tokens, merges learned from a fixed English text, filler words up
+// to the size, and the special tokens last. The tokenizer therefore encodes
+// any text (every byte has a token), and generated ids decode to words.
 func BuiltinVocabSpec(spec VocabSpec, size int) (*Vocab, error) {
 	sp := spec.Specials
 	if size < 256+len(sp) {
