@@ -140,6 +140,14 @@ type GenOptions struct {
 	// token (zero: when Generate or Chat was called); a front end that
 	// tokenizes the prompt itself sets it before Encode.
 	Given time.Time
+	// Batch is the prompt pass's logical batch (llama.cpp's n_batch, -b):
+	// the prompt is fed Batch tokens at a time (0: stages.PrefillChunk),
+	// in forward passes of at most stages.PrefillChunk; the output is the
+	// same bits whatever the Batch.
+	Batch int
+	// OnPrompt, if set, is called after each Batch of the prompt pass with
+	// the prompt tokens fed so far; an error from it ends the generation.
+	OnPrompt func(fed int) error
 }
 
 // Token is one sampled token as the callback sees it.
@@ -232,7 +240,7 @@ func (s *Session) Generate(ctx context.Context, ids []int32, o GenOptions, onTok
 
 func (s *Session) run(ctx context.Context, ids []int32, n int, o GenOptions, onToken func(Token) error) (res Result, err error) {
 	res = Result{PromptTokens: len(ids)}
-	logits, err := s.prefill(ctx, ids, &res)
+	logits, err := s.prefill(ctx, ids, o, &res)
 	if err != nil {
 		return res, err
 	}
@@ -289,12 +297,13 @@ func call(f func(Token) error, t Token) error {
 	return nil
 }
 
-// prefill feeds the prompt as one pass and returns the last position's logits.
-func (s *Session) prefill(ctx context.Context, ids []int32, res *Result) ([]float32, error) {
+// prefill feeds the prompt as one pass (in batches of o.Batch, each
+// reported to o.OnPrompt) and returns the last position's logits.
+func (s *Session) prefill(ctx context.Context, ids []int32, o GenOptions, res *Result) ([]float32, error) {
 	s.inPrefill = true
 	s.prefill0, s.prefillN = s.st.State.Pos, len(ids)
 	c0 := s.m.eng.Metrics().Counters
-	rows, d, err := s.st.Prefill(ctx, ids, false)
+	rows, d, err := s.st.PrefillBy(ctx, ids, false, o.Batch, o.OnPrompt)
 	s.inPrefill = false
 	if err == nil && s.m.o.Progress != nil {
 		total := int64(len(ids)) * int64(s.m.eng.Desc().HParams.NLayer)

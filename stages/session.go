@@ -69,24 +69,41 @@ const PrefillChunk = 512
 // the logits of every position when all is set, else of the last one (valid
 // until the next Prefill or Step).
 func (s *Session) Prefill(ctx context.Context, tokens []int32, all bool) ([][]float32, time.Duration, error) {
+	return s.PrefillBy(ctx, tokens, all, PrefillChunk, nil)
+}
+
+// PrefillBy is Prefill with the prompt cut into logical batches of batch
+// tokens (llama.cpp's n_batch; <= 0: PrefillChunk), each fed in forward
+// passes of up to min(batch, PrefillChunk) tokens; after, if set, is called
+// after each batch with the tokens fed so far (an error from it ends the
+// pass). The logits are the same bits whatever the batch.
+func (s *Session) PrefillBy(ctx context.Context, tokens []int32, all bool, batch int, after func(fed int) error) ([][]float32, time.Duration, error) {
 	defer s.beginPrompt()()
+	if batch <= 0 {
+		batch = PrefillChunk
+	}
 	clk := s.eng.meter.clock
 	t0 := clk.Now()
 	var out [][]float32
 	var err error
-	for i := 0; i < len(tokens) && err == nil; i += PrefillChunk {
-		if err = ctx.Err(); err != nil {
-			break
+	for b := 0; b < len(tokens) && err == nil; b += batch {
+		end := min(b+batch, len(tokens))
+		for i := b; i < end && err == nil; i += PrefillChunk {
+			if err = ctx.Err(); err != nil {
+				break
+			}
+			chunk := tokens[i:min(i+PrefillChunk, end)]
+			var rows [][]float32
+			rows, err = s.eng.Forward(ctx, s.State, chunk, all)
+			switch {
+			case all:
+				out = append(out, rows...)
+			case i+len(chunk) == len(tokens):
+				out = rows
+			}
 		}
-		chunk := tokens[i:min(i+PrefillChunk, len(tokens))]
-		last := i+len(chunk) == len(tokens)
-		var rows [][]float32
-		rows, err = s.eng.Forward(ctx, s.State, chunk, all)
-		switch {
-		case all:
-			out = append(out, rows...)
-		case last:
-			out = rows
+		if err == nil && after != nil {
+			err = after(end)
 		}
 	}
 	return out, clk.Since(t0), err
