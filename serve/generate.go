@@ -152,17 +152,19 @@ func (s *generator) chainOf(j *job) (*sample.Chain, error) {
 }
 
 // genFunc generates up to maxTokens tokens from the prompt tokens ids,
-// calling onToken for each: the one session (sessionGen) or a slot of the
-// batch (batchGen, parallel.go).
-type genFunc func(ctx context.Context, ids []int32, maxTokens int, onToken func(decode.Token) error) (decode.Result, error)
+// calling onPrompt (if set and the generator can) after each -b batch of
+// the prompt pass with the tokens of ids fed so far, and onToken for each
+// generated token: the one session (sessionGen) or a slot of the batch
+// (batchGen, parallel.go).
+type genFunc func(ctx context.Context, ids []int32, maxTokens int, onPrompt func(fed int) error, onToken func(decode.Token) error) (decode.Result, error)
 
 // sessionGen is the genFunc of the one session (in the decode slot).
 // Its forward passes (the session has the model to itself) count on
 // /metrics, each with one busy slot.
-func (s *generator) sessionGen(ctx context.Context, ids []int32, maxTokens int, onToken func(decode.Token) error) (decode.Result, error) {
+func (s *generator) sessionGen(ctx context.Context, ids []int32, maxTokens int, onPrompt func(fed int) error, onToken func(decode.Token) error) (decode.Result, error) {
 	f0 := s.o.Model.Forwards()
 	defer func() { s.met.passes(s.o.Model.Forwards()-f0, 1) }()
-	return s.slot.sess.Generate(ctx, ids, decode.GenOptions{MaxTokens: maxTokens}, onToken)
+	return s.slot.sess.Generate(ctx, ids, decode.GenOptions{MaxTokens: maxTokens, Batch: s.o.Batch, OnPrompt: onPrompt}, onToken)
 }
 
 // limit sets o.maxTokens, the tokens job j may generate: what it asked
@@ -204,15 +206,16 @@ func (s *generator) run(ctx context.Context, j *job, chain *sample.Chain, feed [
 	var ids []int32               // tokens whose text is not sent yet
 	var probs []sample.TokenProbs // and their probabilities (j.probs)
 	var first time.Time           // the first token's callback: the prompt pass is over
-	passStart := time.Now()
-	if err := reportProgress(j, em, o, false, passStart); err != nil {
+	pr := progressReport{j: j, em: em, o: o, since: time.Now()}
+	if err := pr.report(o.cachedTokens); err != nil {
 		return err
 	}
-	res, err := gen(ctx, feed, o.maxTokens, func(t decode.Token) error {
+	onPrompt := func(fed int) error { return pr.report(o.cachedTokens + fed) }
+	res, err := gen(ctx, feed, o.maxTokens, onPrompt, func(t decode.Token) error {
 		if first.IsZero() {
 			first = time.Now()
 			o.ttft = first.Sub(start)
-			if err := reportProgress(j, em, o, true, passStart); err != nil {
+			if err := pr.report(o.promptTokens); err != nil {
 				return err
 			}
 		}

@@ -93,7 +93,7 @@ func (s *generator) generateBatched(ctx context.Context, j *job, em emitter, sta
 // (the queue and busy gauges follow it) and records the slot's new owner
 // and the prompt tokens its cache held.
 func (s *generator) batchGen(j *job, chain *sample.Chain, start time.Time, o *outcome) genFunc {
-	return func(ctx context.Context, ids []int32, maxTokens int, onToken func(decode.Token) error) (decode.Result, error) {
+	return func(ctx context.Context, ids []int32, maxTokens int, _ func(int) error, onToken func(decode.Token) error) (decode.Result, error) {
 		bs := s.batch
 		placed := false // set by OnSlot, read after Generate returned
 		s.met.queue(1)
@@ -163,9 +163,9 @@ func (s *generator) totalSlots() int {
 // llama-server's, or all of -c with KVUnified (one pool the slots share);
 // an error when a slot would be too small to generate.
 func parallelCtx(o Options) (int, error) {
-	if o.Parallel < 0 || o.SlotSimilarity < 0 || o.SlotSimilarity > 1 || o.Ubatch < 0 {
-		return 0, fmt.Errorf("serve: --parallel %d, --slot-prompt-similarity %g, -ub %d: need --parallel >= 1, a similarity in 0..1, -ub >= 0",
-			o.Parallel, o.SlotSimilarity, o.Ubatch)
+	if o.Parallel < 0 || o.SlotSimilarity < 0 || o.SlotSimilarity > 1 || o.Ubatch < 0 || o.Batch < 0 {
+		return 0, fmt.Errorf("serve: --parallel %d, --slot-prompt-similarity %g, -ub %d, -b %d: need --parallel >= 1, a similarity in 0..1, -ub >= 0, -b >= 0",
+			o.Parallel, o.SlotSimilarity, o.Ubatch, o.Batch)
 	}
 	n := o.Ctx / max(o.Parallel, 1)
 	if o.KVUnified {

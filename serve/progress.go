@@ -6,10 +6,12 @@ import "time"
 // (/completion, /v1/completions, /v1/chat/completions) gets
 // prompt_progress events ({total, cache, processed, time_ms}, with the
 // timings so far) before its text — one as the prompt pass starts
-// (processed = cache: the reused tokens) and one when it is over
-// (processed = total). llama-server reports after each --batch-size batch
-// of the prompt; pipe feeds the uncached prompt as one pass (its layers
-// stream through it once), so there are two.
+// (processed = cache: the reused tokens), then, with one slot, one after
+// each --batch-size (-b) batch of the uncached prompt (processed = cache +
+// the tokens fed), the last at processed = total. With --parallel the
+// slots' scheduler feeds the prompt beside the decoding slots and reports
+// no batches: the second event comes with the first token (processed =
+// total).
 
 // promptProgress is llama-server's prompt_progress object.
 type promptProgress struct {
@@ -24,20 +26,34 @@ type progressEmitter interface {
 	progress(p promptProgress, t timings) error
 }
 
-// reportProgress sends job j's prompt progress through em when the request
-// asked for it (return_progress, streamed) and em can: the pass's start, or
-// (done) its end, timed from since.
-func reportProgress(j *job, em emitter, o *outcome, done bool, since time.Time) error {
-	pe, ok := em.(progressEmitter)
-	if !ok || !j.progress || !j.stream {
+// progressReport sends job j's prompt progress through em when the
+// request asked for it (return_progress, streamed) and em can, timed from
+// since.
+type progressReport struct {
+	j     *job
+	em    emitter
+	o     *outcome
+	since time.Time
+	last  int  // the processed count last sent
+	sent  bool // an event was sent
+}
+
+// report sends processed (the prompt tokens in the slot: the reused ones
+// and those fed so far) unless it was the last one sent: the pass's start
+// (processed = cache), each -b batch, its end (processed = total).
+func (r *progressReport) report(processed int) error {
+	pe, ok := r.em.(progressEmitter)
+	if !ok || !r.j.progress || !r.j.stream || (r.sent && processed == r.last) {
 		return nil
 	}
-	p := promptProgress{Total: o.promptTokens, Cache: o.cachedTokens, Processed: o.cachedTokens}
+	r.sent, r.last = true, processed
+	o := r.o
+	p := promptProgress{Total: o.promptTokens, Cache: o.cachedTokens, Processed: processed}
 	t := timings{CacheN: o.cachedTokens}
-	if done {
-		p.Processed, p.TimeMs = p.Total, ms(time.Since(since))
-		t.PromptN, t.PromptMs = p.Total-p.Cache, p.TimeMs
-		if t.PromptN > 0 && p.TimeMs > 0 {
+	if processed > o.cachedTokens {
+		p.TimeMs = ms(time.Since(r.since))
+		t.PromptN, t.PromptMs = processed-p.Cache, p.TimeMs
+		if p.TimeMs > 0 {
 			t.PromptPerTokenMs, t.PromptPerSecond = p.TimeMs/float64(t.PromptN), float64(t.PromptN)*1e3/p.TimeMs
 		}
 	}

@@ -2,6 +2,8 @@ package serve
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -86,5 +88,49 @@ func TestReturnProgressOpenAI(t *testing.T) {
 		if last["processed"] != last["total"] || last["total"] != first["total"] {
 			t.Errorf("%s: last progress %v", tc.path, last)
 		}
+	}
+}
+
+// TestReturnProgressBatches: with -b 64 (Options.Batch) the one session
+// feeds a 150-token prompt in batches of 64 and reports each, as
+// llama-server: the start (processed = cache = 0), then 64, 128, 150; the
+// text is the same as with the default batch. A second request sharing
+// the prompt reuses it: the start at processed = cache, one batch to total.
+func TestReturnProgressBatches(t *testing.T) {
+	prompt := make([]string, 150)
+	for i := range prompt {
+		prompt[i] = fmt.Sprint(100 + i%50)
+	}
+	body := `{"prompt":[` + strings.Join(prompt, ",") + `],"n_predict":4,"stream":true,"return_progress":true}`
+	run := func(h *harness) (progress []map[string]any, text string) {
+		for _, e := range h.sseData("/completion", body) {
+			if pp, ok := e["prompt_progress"].(map[string]any); ok {
+				progress = append(progress, pp)
+				continue
+			}
+			text += e["content"].(string)
+		}
+		return progress, text
+	}
+	_, want := run(start(t, nil))
+	h := start(t, func(o *Options) { o.Batch = 64 })
+	progress, text := run(h)
+	var got []float64
+	for _, p := range progress {
+		if p["total"] != 150.0 || p["cache"] != 0.0 {
+			t.Errorf("progress %v: want total 150, cache 0", p)
+		}
+		got = append(got, p["processed"].(float64))
+	}
+	if !slices.Equal(got, []float64{0, 64, 128, 150}) {
+		t.Errorf("processed %v, want [0 64 128 150]", got)
+	}
+	if text != want {
+		t.Errorf("text %q with -b 64, %q with the default", text, want)
+	}
+	progress, _ = run(h)
+	if len(progress) != 2 || progress[0]["cache"] != progress[0]["processed"] || progress[0]["cache"].(float64) <= 0 ||
+		progress[1]["processed"] != 150.0 || progress[1]["cache"] != progress[0]["cache"] {
+		t.Errorf("cached prompt's progress %v: want the start at processed = cache > 0, then total", progress)
 	}
 }

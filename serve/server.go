@@ -218,6 +218,11 @@ type Options struct {
 	KVUnified      bool // the slots share one pool of Ctx positions (llama-server's --kv-unified)
 	Ubatch         int
 	SlotSimilarity float64
+	// Batch is llama-server's --batch-size (-b): the one session feeds a
+	// prompt Batch tokens at a time and a return_progress stream gets an
+	// event after each (0: 512, the engine's forward pass; the output is
+	// the same bits whatever it is).
+	Batch int
 	// ContextShift lets a generation that fills its slot's context go on
 	// after dropping older tokens (llama-server's --context-shift,
 	// shift.go); Keep is how many of the prompt's first tokens always stay

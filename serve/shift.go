@@ -87,7 +87,7 @@ func (p shiftPlan) shift(seq []int32) []int32 {
 // are merged into one (the first round's prompt figures); o.truncated
 // tells that a shift happened.
 func (s *generator) shifting(p shiftPlan, prompt []int32, gen genFunc, reset func(seq []int32) []int32, o *outcome) genFunc {
-	return func(ctx context.Context, feed []int32, maxTokens int, onToken func(decode.Token) error) (decode.Result, error) {
+	return func(ctx context.Context, feed []int32, maxTokens int, onPrompt func(int) error, onToken func(decode.Token) error) (decode.Result, error) {
 		seq := slices.Clone(prompt)
 		var all decode.Result
 		for round := 0; ; round++ {
@@ -97,7 +97,8 @@ func (s *generator) shifting(p shiftPlan, prompt []int32, gen genFunc, reset fun
 				n = min(maxTokens-len(all.Tokens), room)
 			}
 			cached := o.cachedTokens
-			res, err := gen(ctx, feed, n, onToken)
+			res, err := gen(ctx, feed, n, onPrompt, onToken)
+			onPrompt = nil // a later round's pass is no part of the request's prompt
 			if round == 0 {
 				all = res
 				all.Tokens = slices.Clone(res.Tokens)

@@ -29,6 +29,7 @@ var llamaShort = map[string]string{
 	"-v":      "--log-level=debug",
 	"-np":     "--parallel",
 	"-ub":     "--ubatch-size",
+	"-b":      "--batch-size",
 	"-sps":    "--slot-prompt-similarity",
 	"-rea":    "--reasoning",
 	"-kvu":    "--kv-unified",
@@ -55,7 +56,6 @@ var llamaLong = map[string]string{
 const (
 	gpuHint     = "pipe runs on the CPU: it keeps the dense weights resident and streams routed experts from the file into a bounded cache (--cache-mb)"
 	expertHint  = "pipe always keeps routed experts off the resident set and streams them (--moe-stream); size their cache with --cache-mb"
-	batchHint   = "pipe prefills the whole prompt as one batch; there is no batch size to set"
 	mlockHint   = "pipe reads dense weights into anonymous memory (--dense-weights anon) and bounds the expert cache (--cache-mb); there is nothing to lock"
 	noMmapHint  = "use --moe-stream=true (experts read with O_DIRECT, never mmap'd) and --dense-weights anon"
 	parallelHnt = "pipe serve always batches its --parallel slots continuously"

@@ -35,6 +35,8 @@ func TestTranslateArgs(t *testing.T) {
 		{[]string{"run", "--no-warmup", "-co", "-p", "x", "--color", "off", "--warmup"}, []string{"run", "-p", "x"}},
 		// llama.cpp reads '_' in a long flag's name as '-' (llama-server's tests pass
 		// --backend_sampling); --backend-sampling changes no output and is accepted
+		// -b is serve's --batch-size (llama-server's n_batch)
+		{[]string{"serve", "-b", "64", "-ub", "32"}, []string{"serve", "--batch-size", "64", "--ubatch-size", "32"}},
 		{[]string{"serve", "--backend_sampling", "--ctx_size=64", "-bs", "-p", "--not_a_flag"}, []string{"serve", "--ctx-size=64", "-p", "--not_a_flag"}},
 	} {
 		got, err := translateArgs(c.in)
@@ -42,7 +44,7 @@ func TestTranslateArgs(t *testing.T) {
 			t.Errorf("%q → %q (%v), want %q", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{"-ngl", "--n-gpu-layers=99", "-ot", "--n-cpu-moe", "-b", "--mlock", "-fa", "--no-mmap", "-nocb", "-hf", "--hf-repo", "-hff", "-mu"} {
+	for _, bad := range []string{"-ngl", "--n-gpu-layers=99", "-ot", "--n-cpu-moe", "--mlock", "-fa", "--no-mmap", "-nocb", "-hf", "--hf-repo", "-hff", "-mu"} {
 		_, err := translateArgs([]string{"run", bad, "1"})
 		name, _, _ := strings.Cut(bad, "=")
 		if err == nil || !strings.Contains(err.Error(), name+" is a llama.cpp flag pipe cannot honour: ") {

@@ -106,7 +106,7 @@ var llamaTable = []llamaFlag{
 	{"-kvo --kv-offload -nkvo --no-kv-offload --op-offload --no-op-offload --no-host --repack -nr --no-repack", llamaRefused, gpuHint},
 	{"-fit --fit -fitt --fit-target -fitc --fit-ctx", llamaRefused, "pipe sizes its expert cache to the memory it has (--cache-mb auto, --cache-floor-mb)"},
 	{"-ot --override-tensor -cmoe --cpu-moe -ncmoe --n-cpu-moe", llamaRefused, expertHint},
-	{"-b --batch-size", llamaRefused, batchHint},
+	{"-b --batch-size", llamaSupported, "serve: the prompt tokens the one session feeds at a time, a return_progress event after each (default 2048; -ub at most this)"},
 	{"-ub --ubatch-size", llamaSupported, "serve: the most prompt tokens a slot feeds per step beside the decoding slots (default 512)"},
 	{"-np --parallel", llamaSupported, "serve: N slots decoded together, -c split among them (default 1)"},
 	{"-sps --slot-prompt-similarity", llamaSupported, "the same (serve; default 0.1, 0 = least recently used slot)"},

@@ -42,6 +42,7 @@ type ServeCmd struct {
 	Reverse        []string `short:"r" name:"reverse-prompt" help:"Stop every reply at this text, besides a request's own stop sequences (repeatable), as llama-server's -r." group:"Server"`
 	N              int      `short:"n" name:"n-predict" aliases:"predict" help:"Most tokens a request that sets no n_predict/max_tokens may generate (-1 = none: up to the context); a request's own limit wins, as llama-server's -n." default:"-1" group:"Server"`
 	Parallel       int      `name:"parallel" help:"Decode slots: requests decoded together, one forward pass per step over every slot (each layer's experts read once for all), -c split among them, as llama-server's -np." default:"1" group:"Server"`
+	Batch          int      `name:"batch-size" help:"Prompt tokens the one session feeds at a time, with a return_progress event after each, as llama-server's -b (output unchanged); -ub is at most this." default:"2048" group:"Server"`
 	Ubatch         int      `name:"ubatch-size" help:"Most prompt tokens a slot feeds per step beside the slots that decode (--parallel above 1), as llama-server's -ub." default:"512" group:"Server"`
 	KVUnified      bool     `name:"kv-unified" help:"The --parallel slots share one pool of -c KV positions, each able to fill all of it, instead of -c/--parallel each (as llama-server's -kvu): a full pool drops idle slots' caches, then ends the request holding the most." negatable:"" group:"Server"`
 	SlotSim        float64  `name:"slot-prompt-similarity" help:"A request takes the free slot holding the largest share of its prompt when above this, else the least recently used (0: always the latter), as llama-server's -sps." default:"0.1" group:"Server"`
@@ -74,6 +75,8 @@ func (c *ServeCmd) validate() error {
 		return fmt.Errorf("%w: -n %d must be in 1..%d, or -1 (no limit)", errFlag, c.N, maxPositions)
 	case c.Parallel < 1 || c.Parallel > 256:
 		return fmt.Errorf("%w: --parallel %d must be in 1..256", errFlag, c.Parallel)
+	case c.Batch < 1 || c.Batch > maxPositions:
+		return fmt.Errorf("%w: --batch-size %d must be in 1..%d", errFlag, c.Batch, maxPositions)
 	case c.Ubatch < 1 || c.Ubatch > maxPositions:
 		return fmt.Errorf("%w: --ubatch-size %d must be in 1..%d", errFlag, c.Ubatch, maxPositions)
 	case c.SlotSim < 0 || c.SlotSim > 1:
@@ -150,7 +153,7 @@ func (c *ServeCmd) Run(g *Globals) error {
 		ReasoningBudget: &c.ReasoningBudget, TemplateKwargs: kwargs, ReasoningBudgetMessage: c.ReasoningMsg, APIKey: c.APIKey,
 		AllowedHosts: append(c.AllowedHosts, c.Host), CORSOrigins: c.CORSOrigins, CORSMethods: c.CORSMethods, CORSHeaders: c.CORSHeaders, CORSNoCredentials: !c.CORSCreds,
 		NoSlots: !c.Slots, Verbose: c.VerboseAnswers, NoMetrics: !c.Metrics, ContextShift: c.ContextShift, Keep: c.Keep,
-		Parallel: c.Parallel, KVUnified: c.KVUnified, Ubatch: c.Ubatch, SlotSimilarity: c.SlotSim, SlotSavePath: c.SlotSavePath, Log: g.Log})
+		Parallel: c.Parallel, KVUnified: c.KVUnified, Ubatch: min(c.Ubatch, c.Batch), Batch: c.Batch, SlotSimilarity: c.SlotSim, SlotSavePath: c.SlotSavePath, Log: g.Log})
 	if err != nil {
 		m.Close()
 		return err
