@@ -10,10 +10,11 @@ Environment (set by scripts/llama-server-tests.sh):
 Mapping:
   * --hf-repo/--hf-file/--model-url (downloads) -> -m $PIPE_TEST_MODEL; an explicit
     --model is kept.
-  * knobs of llama-server's resources that change no answer are dropped: --batch-size,
-    continuous batching, GPU layers, flash attention, --offline.
-    --parallel/-np, --ubatch-size/-ub and --kv-unified pass through: pipe serve has slots
-    and a unified KV pool.
+  * knobs of llama-server's resources that change no answer are dropped: continuous
+    batching, GPU layers, flash attention, --offline.
+    --parallel/-np, --batch-size/-b, --ubatch-size/-ub and --kv-unified pass through:
+    pipe serve has slots, prompt batches (with their return_progress events) and a
+    unified KV pool.
   * everything else is passed through unchanged: a flag pipe refuses makes the server
     exit, and the test fails on that missing feature rather than being hidden.
 """
@@ -21,7 +22,7 @@ import os
 import sys
 
 MODEL_FLAGS = {"--hf-repo", "-hf", "-hfr", "--hf-file", "-hff", "--model-url", "-mu"}
-DROP_WITH_VALUE = {"--batch-size", "-b", "--n-gpu-layers", "-ngl", "-fa", "--flash-attn"}
+DROP_WITH_VALUE = {"--n-gpu-layers", "-ngl", "-fa", "--flash-attn"}
 DROP_ALONE = {"--cont-batching", "-cb", "--no-cont-batching", "--offline"}
 
 
