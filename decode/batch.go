@@ -136,6 +136,13 @@ type Request struct {
 	OnSlot   func(slot int)
 	// Given is when the prompt was given (zero: when Generate was called).
 	Given time.Time
+	// OnPrompt, if set, follows the prompt on the caller's goroutine, before
+	// the first token: once when the request gets its slot (fed 0; cached:
+	// the prompt tokens the slot's cache held), then after each Batch of
+	// the rest fed (0: after each pass's chunk), the last at fed = all of
+	// it. An error from it ends the request.
+	OnPrompt func(cached, fed int) error
+	Batch    int
 }
 
 // SlotInfo is a slot as /slots shows it.
@@ -169,6 +176,7 @@ type request struct {
 	ctx    context.Context
 	r      Request
 	tokens chan Token  // to the caller (capacity 1: one token in flight)
+	prompt chan [2]int // {cached, fed} for OnPrompt (sized never to block)
 	fin    chan Result // the end (capacity 1)
 	err    error       // set before fin is sent
 }
@@ -265,6 +273,9 @@ func (b *Batch) Generate(ctx context.Context, r Request, onToken func(Token) err
 		r.Given = time.Now()
 	}
 	q := &request{ctx: ctx, r: r, tokens: make(chan Token, 1), fin: make(chan Result, 1)}
+	if r.OnPrompt != nil { // the start and at most one report per pass's chunk
+		q.prompt = make(chan [2]int, 2+len(r.IDs)/b.o.Ubatch)
+	}
 	select {
 	case b.submit <- q:
 	case <-ctx.Done():
@@ -281,19 +292,45 @@ func (b *Batch) follow(q *request, onToken func(Token) error) (Result, error) {
 	cancelled := false
 	for {
 		select {
+		case p := <-q.prompt:
+			if err := q.r.OnPrompt(p[0], p[1]); err != nil && !cancelled {
+				cancelled = true
+				b.send(event{req: q, err: err})
+			}
 		case t := <-q.tokens:
-			err := call(onToken, t)
+			err := b.drainPrompt(q)
+			if err == nil {
+				err = call(onToken, t)
+			}
 			if err == nil && t.EOG {
 				err = ErrStop // the generation ends at an EOG either way
 			}
 			b.send(event{req: q, err: err})
 		case res := <-q.fin:
+			if err := b.drainPrompt(q); err != nil && q.err == nil {
+				return res, err
+			}
 			return res, q.err
 		case <-q.ctx.Done():
 			if !cancelled {
 				cancelled = true
 				b.send(event{req: q, err: q.ctx.Err()})
 			}
+		}
+	}
+}
+
+// drainPrompt hands OnPrompt the prompt reports queued before a token or
+// the end (the scheduler sends them first).
+func (b *Batch) drainPrompt(q *request) error {
+	for {
+		select {
+		case p := <-q.prompt:
+			if err := q.r.OnPrompt(p[0], p[1]); err != nil {
+				return err
+			}
+		default:
+			return nil
 		}
 	}
 }

@@ -203,7 +203,24 @@ func (s *sched) start(sl *slot, q *request) error {
 	if q.r.OnSlot != nil {
 		q.r.OnSlot(sl.id)
 	}
+	if q.prompt != nil {
+		q.prompt <- [2]int{keep, 0}
+	}
 	return nil
+}
+
+// reportPrompt queues sl's prompt progress for its request's OnPrompt
+// after a chunk: at each Batch boundary crossed and at the prompt's end.
+func (sl *slot) reportPrompt(chunk int) {
+	q := sl.req
+	if q.prompt == nil {
+		return
+	}
+	fed := sl.res.PromptTokens - len(sl.feed)
+	if b := q.r.Batch; len(sl.feed) > 0 && b > 0 && fed/b == (fed-chunk)/b {
+		return
+	}
+	q.prompt <- [2]int{len(q.r.IDs) - sl.res.PromptTokens, fed}
 }
 
 // step runs one pass over every busy slot: a prompt chunk or its last
@@ -306,6 +323,7 @@ func (s *sched) fed(sl *slot, toks []int32, rows [][]float32) {
 	sl.hist = append(sl.hist, toks...)
 	if len(sl.feed) > 0 {
 		sl.feed = sl.feed[len(toks):]
+		sl.reportPrompt(len(toks))
 		if len(sl.feed) > 0 {
 			return
 		}

@@ -207,10 +207,15 @@ func (s *generator) run(ctx context.Context, j *job, chain *sample.Chain, feed [
 	var probs []sample.TokenProbs // and their probabilities (j.probs)
 	var first time.Time           // the first token's callback: the prompt pass is over
 	pr := progressReport{j: j, em: em, o: o, since: time.Now()}
-	if err := pr.report(o.cachedTokens); err != nil {
-		return err
+	if s.batch == nil { // a batch slot's start comes with its cache (onPrompt(0))
+		if err := pr.report(o.cachedTokens); err != nil {
+			return err
+		}
 	}
-	onPrompt := func(fed int) error { return pr.report(o.cachedTokens + fed) }
+	var onPrompt func(fed int) error // the prompt pass's batches, for return_progress only
+	if j.progress && j.stream {
+		onPrompt = func(fed int) error { return pr.report(o.cachedTokens + fed) }
+	}
 	res, err := gen(ctx, feed, o.maxTokens, onPrompt, func(t decode.Token) error {
 		if first.IsZero() {
 			first = time.Now()

@@ -93,13 +93,17 @@ func (s *generator) generateBatched(ctx context.Context, j *job, em emitter, sta
 // (the queue and busy gauges follow it) and records the slot's new owner
 // and the prompt tokens its cache held.
 func (s *generator) batchGen(j *job, chain *sample.Chain, start time.Time, o *outcome) genFunc {
-	return func(ctx context.Context, ids []int32, maxTokens int, _ func(int) error, onToken func(decode.Token) error) (decode.Result, error) {
+	return func(ctx context.Context, ids []int32, maxTokens int, onPrompt func(int) error, onToken func(decode.Token) error) (decode.Result, error) {
 		bs := s.batch
+		var atSlot func(cached, fed int) error // the slot's cache known: progress from its start
+		if onPrompt != nil {
+			atSlot = func(cached, fed int) error { o.cachedTokens = cached; return onPrompt(fed) }
+		}
 		placed := false // set by OnSlot, read after Generate returned
 		s.met.queue(1)
 		pin := slotOf(j) >= 0
 		res, err := bs.b.Generate(ctx, decode.Request{IDs: ids, Chain: chain, MaxTokens: maxTokens, NoCache: j.noCache, Given: start,
-			PinSlot: pin, Slot: slotOf(j),
+			PinSlot: pin, Slot: slotOf(j), OnPrompt: atSlot, Batch: s.o.Batch,
 			MayReuse: func(slot int, hist []int32) bool {
 				bs.mu.Lock()
 				defer bs.mu.Unlock()

@@ -6,12 +6,12 @@ import "time"
 // (/completion, /v1/completions, /v1/chat/completions) gets
 // prompt_progress events ({total, cache, processed, time_ms}, with the
 // timings so far) before its text — one as the prompt pass starts
-// (processed = cache: the reused tokens), then, with one slot, one after
-// each --batch-size (-b) batch of the uncached prompt (processed = cache +
-// the tokens fed), the last at processed = total. With --parallel the
-// slots' scheduler feeds the prompt beside the decoding slots and reports
-// no batches: the second event comes with the first token (processed =
-// total).
+// (processed = cache: the reused tokens; with --parallel, once the request
+// has its slot), then one after each --batch-size (-b) batch of the
+// uncached prompt (processed = cache + the tokens fed), the last at
+// processed = total. With --parallel a slot feeds its prompt in -ub chunks
+// beside the decoding slots; an event follows each chunk that crosses a -b
+// boundary.
 
 // promptProgress is llama-server's prompt_progress object.
 type promptProgress struct {

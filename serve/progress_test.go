@@ -96,6 +96,7 @@ func TestReturnProgressOpenAI(t *testing.T) {
 // llama-server: the start (processed = cache = 0), then 64, 128, 150; the
 // text is the same as with the default batch. A second request sharing
 // the prompt reuses it: the start at processed = cache, one batch to total.
+// The same with --parallel 2 -ub 16: a report at each -b boundary crossed.
 func TestReturnProgressBatches(t *testing.T) {
 	prompt := make([]string, 150)
 	for i := range prompt {
@@ -113,7 +114,16 @@ func TestReturnProgressBatches(t *testing.T) {
 		return progress, text
 	}
 	_, want := run(start(t, nil))
-	h := start(t, func(o *Options) { o.Batch = 64 })
+	for _, par := range []int{1, 2} {
+		t.Run(fmt.Sprint("parallel", par), func(t *testing.T) {
+			batches(t, run, start(t, func(o *Options) {
+				o.Batch, o.Parallel, o.Ubatch, o.KVUnified, o.SlotSimilarity = 64, par, 16, par > 1, 0.1
+			}), want)
+		})
+	}
+}
+
+func batches(t *testing.T, run func(*harness) ([]map[string]any, string), h *harness, want string) {
 	progress, text := run(h)
 	var got []float64
 	for _, p := range progress {
