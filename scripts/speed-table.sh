@@ -117,7 +117,7 @@ llama_round() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 f2() { awk -v a="$1" 'BEGIN {printf "%.2f", a}'; }
 
-rev() { go version -m "$1" 2>/dev/null | awk '$2 == "vcs.revision" {print substr($3, 1, 9)}'; }
+rev() { go version -m "$1" 2>/dev/null | awk -F'[\t=]' '$3 == "vcs.revision" {print substr($4, 1, 9)}'; }
 echo "CPU: $(cpu). pipe: ${PIPE_REV:-$(rev "$pipe")}. llama.cpp: the build_commit of each llama-bench JSON in OUT."
 echo "Prompt: two chat turns (the text four times, then once; the second measured); llama-bench -p = pipe's second-turn prompt tokens; -n $n -t $t; raw files: $out"
 echo
