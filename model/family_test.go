@@ -2,6 +2,8 @@ package model
 
 import (
 	"errors"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -107,4 +109,40 @@ func TestRegisterTwicePanics(t *testing.T) {
 		}
 	}()
 	RegisterFamily(standInFamily{})
+}
+
+// TestMetaReaderLimits: per-layer limits as llama.cpp's get_key_or_arr —
+// absent is nil, one value is every layer's, an array is per layer, and a
+// short array, a negative or an infinite limit is ErrBadModel naming the key.
+func TestMetaReaderLimits(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want []float32
+		err  string
+	}{
+		{nil, nil, ""},
+		{float32(7), []float32{7, 7}, ""},
+		{[]float32{0, 2.5}, []float32{0, 2.5}, ""},
+		{[]float32{1}, nil, "standin.clamp = "},
+		{[]float32{1, -1}, nil, "standin.clamp[1] = -1"},
+		{float32(math.Inf(1)), nil, "standin.clamp[0] = +Inf"},
+	} {
+		d := standInFile(t, uint32(16))
+		kv := map[string]any{"block_count": uint32(2), "embedding_length": uint32(64), "attention.head_count": uint32(4),
+			"expert_count": uint32(4), "expert_used_count": uint32(2), "window": uint32(16)}
+		if c.v != nil {
+			kv["clamp"] = c.v
+		}
+		d.File = headerOnly(t, "standin", kv, nil)
+		got, err := newMetaReader(d, true).Limits("clamp", 2)
+		if c.err != "" {
+			if !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: %v, want ErrBadModel with %q", c.v, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("%v: %v %v, want %v", c.v, got, err, c.want)
+		}
+	}
 }

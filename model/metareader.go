@@ -6,6 +6,8 @@ package model
 // family's ReadHParams is a list of reads.
 
 import (
+	"math"
+
 	"github.com/pipe-engine/pipe/gguf"
 )
 
@@ -160,4 +162,34 @@ func (r *MetaReader) Bools(key string) []bool {
 	}
 	b, _ := v.Any().([]bool)
 	return b
+}
+
+// Limits reads arch.key as n per-layer limits: an array of n (or more)
+// values, or one value for every layer (llama.cpp's get_key_or_arr); nil
+// when absent. Each must be finite and ≥ 0 (the SwiGLU clamps).
+func (r *MetaReader) Limits(key string, n int) ([]float32, error) {
+	v, ok := r.Get(key)
+	if !ok {
+		return nil, nil
+	}
+	var xs []float64
+	if arr, isArr := v.Floats(); isArr {
+		xs = arr
+	} else if x, isNum := v.Float(); isNum {
+		xs = make([]float64, n)
+		for i := range xs {
+			xs[i] = x
+		}
+	}
+	if len(xs) < n {
+		return nil, r.Bad("%s%s = %v (want %d finite limits ≥ 0)", r.pre, key, v, n)
+	}
+	out := make([]float32, n)
+	for i := range out {
+		if !(xs[i] >= 0) || math.IsInf(xs[i], 0) {
+			return nil, r.Bad("%s%s[%d] = %v (want a finite limit ≥ 0)", r.pre, key, i, xs[i])
+		}
+		out[i] = float32(xs[i])
+	}
+	return out, nil
 }

@@ -69,10 +69,10 @@ func (Family) ReadHParams(r *model.MetaReader, h *model.HParams) (any, error) {
 	for l := range own.KDA {
 		own.KDA[l] = l < len(h.HeadCountKVLayers) && h.HeadCountKVLayers[l] == 0
 	}
-	if own.ClampExp, err = limits(r, "swiglu_clamp_exp", h.NLayer); err != nil {
+	if own.ClampExp, err = r.Limits("swiglu_clamp_exp", h.NLayer); err != nil {
 		return nil, err
 	}
-	if own.ClampShExp, err = limits(r, "swiglu_clamp_shexp", h.NLayer); err != nil {
+	if own.ClampShExp, err = r.Limits("swiglu_clamp_shexp", h.NLayer); err != nil {
 		return nil, err
 	}
 	return own, r.Err()
@@ -93,35 +93,6 @@ func lowerBound(r *model.MetaReader) (float32, error) {
 		return 0, r.Bad("bailingmoe3.kda.gate_lower_bound = %v (want a finite number < 0)", v)
 	}
 	return float32(x), nil
-}
-
-// limits reads a per-layer SwiGLU limit, an array of n layers or one value
-// for all (llama.cpp's get_key_or_arr); nil when absent.
-func limits(r *model.MetaReader, key string, n int) ([]float32, error) {
-	v, ok := r.Get(key)
-	if !ok {
-		return nil, nil
-	}
-	var xs []float64
-	if arr, isArr := v.Floats(); isArr {
-		xs = arr
-	} else if x, isNum := v.Float(); isNum {
-		xs = make([]float64, n)
-		for i := range xs {
-			xs[i] = x
-		}
-	}
-	if len(xs) < n {
-		return nil, r.Bad("bailingmoe3.%s = %v (want %d finite limits ≥ 0)", key, v, n)
-	}
-	out := make([]float32, n)
-	for i := range out {
-		if !(xs[i] >= 0) || math.IsInf(xs[i], 0) {
-			return nil, r.Bad("bailingmoe3.%s[%d] = %v (want a finite limit ≥ 0)", key, i, xs[i])
-		}
-		out[i] = float32(xs[i])
-	}
-	return out, nil
 }
 
 // New implements model.Family.

@@ -6,7 +6,6 @@ package deepseek4
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/pipe-engine/pipe/model"
@@ -72,45 +71,16 @@ func (Family) ReadHParams(r *model.MetaReader, h *model.HParams) (any, error) {
 		return nil, r.Bad("deepseek4.attention.compress_ratios has %d entries for %d layers", len(own.Ratios), h.NLayer)
 	}
 	var err error
-	if own.ClampExp, err = limits(r, "swiglu_clamp_exp", h.NLayer); err != nil {
+	if own.ClampExp, err = r.Limits("swiglu_clamp_exp", h.NLayer); err != nil {
 		return nil, err
 	}
-	if own.ClampShExp, err = limits(r, "swiglu_clamp_shexp", h.NLayer); err != nil {
+	if own.ClampShExp, err = r.Limits("swiglu_clamp_shexp", h.NLayer); err != nil {
 		return nil, err
 	}
 	if own.ClampShExp == nil {
 		own.ClampShExp = own.ClampExp
 	}
 	return own, r.Err()
-}
-
-// limits reads a per-layer SwiGLU limit, an array of n layers or one value
-// for all (llama.cpp's get_key_or_arr); nil when absent.
-func limits(r *model.MetaReader, key string, n int) ([]float32, error) {
-	v, ok := r.Get(key)
-	if !ok {
-		return nil, nil
-	}
-	var xs []float64
-	if arr, isArr := v.Floats(); isArr {
-		xs = arr
-	} else if x, isNum := v.Float(); isNum {
-		xs = make([]float64, n)
-		for i := range xs {
-			xs[i] = x
-		}
-	}
-	if len(xs) < n {
-		return nil, r.Bad("deepseek4.%s = %v (want %d finite limits ≥ 0)", key, v, n)
-	}
-	out := make([]float32, n)
-	for i := range out {
-		if !(xs[i] >= 0) || math.IsInf(xs[i], 0) {
-			return nil, r.Bad("deepseek4.%s[%d] = %v (want a finite limit ≥ 0)", key, i, xs[i])
-		}
-		out[i] = float32(xs[i])
-	}
-	return out, nil
 }
 
 // New implements model.Family.
