@@ -84,10 +84,19 @@ const (
 	// SigmoidTopK: a sigmoid of each logit, top-k, optionally renormalise
 	// (llama.cpp's sigmoid gating: DeepSeek-V3, GLM-4.7-Flash).
 	SigmoidTopK
-	// SqrtSoftplusTopK: √softplus of each logit, top-k, optionally
-	// renormalise (llama.cpp's sqrt-softplus gating: DeepSeek-V4).
-	SqrtSoftplusTopK
+	// ScoredTopK: the family's own score (RouterSpec.Score) of each logit,
+	// then as SigmoidTopK: top-k (with the bias and groups), optionally
+	// renormalise, scale. A gating only one family uses (DeepSeek-V4's
+	// √softplus) lives in that family's folder, not here or in router.
+	ScoredTopK
 )
+
+// Scorer is a family-supplied gate score for ScoredTopK: it overwrites each
+// router logit in p with that expert's gate probability, in place. It runs
+// on the decode hot path for every token and layer, so it must not
+// allocate, keep p or depend on anything but p's values (routing is a pure
+// function of the logits).
+type Scorer func(p []float32)
 
 // RouterSpec is the gating rule of a layer. The fields after Normalize are
 // llama.cpp's build_moe_ffn options; their zero values leave the rule as
@@ -96,7 +105,11 @@ type RouterSpec struct {
 	Gating    Gating
 	NExpert   int
 	K         int  // experts used per token
-	Normalize bool // renormalise the selected weights to sum 1 (SoftmaxTopK, SigmoidTopK, SqrtSoftplusTopK)
+	Normalize bool // renormalise the selected weights to sum 1 (SoftmaxTopK, SigmoidTopK, ScoredTopK)
+	// Score is ScoredTopK's per-logit score, supplied by the family (a
+	// top-level function, so copying the spec allocates nothing); nil for
+	// the other gatings.
+	Score Scorer
 	// Scale multiplies the weights after renormalisation (expert_weights_scale);
 	// 0 and 1 leave them.
 	Scale float32

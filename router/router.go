@@ -1,21 +1,28 @@
 // Package router turns a layer's router logits into the top-k experts and
 // their weights — the first stage of every MoE layer in the decode pipeline.
 //
-// The gating rule (softmax, sigmoid or √softplus before top-k, softmax after it,
-// renormalisation, scale, a selection bias, expert groups, k) comes
-// from the architecture as a model.RouterSpec; this package knows no
-// architecture by name. Selection is a pure function of the logits: ties are
+// The gating rule (softmax, sigmoid or a family's own score before top-k,
+// softmax after it, renormalisation, scale, a selection bias, expert groups,
+// k) comes from the architecture as a model.RouterSpec; this package knows no
+// architecture by name. A score only one family uses (model.ScoredTopK) is
+// the family's function in RouterSpec.Score, kept in the family's folder;
+// the gatings here are the ones several families share. Selection is a pure function of the logits: ties are
 // broken by the lower expert id, so routing — and therefore every stage after
 // it — is deterministic. Route writes into caller-owned slices and is safe for
 // concurrent use on distinct outputs.
 package router
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
 	"github.com/pipe-engine/pipe/model"
 )
+
+// ErrNoScore: Route was given a ScoredTopK spec without its family's Score (a
+// static value, so the error path allocates nothing either).
+var ErrNoScore = errors.New("router: ScoredTopK gating without a Score")
 
 // ScratchLen is the length of the probs scratch Route needs for spec: one
 // float per expert, two when the choice is biased or group-limited.
@@ -36,7 +43,7 @@ func Route(spec model.RouterSpec, logits []float32, ids []int, weights []float32
 		return fmt.Errorf("router: k=%d of %d experts (ids %d, weights %d, scratch %d)", k, n, len(ids), len(weights), len(probs))
 	}
 	switch spec.Gating {
-	case model.SoftmaxTopK, model.SigmoidTopK, model.SqrtSoftplusTopK:
+	case model.SoftmaxTopK, model.SigmoidTopK, model.ScoredTopK:
 		p := probs[:n]
 		copy(p, logits[:n])
 		switch spec.Gating {
@@ -45,7 +52,10 @@ func Route(spec model.RouterSpec, logits []float32, ids []int, weights []float32
 		case model.SigmoidTopK:
 			sigmoid(p)
 		default:
-			sqrtSoftplus(p)
+			if spec.Score == nil {
+				return ErrNoScore
+			}
+			spec.Score(p)
 		}
 		if err := choose(spec, p, probs[n:], ids[:k]); err != nil {
 			return err
@@ -85,18 +95,6 @@ func Route(spec model.RouterSpec, logits []float32, ids []int, weights []float32
 func sigmoid(x []float32) {
 	for i, v := range x {
 		x[i] = 1 / (1 + float32(math.Exp(float64(-v))))
-	}
-}
-
-// sqrtSoftplus replaces each x with √softplus(x) as ggml's op_softplus
-// (x above 20 kept, else logf(1+expf(x))) and sqrtf compute it.
-func sqrtSoftplus(x []float32) {
-	for i, v := range x {
-		sp := v
-		if v <= 20 {
-			sp = float32(math.Log(float64(1 + float32(math.Exp(float64(v))))))
-		}
-		x[i] = float32(math.Sqrt(float64(sp)))
 	}
 }
 

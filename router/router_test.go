@@ -1,6 +1,7 @@
 package router
 
 import (
+	"errors"
 	"math"
 	"testing"
 
@@ -131,30 +132,42 @@ func TestRouteDefaultsUnchanged(t *testing.T) {
 	}
 }
 
-// TestRouteSqrtSoftplus: √softplus gating (DeepSeek-V4) chooses by the
-// biased scores but weights by the unbiased ones, renormalised and scaled;
-// a logit above 20 keeps its value before the root.
-func TestRouteSqrtSoftplus(t *testing.T) {
-	logits := []float32{0, 1, 25, -1}
-	sp := func(x float64) float64 { return math.Sqrt(math.Log1p(math.Exp(x))) }
+// TestRouteScored: a family's own score (model.ScoredTopK) replaces the
+// logits before the choice, which is by the biased scores while the weights
+// are the unbiased ones, renormalised and scaled; without a Score Route
+// refuses the spec with ErrNoScore.
+func TestRouteScored(t *testing.T) {
+	logits := []float32{0, 1, 3, -1}
+	square := func(p []float32) { // a score no shared gating computes
+		for i, v := range p {
+			p[i] = v * v
+		}
+	}
 	ids := make([]int, 2)
 	w := make([]float32, 2)
-	spec := model.RouterSpec{Gating: model.SqrtSoftplusTopK, K: 2, Normalize: true, Scale: 1.5, Bias: []float32{0, 0, -10, 0.5}}
+	spec := model.RouterSpec{Gating: model.ScoredTopK, Score: square, K: 2, Normalize: true, Scale: 1.5, Bias: []float32{0, 0, -10, 0.5}}
 	if err := Route(spec, logits, ids, w, make([]float32, 8)); err != nil {
 		t.Fatal(err)
 	}
-	if ids[0] != 1 || ids[1] != 3 {
-		t.Fatalf("ids %v, want [1 3] (expert 2 biased below them)", ids)
+	if ids[0] != 3 || ids[1] != 1 {
+		t.Fatalf("ids %v, want [3 1] (expert 2's 9 biased to -1, 3's 1 raised to 1.5)", ids)
 	}
-	a, b := sp(1), sp(-1)
-	if math.Abs(float64(w[0])-1.5*a/(a+b)) > 1e-6 || math.Abs(float64(w[1])-1.5*b/(a+b)) > 1e-6 {
-		t.Fatalf("weights %v, want %v %v", w, 1.5*a/(a+b), 1.5*b/(a+b))
+	if w[0] != 1.5*(1/float32(2)) || w[1] != 1.5*(1/float32(2)) {
+		t.Fatalf("weights %v, want 0.75 0.75 (squares 1 and 1, renormalised, ×1.5)", w)
 	}
 	spec.Bias, spec.Normalize, spec.Scale = nil, false, 0
 	if err := Route(spec, logits, ids, w, make([]float32, 8)); err != nil {
 		t.Fatal(err)
 	}
-	if ids[0] != 2 || w[0] != float32(math.Sqrt(25)) {
-		t.Fatalf("ids %v w %v, want expert 2 with √25", ids, w)
+	if ids[0] != 2 || w[0] != 9 {
+		t.Fatalf("ids %v w %v, want expert 2 with 3²", ids, w)
+	}
+	probs := make([]float32, 8)
+	if n := testing.AllocsPerRun(100, func() { _ = Route(spec, logits, ids, w, probs) }); n != 0 {
+		t.Fatalf("Route with a family's Score: %v allocs/op, want 0 (the decode hot path)", n)
+	}
+	spec.Score = nil
+	if err := Route(spec, logits, ids, w, probs); !errors.Is(err, ErrNoScore) {
+		t.Fatalf("Route without Score: %v, want ErrNoScore", err)
 	}
 }

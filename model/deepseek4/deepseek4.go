@@ -152,16 +152,15 @@ func New(d *model.Desc, src model.DenseSource, opt model.Options) (model.Model, 
 	for l := 0; l < hp.NLayer; l++ {
 		m.layers = append(m.layers, m.loadLayer(ld, l))
 		m.AddLayer(ld, l)
-		spec := model.RouterSpec{Gating: model.SqrtSoftplusTopK, NExpert: hp.NExpert, K: k,
-			Normalize: hp.MoE.WeightsNorm, Scale: hp.MoE.WeightsScale}
+		var bias []float32
 		if l < h.HashLayers {
 			if m.layers[l].tid2eid, err = hashTable(d, src, l); err != nil {
 				return nil, err
 			}
 		} else {
-			spec.Bias = ld.Vector(blk(l, "exp_probs_b.bias"), hp.NExpert)
+			bias = ld.Vector(blk(l, "exp_probs_b.bias"), hp.NExpert)
 		}
-		m.router = append(m.router, spec)
+		m.router = append(m.router, routerSpec(&hp, k, bias))
 	}
 	if err := ld.Err(); err != nil {
 		return nil, err
@@ -376,7 +375,7 @@ func (m *Model) Desc() *model.Desc { return m.d }
 // Router implements model.Model.
 func (m *Model) Router(l int) model.RouterSpec {
 	if l < 0 || l >= len(m.router) {
-		return model.RouterSpec{Gating: model.SqrtSoftplusTopK, NExpert: m.d.HParams.NExpert, K: 1}
+		return model.RouterSpec{Gating: model.ScoredTopK, Score: sqrtSoftplus, NExpert: m.d.HParams.NExpert, K: 1}
 	}
 	return m.router[l]
 }

@@ -84,7 +84,7 @@ func TestFileShape(t *testing.T) {
 		t.Errorf("State.Bytes() = %d, StateBytes %d", got, want)
 	}
 	s := m.Router(1)
-	if s.Gating != model.SqrtSoftplusTopK || !s.Normalize || s.Scale != 1.5 || len(s.Bias) != 16 || s.K != 4 {
+	if s.Gating != model.ScoredTopK || s.Score == nil || !s.Normalize || s.Scale != 1.5 || len(s.Bias) != 16 || s.K != 4 {
 		t.Errorf("layer 1 router %+v", s)
 	}
 	rows := map[string]string{}
