@@ -64,7 +64,8 @@ func (Family) StateBytes(d *model.Desc, positions, elemBytes int) int64 {
 }
 
 // InspectRows implements model.Family: the delta-net rows are the common
-// recurrent rows; these add the layers run and the NextN layers skipped,
+// recurrent rows; these add the layers run (mixer and FFN: every layer
+// routed experts plus a gated shared expert) and the NextN layers skipped,
 // how the delta-net's heads are shared and the attention's partial
 // rotation.
 func (Family) InspectRows(d *model.Desc) []model.InspectRow {
@@ -72,7 +73,8 @@ func (Family) InspectRows(d *model.Desc) []model.InspectRow {
 	g := &hp.SSM
 	run, nextn, rec := runLayers(d), nextnLayers(d), runHParams(d).RecurrentLayers()
 	rows := []model.InspectRow{
-		{Key: "layers run", Value: fmt.Sprintf("%d of %d: %d delta-net + %d attention", run, hp.NLayer, rec, run-rec)},
+		{Key: "layers run", Value: fmt.Sprintf("%d of %d: %d delta-net + %d attention, every one MoE (routed top-%d of %d + a gated shared expert of %d; no dense layers)",
+			run, hp.NLayer, rec, run-rec, hp.NExpertUsed, hp.NExpert, hp.NFFShExp)},
 		{Key: "NextN (MTP) layers", Value: nextnRow(run, nextn)},
 		{Key: "attention rope", Value: fmt.Sprintf("NeoX on %d of %d dims per head, gated output", hp.NRot, hp.HeadDim)},
 	}

@@ -288,7 +288,8 @@ func withNextN(t *testing.T, src, dst, drop string) {
 // the converter writes Qwen3-Next by default, runs its first
 // block_count − nextn_predict_layers layers only: the same logits, bit for
 // bit, and the same state size as the file without it; the NextN layer is
-// neither recurrent nor kept in the state, and inspect names it. A NextN
+// neither recurrent nor kept in the state, and inspect names it beside the
+// layers run (delta-net / attention, every one MoE with a shared expert). A NextN
 // layer missing a tensor llama.cpp requires is refused with ErrBadModel
 // naming it.
 func TestNextNLayersSkipped(t *testing.T) {
@@ -306,14 +307,15 @@ func TestNextNLayersSkipped(t *testing.T) {
 	if got, w := model.StateBytes(d, 64, 4), model.StateBytes(m.Desc(), 64, 4); got != w {
 		t.Fatalf("StateBytes %d with the NextN layer, %d without", got, w)
 	}
-	var row string
+	rows := map[string]string{}
 	for _, r := range model.InspectRows(d) {
-		if r.Key == "NextN (MTP) layers" {
-			row = r.Value
-		}
+		rows[r.Key] = r.Value
 	}
-	if row != "1 (blk.4: checked, not run)" {
+	if row := rows["NextN (MTP) layers"]; row != "1 (blk.4: checked, not run)" {
 		t.Fatalf("inspect NextN row %q", row)
+	}
+	if row := rows["layers run"]; row != "4 of 5: 2 delta-net + 2 attention, every one MoE (routed top-2 of 8 + a gated shared expert of 128; no dense layers)" {
+		t.Fatalf("inspect layers row %q (the dense / expert split)", row)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.gguf")
 	withNextN(t, path, bad, "blk.4.nextn.eh_proj.weight")
