@@ -76,6 +76,27 @@ func TestFileRouter(t *testing.T) {
 	}
 }
 
+// TestInspectRows: pipe inspect's family rows give the dense / expert split
+// (the leading dense layer, the MoE layers with their shared expert) and
+// the NextN layers (none), beside the attention's shape.
+func TestInspectRows(t *testing.T) {
+	d, _ := goldentest.Open(t, filepath.Join(golden, "models/tiny-bailingmoe2-F32.gguf"))
+	rows := map[string]string{}
+	for _, r := range model.InspectRows(d) {
+		rows[r.Key] = r.Value
+	}
+	want := map[string]string{
+		"layers":             "1 dense (0, FFN 512) + 3 MoE (routed top-4 of 16 + 1 shared expert(s))",
+		"NextN (MTP) layers": "none (files with them are refused)",
+		"attention":          "fused attn_qkv, q/k norm, NeoX RoPE over 32 of 64 dims",
+	}
+	for k, v := range want {
+		if rows[k] != v {
+			t.Errorf("inspect row %q = %q, want %q", k, rows[k], v)
+		}
+	}
+}
+
 // TestRefusesUnsupportedFiles: rotated dims wider than a head and unknown
 // gating are refused, naming the key.
 func TestRefusesUnsupportedFiles(t *testing.T) {
