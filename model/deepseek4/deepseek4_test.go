@@ -62,7 +62,8 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 // its compress_ratios say, its state is what NewState allocates (the raw
 // window and the compressors' pending rows per layer, the compressed rows
 // per position), its routers gate by √softplus with the selection bias,
-// and inspect names the layer kinds, the indexer and the SwiGLU limit.
+// and inspect names the layer kinds, the FFN (all MoE), the hash-routed
+// and NextN layers (none), the indexer and the SwiGLU limit.
 func TestFileShape(t *testing.T) {
 	m, d, _ := goldentest.Load(t, filepath.Join(golden, "models/tiny-deepseek4-F32.gguf"), model.Options{})
 	own := d.FamilyHP.(deepseek4.HParams)
@@ -92,9 +93,26 @@ func TestFileShape(t *testing.T) {
 		rows[r.Key] = r.Value
 	}
 	if rows["layers"] != "1 window-only (0), 2 CSA ratio 4 + indexer (1 3), 1 HCA ratio 128 (2)" ||
+		rows["FFN"] != "every layer MoE: routed top-4 of 16 + 1 shared expert(s); no dense layers" ||
+		rows["hash-routed layers"] != "none" || rows["NextN (MTP) layers"] != "none (files with them are refused)" ||
 		!strings.HasPrefix(rows["indexer"], "4 heads of 64, top 2") || !strings.HasPrefix(rows["SwiGLU limit"], "0.3 on every layer") || !strings.HasPrefix(rows["rope scaling"], "YaRN ×4 over 64") {
 		t.Errorf("inspect rows %q", rows)
 	}
+}
+
+// TestInspectHashRouted: inspect names the hash-routed layers of the file
+// whose layer 0 routes by token id.
+func TestInspectHashRouted(t *testing.T) {
+	d, _ := goldentest.Open(t, filepath.Join(golden, "deepseek4-hash/models/tiny-deepseek4-hash-F32.gguf"))
+	for _, r := range model.InspectRows(d) {
+		if r.Key == "hash-routed layers" {
+			if want := "1 (0: experts by token id, ffn_gate_tid2eid; no selection bias)"; r.Value != want {
+				t.Fatalf("hash-routed layers row %q, want %q", r.Value, want)
+			}
+			return
+		}
+	}
+	t.Fatal("no hash-routed layers row")
 }
 
 // TestRefusesUnsupportedFiles: hyper-parameters the graph does not run are

@@ -150,22 +150,33 @@ func (Family) InspectRows(d *model.Desc) []model.InspectRow {
 	if hp.RopeScalingType == "yarn" {
 		scaling = fmt.Sprintf("YaRN ×%g over %d on the compressed layers and the indexer", hp.RopeScaleLinear, hp.RopeScalingOrigCtx)
 	}
-	hash := "none"
-	if h.HashLayers > 0 {
-		hash = fmt.Sprintf("layers 0-%d route by token id (ffn_gate_tid2eid)", h.HashLayers-1)
-	}
 	return []model.InspectRow{
 		{Key: "layers", Value: fmt.Sprintf("%d window-only (%s), %d CSA ratio 4 + indexer (%s), %d HCA ratio 128 (%s)",
 			len(raw), strings.Join(raw, " "), len(csa), strings.Join(csa, " "), len(hca), strings.Join(hca, " "))},
+		{Key: "FFN", Value: fmt.Sprintf("every layer MoE: routed top-%d of %d + %d shared expert(s); no dense layers", hp.NExpertUsed, hp.NExpert, max(1, hp.MoE.NShared))},
+		{Key: "hash-routed layers", Value: hashRow(h.HashLayers)},
+		{Key: "NextN (MTP) layers", Value: "none (files with them are refused)"},
 		{Key: "attention", Value: fmt.Sprintf("%d heads of %d over one shared KV row (%d RoPE, base %g; compressed layers %g), q rank %d, window %d, sinks, output %d groups of rank %d",
 			hp.NHead, hp.HeadDim, hp.NRot, hp.RopeFreqBase, h.CompressBase, hp.MLA.QLoraRank, hp.SlidingWindow, h.OGroups, h.OLora)},
 		{Key: "rope scaling", Value: scaling},
 		{Key: "indexer", Value: fmt.Sprintf("%d heads of %d, top %d compressed blocks (Hadamard-rotated)", h.IdxHeads, h.IdxDim, h.IdxTopK)},
 		{Key: "hyper-connections", Value: fmt.Sprintf("%d streams, Sinkhorn %d iterations, eps %g", h.HC, h.Sinkhorn, h.HCEps)},
-		{Key: "routing", Value: fmt.Sprintf("√softplus, selection bias, hash layers: %s", hash)},
+		{Key: "routing", Value: "√softplus scores; top-k by score + selection bias (exp_probs_b) on the score-routed layers"},
 		{Key: "SwiGLU limit", Value: limitRow(h.ClampExp)},
 		{Key: "shared expert width", Value: fmt.Sprint(hp.NFFExp * max(1, hp.MoE.NShared))},
 	}
+}
+
+// hashRow names the hash-routed layers: the first n choose their experts
+// by the token's ffn_gate_tid2eid row.
+func hashRow(n int) string {
+	switch n {
+	case 0:
+		return "none"
+	case 1:
+		return "1 (0: experts by token id, ffn_gate_tid2eid; no selection bias)"
+	}
+	return fmt.Sprintf("%d (0-%d: experts by token id, ffn_gate_tid2eid; no selection bias)", n, n-1)
 }
 
 // limitRow names the layers' SwiGLU limits ("none", one value for all,
