@@ -45,7 +45,8 @@ func TestIntermediatesMatchLlamaCpp(t *testing.T) {
 // TestFileShape: the tiny model gates every layer by sigmoid with its own
 // selection bias and renormalised, unscaled weights, caches K and V of
 // its 3 layers, rotates 32 of each head's 64 dims and norms Q and K over
-// the whole projection; inspect says so.
+// the whole projection; inspect says so, and that every layer is MoE
+// without a shared expert (the dense / expert split).
 func TestFileShape(t *testing.T) {
 	m, d, _ := load(t, "tiny-minimax-m2-F32.gguf")
 	for l := 0; l < 3; l++ {
@@ -70,7 +71,7 @@ func TestFileShape(t *testing.T) {
 		rows[r.Key] = r.Value
 	}
 	if rows["rotary dims"] != "32 of head 64 (NeoX)" || rows["q/k norm"] != "whole projection (256 and 128 wide)" ||
-		rows["routing"] != "sigmoid top-k with exp_probs_b, renormalised" {
+		rows["routing"] != "sigmoid top-k with exp_probs_b, renormalised" || rows["layers"] != "3 MoE (no dense layers, no shared experts)" {
 		t.Errorf("inspect rows %v", rows)
 	}
 }
