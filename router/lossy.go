@@ -113,7 +113,8 @@ func (s *Selector) Apply(spec model.RouterSpec, logits []float32, ids []int, w [
 }
 
 // substitute re-ranks with cached experts raised by λ × the logit range and
-// gives the new set the router's weights; it returns how many experts were
+// gives the new set the router's weights (Route's gating: the same scores,
+// renormalisation and scale); it returns how many experts were
 // replaced. When the set does not change, ids and w are left as they are.
 func (s *Selector) substitute(spec model.RouterSpec, logits []float32, ids []int, w []float32, probs []float32, cached func(int) bool) int {
 	n, k := len(logits), len(ids)
@@ -151,28 +152,11 @@ func (s *Selector) substitute(spec model.RouterSpec, logits []float32, ids []int
 	if replaced == 0 {
 		return 0
 	}
-	copy(ids, nid)
-	switch spec.Gating {
-	case model.SoftmaxTopK:
-		copy(probs, logits)
-		model.Softmax(probs[:n])
-		var sum float64
-		for r, x := range ids {
-			w[r] = probs[x]
-			sum += float64(w[r])
-		}
-		if spec.Normalize {
-			s := max(float32(sum), 6.103515625e-5) // Route's clamp
-			for r := range w {
-				w[r] /= s
-			}
-		}
-	default: // TopKSoftmax
-		for r, x := range ids {
-			w[r] = logits[x]
-		}
-		model.Softmax(w)
+	if spec.Gating != model.TopKSoftmax && score(spec, logits, probs[:n]) != nil {
+		return 0 // Route refused this spec already; the routing is left as it is
 	}
+	copy(ids, nid)
+	weigh(spec, logits, probs[:n], ids, w)
 	return replaced
 }
 

@@ -105,6 +105,41 @@ func TestSubstituteTakesCachedNearTies(t *testing.T) {
 	}
 }
 
+// TestSubstituteWeighsAsTheGating: a substituted set gets the weights the
+// spec's own gating gives it — sigmoid or a family's Score, renormalised
+// and scaled as Route weighs — not a softmax of its logits.
+func TestSubstituteWeighsAsTheGating(t *testing.T) {
+	logits := []float32{4, 3, 2.9, 0, 2.5, -4}
+	shift := func(p []float32) { // a family's score: logit + 10
+		for i := range p {
+			p[i] += 10
+		}
+	}
+	sig := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+	for name, c := range map[string]struct {
+		spec   model.RouterSpec
+		s0, s2 float64 // the gate scores of experts 0 and 2
+	}{
+		"sigmoid": {model.RouterSpec{Gating: model.SigmoidTopK, K: 2, Normalize: true, Scale: 2}, sig(4), sig(2.9)},
+		"scored":  {model.RouterSpec{Gating: model.ScoredTopK, Score: shift, K: 2, Normalize: true, Scale: 2}, 14, 12.9},
+	} {
+		ids, w, probs := make([]int, 2), make([]float32, 2), make([]float32, 6)
+		if err := Route(c.spec, logits, ids, w, probs); err != nil {
+			t.Fatal(err)
+		}
+		s := &Selector{Lossy: Lossy{Substitute: 0.1}} // expert 2 (cached) takes expert 1's slot
+		if err := s.Apply(c.spec, logits, ids, w, probs, set(2)); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ids, []int{0, 2}) {
+			t.Fatalf("%s: ids %v, want [0 2]", name, ids)
+		}
+		if sum := c.s0 + c.s2; !near(w[0], float32(2*c.s0/sum)) || !near(w[1], float32(2*c.s2/sum)) {
+			t.Fatalf("%s: weights %v, want %v %v (the gating's, renormalised, ×2)", name, w, 2*c.s0/sum, 2*c.s2/sum)
+		}
+	}
+}
+
 // TestDynamicKKeepsTheFewestReachingP: the fewest experts by weight whose
 // weights reach P of the total, at least one, rescaled to the total.
 func TestDynamicKKeepsTheFewestReachingP(t *testing.T) {

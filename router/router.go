@@ -42,24 +42,55 @@ func Route(spec model.RouterSpec, logits []float32, ids []int, weights []float32
 	if k <= 0 || k > n || len(ids) < k || len(weights) < k || len(probs) < ScratchLen(spec) {
 		return fmt.Errorf("router: k=%d of %d experts (ids %d, weights %d, scratch %d)", k, n, len(ids), len(weights), len(probs))
 	}
-	switch spec.Gating {
-	case model.SoftmaxTopK, model.SigmoidTopK, model.ScoredTopK:
+	if spec.Gating == model.TopKSoftmax {
+		topK(logits[:n], ids[:k])
+	} else {
 		p := probs[:n]
-		copy(p, logits[:n])
-		switch spec.Gating {
-		case model.SoftmaxTopK:
-			model.Softmax(p)
-		case model.SigmoidTopK:
-			sigmoid(p)
-		default:
-			if spec.Score == nil {
-				return ErrNoScore
-			}
-			spec.Score(p)
+		if err := score(spec, logits[:n], p); err != nil {
+			return err
 		}
 		if err := choose(spec, p, probs[n:], ids[:k]); err != nil {
 			return err
 		}
+	}
+	weigh(spec, logits[:n], probs[:n], ids[:k], weights[:k])
+	return nil
+}
+
+// score writes the gate probabilities of logits into p (len(logits)) as
+// spec's gating computes them before the choice: softmax, sigmoid or the
+// family's Score. TopKSoftmax has none (its softmax follows the choice).
+func score(spec model.RouterSpec, logits, p []float32) error {
+	switch spec.Gating {
+	case model.SoftmaxTopK:
+		copy(p, logits)
+		model.Softmax(p)
+	case model.SigmoidTopK:
+		copy(p, logits)
+		sigmoid(p)
+	case model.ScoredTopK:
+		if spec.Score == nil {
+			return ErrNoScore
+		}
+		copy(p, logits)
+		spec.Score(p)
+	default:
+		return fmt.Errorf("router: unknown gating %d", spec.Gating)
+	}
+	return nil
+}
+
+// weigh writes the chosen experts' weights: for TopKSoftmax the softmax of
+// their logits, else their gate probabilities p (score's), renormalised when
+// spec says; then scaled by spec.Scale.
+func weigh(spec model.RouterSpec, logits, p []float32, ids []int, weights []float32) {
+	k := len(ids)
+	if spec.Gating == model.TopKSoftmax {
+		for r := 0; r < k; r++ {
+			weights[r] = logits[ids[r]]
+		}
+		model.Softmax(weights[:k])
+	} else {
 		var sum float64
 		for r := 0; r < k; r++ {
 			weights[r] = p[ids[r]]
@@ -74,21 +105,12 @@ func Route(spec model.RouterSpec, logits []float32, ids []int, weights []float32
 				weights[r] /= s
 			}
 		}
-	case model.TopKSoftmax:
-		topK(logits[:n], ids[:k])
-		for r := 0; r < k; r++ {
-			weights[r] = logits[ids[r]]
-		}
-		model.Softmax(weights[:k])
-	default:
-		return fmt.Errorf("router: unknown gating %d", spec.Gating)
 	}
 	if spec.Scale != 0 && spec.Scale != 1 {
 		for r := 0; r < k; r++ {
 			weights[r] *= spec.Scale
 		}
 	}
-	return nil
 }
 
 // sigmoid replaces each x with 1/(1+e^-x) as ggml's op_sigmoid computes it.
