@@ -26,6 +26,40 @@
 //
 // Every family pipe runs is registered this way (model/archs lists them);
 // neither model nor gen nor the stages switch on an architecture's name.
+//
+// # Adding a family
+//
+// A new family is a folder model/<family> with its Family value (family.go:
+// ReadHParams, New, StateBytes, TokenWork, InspectRows; gen.go: Presets,
+// CheckPreset, Tensors, Metadata, Vocab), its model composed from package
+// model's pieces, and its tests; one import line in model/archs; its lines
+// in README.md; its goldens under testdata (testdata/golden and the two
+// logits fingerprints in cmd/pipe/testdata/logits.sha256). What only the
+// family computes stays in its folder behind a hook of the shared pieces:
+// a router score no other family uses is its model.Scorer in its
+// model.RouterSpec (model.ScoredTopK: DeepSeek-V4's √softplus lives in
+// model/deepseek4/gating.go, not in router), hash routing masks its own
+// router logits before the MoE seam (model/deepseek4/forward.go), its
+// per-sequence state is its StateBytes and NewState.
+//
+// The last family added, deepseek4, shows it: removing it again (the
+// scratch branch seam-proof, one commit: model/deepseek4, its import, its
+// README lines, its testdata) leaves go build ./..., go vet ./... and the
+// other families' tests (go test -short ./model/... ./router/ ./decode/...
+// ./cmd/pipe) passing, and git diff --stat seam-proof seam lists nothing
+// else (102 files, 4009 insertions, 10 deletions):
+//
+//	README.md                                    |  27 +++---
+//	cmd/pipe/testdata/logits.sha256              |   2 +
+//	model/archs/archs.go                         |   1 +
+//	model/deepseek4/*.go (13 files)              | 2134 +++++++
+//	testdata/golden/README.md                    |  54 ++
+//	testdata/golden/models/tiny-deepseek4-*.gguf (2), logs/ (1)
+//	testdata/golden/runs/tiny-deepseek4-*/ (12 runs)
+//	testdata/golden/tensors/tiny-deepseek4-F32/ (52 dumps)
+//	testdata/golden/deepseek4-hash/ (2 models, 1 log, 12 runs)
+//	testdata/golden/prompts-long/p5_long.txt     |   1 +
+//	testdata/golden/tools/dsv4-hash/ (2 files)   | 106 +++
 package family
 
 import (
