@@ -29,8 +29,8 @@ func TestOnlyArchsImportsFamilies(t *testing.T) {
 		p, _ := strconv.Unquote(im.Path.Value)
 		families[strings.TrimPrefix(p, module)] = true
 	}
-	if len(families) < 15 {
-		t.Fatalf("archs.go imports %d families", len(families))
+	if len(families) == 0 {
+		t.Fatal("archs.go imports no family")
 	}
 	root := filepath.Join("..", "..")
 	checked := 0
