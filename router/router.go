@@ -6,9 +6,9 @@
 // k) comes from the architecture as a model.RouterSpec; this package knows no
 // architecture by name. A score only one family uses (model.ScoredTopK) is
 // the family's function in RouterSpec.Score, kept in the family's folder;
-// the gatings here are the ones several families share. Selection is a pure function of the logits: ties are
-// broken by the lower expert id, so routing — and therefore every stage after
-// it — is deterministic. Route writes into caller-owned slices and is safe for
+// the gatings here are the ones several families share. Selection is a pure
+// function of the logits: ties are broken by the lower expert id, so routing
+// — and therefore every stage after it — is deterministic. Route writes into caller-owned slices and is safe for
 // concurrent use on distinct outputs.
 package router
 
