@@ -4,8 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/pipe-engine/pipe/kernels"
-	"github.com/pipe-engine/pipe/quant"
+	"github.com/pipe-engine/pipe/model/goldentest"
 )
 
 // The real-width deepseek-v2-lite Q4_K_M gap (docs/measurements.md, "Where
@@ -40,7 +39,7 @@ var (
 // which is what moves ffn_out-0 by 3.1e-4 of its largest value. The quants
 // are read out through pipe's Q8_0 matmul against one-hot weight rows.
 func TestQuantizedGapIsActivationRounding(t *testing.T) {
-	ours, llama := bitsToF32(swigluOurs), bitsToF32(swigluLlama)
+	ours, llama := goldentest.BitsToF32(swigluOurs[:]), goldentest.BitsToF32(swigluLlama[:])
 	var amax, worst float64
 	for i := range ours {
 		amax = math.Max(amax, math.Abs(float64(llama[i])))
@@ -50,9 +49,9 @@ func TestQuantizedGapIsActivationRounding(t *testing.T) {
 		t.Fatalf("the inputs differ by %.3g of the block's max, more than float rounding", worst/amax)
 	}
 	t.Logf("inputs differ by at most %.3g of the block's max", worst/amax)
-	qo, ql := q8Quants(t, ours), q8Quants(t, llama)
+	qo, ql := goldentest.Q8Quants(t, ours), goldentest.Q8Quants(t, llama)
 	for i := range qo {
-		if wo, wl := ggmlQ8(ours, i), ggmlQ8(llama, i); qo[i] != wo || ql[i] != wl {
+		if wo, wl := goldentest.GGMLQ8(ours, i), goldentest.GGMLQ8(llama, i); qo[i] != wo || ql[i] != wl {
 			t.Errorf("column %d: pipe quantizes to %d and %d, ggml's rule to %d and %d", i, qo[i], ql[i], wo, wl)
 		}
 		want := qo[i] == ql[i]
@@ -63,56 +62,4 @@ func TestQuantizedGapIsActivationRounding(t *testing.T) {
 			t.Errorf("column %d: quant %d from pipe's input, %d from llama.cpp's", i, qo[i], ql[i])
 		}
 	}
-}
-
-func bitsToF32(b [32]uint32) []float32 {
-	out := make([]float32, len(b))
-	for i, u := range b {
-		out[i] = math.Float32frombits(u)
-	}
-	return out
-}
-
-// q8Quants returns the Q8_0 quants pipe gives x (one block of 32), read
-// through its Q8_0×Q8_0 matmul: row j of the weight is one-hot at column j
-// with scale 1, so y[j] = fp16(amax/127)·q[j].
-func q8Quants(t *testing.T, x []float32) []int {
-	t.Helper()
-	const n = 32
-	w := make([]byte, n*(2+n))
-	for j := 0; j < n; j++ {
-		blk := w[j*(2+n):]
-		blk[0], blk[1] = 0x00, 0x3c // fp16 1.0, little-endian
-		blk[2+j] = 1
-	}
-	pool := kernels.NewPool(1)
-	defer pool.Close()
-	y := make([]float32, n)
-	if err := pool.MatMul(quant.Q8_0, w, n, n, x, 1, y); err != nil {
-		t.Fatal(err)
-	}
-	var amax float32
-	for _, v := range x {
-		amax = max(amax, float32(math.Abs(float64(v))))
-	}
-	d := quant.FP16ToFP32(quant.FP32ToFP16(amax / 127))
-	q := make([]int, n)
-	for j, v := range y {
-		q[j] = int(math.Round(float64(v / d)))
-		if float32(q[j])*d != v {
-			t.Fatalf("column %d: %v is not a multiple of the block scale %v", j, v, d)
-		}
-	}
-	return q
-}
-
-// ggmlQ8 is ggml's quantize_row_q8_0 (its AVX2 form) for x[i]: round to
-// nearest of x·(127/amax).
-func ggmlQ8(x []float32, i int) int {
-	var amax float32
-	for _, v := range x {
-		amax = max(amax, float32(math.Abs(float64(v))))
-	}
-	id := 127 / amax
-	return int(math.RoundToEven(float64(x[i] * id)))
 }

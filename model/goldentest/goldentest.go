@@ -6,7 +6,9 @@
 // (testdata/golden/README.md, section 5) with the comparisons against them;
 // and the golden run files (section 4: Run, Runs, Rows, RowErr, Argmax),
 // which the families' model-level tests read and package decode/goldenruns
-// drives through the whole engine. Only tests import it.
+// drives through the whole engine; and the Q8_0 activation-rounding checks
+// of the families' rounding tests (q8.go: BitsToF32, Q8Quants, GGMLQ8).
+// Only tests import it.
 //
 // The recording MoE routes with the Router it is handed — package router's
 // Route and ScratchLen in every test — rather than importing package router,
