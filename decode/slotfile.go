@@ -116,13 +116,18 @@ func (b *Batch) control(id int, f func(*slot) error) error {
 
 // ctl is a control request for the scheduler.
 type ctl struct {
-	id   int
+	id   int // -1: none (Batch.Exclusive)
 	f    func(*slot) error
 	done chan error
 }
 
-// control runs c on its slot, unless the slot is busy.
+// control runs c on its slot, unless the slot is busy; c of no slot (id
+// -1, Batch.Exclusive) runs at once.
 func (s *sched) control(c ctl) {
+	if c.id < 0 {
+		c.done <- c.f(nil)
+		return
+	}
 	sl := s.slots[c.id]
 	if sl.req != nil {
 		c.done <- fmt.Errorf("slot %d: %w", c.id, ErrSlotBusy)

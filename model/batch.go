@@ -161,13 +161,14 @@ func (d *Decoder) mix(s *seqPass, l int) error {
 	return s.p.attention(s.st, l, &d.Layers[l].Attn, s.x)
 }
 
-// headOf is the output head (and final soft-cap) of s's rows.
+// headOf is the output head (and final soft-cap) of s's rows, or their
+// output norm when s's State is in embeddings mode.
 func (d *Decoder) headOf(s *seqPass) ([][]float32, error) {
 	tm, clk := s.p.Timings, s.p.Clock
 	t0 := clk.Now()
 	defer func() { tm.LMHead += clk.Since(t0) }()
-	out, err := s.p.head(d, s.x, s.all)
-	if err != nil || d.Softcap == 0 {
+	out, err := s.p.head(d, s.x, s.all, s.st.Embeddings)
+	if err != nil || d.Softcap == 0 || s.st.Embeddings {
 		return out, err
 	}
 	for _, row := range out {

@@ -46,10 +46,14 @@ func MatMul(p *kernels.Pool, w *Weight, x []float32, n int, y []float32) error {
 // head applies the output RMSNorm and the LM head to the last token of x
 // (N × n_embd), or to every token when all is set, and returns one logit row
 // per token: views of the pass's logits buffer (kept across passes of the
-// same size).
-func (p *Pass) head(d *Decoder, x []float32, all bool) ([][]float32, error) {
+// same size). With embd (State.Embeddings) the rows are the output norm's,
+// n_embd wide, and the LM head is not applied.
+func (p *Pass) head(d *Decoder, x []float32, all, embd bool) ([][]float32, error) {
 	out := &d.Output
 	E, R := out.Cols, out.Rows
+	if embd {
+		R = E
+	}
 	first := p.N - 1
 	if all {
 		first = 0
@@ -60,8 +64,13 @@ func (p *Pass) head(d *Decoder, x []float32, all bool) ([][]float32, error) {
 	h := p.h[:E] // free once the last layer has run
 	p.rows = p.rows[:0]
 	for t := first; t < p.N; t++ {
-		RMSNorm(h, x[t*E:(t+1)*E], d.Eps, d.OutNorm)
 		lg := p.logits[(t-first)*R : (t-first+1)*R]
+		if embd {
+			RMSNorm(lg, x[t*E:(t+1)*E], d.Eps, d.OutNorm)
+			p.rows = append(p.rows, lg)
+			continue
+		}
+		RMSNorm(h, x[t*E:(t+1)*E], d.Eps, d.OutNorm)
 		if err := MatMul(d.Pool, out, h, 1, lg); err != nil {
 			return nil, err
 		}

@@ -31,6 +31,11 @@ type State struct {
 	rec      [][]float32 // per layer: the recurrent state (nil for a KV layer)
 	kOnly    []bool      // per layer: V is read from the K rows (no V rows of its own)
 	pass     *Pass       // the single-token Forward's buffers, reused (block.go)
+	// Embeddings is the output mode of a Forward on the state: when set it
+	// returns each row's output norm (n_embd floats, the hidden state the
+	// LM head would read: llama.cpp's embeddings of pooling none) instead
+	// of its logits (embed.go).
+	Embeddings bool
 }
 
 // newState is NewHybrid where layer l holds K rows only when kOnly[l] (nil:

@@ -23,7 +23,10 @@
 // output head. The KV cache (State) holds one row width per layer.
 // ForwardBatch (batch.go) runs several sequences, each with its own State,
 // through one pass: attention per sequence, each FFN layer (and so the MoE)
-// once over all their tokens.
+// once over all their tokens. A State in embeddings mode
+// (State.Embeddings) makes Forward return each token's output-norm row
+// instead of its logits; Pool and Normalize are llama.cpp's poolings and
+// embd_normalize (embed.go).
 //
 // Buffers: a single-token Forward (decode) reuses the activations, the
 // quantized inputs and the logit row kept in its State, so the logits it

@@ -41,7 +41,7 @@ func (m *Model) Forward(ctx context.Context, st *model.State, tokens []int32, mo
 		}
 	}
 	st.Pos = pos0 + n
-	return m.head(x, n, all)
+	return m.head(x, n, all, st.Embeddings)
 }
 
 // block runs layer l's attention and FFN halves, each between its
@@ -147,8 +147,9 @@ func (m *Model) shared(L *layer, h []float32, n int) ([]float32, error) {
 }
 
 // head is the output: the head's hyper-connection, the output norm and
-// the LM head, for the last token or every token.
-func (m *Model) head(x []float32, n int, all bool) ([][]float32, error) {
+// the LM head, for the last token or every token; with embd the output
+// norm's rows (model.State.Embeddings).
+func (m *Model) head(x []float32, n int, all, embd bool) ([][]float32, error) {
 	first := n - 1
 	if all {
 		first = 0
@@ -160,9 +161,14 @@ func (m *Model) head(x []float32, n int, all bool) ([][]float32, error) {
 		return nil, err
 	}
 	model.NormRows(y, y, k, m.eps, m.outNorm)
-	logits := make([]float32, k*V)
-	if err := model.MatMul(m.pool, &m.output, y, k, logits); err != nil {
-		return nil, err
+	logits := y
+	if embd { // the output norm's rows (model.State.Embeddings)
+		V = E
+	} else {
+		logits = make([]float32, k*V)
+		if err := model.MatMul(m.pool, &m.output, y, k, logits); err != nil {
+			return nil, err
+		}
 	}
 	rows := make([][]float32, k)
 	for i := range rows {
