@@ -191,9 +191,13 @@ func (s *generator) limit(j *job, o *outcome) {
 type contextError struct {
 	prompt, nCtx int
 	cause        error
+	text         string // the message, when not the generation's (embeddings.go)
 }
 
 func (e *contextError) Error() string {
+	if e.text != "" {
+		return e.text
+	}
 	return fmt.Sprintf("request (%d tokens) exceeds the available context size (%d tokens), try increasing it", e.prompt, e.nCtx)
 }
 

@@ -45,6 +45,10 @@
 //     tokens, stop_type, timings, completion_probabilities), POST /tokenize
 //     and /detokenize, GET /props and /slots (501 with NoSlots), POST
 //     /apply-template (applytemplate.go: the rendered chat prompt).
+//   - Embeddings (embeddings.go), with Embeddings: POST /v1/embeddings
+//     (OpenAI's list, float or base64) and /embedding, /embeddings
+//     (llama-server's array), a prompt per input in /completion's shapes,
+//     pooled by Pooling; 501 without Embeddings, as llama-server's.
 //   - OpenAI's Responses API (responses.go): POST /v1/responses (and
 //     /responses) translated to a chat completion, answered as a response
 //     object or Responses' events; /v1/responses/input_tokens and
@@ -129,6 +133,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/pipe-engine/pipe/decode"
+	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/sample"
 )
 
@@ -229,6 +234,15 @@ type Options struct {
 	// (--keep; -1: all of the prompt; a request's n_keep wins).
 	ContextShift bool
 	Keep         int
+	// Embeddings turns on POST /v1/embeddings, /embeddings and /embedding
+	// (embeddings.go; llama-server's --embedding, else they are 501);
+	// Pooling is how a prompt's rows become its embedding (none: every
+	// token's row, which /v1/embeddings refuses), and EmbdNormalize the
+	// normalisation of a pooled one when a request sets none (nil: 2,
+	// Euclidean; llama-server's --embd-normalize).
+	Embeddings    bool
+	Pooling       model.Pooling
+	EmbdNormalize *int
 	// SlotSavePath is the directory of POST /slots/{id}?action=save|restore
 	// files (llama-server's --slot-save-path; empty: the actions are 501).
 	SlotSavePath string
@@ -367,6 +381,10 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle(p+"/responses/input_tokens", route(http.MethodPost, true, resp.inputTokens))
 		mux.Handle(p+"/chat/completions/input_tokens", route(http.MethodPost, true, resp.chatInputTokens))
 	}
+	emb := &embeddingsAPI{s.parts}
+	mux.Handle("/v1/embeddings", route(http.MethodPost, true, emb.oai))
+	mux.Handle("/embeddings", route(http.MethodPost, true, emb.native))
+	mux.Handle("/embedding", route(http.MethodPost, true, emb.native))
 	mux.Handle("/props", route(http.MethodGet, true, inf.props))
 	slots, metrics := inf.slots, inf.metrics
 	if s.o.NoSlots {

@@ -113,6 +113,8 @@ type harness struct {
 	m    *decode.Model
 	logs *syncBuf
 	stop func() error
+	opts decode.Options // m's
+	ref  *decode.Model  // a second model of opts (embeddings_test.go), nil until used
 }
 
 var greedy = sample.Params{Temp: 0, TopP: 1, RepeatPenalty: 1}
@@ -170,7 +172,7 @@ func startOn(t *testing.T, load func(*decode.Options), tune func(*Options), wrap
 	go func() { done <- srv.Serve(ctx, ln) }()
 	var once sync.Once
 	var serr error
-	h := &harness{t: t, url: url, m: m, logs: logs}
+	h := &harness{t: t, url: url, m: m, logs: logs, opts: do}
 	h.stop = func() error {
 		once.Do(func() {
 			cancel()

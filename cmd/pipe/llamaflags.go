@@ -37,7 +37,7 @@ const (
 	textOnlyHint = "pipe runs text models only"
 	adapterHint  = "pipe loads no adapters (LoRA, control vectors)"
 	oneModelHint = "pipe serve serves one model for its lifetime"
-	embedHint    = "pipe generates text; it computes no embeddings or rankings"
+	embedHint    = "pipe computes embeddings (--embedding), not rankings: it has no reranker head"
 	presetHint   = "llama.cpp's presets download a model; pipe does not download: pass -m"
 	chatInHint   = "-i renders each turn with the model's chat template"
 	templateHint = "pipe serve always parses the reply (reasoning_format, tool calls) and continues an assistant's last message, as llama-server's defaults do"
@@ -140,7 +140,8 @@ var llamaTable = []llamaFlag{
 	{"--samplers --sampler-seq --sampling-seq --top-nsigma --top-n-sigma --xtc-probability --xtc-threshold --typical --typical-p", llamaRefused, samplerHint},
 	{"--dry-multiplier --dry-base --dry-allowed-length --dry-penalty-last-n --dry-sequence-breaker --adaptive-target --adaptive-decay --dynatemp-range --dynatemp-exp --mirostat --mirostat-lr --mirostat-ent -l --logit-bias", llamaRefused, samplerHint},
 	{"--grammar --grammar-file -j --json-schema -jf --json-schema-file", llamaRefused, "pipe has no server-wide grammar; pipe serve takes grammar, json_schema and response_format per request"},
-	{"--pooling --embedding --embeddings --rerank --reranking --embd-normalize", llamaRefused, embedHint},
+	{"--embedding --embeddings --pooling --embd-normalize", llamaSupported, "the same (serve): /v1/embeddings, /embeddings, /embedding; --pooling none, mean, cls or last (rank refused)"},
+	{"--rerank --reranking", llamaRefused, embedHint},
 	{"--rope-scaling --rope-scale --rope-freq-base --rope-freq-scale --yarn-orig-ctx --yarn-ext-factor --yarn-attn-factor --yarn-beta-slow --yarn-beta-fast -gan --grp-attn-n -gaw --grp-attn-w", llamaRefused, ropeHint},
 	{"-mm --mmproj -mmu --mmproj-url --mmproj-auto --no-mmproj --no-mmproj-auto --mmproj-offload --no-mmproj-offload --image --audio --video --image-min-tokens --image-max-tokens --mtmd-batch-max-tokens --media-path", llamaRefused, textOnlyHint},
 	{"--check-tensors", llamaRefused, "pipe inspect shows a model's tensors; loading checks their sizes and offsets"},

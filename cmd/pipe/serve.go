@@ -65,6 +65,8 @@ type ServeCmd struct {
 	SamplingFlags `embed:"" group:"Sampling"`
 	EngineFlags   `embed:"" group:"Streaming"`
 	HotSetFlags   `embed:"" group:"Streaming"` // the hot set is saved when the server shuts down
+
+	EmbeddingFlags `embed:""` // --embedding, --pooling (embedflags.go)
 }
 
 func (c *ServeCmd) validate() error {
@@ -99,6 +101,9 @@ func (c *ServeCmd) validate() error {
 		return err
 	}
 	if err := c.TemplateLimitFlags.check(); err != nil {
+		return err
+	}
+	if err := c.EmbeddingFlags.check(); err != nil {
 		return err
 	}
 	return c.EngineFlags.check(c.Thr)
@@ -148,12 +153,17 @@ func (c *ServeCmd) Run(g *Globals) error {
 		return err
 	}
 	kwargs, _ := c.templateKwargs() // checked by validate
-	srv, err := serve.New(serve.Options{Model: m, ModelID: c.modelID(path), ModelAliases: c.aliases(), ModelTags: cleanList(c.Tags), NoUI: c.NoUI, ModelPath: path, Version: versionString(), Fingerprint: fingerprint(),
+	so := serve.Options{Model: m, ModelID: c.modelID(path), ModelAliases: c.aliases(), ModelTags: cleanList(c.Tags), NoUI: c.NoUI, ModelPath: path, Version: versionString(), Fingerprint: fingerprint(),
 		Ctx: c.Ctx, Sampling: params, Seed: c.Seed, MaxTokens: c.N, Stops: c.Reverse, NoThink: c.noThink(), ReasoningFormat: c.ReasoningFormat,
 		ReasoningBudget: &c.ReasoningBudget, TemplateKwargs: kwargs, ReasoningBudgetMessage: c.ReasoningMsg, APIKey: c.APIKey,
 		AllowedHosts: append(c.AllowedHosts, c.Host), CORSOrigins: c.CORSOrigins, CORSMethods: c.CORSMethods, CORSHeaders: c.CORSHeaders, CORSNoCredentials: !c.CORSCreds,
 		NoSlots: !c.Slots, Verbose: c.VerboseAnswers, NoMetrics: !c.Metrics, ContextShift: c.ContextShift, Keep: c.Keep,
-		Parallel: c.Parallel, KVUnified: c.KVUnified, Ubatch: min(c.Ubatch, c.Batch), Batch: c.Batch, SlotSimilarity: c.SlotSim, SlotSavePath: c.SlotSavePath, Log: g.Log})
+		Parallel: c.Parallel, KVUnified: c.KVUnified, Ubatch: min(c.Ubatch, c.Batch), Batch: c.Batch, SlotSimilarity: c.SlotSim, SlotSavePath: c.SlotSavePath, Log: g.Log}
+	if err := c.EmbeddingFlags.apply(&so, m.Engine().Desc().File); err != nil {
+		m.Close()
+		return err
+	}
+	srv, err := serve.New(so)
 	if err != nil {
 		m.Close()
 		return err
