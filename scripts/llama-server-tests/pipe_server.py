@@ -15,6 +15,9 @@ Mapping:
     --parallel/-np, --batch-size/-b, --ubatch-size/-ub and --kv-unified pass through:
     pipe serve has slots, prompt batches (with their return_progress events) and a
     unified KV pool.
+  * a replaced model's own default pooling, which llama-server reads from its GGUF when
+    the test gives no --pooling, is passed as --pooling (the generated model has none):
+    bert-bge-small's bert.pooling_type is CLS.
   * everything else is passed through unchanged: a flag pipe refuses makes the server
     exit, and the test fails on that missing feature rather than being hidden.
 """
@@ -24,13 +27,18 @@ import sys
 MODEL_FLAGS = {"--hf-repo", "-hf", "-hfr", "--hf-file", "-hff", "--model-url", "-mu"}
 DROP_WITH_VALUE = {"--n-gpu-layers", "-ngl", "-fa", "--flash-attn"}
 DROP_ALONE = {"--cont-batching", "-cb", "--no-cont-batching", "--offline"}
+# the pooling_type of the downloaded models the tests name, by a part of their file name
+MODEL_POOLING = {"bert-bge-small": "cls"}
 
 
 def map_args(argv, model):
     out, dropped, has_model = [], [], False
+    pooling = None
     i = 0
     while i < len(argv):
         a = argv[i]
+        if a in MODEL_FLAGS and i + 1 < len(argv):
+            pooling = pooling or next((p for k, p in MODEL_POOLING.items() if k in argv[i + 1]), None)
         if a in MODEL_FLAGS or a in DROP_WITH_VALUE:
             dropped += argv[i:i + 2]
             i += 2
@@ -45,6 +53,8 @@ def map_args(argv, model):
         i += 1
     if not has_model:
         out = ["-m", model] + out
+        if pooling and "--pooling" not in out:
+            out += ["--pooling", pooling]
     return out, dropped
 
 

@@ -1,11 +1,15 @@
 """A minimal stand-in for the `openai` Python client, used by scripts/llama-server-tests.sh
 only where the real package is not installed (Debian has none). It covers what llama.cpp's
 server tests call: OpenAI(api_key, base_url).completions.create and
-.chat.completions.create, plain and streamed (server-sent events). Responses are JSON
+.chat.completions.create, plain and streamed (server-sent events), and
+.embeddings.create, which asks for base64 and decodes it to floats when the caller names
+no encoding_format, as the real client does. Responses are JSON
 objects read by attribute; a field the server left out reads as None, as the real
 client's optional fields do. A non-2xx answer raises APIStatusError.
 """
+import base64
 import json
+import struct
 
 import requests
 
@@ -84,6 +88,19 @@ class _Endpoint:
             yield _Obj(json.loads(payload))
 
 
+class _Embeddings(_Endpoint):
+    def create(self, **kwargs):
+        decode = "encoding_format" not in kwargs
+        if decode:
+            kwargs["encoding_format"] = "base64"
+        res = super().create(**kwargs)
+        if decode:
+            for d in res._data.get("data") or []:
+                raw = base64.b64decode(d["embedding"])
+                d["embedding"] = list(struct.unpack(f"<{len(raw) // 4}f", raw))
+        return res
+
+
 class _Chat:
     def __init__(self, client):
         self.completions = _Endpoint(client, "/chat/completions")
@@ -96,6 +113,7 @@ class OpenAI:
         self.timeout = timeout
         self.completions = _Endpoint(self, "/completions")
         self.chat = _Chat(self)
+        self.embeddings = _Embeddings(self, "/embeddings")
 
     def _headers(self):
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
