@@ -20,6 +20,9 @@
 // A Session keeps its KV cache between calls: Generate appends to what it
 // holds, Chat renders only what a new user message adds (as llama-cli does),
 // and Reuse rewinds to the longest prefix a new prompt shares with it.
+// Embed (embed.go) runs a prompt on a state of its own in embeddings mode
+// and pools its output-norm rows, as llama.cpp's embeddings; beside an open
+// Batch it runs through Batch.Exclusive, between two passes.
 //
 // # Warm start
 //
