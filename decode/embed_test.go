@@ -6,7 +6,9 @@ import (
 	"errors"
 	"math"
 	"os"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -125,5 +127,68 @@ func TestEmbedChunks(t *testing.T) {
 	}
 	if _, err := m.Embed(context.Background(), nil, model.PoolMean, 0); !errors.Is(err, ErrEmptyPrompt) {
 		t.Errorf("empty prompt: %v, want ErrEmptyPrompt", err)
+	}
+}
+
+// TestBatchExclusive: an Embed run through Batch.Exclusive while a request
+// generates on the batch (called from inside its token callback, so that
+// the request is mid-generation) gives the rows Embed gives with no batch,
+// and the request's tokens are those it generates alone; a cancelled
+// context is returned before f runs.
+func TestBatchExclusive(t *testing.T) {
+	const n = 6
+	m := open(t, stages.StreamOff, 0)
+	prompt := batchPrompts(t, 1)[0]
+	ids := []int32{5, 17, 99, 3, 42, 8, 11}
+	want, err := m.Embed(context.Background(), ids, model.PoolMean, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	solo := soloRuns(t, m, [][]int32{prompt}, n)[0]
+	b := newBatch(t, m, BatchOptions{Slots: 2, Ctx: 64, Ubatch: 4})
+	type result struct {
+		e   Embedding
+		err error
+	}
+	done := make(chan result, 1)
+	started := false
+	res, err := b.Generate(context.Background(), Request{IDs: prompt, Chain: greedyChain(t), MaxTokens: n}, func(tok Token) error {
+		if started {
+			return nil
+		}
+		started = true
+		go func() {
+			var r result
+			r.err = b.Exclusive(context.Background(), func() (err error) {
+				r.e, err = m.Embed(context.Background(), ids, model.PoolMean, 0)
+				return err
+			})
+			done <- r
+		}()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Tokens, solo) {
+		t.Errorf("tokens beside an embedding %v, alone %v", res.Tokens, solo)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if rel := rowsErr(t, r.e.Rows, want.Rows); rel != 0 {
+			t.Errorf("rows through Exclusive differ by %.3g", rel)
+		}
+	case <-time.After(2 * time.Minute): // a hang guard only
+		t.Fatal("Exclusive did not return")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ran := false
+	b.Close()
+	if err := b.Exclusive(ctx, func() error { ran = true; return nil }); err == nil || ran {
+		t.Errorf("Exclusive on a cancelled context of a closed batch: %v, ran %v", err, ran)
 	}
 }
