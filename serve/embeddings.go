@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/pipe-engine/pipe/decode"
@@ -68,7 +69,12 @@ func (s *embeddingsAPI) handle(x *exchange, oai bool) {
 	}
 	var r embeddingsRequest
 	if err := json.Unmarshal(body, &r); err != nil {
-		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", jsonError(err))
+		if errors.Is(err, errNativePrompt) || errors.Is(err, errMultimodal) { // named as the field it is here
+			err = badRequest("input: %s", strings.TrimPrefix(err.Error(), "prompt: "))
+		} else {
+			err = jsonError(err)
+		}
+		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", err)
 		return
 	}
 	prompt := r.Input

@@ -144,7 +144,8 @@ func TestEmbeddingsPoolingNone(t *testing.T) {
 // one session and on two batched slots (Batch.Exclusive): one entry per
 // prompt in order, each the pooled row normalised (Euclidean by default,
 // a request's embd_normalize wins), usage the prompt tokens, the request's
-// model echoed; base64 carries the same float32s.
+// model echoed; base64 carries the same float32s; a body with "content"
+// instead of "input" is answered in llama-server's shape.
 func TestEmbeddingsOAI(t *testing.T) {
 	for _, c := range []struct {
 		p        model.Pooling
@@ -200,6 +201,12 @@ func TestEmbeddingsOAI(t *testing.T) {
 					t.Fatalf("base64 float %d: %v, want %v", i, got, w)
 				}
 			}
+			var native []embeddingAnswer // "content" is answered in llama-server's own shape
+			h.postJSON("/v1/embeddings", `{"content":"This is a test"}`, 200, &native)
+			if len(native) != 1 {
+				t.Fatalf("content: %d answers", len(native))
+			}
+			sameRows(t, "content", native[0].Embedding, [][]float32{wantB})
 			h.postJSON("/v1/embeddings", `{"input":"This is a test","embd_normalize":-1}`, 200, &l)
 			var row []float32
 			_ = json.Unmarshal(l.Data[0].Embedding, &row)
@@ -224,6 +231,7 @@ func TestEmbeddingsErrors(t *testing.T) {
 		{`{"input":"x","encoding_format":"int8"}`, "Can be either float or base64", 400},
 		{`{"input":""}`, "Input content cannot be empty", 400},
 		{`{"input":[1,999999]}`, "not in the vocabulary", 400},
+		{`{"input":{"x":1}}`, "bad request: input: want a string, an array of token ids", 400},
 		{`{"input":` + long + `}`, "is too large to process. increase the physical batch size (current batch size: 8)", 500},
 	} {
 		var r apiError
