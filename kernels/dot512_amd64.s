@@ -326,6 +326,140 @@ q6k512loop:
 	VZEROUPPER
 	RET
 
+// Q6KPAIRX4(q, ya, yc, idx): Q6KPAIR512 with the activation quants in
+// ya and their 32× correction VPMADDUBSW(32s, ya) in yc, both computed
+// once per block for the four rows (exact integer lanes, as there).
+#define Q6KPAIRX4(q, ya, yc, idx) \
+	VPMADDUBSW ya, q, q \
+	VPSUBW     yc, q, q \
+	VPERMW     Z11, idx, Z9 \
+	VPDPWSSD   Z9, q, Z10
+
+// Q6KHALFX4(R, n, ya, yc, yb, yd, idxa, idxb): Q6KHALF512 n of the row at
+// R against the activation registers ya/yc (parts 4n, 4n+1) and yb/yd
+// (parts 4n+2, 4n+3).
+#define Q6KHALFX4(R, n, ya, yc, yb, yd, idxa, idxb) \
+	VMOVDQU64       (64*n)(R), Z4 \
+	VBROADCASTI64X4 (128+32*n)(R), Z6 \
+	VPANDQ  Z14, Z4, Z1 \
+	VPSLLVW Z15, Z6, Z7 \
+	VPANDQ  Z13, Z7, Z7 \
+	VPORQ   Z7, Z1, Z1 \
+	VPSRLW  $4, Z4, Z2 \
+	VPANDQ  Z14, Z2, Z2 \
+	VPSRLVW Z16, Z6, Z7 \
+	VPANDQ  Z13, Z7, Z7 \
+	VPORQ   Z7, Z2, Z2 \
+	Q6KPAIRX4(Z1, ya, yc, idxa) \
+	Q6KPAIRX4(Z2, yb, yd, idxb)
+
+// Q6KROWX4(R, acc): one Q6_K block of the row at R against the activation
+// block held in registers (Z21-Z24 quants, Z25-Z28 their corrections): the
+// operations of one dotQ6_KVNNI512 iteration, with acc as that kernel's Y0
+// (clobbers AX).
+#define Q6KROWX4(R, acc) \
+	VPMOVSXBW  192(R), Y11 \
+	VPXORQ     Z10, Z10, Z10 \
+	Q6KHALFX4(R, 0, Z21, Z25, Z22, Z26, Z17, Z18) \
+	Q6KHALFX4(R, 1, Z23, Z27, Z24, Z28, Z19, Z20) \
+	MOVWLZX      208(R), AX \
+	VMOVD        AX, X1 \
+	VCVTPH2PS    X1, X1 \
+	VMULSS       (DX), X1, X1 \
+	VBROADCASTSS X1, Y1 \
+	VEXTRACTI64X4 $1, Z10, Y11 \
+	VPADDD    Y11, Y10, Y10 \
+	VCVTDQ2PS Y10, Y10 \
+	VMULPS    Y1, Y10, Y10 \
+	VADDPS    Y10, acc, acc
+
+// Q6KSTOREX4(acc, off): off(BX) = hsum(acc), the end of dotQ6_KVNNI512
+// (clobbers X0, X1).
+#define Q6KSTOREX4(acc, off) \
+	VMOVAPS acc, Y0 \
+	HSUM8 \
+	VMOVSS  X0, off(BX)
+
+// dotQ6_Kx4VNNI512: dotQ6_KVNNI512 on four rows rb bytes apart (y[0..3]),
+// each row with its own accumulator and that kernel's operations in its
+// order (bit-identical per row); the activation block's quants and their
+// 32× corrections are loaded and computed once per block for the four
+// rows. Prefetches the next four rows in address order (ROWS4SETUP's
+// scheme: 4·210 bytes per block).
+//
+// func dotQ6_Kx4VNNI512(w *byte, rb int, qs *int8, d *float32, nb int, y *float32)
+TEXT ·dotQ6_Kx4VNNI512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), AX
+	LEAQ (SI)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R11
+	LEAQ (R11)(AX*1), R10
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ nb+32(FP), CX
+	MOVQ y+40(FP), BX
+	MOVL         $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+	MOVL         $0x30303030, AX
+	VPBROADCASTD AX, Z13
+	MOVL         $0x20202020, AX
+	VPBROADCASTD AX, Z12
+	VMOVDQU64    ·q6kShiftL(SB), Z15
+	VMOVDQU64    ·q6kShiftR(SB), Z16
+	VMOVDQU64    ·q6kPerm+0(SB), Z17
+	VMOVDQU64    ·q6kPerm+64(SB), Z18
+	VMOVDQU64    ·q6kPerm+128(SB), Z19
+	VMOVDQU64    ·q6kPerm+192(SB), Z20
+	VXORPS Y0, Y0, Y0
+	VXORPS Y3, Y3, Y3
+	VXORPS Y5, Y5, Y5
+	VXORPS Y8, Y8, Y8
+
+q6k512x4loop:
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 192(R10)
+	PREFETCHT0 256(R10)
+	PREFETCHT0 320(R10)
+	PREFETCHT0 384(R10)
+	PREFETCHT0 448(R10)
+	PREFETCHT0 512(R10)
+	PREFETCHT0 576(R10)
+	PREFETCHT0 640(R10)
+	PREFETCHT0 704(R10)
+	PREFETCHT0 768(R10)
+	PREFETCHT0 832(R10)
+	ADDQ $840, R10
+	VMOVDQU64  (DI), Z21
+	VMOVDQU64  64(DI), Z22
+	VMOVDQU64  128(DI), Z23
+	VMOVDQU64  192(DI), Z24
+	VPMADDUBSW Z21, Z12, Z25
+	VPMADDUBSW Z22, Z12, Z26
+	VPMADDUBSW Z23, Z12, Z27
+	VPMADDUBSW Z24, Z12, Z28
+	Q6KROWX4(SI, Y0)
+	Q6KROWX4(R8, Y3)
+	Q6KROWX4(R9, Y5)
+	Q6KROWX4(R11, Y8)
+	ADDQ $210, SI
+	ADDQ $210, R8
+	ADDQ $210, R9
+	ADDQ $210, R11
+	ADDQ $256, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q6k512x4loop
+
+	Q6KSTOREX4(Y0, 0)
+	Q6KSTOREX4(Y3, 4)
+	Q6KSTOREX4(Y5, 8)
+	Q6KSTOREX4(Y8, 12)
+	VZEROUPPER
+	RET
+
 // Four-row MXFP4 dots (AVX-512 F/BW/VL + VNNI + VBMI): rows at SI, R11,
 // R12, R13, each in its own accumulator (Y0, Y5, Y6, Y7), two blocks per
 // 512-bit register. Per row and pair of blocks: one masked load of the 34
