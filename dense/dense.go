@@ -15,7 +15,8 @@
 // with Mapped.
 //
 // ResidentFrac samples mincore over the dense ranges (the CSV's
-// resident_frac).
+// resident_frac): every page on its first call, one sixteenth of them in
+// rotation on each later call (resSampler).
 //
 // Ownership and concurrency: Weights owns its mappings until Close; the
 // slices it returns stay valid until then and must not be written. After
@@ -80,8 +81,8 @@ type Weights struct {
 	mapped *mapping   // whole-file mmap (non-stream, or Warm/Mmap)
 	anon   *anonDense // Anon while streaming
 	spans  [][]byte   // page spans of the dense ranges, for mincore
-	vecMu  sync.Mutex
-	vec    []byte // mincore's result vector, reused
+	resMu  sync.Mutex
+	res    resSampler // ResidentFrac's counts, under resMu
 }
 
 // Load makes d's dense ranges resident by o.
@@ -151,13 +152,14 @@ func (w *Weights) Mapped(shard int, off, n int64) ([]byte, error) {
 }
 
 // ResidentFrac samples the resident fraction of the dense ranges' pages, or
-// -1 when nothing could be measured.
+// -1 when nothing could be measured: the first call counts every page,
+// each later call re-counts one sixteenth of them in rotation and returns
+// the fraction over the latest counts (so a page's eviction shows within
+// 16 calls, at 1/16 of a full count's cost per call).
 func (w *Weights) ResidentFrac() float64 {
-	w.vecMu.Lock()
-	defer w.vecMu.Unlock()
-	var f float64
-	f, w.vec = residentFrac(w.spans, w.vec)
-	return f
+	w.resMu.Lock()
+	defer w.resMu.Unlock()
+	return w.res.sample(w.spans)
 }
 
 // Close unmaps everything; slices handed out before are invalid after it.
