@@ -311,9 +311,9 @@ func BenchmarkTwoStreams(b *testing.B) {
 // stay in L1/L2 — the compute speed of the two, without memory stalls.
 func BenchmarkRowsHot(b *testing.B) {
 	const rows = 16
-	for _, typ := range []quant.Type{quant.MXFP4, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.MXFP4, quant.Q8_0, quant.Q4_K} {
 		cols := 2880
-		if typ == quant.Q4_K || typ == quant.Q6_K {
+		if typ == quant.Q4_K {
 			cols = 2048 // whole 256-element blocks: Qwen3.6's n_embd
 		}
 		w := randRows(rand.New(rand.NewPCG(1, 2)), typ, rows, cols)

@@ -62,9 +62,6 @@ func dotQ4_Kx4VNNI512(w *byte, rb int, qs *int8, d *float32, bsums *int16, nb in
 //go:noescape
 func dotQ6_KVNNI512(w *byte, qs *int8, d *float32, nb int) float32
 
-//go:noescape
-func dotQ6_Kx4VNNI512(w *byte, rb int, qs *int8, d *float32, nb int, y *float32)
-
 func vnni512DotQ4_K(w []byte, a *Activation) float32 {
 	nb, ok := q8Ok(w, a, 144, 256)
 	if !ok || len(a.bsums) < nb*16 {
@@ -98,19 +95,13 @@ func vnni512RowsQ4_K(w []byte, rb int, a *Activation, y []float32) {
 	}
 }
 
-// vnni512RowsQ6_K: four rows at a time (dotQ6_Kx4VNNI512), the rows left
-// over one at a time; every row bit-identical to dotQ6_KVNNI512.
 func vnni512RowsQ6_K(w []byte, rb int, a *Activation, y []float32) {
 	nb, ok := q8Ok(w[:min(rb, len(w))], a, 210, 256)
 	if !ok || !rowsOk(w, rb, y) {
 		fillNaN(y)
 		return
 	}
-	i := 0
-	for ; i+4 <= len(y); i += 4 {
-		dotQ6_Kx4VNNI512(&w[i*rb], rb, &a.qs[0], &a.d[0], nb, &y[i])
-	}
-	for ; i < len(y); i++ {
+	for i := range y {
 		y[i] = dotQ6_KVNNI512(&w[i*rb], &a.qs[0], &a.d[0], nb)
 	}
 }
