@@ -311,9 +311,9 @@ func BenchmarkTwoStreams(b *testing.B) {
 // stay in L1/L2 — the compute speed of the two, without memory stalls.
 func BenchmarkRowsHot(b *testing.B) {
 	const rows = 16
-	for _, typ := range []quant.Type{quant.MXFP4, quant.Q8_0, quant.Q4_K} {
+	for _, typ := range []quant.Type{quant.MXFP4, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
 		cols := 2880
-		if typ == quant.Q4_K {
+		if typ == quant.Q4_K || typ == quant.Q6_K {
 			cols = 2048 // whole 256-element blocks: Qwen3.6's n_embd
 		}
 		w := randRows(rand.New(rand.NewPCG(1, 2)), typ, rows, cols)
@@ -343,5 +343,67 @@ func BenchmarkRowsHot(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkRowsCold: a product's multi-row kernel (rows) against the
+// single-row dot called row by row (dots) over 256 MiB of rows (2048
+// columns: Qwen3.6's n_embd), far past the caches as every decode step's
+// weights are, both in the same process and each iteration running the
+// two in turn (the first alternating), so the pair shares whatever the
+// machine's load does to the memory bus. Reports each one's weight bytes
+// per CPU-second and dots-cpu/rows-cpu (above 1: the multi-row kernel
+// costs less CPU per byte). Q6_K's rows on avx512vnni is the single-row
+// dot in a loop, so its ratio is the benchmark's own null: how far from 1
+// the noise alone moves it.
+func BenchmarkRowsCold(b *testing.B) {
+	const cols, size = 2048, 256 << 20
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K, quant.Q8_0} {
+		m := impl
+		if m.rows[typ] == nil {
+			continue
+		}
+		b.Run(fmt.Sprintf("%v/%s", typ, m.name), func(b *testing.B) {
+			one := randRows(rand.New(rand.NewPCG(1, 2)), typ, 1024, cols)
+			rb := len(one) / 1024
+			w := make([]byte, size/len(one)*len(one))
+			for o := 0; o < len(w); o += len(one) {
+				copy(w[o:], one)
+			}
+			rows := len(w) / rb
+			var a Activation
+			if err := a.quantizeWith(m, typ, randX(rand.New(rand.NewPCG(3, 4)), cols)); err != nil {
+				b.Fatal(err)
+			}
+			y := make([]float32, rows)
+			multi := func() { m.rows[typ](w, rb, &a, y) }
+			single := func() {
+				for r := range y {
+					y[r] = m.dots[typ](w[r*rb:(r+1)*rb], &a)
+				}
+			}
+			var cpuRows, cpuDots float64
+			timed := func(f func(), acc *float64) {
+				c0 := processCPUSeconds()
+				f()
+				*acc += processCPUSeconds() - c0
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i%2 == 0 {
+					timed(multi, &cpuRows)
+					timed(single, &cpuDots)
+				} else {
+					timed(single, &cpuDots)
+					timed(multi, &cpuRows)
+				}
+			}
+			if cpuRows > 0 && cpuDots > 0 {
+				gb := float64(len(w)) * float64(b.N) / 1e9
+				b.ReportMetric(gb/cpuRows, "rows-cpuGB/s")
+				b.ReportMetric(gb/cpuDots, "dots-cpuGB/s")
+				b.ReportMetric(cpuDots/cpuRows, "dots/rows")
+			}
+		})
 	}
 }
