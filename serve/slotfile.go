@@ -2,10 +2,18 @@ package serve
 
 // slotfile.go: llama-server's slot persistence, POST /slots/{id}?action=
 // save|restore|erase, with files in Options.SlotSavePath (--slot-save-path;
-// without it every action is 501, as llama-server's). The file format is
-// pipe's own (decode/slotfile.go: the tokens, then the KV rows and recurrent
-// state), not llama.cpp's; a file restores only into a model and slot
-// context of the shape it was saved from. The restoring request's tenant
+// without it every action is 501, as llama-server's), named and opened as
+// slotname.go checks them. The file is llama-server 3f545becc's sequence
+// state framing (the 'ggsq' header and its packed token list; a plain
+// token list is read too) around pipe's own state (decode/slotfile.go), not
+// llama.cpp's KV bytes; a file restores only into a model and slot context
+// of the shape it was saved from. The answers are llama-server's: save
+// {id_slot, filename, n_saved, n_written, timings.save_ms}, restore
+// {…, n_restored, n_read, timings.restore_ms}, erase {id_slot, n_erased};
+// a bad slot ID, action or file name is 400 ("Invalid slot ID", "Invalid
+// action", "Invalid filename"), a failed restore 400 "Unable to restore
+// slot: …" naming the file and field, leaving the slot empty, and a failed
+// save 500 "Unable to save slot: …". The restoring request's tenant
 // becomes the slot's owner (tenant.go) and may reuse any prefix of it (it
 // chose the file; the file's prompt length is not kept). The actions are
 // for whoever holds the API key: anyone who may call them may save any
@@ -20,9 +28,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/pipe-engine/pipe/decode"
@@ -49,7 +55,7 @@ func (s *slotAPI) action(x *exchange) {
 	case "erase":
 		n, err := s.slotErase(x.r.Context(), id)
 		if err != nil {
-			s.slotFail(x, err)
+			s.slotFail(x, err, http.StatusInternalServerError)
 			return
 		}
 		_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]any{"id_slot": id, "n_erased": n})
@@ -73,69 +79,59 @@ func (s *slotAPI) slotFileAction(x *exchange, id int, action string) {
 		return
 	}
 	if !validSlotFile(r.Filename) {
-		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", fmt.Errorf("Invalid filename %q: a plain file name is needed", r.Filename))
+		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", fmt.Errorf("%w %q: llama-server's file name rules (no path separators, no '..')", errSlotName, r.Filename))
 		return
 	}
-	path := filepath.Join(s.o.SlotSavePath, r.Filename)
 	t0 := time.Now()
 	if action == "save" {
-		f, err := s.slotSave(x.r.Context(), id, path)
+		f, err := s.slotSave(x.r.Context(), id, r.Filename)
 		if err != nil {
-			s.slotFail(x, err)
+			s.slotFail(x, fmt.Errorf("Unable to save slot: %w", err), http.StatusInternalServerError)
 			return
 		}
 		_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]any{"id_slot": id, "filename": r.Filename,
 			"n_saved": f.Tokens, "n_written": f.Bytes, "timings": map[string]float64{"save_ms": ms(time.Since(t0))}})
 		return
 	}
-	f, err := s.slotRestore(x.r.Context(), id, path, tenantOf(x.r, ""))
+	f, err := s.slotRestore(x.r.Context(), id, r.Filename, tenantOf(x.r, ""))
 	if err != nil {
-		s.slotFail(x, err)
+		s.slotFail(x, fmt.Errorf("Unable to restore slot: slot file %s: %w", r.Filename, err), http.StatusBadRequest)
 		return
 	}
 	_ = writeJSON(x.w, s.o.WriteTimeout, http.StatusOK, map[string]any{"id_slot": id, "filename": r.Filename,
 		"n_restored": f.Tokens, "n_read": f.Bytes, "timings": map[string]float64{"restore_ms": ms(time.Since(t0))}})
 }
 
-// validSlotFile: a plain file name, no directory, not hidden.
-func validSlotFile(name string) bool {
-	return name != "" && len(name) <= 255 && !strings.ContainsAny(name, "/\\\x00") && !strings.HasPrefix(name, ".")
-}
-
-// slotFail answers a failed slot action: a busy slot 503, a missing file
-// or one of another shape 400.
-func (s *slotAPI) slotFail(x *exchange, err error) {
+// slotFail answers a failed slot action: a busy slot 503, an unknown slot,
+// a file name refused, a missing file or one of another shape 400, else
+// status.
+func (s *slotAPI) slotFail(x *exchange, err error, status int) {
 	switch {
 	case errors.Is(err, decode.ErrSlotBusy):
 		s.rq.fail(x, http.StatusServiceUnavailable, "unavailable_error", err)
-	case errors.Is(err, decode.ErrNoSlot) || errors.Is(err, model.ErrStateFile) || errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, decode.ErrNoSlot) || errors.Is(err, model.ErrStateFile) || errors.Is(err, os.ErrNotExist) || errors.Is(err, errSlotName) || status == http.StatusBadRequest:
 		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", err)
 	default:
-		s.rq.fail(x, http.StatusInternalServerError, "server_error", err)
+		s.rq.fail(x, status, "server_error", err)
 	}
 }
 
-// slotSave writes slot id to path (through a temporary file, renamed).
-func (s *slotAPI) slotSave(ctx context.Context, id int, path string) (decode.SlotFile, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".slot-*")
-	if err != nil {
-		return decode.SlotFile{}, err
-	}
-	defer os.Remove(tmp.Name())
-	f, err := s.onSlot(ctx, id, func(save func(io.Writer) (decode.SlotFile, error)) (decode.SlotFile, error) { return save(tmp) }, nil)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
+// slotSave writes slot id to the file name in SlotSavePath.
+func (s *slotAPI) slotSave(ctx context.Context, id int, name string) (decode.SlotFile, error) {
+	var f decode.SlotFile
+	err := writeSlotFile(s.o.SlotSavePath, name, func(w io.Writer) (err error) {
+		f, err = s.onSlot(ctx, id, func(save func(io.Writer) (decode.SlotFile, error)) (decode.SlotFile, error) { return save(w) }, nil)
+		return err
+	})
 	return f, err
 }
 
-// slotRestore reads slot id from path; who owns the restored cache.
-func (s *slotAPI) slotRestore(ctx context.Context, id int, path string, who tenant) (decode.SlotFile, error) {
-	in, err := os.Open(path)
+// slotRestore reads slot id from the file name in SlotSavePath; who owns
+// the restored cache.
+func (s *slotAPI) slotRestore(ctx context.Context, id int, name string, who tenant) (decode.SlotFile, error) {
+	in, err := openSlotFile(s.o.SlotSavePath, name)
 	if err != nil {
+		_, _ = s.slotErase(ctx, id) // as llama-server's: a failed restore leaves the slot empty
 		return decode.SlotFile{}, err
 	}
 	defer in.Close()

@@ -149,7 +149,7 @@ var llamaTable = []llamaFlag{
 	{"--lora --lora-scaled --control-vector --control-vector-scaled --control-vector-layer-range --lora-init-without-apply", llamaRefused, adapterHint},
 	{"-o --output --output-file", llamaRefused, "pipe run writes the text on stdout (--csv, --route-trace, --tokens-out write the rest)"},
 	{"--models-dir --models-preset --models-max --models-autoload --no-models-autoload --sleep-idle-seconds", llamaRefused, oneModelHint},
-	{"--slot-save-path", llamaSupported, "the same (serve): POST /slots/{id}?action=save|restore|erase, in pipe's own file format"},
+	{"--slot-save-path", llamaSupported, "the same (serve): POST /slots/{id}?action=save|restore|erase; llama-server's file header and token list, pipe's own KV and recurrent state after them"},
 	{"--reuse-port --path --api-prefix -to --timeout --sse-ping-interval --threads-http", llamaRefused, httpHint},
 	{"--api-key-file", llamaRefused, "set PIPE_API_KEY from the file: PIPE_API_KEY=$(cat FILE)"},
 	{"--ssl-key-file --ssl-cert-file", llamaRefused, "pipe serve speaks plain HTTP; put a TLS proxy in front of it"},
