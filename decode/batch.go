@@ -162,9 +162,11 @@ type Batch struct {
 	o      BatchOptions
 	submit chan *request
 	events chan event
-	ctl    chan ctl // slot save, restore, erase (slotfile.go)
+	ctl    chan *ctl // slot save, restore, erase (slotfile.go)
 	quit   chan struct{}
 	done   chan struct{}
+
+	onDefer func() // a test's hook: a slot action was deferred (scheduler goroutine)
 
 	mu       sync.Mutex
 	info     []SlotInfo       // the slots as of the last pass
@@ -198,7 +200,7 @@ func (m *Model) NewBatch(o BatchOptions) (*Batch, error) {
 	if o.Ubatch == 0 {
 		o.Ubatch = stages.PrefillChunk
 	}
-	b := &Batch{m: m, o: o, submit: make(chan *request), events: make(chan event, o.Slots), ctl: make(chan ctl),
+	b := &Batch{m: m, o: o, submit: make(chan *request), events: make(chan event, o.Slots), ctl: make(chan *ctl),
 		quit: make(chan struct{}), done: make(chan struct{})}
 	states, err := m.slotStates(o)
 	if err != nil {

@@ -251,8 +251,10 @@ func TestBatchClose(t *testing.T) {
 
 // TestBatchSlotFile: a slot saved after a request, erased and restored
 // holds its tokens again, and a request extending them reuses them and
-// generates what the whole prompt does; a busy slot, an unknown one and a
-// file of another context are refused; a Session restores a slot's file.
+// generates what the whole prompt does; an action on a busy slot waits for
+// its request to end (as llama-server defers it) and one whose context
+// ends while it waits never runs; an unknown slot and a file of another
+// context are refused; a Session restores a slot's file.
 func TestBatchSlotFile(t *testing.T) {
 	const n = 6
 	m := open(t, stages.StreamOn, 0)
@@ -264,34 +266,60 @@ func TestBatchSlotFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newBatch(t, m, BatchOptions{Slots: 2, Ctx: 64, Similarity: 0.1})
+	deferred := make(chan struct{}, 2)
+	b.onDefer = func() { deferred <- struct{}{} }
 	slotOf := -1
-	var busy error
-	if _, err := b.Generate(context.Background(), Request{IDs: head, Chain: greedyChain(t), MaxTokens: 2,
+	type done struct {
+		f   SlotFile
+		n   int
+		err error
+	}
+	saveDone, eraseDone := make(chan done, 1), make(chan done, 1)
+	var saveBuf strings.Builder
+	seen := 0
+	if _, err := b.Generate(context.Background(), Request{IDs: head, Chain: greedyChain(t), MaxTokens: 3, IgnoreEOS: true,
 		OnSlot: func(id int) { slotOf = id }}, func(Token) error {
-		_, busy = b.SaveSlot(slotOf, &strings.Builder{})
-		return ErrStop
+		if seen++; seen > 1 {
+			return nil
+		}
+		go func() { f, err := b.SaveSlot(context.Background(), slotOf, &saveBuf); saveDone <- done{f: f, err: err} }()
+		<-deferred
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { n, err := b.EraseSlot(ctx, slotOf); eraseDone <- done{n: n, err: err} }()
+		<-deferred
+		cancel()
+		if e := <-eraseDone; !errors.Is(e.err, context.Canceled) {
+			t.Errorf("an erase whose context ended while it waited: %d %v", e.n, e.err)
+		}
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(busy, ErrSlotBusy) {
-		t.Fatalf("save of a busy slot: %v", busy)
+	if d := <-saveDone; d.err != nil || d.f.Tokens != len(head)+2 {
+		t.Fatalf("a save deferred while the slot was busy: %+v %v, want the %d tokens the request left", d.f, d.err, len(head)+2)
+	}
+	if got := b.Slots()[slotOf].Tokens; got != len(head)+2 {
+		t.Fatalf("the abandoned erase ran: %d tokens left", got)
+	}
+	if _, err := b.Generate(context.Background(), Request{IDs: head, Chain: greedyChain(t), MaxTokens: 1, PinSlot: true, Slot: slotOf, NoCache: true}, nil); err != nil {
+		t.Fatal(err)
 	}
 	var file strings.Builder
-	saved, err := b.SaveSlot(slotOf, &file)
+	saved, err := b.SaveSlot(context.Background(), slotOf, &file)
 	if err != nil || saved.Tokens != len(head) || saved.Bytes != int64(file.Len()) {
 		t.Fatalf("save: %+v (%d bytes written) %v", saved, file.Len(), err)
 	}
-	if erased, err := b.EraseSlot(slotOf); err != nil || erased != len(head) || b.Slots()[slotOf].Tokens != 0 {
+	if erased, err := b.EraseSlot(context.Background(), slotOf); err != nil || erased != len(head) || b.Slots()[slotOf].Tokens != 0 {
 		t.Fatalf("erase: %d %v, %d tokens left", erased, err, b.Slots()[slotOf].Tokens)
 	}
-	if got, err := b.RestoreSlot(slotOf, strings.NewReader(file.String())); err != nil || got != saved {
+	if got, err := b.RestoreSlot(context.Background(), slotOf, strings.NewReader(file.String())); err != nil || got != saved {
 		t.Fatalf("restore: %+v %v, want %+v", got, err, saved)
 	}
 	res, err := b.Generate(context.Background(), Request{IDs: whole, Chain: greedyChain(t), MaxTokens: n}, nil)
 	if err != nil || res.PromptTokens != len(whole)-len(head) || !slices.Equal(res.Tokens, want) {
 		t.Fatalf("after the restore: %v, fed %d, generated %v, want %v", err, res.PromptTokens, res.Tokens, want)
 	}
-	if _, err := b.SaveSlot(7, &file); !errors.Is(err, ErrNoSlot) {
+	if _, err := b.SaveSlot(context.Background(), 7, &file); !errors.Is(err, ErrNoSlot) {
 		t.Fatalf("slot 7: %v", err)
 	}
 	if got, err := sess.Restore(strings.NewReader(file.String())); err != nil || got != saved || len(sess.Tokens()) != len(head) {
@@ -302,7 +330,7 @@ func TestBatchSlotFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer small.Close()
-	if _, err := small.RestoreSlot(0, strings.NewReader(file.String())); !errors.Is(err, model.ErrStateFile) || small.Slots()[0].Tokens != 0 {
+	if _, err := small.RestoreSlot(context.Background(), 0, strings.NewReader(file.String())); !errors.Is(err, model.ErrStateFile) || small.Slots()[0].Tokens != 0 {
 		t.Fatalf("restore into a smaller context: %v", err)
 	}
 }

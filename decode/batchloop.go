@@ -27,6 +27,7 @@ type sched struct {
 	// pass's tokens (gather).
 	patience time.Time
 	last     metrics.Counters // the engine's, after the last pass (account)
+	deferred []*ctl           // slot actions waiting for their busy slots (slotfile.go)
 }
 
 // loop is the scheduler goroutine: it handles one submission or event at a
@@ -44,6 +45,7 @@ func (b *Batch) loop(slots []*slot) {
 	}()
 	s := &sched{b: b, slots: slots, ctx: ctx, last: b.Counters()}
 	for {
+		s.runDeferred() // before queued requests take the slots
 		s.place()
 		b.publish(slots)
 		ready := s.ready()
@@ -433,6 +435,10 @@ func (s *sched) stop() {
 		q.fin <- Result{}
 	}
 	s.queue = nil
+	for _, c := range s.deferred {
+		c.done <- ErrBatchClosed
+	}
+	s.deferred = nil
 }
 
 // account makes the pass just run a Step (from the engine's counters since

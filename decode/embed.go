@@ -70,7 +70,7 @@ func passesOf(n, batch int) int {
 // model to itself (Model.Embed beside a Batch): the slots' generations
 // wait for it. A ctx that ends before f starts returns its error.
 func (b *Batch) Exclusive(ctx context.Context, f func() error) error {
-	c := ctl{id: -1, f: func(*slot) error { return f() }, done: make(chan error, 1)}
+	c := &ctl{id: -1, f: func(*slot) error { return f() }, done: make(chan error, 1)}
 	select {
 	case b.ctl <- c:
 	case <-ctx.Done():

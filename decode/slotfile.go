@@ -16,24 +16,26 @@ package decode
 // allocated, the tokens must be in the vocabulary, the token count must
 // match the positions of the state and nothing may follow it; any other
 // file is ErrStateFile naming the field, and leaves the slot empty. A
-// Batch's slot is saved and restored on the scheduler goroutine while the
-// slot is idle; a Session's by its one goroutine.
+// Batch's slot is saved, restored and erased on the scheduler goroutine
+// while the slot is idle: an action on a busy slot waits until its request
+// ends (llama-server defers the task), before any request queued for the
+// slot, unless its context ends first; a Session's runs on its one
+// goroutine.
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/pipe-engine/pipe/model"
 )
 
-// Sentinel errors of slot persistence.
-var (
-	ErrNoSlot   = errors.New("no such slot")
-	ErrSlotBusy = errors.New("slot is processing a request")
-)
+// ErrNoSlot: a slot action named a slot the Batch does not have.
+var ErrNoSlot = errors.New("no such slot")
 
 // The sequence state file's header and the packed token payload's
 // constants (llama.h's LLAMA_STATE_SEQ_MAGIC and _VERSION, llama-server's
@@ -150,10 +152,10 @@ type SlotFile struct {
 	Bytes  int64 // bytes written or read
 }
 
-// SaveSlot writes slot id's cache to w (refused while it serves a request).
-func (b *Batch) SaveSlot(id int, w io.Writer) (SlotFile, error) {
+// SaveSlot writes slot id's cache to w, once the slot is idle.
+func (b *Batch) SaveSlot(ctx context.Context, id int, w io.Writer) (SlotFile, error) {
 	var f SlotFile
-	err := b.control(id, func(sl *slot) (err error) {
+	err := b.control(ctx, id, func(sl *slot) (err error) {
 		f.Tokens = len(sl.hist)
 		f.Bytes, err = saveSeq(w, sl.hist, sl.st)
 		return err
@@ -161,11 +163,11 @@ func (b *Batch) SaveSlot(id int, w io.Writer) (SlotFile, error) {
 	return f, err
 }
 
-// RestoreSlot replaces slot id's cache with what SaveSlot wrote to r; on an
-// error the slot is left empty.
-func (b *Batch) RestoreSlot(id int, r io.Reader) (SlotFile, error) {
+// RestoreSlot replaces slot id's cache with what SaveSlot wrote to r, once
+// the slot is idle; on an error the slot is left empty.
+func (b *Batch) RestoreSlot(ctx context.Context, id int, r io.Reader) (SlotFile, error) {
 	var f SlotFile
-	err := b.control(id, func(sl *slot) error {
+	err := b.control(ctx, id, func(sl *slot) error {
 		hist, n, err := loadSeq(r, sl.st, b.m.tok.NVocab())
 		sl.hist, f = hist, SlotFile{Tokens: len(hist), Bytes: n}
 		return err
@@ -173,10 +175,11 @@ func (b *Batch) RestoreSlot(id int, r io.Reader) (SlotFile, error) {
 	return f, err
 }
 
-// EraseSlot empties slot id's cache and returns the tokens it held.
-func (b *Batch) EraseSlot(id int) (int, error) {
+// EraseSlot empties slot id's cache, once the slot is idle, and returns
+// the tokens it held.
+func (b *Batch) EraseSlot(ctx context.Context, id int) (int, error) {
 	n := 0
-	err := b.control(id, func(sl *slot) error {
+	err := b.control(ctx, id, func(sl *slot) error {
 		n = len(sl.hist)
 		sl.st.Rewind(0)
 		sl.hist = sl.hist[:0]
@@ -185,42 +188,82 @@ func (b *Batch) EraseSlot(id int) (int, error) {
 	return n, err
 }
 
-// control runs f on idle slot id on the scheduler goroutine.
-func (b *Batch) control(id int, f func(*slot) error) error {
+// control runs f on slot id on the scheduler goroutine once the slot is
+// idle; if ctx ends first, f never runs and the error is ctx's.
+func (b *Batch) control(ctx context.Context, id int, f func(*slot) error) error {
 	if id < 0 || id >= b.o.Slots {
 		return fmt.Errorf("slot %d of %d: %w", id, b.o.Slots, ErrNoSlot)
 	}
-	c := ctl{id: id, f: f, done: make(chan error, 1)}
+	c := &ctl{id: id, f: f, done: make(chan error, 1)}
 	select {
 	case b.ctl <- c:
 	case <-b.quit:
 		return ErrBatchClosed
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return <-c.done
+	select {
+	case err := <-c.done:
+		return err
+	case <-ctx.Done():
+		if c.state.CompareAndSwap(ctlWaiting, ctlAbandoned) {
+			return ctx.Err()
+		}
+		return <-c.done // it is running: its result
+	}
 }
 
-// ctl is a control request for the scheduler.
+// ctl is a slot action for the scheduler.
 type ctl struct {
-	id   int // -1: none (Batch.Exclusive)
-	f    func(*slot) error
-	done chan error
+	id    int // -1: none (Batch.Exclusive)
+	f     func(*slot) error
+	done  chan error   // capacity one
+	state atomic.Int32 // ctlWaiting, then ctlRunning (the scheduler) or ctlAbandoned (the caller)
 }
 
-// control runs c on its slot, unless the slot is busy; c of no slot (id
-// -1, Batch.Exclusive) runs at once.
-func (s *sched) control(c ctl) {
+const (
+	ctlWaiting = iota
+	ctlRunning
+	ctlAbandoned
+)
+
+// control runs c on its slot, or defers it while the slot is busy; c of
+// no slot (id -1, Batch.Exclusive) runs at once.
+func (s *sched) control(c *ctl) {
 	if c.id < 0 {
-		c.done <- c.f(nil)
+		if c.state.CompareAndSwap(ctlWaiting, ctlRunning) {
+			c.done <- c.f(nil)
+		}
 		return
 	}
-	sl := s.slots[c.id]
-	if sl.req != nil {
-		c.done <- fmt.Errorf("slot %d: %w", c.id, ErrSlotBusy)
+	if s.slots[c.id].req != nil {
+		s.deferred = append(s.deferred, c)
+		if s.b.onDefer != nil {
+			s.b.onDefer()
+		}
 		return
 	}
-	err := c.f(sl)
+	if !c.state.CompareAndSwap(ctlWaiting, ctlRunning) {
+		return // its caller has gone
+	}
+	err := c.f(s.slots[c.id])
 	s.b.publish(s.slots) // Slots shows the change once the call returns
 	c.done <- err
+}
+
+// runDeferred runs the deferred actions whose slots are idle now, in the
+// order they came.
+func (s *sched) runDeferred() {
+	waiting := s.deferred[:0]
+	for _, c := range s.deferred {
+		if s.slots[c.id].req != nil {
+			waiting = append(waiting, c)
+			continue
+		}
+		s.control(c)
+	}
+	clear(s.deferred[len(waiting):])
+	s.deferred = waiting
 }
 
 // Save writes the session's cache to w (as SaveSlot does a slot's).

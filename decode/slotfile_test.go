@@ -63,15 +63,15 @@ func TestSlotFileContinues(t *testing.T) {
 				t.Fatalf("first %d tokens %v, want %v", k, first, want[0][:k])
 			}
 			var file bytes.Buffer
-			saved, err := b.SaveSlot(1, &file)
+			saved, err := b.SaveSlot(context.Background(), 1, &file)
 			if err != nil || saved.Tokens != len(prompt)+k-1 || saved.Bytes != int64(file.Len()) {
 				t.Fatalf("save: %+v (%d bytes) %v", saved, file.Len(), err)
 			}
-			if _, err := b.EraseSlot(1); err != nil {
+			if _, err := b.EraseSlot(context.Background(), 1); err != nil {
 				t.Fatal(err)
 			}
 			for name, f := range map[string][]byte{"packed": file.Bytes(), "plain list": plainList(t, file.Bytes())} {
-				if got, err := b.RestoreSlot(0, bytes.NewReader(f)); err != nil || got.Tokens != saved.Tokens || got.Bytes != int64(len(f)) {
+				if got, err := b.RestoreSlot(context.Background(), 0, bytes.NewReader(f)); err != nil || got.Tokens != saved.Tokens || got.Bytes != int64(len(f)) {
 					t.Fatalf("%s: restore %+v %v", name, got, err)
 				}
 				var wg sync.WaitGroup

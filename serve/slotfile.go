@@ -7,7 +7,9 @@ package serve
 // state framing (the 'ggsq' header and its packed token list; a plain
 // token list is read too) around pipe's own state (decode/slotfile.go), not
 // llama.cpp's KV bytes; a file restores only into a model and slot context
-// of the shape it was saved from. The answers are llama-server's: save
+// of the shape it was saved from. An action on a busy slot waits until
+// its request ends (llama-server defers it; decode.Batch.SaveSlot), or the
+// client goes. The answers are llama-server's: save
 // {id_slot, filename, n_saved, n_written, timings.save_ms}, restore
 // {…, n_restored, n_read, timings.restore_ms}, erase {id_slot, n_erased};
 // a bad slot ID, action or file name is 400 ("Invalid slot ID", "Invalid
@@ -102,13 +104,10 @@ func (s *slotAPI) slotFileAction(x *exchange, id int, action string) {
 		"n_restored": f.Tokens, "n_read": f.Bytes, "timings": map[string]float64{"restore_ms": ms(time.Since(t0))}})
 }
 
-// slotFail answers a failed slot action: a busy slot 503, an unknown slot,
-// a file name refused, a missing file or one of another shape 400, else
-// status.
+// slotFail answers a failed slot action: an unknown slot, a file name
+// refused, a missing file or one of another shape 400, else status.
 func (s *slotAPI) slotFail(x *exchange, err error, status int) {
 	switch {
-	case errors.Is(err, decode.ErrSlotBusy):
-		s.rq.fail(x, http.StatusServiceUnavailable, "unavailable_error", err)
 	case errors.Is(err, decode.ErrNoSlot) || errors.Is(err, model.ErrStateFile) || errors.Is(err, os.ErrNotExist) || errors.Is(err, errSlotName) || status == http.StatusBadRequest:
 		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", err)
 	default:
@@ -146,7 +145,7 @@ func (s *slotAPI) slotRestore(ctx context.Context, id int, name string, who tena
 func (s *slotAPI) slotErase(ctx context.Context, id int) (int, error) {
 	if s.gen.batch != nil {
 		s.setOwner(id, kvOwner{})
-		return s.gen.batch.b.EraseSlot(id)
+		return s.gen.batch.b.EraseSlot(ctx, id)
 	}
 	release, err := s.gen.slot.acquire(ctx)
 	if err != nil {
@@ -162,8 +161,8 @@ func (s *slotAPI) slotErase(ctx context.Context, id int) (int, error) {
 func (s *slotAPI) onSlot(ctx context.Context, id int,
 	save func(func(io.Writer) (decode.SlotFile, error)) (decode.SlotFile, error),
 	restore func(func(io.Reader) (decode.SlotFile, error)) (decode.SlotFile, error)) (decode.SlotFile, error) {
-	saver, restorer := func(w io.Writer) (decode.SlotFile, error) { return s.gen.batch.b.SaveSlot(id, w) },
-		func(r io.Reader) (decode.SlotFile, error) { return s.gen.batch.b.RestoreSlot(id, r) }
+	saver, restorer := func(w io.Writer) (decode.SlotFile, error) { return s.gen.batch.b.SaveSlot(ctx, id, w) },
+		func(r io.Reader) (decode.SlotFile, error) { return s.gen.batch.b.RestoreSlot(ctx, id, r) }
 	if s.gen.batch == nil {
 		release, err := s.gen.slot.acquire(ctx)
 		if err != nil {
