@@ -24,7 +24,8 @@ import (
 //     preflight never carries (Access-Control-Allow-Origin only for an
 //     allowed origin).
 //   - Bodies are JSON (Content-Type: application/json; else 415), which a
-//     cross-site form or a "simple" fetch cannot send without a preflight.
+//     cross-site form or a "simple" fetch cannot send without a preflight;
+//     a POST with no body may omit the type.
 
 // guard holds those rules' settings: the names allowed beside the server's
 // own, the CORS policy and the API key's hash.
@@ -112,12 +113,18 @@ func (s *requests) admit(x *exchange) bool {
 }
 
 // jsonBody reports whether a POST's body is declared JSON, answering 415
-// when it is not.
+// when it is not. A POST without a body and without a Content-Type has
+// nothing to declare (llama.cpp's test_slot_erase posts
+// /slots/{id}?action=erase so; a browser's cross-site form always sends a
+// type, and the Origin rule answers no other site's page).
 func (s *requests) jsonBody(x *exchange) bool {
 	if x.r.Method != http.MethodPost {
 		return true
 	}
 	ct := x.r.Header.Get("Content-Type")
+	if ct == "" && x.r.ContentLength == 0 {
+		return true
+	}
 	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
 		return true
 	}

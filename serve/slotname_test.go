@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +82,15 @@ func TestSlotFileConfined(t *testing.T) {
 			t.Errorf("restore of %s left the slot %v", name, r)
 		}
 		h.do("/slots/0?action=restore", `{"filename":"s.bin"}`, 200)
+	}
+	req, err := http.NewRequest(http.MethodPost, h.url+"/slots/0?action=erase", nil) // no body, no Content-Type: test_slot_erase's
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("erase without a body: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 4 { // notes.txt, link.bin, s.bin, bad.bin and no temporary file
 		t.Errorf("the directory holds %v", ents)
