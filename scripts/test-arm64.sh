@@ -20,7 +20,7 @@ if ! command -v qemu-aarch64-static >/dev/null 2>&1; then
 fi
 # Go fuses x*y+z into one instruction on arm64 unless a float32()/float64()
 # conversion forces the rounding; fused code would not match amd64.
-echo "== no fused multiply-add in the arm64 build"
+echo "== no fused multiply-add in the arm64 build (at ${SECONDS}s)"
 listing=$(go build -gcflags='github.com/pipe-engine/pipe/...=-S' -o /dev/null ./... 2>&1)
 if ! grep -q 'model\.Softmax STEXT' <<<"$listing"; then echo "no assembly listing from go build -gcflags=-S"; exit 1; fi
 fused=$(grep -E '^\s+0x[0-9a-f]+ [0-9]+ \([^)]*\)\s+F(N)?M(ADD|SUB)[SD]\b' <<<"$listing" || true)
@@ -45,7 +45,7 @@ all_pkgs=$(go list ./kernels/ ./quant/ ./model/... ./stages/)
 kernel_pkgs=$(grep -v -e '/quant$' -e '/model/gen$' <<<"$all_pkgs")
 run() {
   local set=$1 tests=$2 pkgs=$3; shift 3
-  echo "== arm64 under qemu: kernel set $set"
+  echo "== arm64 under qemu: kernel set $set (at ${SECONDS}s)"
   # shellcheck disable=SC2086 # one package per word
   PIPE_KERNELS=$set go test -count=1 -short -timeout 30m -skip "$emulated_skip" -exec qemu-aarch64-static "$@" $pkgs
   PIPE_KERNELS=$set go test -count=1 -short -timeout 30m -exec qemu-aarch64-static "$@" \
@@ -56,8 +56,9 @@ run neon 'Fingerprint' "$kernel_pkgs" -tags nodotprod
 # The OS-facing packages as an Android build (GOOS=android: no THP, no
 # memcg under /sys/fs/cgroup, O_DIRECT fallbacks, CPU pinning), run by
 # scripts/qemu-android.sh.
-echo "== android/arm64 under qemu: OS-facing packages"
+echo "== android/arm64 under qemu: OS-facing packages (at ${SECONDS}s)"
 # TestBatchInvariance is compute only (the logits of batched sequences, the
 # same kernels and code as the linux/arm64 runs above): not OS-facing.
 GOOS=android go test -count=1 -short -timeout 30m -skip "$native|^TestBatchInvariance\$" -exec "$PWD/scripts/qemu-android.sh" \
   ./internal/... ./cache/ ./reader/ ./stages/
+echo "== test-arm64.sh done (at ${SECONDS}s)"

@@ -5,17 +5,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_ENABLED=${CGO_ENABLED:-0}
+# Each step names the seconds since the script began (.ci/run's log).
+step() { echo "== test.sh: $1 (at ${SECONDS}s)"; }
+step "plain"
 go test -count=1 -timeout 30m ./...
+step "purego"
 go test -count=1 -timeout 30m -tags purego ./kernels/... ./quant/...
 # -race needs cgo; run it where a C toolchain exists. TestLogitsFingerprint
 # is bits (the plain pass and the arm64 runs check them); under -race it ran
 # every golden model serially (~2 min) on paths the golden tests' -short
 # runs already take.
 if command -v gcc >/dev/null 2>&1; then
+  step "race -short"
   CGO_ENABLED=1 go test -count=1 -timeout 30m -race -short -skip '^TestLogitsFingerprint$' ./...
 fi
 # A bounded fuzz run of the hostile-input harnesses (chat templates, the
 # HTTP request bodies); their seed corpora already ran above as tests.
 fuzztime=${FUZZTIME:-20s}
+step "fuzz $fuzztime each"
 go test -count=1 -run '^$' -fuzz '^FuzzTemplate$' -fuzztime "$fuzztime" ./internal/jinja/
 go test -count=1 -run '^$' -fuzz '^FuzzRequestBodies$' -fuzztime "$fuzztime" ./serve/
+step "done"
