@@ -91,7 +91,11 @@ func (c *cancelAfterCtx) Err() error {
 }
 
 // TestLongOpStopsOnCancel: a context cancelled while one long operation runs
-// (after the render's first check) stops it with the context's error.
+// (after the render's first check) stops it with the context's error. The
+// time limit is an hour, so only the cancellation can stop the render: with
+// the default 10 s, a race-instrumented run on a loaded machine (issue 38,
+// load 37) reached the deadline before the fourth check and failed with
+// the time limit instead ("unique").
 func TestLongOpStopsOnCancel(t *testing.T) {
 	data := longOpData()
 	for name, src := range longOps {
@@ -104,7 +108,7 @@ func TestLongOpStopsOnCancel(t *testing.T) {
 			// filter call) each check the context once.
 			ctx := &cancelAfterCtx{Context: context.Background()}
 			ctx.n.Store(3)
-			out, err := tmpl.RenderContext(ctx, longOpInputs(src, data), Limits{})
+			out, err := tmpl.RenderContext(ctx, longOpInputs(src, data), Limits{Timeout: time.Hour})
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("rendered %.40q, err %v; want context.Canceled", out, err)
 			}
