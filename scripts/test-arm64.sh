@@ -13,6 +13,8 @@
 # sweeps; the golden tests still run every model file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# -timeout is a hang guard per test binary (scripts/test.sh says why 60m).
+timeout=60m
 export CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 if ! command -v qemu-aarch64-static >/dev/null 2>&1; then
   echo "qemu-aarch64-static not found (Debian package qemu-user-static)" >&2
@@ -47,8 +49,8 @@ run() {
   local set=$1 tests=$2 pkgs=$3; shift 3
   echo "== arm64 under qemu: kernel set $set (at ${SECONDS}s)"
   # shellcheck disable=SC2086 # one package per word
-  PIPE_KERNELS=$set go test -count=1 -short -timeout 30m -skip "$emulated_skip" -exec qemu-aarch64-static "$@" $pkgs
-  PIPE_KERNELS=$set go test -count=1 -short -timeout 30m -exec qemu-aarch64-static "$@" \
+  PIPE_KERNELS=$set go test -count=1 -short -timeout "$timeout" -skip "$emulated_skip" -exec qemu-aarch64-static "$@" $pkgs
+  PIPE_KERNELS=$set go test -count=1 -short -timeout "$timeout" -exec qemu-aarch64-static "$@" \
     -run "$tests" ./cmd/pipe/
 }
 run sdot 'Fingerprint|GoldenTeacherForced' "$all_pkgs"
@@ -59,6 +61,6 @@ run neon 'Fingerprint' "$kernel_pkgs" -tags nodotprod
 echo "== android/arm64 under qemu: OS-facing packages (at ${SECONDS}s)"
 # TestBatchInvariance is compute only (the logits of batched sequences, the
 # same kernels and code as the linux/arm64 runs above): not OS-facing.
-GOOS=android go test -count=1 -short -timeout 30m -skip "$native|^TestBatchInvariance\$" -exec "$PWD/scripts/qemu-android.sh" \
+GOOS=android go test -count=1 -short -timeout "$timeout" -skip "$native|^TestBatchInvariance\$" -exec "$PWD/scripts/qemu-android.sh" \
   ./internal/... ./cache/ ./reader/ ./stages/
 echo "== test-arm64.sh done (at ${SECONDS}s)"
