@@ -92,11 +92,14 @@ type chatMessage struct {
 	ToolCallID string       `json:"tool_call_id"` // a tool turn's
 }
 
-// contentField is a message's content: a string or an array of parts of
-// which only "text" parts are supported (text joins them, parts keeps them).
+// contentField is a message's content: a string or an array of parts:
+// "text" parts (text joins them, parts keeps them) and llama-server's media
+// parts (image_url, input_audio, input_video), kept in media with their
+// part index for checkMedia (media.go).
 type contentField struct {
 	text  string
 	parts []string
+	media []mediaRef // msg unset: the message's index is the caller's
 }
 
 // String is the content's text.
@@ -111,30 +114,72 @@ func (c contentField) prefill() string {
 	return strings.Join(c.parts, "\n\n")
 }
 
+// contentPart is one part of an array content.
+type contentPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL struct {
+		URL string `json:"url"`
+	} `json:"image_url"`
+	InputAudio mediaData `json:"input_audio"`
+	InputVideo mediaData `json:"input_video"`
+}
+
+// mediaData is an input_audio or input_video part's data (or url, as
+// llama-server reads either).
+type mediaData struct {
+	Data string `json:"data"`
+	URL  string `json:"url"`
+}
+
+func (d mediaData) ref() string {
+	if d.Data != "" {
+		return d.Data
+	}
+	return d.URL
+}
+
 func (c *contentField) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
 		*c = contentField{text: s}
 		return nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []contentPart
 	if err := json.Unmarshal(b, &parts); err != nil {
-		return errors.New("content: want a string or an array of text parts")
+		return errors.New("content: want a string or an array of parts")
 	}
 	var sb strings.Builder
 	c.parts = make([]string, 0, len(parts))
-	for _, p := range parts {
-		if p.Type != "text" {
-			return fmt.Errorf("content: part type %q is not supported (text only)", p.Type)
+	for i, p := range parts {
+		switch p.Type {
+		case "text":
+			sb.WriteString(p.Text)
+			c.parts = append(c.parts, p.Text)
+		case "image_url":
+			c.media = append(c.media, mediaRef{part: i, kind: "image", url: p.ImageURL.URL})
+		case "input_audio":
+			c.media = append(c.media, mediaRef{part: i, kind: "audio", url: p.InputAudio.ref()})
+		case "input_video":
+			c.media = append(c.media, mediaRef{part: i, kind: "video", url: p.InputVideo.ref()})
+		default:
+			return fmt.Errorf("content[%d]: part type %q is not supported (text, image_url, input_audio or input_video)", i, p.Type)
 		}
-		sb.WriteString(p.Text)
-		c.parts = append(c.parts, p.Text)
 	}
 	c.text = sb.String()
 	return nil
+}
+
+// chatMedia is the media parts of a chat's messages, in order.
+func chatMedia(msgs []chatMessage) []mediaRef {
+	var out []mediaRef
+	for i, m := range msgs {
+		for _, r := range m.Content.media {
+			r.msg = i
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // promptField is a completion prompt: a string or an array of one string.
@@ -194,6 +239,7 @@ type jobInput struct {
 	prompt      string              // completion
 	given       []int32             // /completion's prompt given as token ids
 	morePrompts []subPrompt         // /completion's prompts as parsed (nativeprompt.go)
+	media       []mediaRef          // a chat's media parts (media.go)
 	ids         []int32
 }
 
@@ -363,6 +409,7 @@ func parseChat(body []byte, def sample.Params) (job, error) {
 		return j, err
 	}
 	j.messages = msgs
+	j.media = chatMedia(r.Messages)
 	if r.ReasoningFormat != nil {
 		j.reasoning = *r.ReasoningFormat
 	}

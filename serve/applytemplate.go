@@ -36,6 +36,9 @@ func (s *templateAPI) apply(x *exchange) {
 	if j.messages, err = chatMessages(r.Messages); err == nil {
 		err = r.chatTemplateFields.parse(r.Messages, &j)
 	}
+	if media := chatMedia(r.Messages); err == nil && len(media) > 0 {
+		err = checkMedia(s.o.MediaPath, media) // media.go
+	}
 	if err != nil {
 		s.rq.fail(x, http.StatusBadRequest, "invalid_request_error", err)
 		return

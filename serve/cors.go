@@ -41,9 +41,9 @@ type corsPolicy struct {
 
 // newCORS resolves o's CORS options. Without CORSOrigins the policy is
 // llama-server's default "*" when an API key guards the server, and
-// "localhost" without one: llama-server warns that "*" without a key lets
-// any web page use the server, and uses "localhost" itself whenever its
-// server tools are on.
+// "localhost" without one or with Options.Tools: llama-server warns that
+// "*" without a key lets any web page use the server, and uses
+// "localhost" itself whenever its server tools are on.
 func newCORS(o Options) corsPolicy {
 	p := corsPolicy{methods: o.CORSMethods, headers: o.CORSHeaders, credentials: !o.CORSNoCredentials}
 	if p.methods == "" {
@@ -55,7 +55,7 @@ func newCORS(o Options) corsPolicy {
 	origins := o.CORSOrigins
 	if len(origins) == 0 {
 		origins = []string{"localhost"}
-		if o.APIKey != "" {
+		if o.APIKey != "" && len(o.Tools) == 0 {
 			origins = []string{"*"}
 		}
 	}

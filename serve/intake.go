@@ -25,6 +25,9 @@ type intake struct {
 // sizes and tokenizes it and names its tenant. The error, the parse's or
 // its own, is the request's answer.
 func (s *intake) admit(r *http.Request, j *job, err error) error {
+	if err == nil && len(j.media) > 0 {
+		err = checkMedia(s.o.MediaPath, j.media)
+	}
 	if err == nil {
 		err = s.prepare(r.Context(), j)
 	}

@@ -135,6 +135,7 @@ import (
 	"github.com/pipe-engine/pipe/decode"
 	"github.com/pipe-engine/pipe/model"
 	"github.com/pipe-engine/pipe/sample"
+	"github.com/pipe-engine/pipe/serve/hosttools"
 )
 
 // Options configure a Server.
@@ -243,6 +244,17 @@ type Options struct {
 	Embeddings    bool
 	Pooling       model.Pooling
 	EmbdNormalize *int
+	// Tools are llama-server's built-in tools served at /tools ("all" or
+	// their names; none: /tools is 403), which act on this host
+	// (toolsapi.go, serve/hosttools); with them the CORS origins default
+	// to "localhost" whatever the APIKey, as llama-server's. MCPProxy
+	// serves /cors-proxy (corsproxy.go; off: 403).
+	Tools    []string
+	MCPProxy bool
+	// MediaPath is the directory a chat's file:// media URLs name files
+	// under (llama-server's --media-path; "": file:// URLs are refused);
+	// pipe checks the file and answers a text model's error (media.go).
+	MediaPath string
 	// SlotSavePath is the directory of POST /slots/{id}?action=save|restore
 	// files (llama-server's --slot-save-path; empty: the actions are 501).
 	SlotSavePath string
@@ -283,7 +295,8 @@ type Server struct {
 	openai  openAI
 	native  nativeAPI
 	info    infoAPI
-	slotAct slotAPI // POST /slots/{id} (slotfile.go)
+	slotAct slotAPI        // POST /slots/{id} (slotfile.go)
+	tools   *hosttools.Set // --tools (agentroutes.go); nil: none
 }
 
 // parts are the jobs every route family uses.
@@ -320,6 +333,10 @@ func New(o Options) (*Server, error) {
 	if _, _, err := templateKwargs(o.TemplateKwargs); err != nil {
 		return nil, fmt.Errorf("serve: TemplateKwargs: %w", err)
 	}
+	tools, err := newTools(&o)
+	if err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	met := newMeters()
 	op := &o
@@ -335,7 +352,7 @@ func New(o Options) (*Server, error) {
 		gen: gen,
 	}
 	s := &Server{parts: p, openai: openAI{parts: p, created: now.Unix()}, native: nativeAPI{p},
-		info: infoAPI{parts: p, met: met, nCtx: nCtx}, slotAct: slotAPI{p}}
+		info: infoAPI{parts: p, met: met, nCtx: nCtx}, slotAct: slotAPI{p}, tools: tools}
 	o.Model.OnRoute(strips.observe)
 	return s, nil
 }
@@ -403,6 +420,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("GET /manifest.webmanifest", route(http.MethodGet, false, inf.page))
 		mux.Handle("GET /_app/version.json", route(http.MethodGet, false, inf.version))
 	}
+	s.agentRoutes(mux)
 	mux.Handle("/", route("", true, s.rq.notFound))
 	return mux
 }

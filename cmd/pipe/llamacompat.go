@@ -42,15 +42,16 @@ var llamaVerbose = map[string]bool{"-v": true, "--verbose": true, "--log-verbose
 // llamaLong maps llama.cpp long flags whose pipe form differs in more than
 // its name (plain renames are kong aliases on the flags themselves).
 var llamaLong = map[string]string{
-	"--conversation":      "--interactive",
-	"--no-conversation":   "--interactive=false",
-	"--no-display-prompt": "--echo=false",
-	"--verbose":           "--log-level=debug",
-	"--log-verbose":       "--log-level=debug",
-	"--log-disable":       "--log-level=error",
-	"--usage":             "--help",
-	"--interactive-first": "--interactive",
-	"--no-direct-io":      "--no-odirect",
+	"--conversation":       "--interactive",
+	"--no-conversation":    "--interactive=false",
+	"--no-display-prompt":  "--echo=false",
+	"--verbose":            "--log-level=debug",
+	"--log-verbose":        "--log-level=debug",
+	"--log-disable":        "--log-level=error",
+	"--usage":              "--help",
+	"--interactive-first":  "--interactive",
+	"--no-direct-io":       "--no-odirect",
+	"--no-webui-mcp-proxy": "--no-ui-mcp-proxy",
 }
 
 const (

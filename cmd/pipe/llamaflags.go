@@ -43,7 +43,7 @@ const (
 	templateHint = "pipe serve always parses the reply (reasoning_format, tool calls) and continues an assistant's last message, as llama-server's defaults do"
 	reasonHint   = "pipe serve has --reasoning on|off|auto and --reasoning-budget, pipe run --reasoning show|hide and --no-think; templates take no effort or preserve arguments"
 	httpHint     = "pipe serve's HTTP server has fixed limits and no such option"
-	toolsHint    = "pipe serve has no tools, agents or MCP"
+	toolsHint    = "pipe serve has llama-server's built-in --tools but no MCP servers or agent mode"
 )
 
 var llamaTable = []llamaFlag{
@@ -143,7 +143,7 @@ var llamaTable = []llamaFlag{
 	{"--embedding --embeddings --pooling --embd-normalize", llamaSupported, "the same (serve): /v1/embeddings, /embeddings, /embedding; --pooling none, mean, cls or last (rank refused)"},
 	{"--rerank --reranking", llamaRefused, embedHint},
 	{"--rope-scaling --rope-scale --rope-freq-base --rope-freq-scale --yarn-orig-ctx --yarn-ext-factor --yarn-attn-factor --yarn-beta-slow --yarn-beta-fast -gan --grp-attn-n -gaw --grp-attn-w", llamaRefused, ropeHint},
-	{"-mm --mmproj -mmu --mmproj-url --mmproj-auto --no-mmproj --no-mmproj-auto --mmproj-offload --no-mmproj-offload --image --audio --video --image-min-tokens --image-max-tokens --mtmd-batch-max-tokens --media-path", llamaRefused, textOnlyHint},
+	{"-mm --mmproj -mmu --mmproj-url --mmproj-auto --no-mmproj --no-mmproj-auto --mmproj-offload --no-mmproj-offload --image --audio --video --image-min-tokens --image-max-tokens --mtmd-batch-max-tokens", llamaRefused, textOnlyHint},
 	{"--check-tensors", llamaRefused, "pipe inspect shows a model's tensors; loading checks their sizes and offsets"},
 	{"--override-kv", llamaRefused, "pipe reads the GGUF's metadata as it is (--n-expert-used overrides k)"},
 	{"--lora --lora-scaled --control-vector --control-vector-scaled --control-vector-layer-range --lora-init-without-apply", llamaRefused, adapterHint},
@@ -153,8 +153,12 @@ var llamaTable = []llamaFlag{
 	{"--reuse-port --path --api-prefix -to --timeout --sse-ping-interval --threads-http", llamaRefused, httpHint},
 	{"--api-key-file", llamaRefused, "set PIPE_API_KEY from the file: PIPE_API_KEY=$(cat FILE)"},
 	{"--ssl-key-file --ssl-cert-file", llamaRefused, "pipe serve speaks plain HTTP; put a TLS proxy in front of it"},
-	{"--ui-config --webui-config --ui-config-file --webui-config-file --ui-mcp-proxy --webui-mcp-proxy --no-ui-mcp-proxy --no-webui-mcp-proxy", llamaRefused, "pipe serve's chat page has no settings file and no MCP client, so no CORS proxy (a proxy that fetches any URL for a web page) to turn on"},
-	{"--tools --tools-runtime --mcp-servers-config --mcp-servers-json -ag --agent -no-ag --no-agent", llamaRefused, toolsHint + " (llama-server's built-in tools read, write and run commands on the server's host; a client's own tools work through tools/tool_calls)"},
+	{"--ui-config --webui-config --ui-config-file --webui-config-file", llamaRefused, "pipe serve's chat page has no settings file"},
+	{"--ui-mcp-proxy --webui-mcp-proxy --no-ui-mcp-proxy --no-webui-mcp-proxy", llamaSupported, "the same (serve, off by default): GET/POST /cors-proxy?url=… forwards only the x-llama-server-proxy-header-* headers; bounded in time and size"},
+	{"--tools", llamaSupported, "the same (serve, off by default): llama-server's seven built-in tools at GET/POST /tools, run on the host (they read, write and run shell commands: never on a server others can reach); CORS origins default to localhost"},
+	{"--media-path", llamaSupported, "the same (serve): file:// media URLs name files under it (confined); pipe runs text models, so the part is then refused as llama-server refuses it without a vision model"},
+	{"--tools-runtime", llamaRefused, "pipe serve runs --tools on the host only; it has no docker, podman or ssh isolate"},
+	{"--mcp-servers-config --mcp-servers-json -ag --agent -no-ag --no-agent", llamaRefused, toolsHint},
 	{"--props", llamaRefused, "pipe serve's /props is read-only"},
 	{"--server-base --completion-bash", llamaRefused, "pipe has no such mode"},
 	{"--chat-template-kwargs", llamaSupported, "the same, for serve: a JSON object of template variables under each request's chat_template_kwargs (enable_thinking switches thinking)"},

@@ -60,6 +60,8 @@ type ServeCmd struct {
 	ReasoningMsg    string `name:"reasoning-budget-message" help:"Text forced before </think> when the reasoning budget is spent (a request's reasoning_budget_message wins), as llama-server's." group:"Server"`
 	ReasoningFormat string `name:"reasoning-format" help:"A chat reply's leading <think>…</think>: auto or deepseek return it as reasoning_content (in the message and the stream's deltas), none leaves it in the content, deepseek-legacy does both (a stream: the content only); a request's reasoning_format wins, as llama-server's." enum:"none,deepseek,deepseek-legacy,auto" default:"auto" group:"Server"`
 
+	AgentFlags `embed:""` // --tools, --ui-mcp-proxy, --media-path (servetools.go)
+
 	Jinja         bool `help:"Render chats by running the model's tokenizer.chat_template as Jinja (on by default, as llama-server's; a model without one, or one pipe's Jinja cannot compile, keeps the built-in renderer with a warning); --no-jinja: the built-in ChatML, harmony or Gemma 4 renderer." default:"true" negatable:"" group:"Prompt"`
 	TemplateFlags `embed:""`
 	SamplingFlags `embed:"" group:"Sampling"`
@@ -160,6 +162,10 @@ func (c *ServeCmd) Run(g *Globals) error {
 		NoSlots: !c.Slots, Verbose: c.VerboseAnswers, NoMetrics: !c.Metrics, ContextShift: c.ContextShift, Keep: c.Keep,
 		Parallel: c.Parallel, KVUnified: c.KVUnified, Ubatch: min(c.Ubatch, c.Batch), Batch: c.Batch, SlotSimilarity: c.SlotSim, SlotSavePath: c.SlotSavePath, Log: g.Log}
 	if err := c.EmbeddingFlags.apply(&so, m.Engine().Desc().File); err != nil {
+		m.Close()
+		return err
+	}
+	if err := c.AgentFlags.options(&so); err != nil {
 		m.Close()
 		return err
 	}
