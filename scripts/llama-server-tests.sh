@@ -48,6 +48,11 @@ cp -r "$llama/tools/server/tests" "$work/tools/server/tests"
 # tests pass it as --slot-save-path, which must be an existing directory
 mkdir -p "$work/tools/server/tests/tmp"
 ln -s "$llama/models" "$work/models"
+# test_local_media_file serves ../../../tools (from the tests' directory: $work/tools) as
+# --media-path and asks for mtmd/test-1.jpeg in it: a copy, since pipe refuses a
+# symbolic link that leads out of --media-path
+mkdir -p "$work/tools/mtmd"
+cp "$llama/tools/mtmd/test-1.jpeg" "$work/tools/mtmd/"
 
 pypath="$work/tools/server/tests:$here/llama-server-tests/plugin"
 if ! "$python" -c 'import openai' 2>/dev/null; then
