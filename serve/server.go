@@ -53,6 +53,12 @@
 //     /responses) translated to a chat completion, answered as a response
 //     object or Responses' events; /v1/responses/input_tokens and
 //     /v1/chat/completions/input_tokens count a prompt's tokens.
+//   - llama-server's opt-in agent routes (agentroutes.go): GET/POST
+//     /tools with Options.Tools, its built-in tools acting on this host
+//     (toolsapi.go, serve/hosttools), and GET/POST /cors-proxy with
+//     MCPProxy (corsproxy.go); without them, 403 "this feature is
+//     disabled". A chat's media parts are checked against MediaPath and
+//     refused as a text model's (media.go).
 //
 // A chat's template fields (chattemplate.go) are llama-server's:
 // add_generation_prompt, continue_final_message (an assistant's last
