@@ -42,6 +42,9 @@ type mediaRef struct {
 	kind, url string
 }
 
+// mediaPartType is the content part type of each media kind.
+var mediaPartType = map[string]string{"image": "image_url", "audio": "input_audio", "video": "input_video"}
+
 // ErrMediaPath marks a file:// media URL that --media-path does not allow
 // or that names no readable file.
 var ErrMediaPath = errors.New("media file")
@@ -51,7 +54,7 @@ var ErrMediaPath = errors.New("media file")
 // the file's, else a text model's.
 func checkMedia(dir string, refs []mediaRef) error {
 	for _, m := range refs {
-		where := fmt.Sprintf("messages[%d].content[%d]", m.msg, m.part)
+		where := fmt.Sprintf("messages[%d].content[%d] (%s)", m.msg, m.part, mediaPartType[m.kind])
 		if rest, ok := strings.CutPrefix(m.url, "file://"); ok {
 			if err := openMedia(dir, rest); err != nil {
 				return fmt.Errorf("%w: %s: %w", ErrRequest, where, err)

@@ -55,8 +55,8 @@ func TestMediaPath(t *testing.T) {
 		h := start(t, func(o *Options) { o.MediaPath = c.media })
 		m := h.do("/v1/chat/completions", mediaChat(c.url), 400)
 		msg, _ := m["error"].(map[string]any)["message"].(string)
-		if !strings.Contains(msg, c.want) || !strings.Contains(msg, "messages[0].content[1]") {
-			t.Errorf("media %q, url %q: %q, want it to name messages[0].content[1] and say %q", c.media, c.url, msg, c.want)
+		if !strings.Contains(msg, c.want) || !strings.Contains(msg, "messages[0].content[1] (image_url)") {
+			t.Errorf("media %q, url %q: %q, want it to name messages[0].content[1] (image_url) and say %q", c.media, c.url, msg, c.want)
 		}
 	}
 }
