@@ -108,6 +108,9 @@ func (c *ServeCmd) validate() error {
 	if err := c.EmbeddingFlags.check(); err != nil {
 		return err
 	}
+	if err := c.AgentFlags.check(); err != nil {
+		return err
+	}
 	return c.EngineFlags.check(c.Thr)
 }
 

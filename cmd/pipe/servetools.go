@@ -18,12 +18,19 @@ type AgentFlags struct {
 	MediaPath string   `name:"media-path" help:"Directory a chat's file:// image/audio URLs name files in (relative paths, confined to it), as llama-server's; pipe runs text models, so such a part is still refused, after the file is checked." type:"existingdir" group:"Server"`
 }
 
-// options are the serve.Options fields of the flags.
-func (f *AgentFlags) options(o *serve.Options) error {
-	tools := cleanList(f.Tools)
-	if err := serve.CheckTools(tools); err != nil {
+// check checks --tools' names before the model is opened.
+func (f *AgentFlags) check() error {
+	if err := serve.CheckTools(cleanList(f.Tools)); err != nil {
 		return fmt.Errorf("%w: --tools: %w", errFlag, err)
 	}
-	o.Tools, o.MCPProxy, o.MediaPath = tools, f.MCPProxy, strings.TrimSpace(f.MediaPath)
+	return nil
+}
+
+// options are the serve.Options fields of the flags.
+func (f *AgentFlags) options(o *serve.Options) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	o.Tools, o.MCPProxy, o.MediaPath = cleanList(f.Tools), f.MCPProxy, strings.TrimSpace(f.MediaPath)
 	return nil
 }
