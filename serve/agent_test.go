@@ -27,6 +27,9 @@ func TestAgentRoutesOffByDefault(t *testing.T) {
 			t.Errorf("%s %s: %d %s", c.method, c.path, got, b)
 		}
 	}
+	if ev := h.logs.events(t, "agent_features"); len(ev) != 0 {
+		t.Errorf("agent_features warning without the features: %v", ev)
+	}
 }
 
 // TestCORSDefaultWithToolsIsLocalhost: with --tools and no --cors-origins
@@ -62,7 +65,7 @@ func (h *harness) toolsPost(body string, hdr ...string) (int, string) {
 	return got, b
 }
 
-// TestToolsRoute: GET /tools lists the enabled tools as llama-server's
+// TestToolsRoute: the server warns that its tools are on; GET /tools lists the enabled tools as llama-server's
 // to_json; POST runs one with x-tool-cwd as its directory; a tool's own
 // failure is a 200 with "error"; an unknown or disabled tool and a stream
 // of a tool that cannot stream are 404; a bad body or parameter and an
@@ -86,6 +89,10 @@ func TestToolsRoute(t *testing.T) {
 		list[0].Tool != "read_file" || list[0].Permissions["write"] || list[1].Tool != "exec_shell_command" ||
 		!list[1].Permissions["write"] || list[0].Type != "server" || list[0].Definition.Function.Name != "read_file" {
 		t.Fatalf("GET /tools: %d %s", got, b)
+	}
+	// the server warned, as llama-server does, before it answered
+	if ev := h.logs.events(t, "agent_features"); len(ev) != 1 || ev[0]["level"] != "warn" || len(ev[0]["features"].([]any)) != 1 {
+		t.Errorf("agent_features warning: %v", ev)
 	}
 	cwd := []string{"X-Tool-Cwd", dir}
 	for _, c := range []struct {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 
 	"github.com/pipe-engine/pipe/serve/hosttools"
@@ -36,4 +37,25 @@ func (s *Server) agentRoutes(mux *http.ServeMux) {
 	} else {
 		mux.Handle("/cors-proxy", route("", true, off))
 	}
+}
+
+// warnAgent logs the agent features that are on, as llama-server warns
+// ("do not expose the server to untrusted environments"), once more loudly
+// when the server listens beyond loopback.
+func (s *Server) warnAgent(addr net.Addr) {
+	var on []string
+	if s.tools != nil {
+		on = append(on, "server tools (--tools: read, write and run commands on this host)")
+	}
+	if s.o.MCPProxy {
+		on = append(on, "MCP CORS proxy (--ui-mcp-proxy: fetches any URL for its callers)")
+	}
+	if len(on) == 0 {
+		return
+	}
+	msg := "experimental features are on: do not expose the server to untrusted environments"
+	if !loopback(addr) {
+		msg = "experimental features are on and the server listens beyond loopback: anyone who can reach it and has the key can use them"
+	}
+	s.o.Log.Warn().Str("event", "agent_features").Strs("features", on).Str("addr", addr.String()).Msg(msg)
 }

@@ -438,6 +438,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.o.Log.Warn().Str("event", "no_api_key").Str("addr", ln.Addr().String()).
 			Msg("serving on a non-loopback address without --api-key: anyone who can reach it can use the model")
 	}
+	s.warnAgent(ln.Addr()) // agentroutes.go
 	defer s.Close()
 	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
