@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden.json from the current renderer")
@@ -105,6 +106,7 @@ func requestData(messages, tools any, gen, think bool) map[string]any {
 func TestGoldenRealTemplates(t *testing.T) {
 	templates, contexts := goldenTemplates(t), goldenContexts(t)
 	got := map[string]string{}
+	start := time.Now()
 	for tn, src := range templates {
 		tmpl, err := Compile(src)
 		if err != nil {
@@ -117,6 +119,7 @@ func TestGoldenRealTemplates(t *testing.T) {
 				got[key] = "error"
 				continue
 			}
+			out = asRecorded(out, start, time.Now())
 			sum := sha256.Sum256([]byte(out))
 			got[key] = fmt.Sprintf("%d:%s", len(out), hex.EncodeToString(sum[:8]))
 		}
@@ -154,4 +157,21 @@ func TestGoldenRealTemplates(t *testing.T) {
 		t.Errorf("rendered %d template/context pairs, golden has %d", len(got), len(want))
 	}
 	t.Logf("%d template/context pairs (%d errors in golden)", len(want), errs)
+}
+
+// goldenRecorded is the day testdata/golden.json was recorded: the
+// templates that call strftime_now (gpt-oss's "Current date") rendered it
+// into the digests.
+var goldenRecorded = time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+
+// asRecorded writes today's date in s, as strftime_now formats it for the
+// real templates, as the day the golden was recorded, so the digests hold
+// on any day. A render that crosses midnight may carry either day.
+func asRecorded(s string, days ...time.Time) string {
+	for _, d := range days {
+		for _, layout := range []string{"2006-01-02", "02 Jan 2006", "January 02, 2006"} {
+			s = strings.ReplaceAll(s, d.Format(layout), goldenRecorded.Format(layout))
+		}
+	}
+	return s
 }
