@@ -77,7 +77,7 @@ func Pool(rows [][]float32, p Pooling) ([][]float32, error) {
 				return nil, fmt.Errorf("model: pooling rows of %d and %d floats", len(out), len(r))
 			}
 			for i, v := range r {
-				out[i] += v * w
+				out[i] += float32(v * w) // rounded apart: no fused multiply-add on arm64
 			}
 		}
 		return [][]float32{out}, nil
