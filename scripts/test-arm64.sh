@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# The arm64 tests under user-mode emulation (qemu-aarch64-static), once with
-# each arm64 kernel set forced (sdot: the ARMv8.2 dot-product kernels; neon:
-# the plain NEON kernels, -tags nodotprod): the kernels, quant, model and
-# stages packages (quant and model/gen, which do not compute with the
-# kernels, with the first set only), and from cmd/pipe the logits
-# fingerprints (every golden model's logits bit-identical to amd64's) and,
-# with sdot, the teacher-forced golden tests against llama.cpp's logits.
-# The fingerprints imply the other golden and invariance tests (same logits
-# bits as amd64, which runs them all), and emulation is slow: under a load
-# of 40 the cmd/pipe tests alone took 23 minutes. PIPE_KERNELS makes a run
+# The arm64 tests under user-mode emulation (qemu-aarch64-static), cross-
+# compiled on the host (go test -exec runs only the test binaries emulated),
+# with each arm64 kernel set forced (sdot: the ARMv8.2 dot-product kernels;
+# neon: the plain NEON kernels, -tags nodotprod). PIPE_KERNELS makes a run
 # fail if the set in use is not the one named. -short trims the slow
 # sweeps; the golden tests still run every model file.
+#
+# What arm64 can change, and where each is checked:
+#   - the kernels' assembly and their selection (package kernels, both sets:
+#     its tests compare every native set the CPU has, sdot and neon alike,
+#     bit for bit with the pure-Go reference);
+#   - fused multiply-adds in pure-Go float code (the listing check below,
+#     statically, over every package);
+#   - the standard library's per-architecture math (math.Exp, Log, ...) and
+#     anything else in a whole model's arithmetic: every golden model's
+#     logits bit-identical to amd64's (cmd/pipe's TestLogitsFingerprint),
+#     once per kernel set, and the generated golden files byte-identical
+#     (model/gen's TestRegeneratesGoldenFiles).
+# The sdot run adds the model, family and stages packages (batch
+# invariance, the family goldens) and the teacher-forced goldens against
+# llama.cpp's logits. Emulation is slow: under a load of 40 the cmd/pipe
+# tests alone took 23 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # -timeout is a hang guard per test binary (scripts/test.sh says why 60m).
@@ -38,13 +48,23 @@ native='TestHugeBacking'
 # finite values, none of it float arithmetic that could differ; that arm64
 # generates the same bytes is TestRegeneratesGoldenFiles' check, which runs.
 emulated_skip="$native|^TestTinyMatchesGolden\$|^TestPresetsRoundTrip\$"
-# The second kernel set runs only the packages whose tests compute with the
-# kernels: model/gen writes model files and quant (de)quantizes, neither
-# calls package kernels, so under -tags nodotprod their tests would repeat
-# the sdot run's bit for bit (model/gen took ~3 minutes per run on a loaded
-# machine).
-all_pkgs=$(go list ./kernels/ ./quant/ ./model/... ./stages/)
-kernel_pkgs=$(grep -v -e '/quant$' -e '/model/gen$' <<<"$all_pkgs")
+# The second kernel set (neon) runs package kernels (the nodotprod build and
+# PIPE_KERNELS' check) and every golden model's fingerprint, not the model,
+# family and stages packages again: the sets differ only inside package
+# kernels, whose sdot-build tests already compare the neon set with the
+# reference bit for bit on every format and shape they cover, and the
+# fingerprints check each golden model's whole logits with neon in use. Both
+# sets install kernels for the same formats (kernels/dot_arm64.go), so the
+# code around them takes the same paths with either. The
+# rest of those packages is pure Go that the sdot run has just run on arm64
+# (bit for bit the same with either set, by the two checks above); repeated
+# it took 240 s of the phase's 637 s on a quiet 2-vCPU machine.
+# The package list names the longest first, so that go test -p 2 starts them
+# first and the short ones fill the other CPU instead of one long package
+# running alone at the end (stages' TestBatchInvariance and model/gen's
+# TestRegeneratesGoldenFiles take the most under emulation; go list keeps
+# the order and lists a package once).
+all_pkgs=$(go list ./stages/ ./model/gen/ ./model/qwen3next/ ./kernels/ ./quant/ ./model/...)
 run() {
   local set=$1 tests=$2 pkgs=$3; shift 3
   echo "== arm64 under qemu: kernel set $set (at ${SECONDS}s)"
@@ -54,7 +74,7 @@ run() {
     -run "$tests" ./cmd/pipe/
 }
 run sdot 'Fingerprint|GoldenTeacherForced' "$all_pkgs"
-run neon 'Fingerprint' "$kernel_pkgs" -tags nodotprod
+run neon 'Fingerprint' ./kernels/ -tags nodotprod
 # The OS-facing packages as an Android build (GOOS=android: no THP, no
 # memcg under /sys/fs/cgroup, O_DIRECT fallbacks, CPU pinning), run by
 # scripts/qemu-android.sh.
