@@ -47,7 +47,14 @@ native='TestHugeBacking'
 # TestPresetsRoundTrip check a generated file's header, metadata and
 # finite values, none of it float arithmetic that could differ; that arm64
 # generates the same bytes is TestRegeneratesGoldenFiles' check, which runs.
-emulated_skip="$native|^TestTinyMatchesGolden\$|^TestPresetsRoundTrip\$"
+# stages' TestBatchInvariance runs, of its two -short combinations per
+# model (1 thread mapped, 2 threads streaming), the second only: thread
+# count and expert source are pure-Go scheduling that amd64's passes run in
+# both combinations (every combination in the plain pass), while what is
+# arm64's own, the kernels a batched pass calls (the multi-row products
+# against the one-row ones, bit for bit), is the same in either. It was 70 %
+# of stages' 160 CPU-s under emulation.
+emulated_skip="$native|^TestTinyMatchesGolden\$|^TestPresetsRoundTrip\$|^TestBatchInvariance\$/./^t1\$"
 # The second kernel set (neon) runs package kernels (the nodotprod build and
 # PIPE_KERNELS' check) and every golden model's fingerprint, not the model,
 # family and stages packages again: the sets differ only inside package
