@@ -19,15 +19,22 @@ const PrefaultAhead = 256 << 20
 // lowest first, and a Prefaulter faults the pages in up to PrefaultAhead
 // bytes past the highest slot handed out so far (hwm): memory becomes
 // resident shortly before a slot is first used, not at New, and is never
-// handed back to the kernel until close unmaps the whole run. Not safe for
-// concurrent use (the cache's lock guards it).
+// handed back to the kernel until close unmaps the whole run.
+//
+// Once the whole arena is being faulted in (prefaultAll), a free slot is
+// "warm" when its pages are present — handed out before, or reached by the
+// Prefaulter (faulted) — and "fresh" otherwise; the cache takes warm slots
+// before it evicts and fresh ones only when it cannot evict (getWarm). Not
+// safe for concurrent use (the cache's lock guards it).
 type arena struct {
-	mem  []byte
-	slot int64
-	n    int
-	free []int32 // stack of free slot indexes
-	hwm  int     // slots [0, hwm) have been handed out at least once
-	pf   *anon.Prefaulter
+	mem     []byte
+	slot    int64
+	n       int
+	free    []int32 // stack of free slot indexes
+	hwm     int     // slots [0, hwm) have been handed out at least once
+	pf      *anon.Prefaulter
+	all     bool         // prefaultAll was called: free slots are told warm from fresh
+	faultFn func() int64 // bytes faulted in from the start (nil: pf.Faulted; tests set it)
 }
 
 func newArena(slot int64, n int, huge bool) (*arena, error) {
@@ -63,16 +70,41 @@ func (a *arena) get() (int32, bool) {
 	return i, true
 }
 
+// getWarm is get for a slot whose pages are present: before prefaultAll
+// every free slot counts as warm; after it, only the next free slot if it
+// was handed out before or the Prefaulter has reached its end. An O_DIRECT
+// read into a fresh slot faults its pages in inside the read, which on a
+// virtual machine handing memory back to its host ran a cold prompt pass's
+// reads at a quarter of the disk's rate until the cache filled
+// (docs/measurements.md, issue 37); a read into a warm slot runs at the
+// disk's rate while the Prefaulter adds memory beside it.
+func (a *arena) getWarm() (int32, bool) {
+	if len(a.free) == 0 {
+		return -1, false
+	}
+	if a.all {
+		i := a.free[len(a.free)-1]
+		if int(i) >= a.hwm && (int64(i)+1)*a.slot > a.faulted() {
+			return -1, false
+		}
+	}
+	return a.get()
+}
+
 // prefaultAll has the Prefaulter fault the whole arena in (Cache.PrefaultAll).
 func (a *arena) prefaultAll() {
 	if a.pf != nil {
 		a.pf.Use(int64(len(a.mem)))
+		a.all = true
 	}
 }
 
 // faulted is how many bytes from the arena's start are faulted in.
 func (a *arena) faulted() int64 {
-	if a.pf == nil {
+	switch {
+	case a.faultFn != nil:
+		return a.faultFn()
+	case a.pf == nil:
 		return 0
 	}
 	return a.pf.Faulted()

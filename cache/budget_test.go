@@ -1,11 +1,13 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -273,6 +275,81 @@ func TestPrefaultAll(t *testing.T) {
 		}
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestWarmSlotsFirst: once the whole arena is being faulted in
+// (PrefaultAll), a read never takes a free slot whose pages are not yet
+// present while it can evict — it evicts the policy's victim and leaves
+// the fresh slot to the Prefaulter — and takes a fresh slot rather than
+// wait when nothing can be evicted; slots the Prefaulter has reached are
+// taken before any eviction. A demand miss (Acquire) and a speculative
+// read (Prefetch) alike. Before PrefaultAll every free slot goes first.
+func TestWarmSlotsFirst(t *testing.T) {
+	var faulted atomic.Int64
+	setup := func(all bool) (*Cache, *recPolicy) {
+		c, rp := newCache(t, 5, 1)
+		c.res.faultFn = faulted.Load
+		if all {
+			c.PrefaultAll()
+		}
+		return c, rp
+	}
+	a, b, d, e := Key{0, 1}, Key{1, 1}, Key{2, 1}, Key{2, 2}
+	for _, all := range []bool{false, true} {
+		faulted.Store(slot) // the Prefaulter has reached the end of slot 0 only
+		c, _ := setup(all)
+		c.Batch(0, 0)
+		use(t, c, a) // slot 0: warm
+		c.Batch(0, 1)
+		use(t, c, b) // slot 1 is fresh: after PrefaultAll, a is evicted for it
+		wantEv := int64(0)
+		if all {
+			wantEv = 1
+		}
+		if ev := c.Stats().Evictions; ev != wantEv {
+			t.Errorf("PrefaultAll %v: demand miss with a fresh free slot: %d evictions, want %d", all, ev, wantEv)
+		}
+		if c.Contains(a) == all {
+			t.Errorf("PrefaultAll %v: a resident = %v", all, c.Contains(a))
+		}
+		// A speculative read: the same order.
+		c.Batch(0, 2)
+		h, ok, err := c.Prefetch(d, slot)
+		if err != nil || !ok {
+			t.Fatalf("Prefetch(%v): ok %v, %v", d, ok, err)
+		}
+		fill(h.Buf(), d)
+		h.Complete(nil)
+		h.Release()
+		if ev := c.Stats().Evictions; ev != 2*wantEv {
+			t.Errorf("PrefaultAll %v: prefetch with a fresh free slot: %d evictions, want %d", all, ev, 2*wantEv)
+		}
+		// Nothing evictable (d used in this batch, b pinned): a fresh slot, no wait.
+		hb, _ := get(t, c, b)
+		use(t, c, d)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard
+		he, st, err := c.Acquire(ctx, e, slot)
+		cancel()
+		if err != nil || st != Miss {
+			t.Fatalf("PrefaultAll %v: Acquire with only fresh slots free: %v, %v", all, st, err)
+		}
+		he.Complete(nil)
+		he.Release()
+		hb.Release()
+		if ev := c.Stats().Evictions; ev != 2*wantEv {
+			t.Errorf("PrefaultAll %v: %d evictions after the fresh slot, want %d", all, ev, 2*wantEv)
+		}
+		// The Prefaulter reached every slot: free slots go before eviction.
+		faulted.Store(4 * slot)
+		c.Batch(0, 3)
+		use(t, c, Key{3, 1})
+		if ev := c.Stats().Evictions; ev != 2*wantEv {
+			t.Errorf("PrefaultAll %v: %d evictions with a warm free slot, want %d", all, ev, 2*wantEv)
+		}
+		if r, max := c.Stats().ResidentBytes, int64(5*slot); r > max {
+			t.Errorf("resident %d bytes over the budget's %d", r, max)
 		}
 	}
 }

@@ -9,7 +9,12 @@
 // nothing), reused slot by slot and never returned to the kernel while the
 // cache is open (no madvise churn); its pages are faulted in on a goroutine
 // of the arena's, PrefaultAhead bytes ahead of the slots in use (arena.go), or
-// the whole arena once asked (PrefaultAll, for a cache that will fill), so the reads that fill new slots do not fault them themselves. Every slot has Config.SlotBytes bytes: the
+// the whole arena once asked (PrefaultAll, for a cache that will fill), so the reads that fill new slots do not fault them themselves.
+// After PrefaultAll a new entry takes a free slot the Prefaulter has reached,
+// else evicts, and takes a slot whose pages are not yet present only when
+// nothing can be evicted: the resident set grows at the Prefaulter's pace
+// and a read never pays for faulting its destination while a reused slot
+// would do (takeSlotLocked). Every slot has Config.SlotBytes bytes: the
 // largest span one expert's read needs (reader.SpanBytes of its ranges, a
 // multiple of 4 KiB), so slots are interchangeable across layers.
 //
@@ -474,7 +479,17 @@ func (c *Cache) recycleLocked(e *entry) {
 
 // freeSlotLocked takes a free resident slot (never evicting).
 func (c *Cache) freeSlotLocked() (int32, bool) {
-	i, ok := c.res.get()
+	return c.countSlotLocked(c.res.get())
+}
+
+// warmSlotLocked takes a free resident slot whose pages are present
+// (arena.getWarm; every free slot before PrefaultAll).
+func (c *Cache) warmSlotLocked() (int32, bool) {
+	return c.countSlotLocked(c.res.getWarm())
+}
+
+// countSlotLocked counts a slot taken from the free list as resident.
+func (c *Cache) countSlotLocked(i int32, ok bool) (int32, bool) {
 	if ok {
 		c.st.ResidentBytes += c.cfg.SlotBytes
 		c.st.ResidentEntries++
@@ -484,11 +499,14 @@ func (c *Cache) freeSlotLocked() (int32, bool) {
 }
 
 // takeSlotLocked finds a slot for a new entry for key: a free resident
-// slot, else a resident slot freed by evicting the policy's victim (unless
-// an Admitter policy refuses key in its place: then a transient slot), else
-// a transient slot. Only demand misses (allowTransient) can be refused.
+// slot whose pages are present (warmSlotLocked), else a resident slot freed
+// by evicting the policy's victim (unless an Admitter policy refuses key in
+// its place: then a transient slot), else a free slot whose pages the read
+// will fault in, else a transient slot. Only demand misses (allowTransient)
+// can be refused. Before PrefaultAll every free slot is warm, so a free slot
+// always goes before an eviction.
 func (c *Cache) takeSlotLocked(key Key, allowTransient bool) (int32, bool, bool) {
-	if i, ok := c.freeSlotLocked(); ok {
+	if i, ok := c.warmSlotLocked(); ok {
 		return i, false, true
 	}
 	if c.res.n > 0 {
@@ -500,6 +518,9 @@ func (c *Cache) takeSlotLocked(key Key, allowTransient bool) (int32, bool, bool)
 			}
 			return c.evictLocked(k), false, true
 		}
+	}
+	if i, ok := c.freeSlotLocked(); ok {
+		return i, false, true
 	}
 	if allowTransient {
 		if i, ok := c.trans.get(); ok {
@@ -528,17 +549,18 @@ func (c *Cache) evictLocked(k Key) int32 {
 // follows, and a prompt's guesses evicting the entries of the layers it has
 // passed cost that decode its hits (a served first request after a full
 // warm start: 85 % hits without prompt guesses, 64 % with them evicting).
+//
+// Free slots whose pages are not yet present go last, as in takeSlotLocked.
 func (c *Cache) specSlotLocked() (int32, bool) {
-	if i, ok := c.freeSlotLocked(); ok {
+	if i, ok := c.warmSlotLocked(); ok {
 		return i, true
 	}
-	if c.res.n == 0 || c.guard.Active() {
-		return -1, false
+	if c.res.n > 0 && !c.guard.Active() {
+		if k, ok := c.policy.Victim(c.eligUnprotected); ok && c.eligUnprotected(k) {
+			return c.evictLocked(k), true
+		}
 	}
-	if k, ok := c.policy.Victim(c.eligUnprotected); ok && c.eligUnprotected(k) {
-		return c.evictLocked(k), true
-	}
-	return -1, false
+	return c.freeSlotLocked()
 }
 
 // refuseLocked asks an Admitter policy whether key may take victim's slot;

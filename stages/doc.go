@@ -108,7 +108,10 @@
 // attention, time in which it would otherwise idle; every lane may serve
 // those guesses, not only --prefetch-lanes. A cache smaller than the
 // model's experts is faulted in whole once the dense weights are loaded
-// (it fills within its first prompts), ahead of the first prompt's reads. A
+// (it fills within its first prompts), ahead of the first prompt's reads,
+// and until the faulting reaches a free slot a read evicts rather than take
+// it (cache.PrefaultAll): on a virtual machine the first touch of fresh
+// memory ran a cold prompt pass's reads at a fraction of the disk's rate. A
 // streamed prompt pass also runs with more Ps than compute threads
 // (Session.Prefill, PromptProcs), so reader goroutines are not kept waiting
 // for one.
