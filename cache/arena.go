@@ -82,13 +82,24 @@ func (a *arena) getWarm() (int32, bool) {
 	if len(a.free) == 0 {
 		return -1, false
 	}
-	if a.all {
-		i := a.free[len(a.free)-1]
-		if int(i) >= a.hwm && (int64(i)+1)*a.slot > a.faulted() {
-			return -1, false
-		}
+	if a.fresh(a.free[len(a.free)-1]) {
+		return -1, false
 	}
 	return a.get()
+}
+
+// fresh reports whether free slot i is told apart as fresh: after
+// prefaultAll, never handed out and not yet reached by a Prefaulter that is
+// still at work (one that gave up — a kernel without MADV_POPULATE_WRITE —
+// will never reach it, and every slot is then as good as another).
+func (a *arena) fresh(i int32) bool {
+	if !a.all || int(i) < a.hwm {
+		return false
+	}
+	if a.faultFn == nil && (a.pf == nil || a.pf.GaveUp()) {
+		return false
+	}
+	return (int64(i)+1)*a.slot > a.faulted()
 }
 
 // prefaultAll has the Prefaulter fault the whole arena in (Cache.PrefaultAll).

@@ -21,7 +21,7 @@ const PrefaultStep = 32 << 20
 // Faulting uses MADV_POPULATE_WRITE, which never changes a page's contents,
 // so it is safe while other goroutines (or the device) write the pages it
 // covers. It is best effort: where the kernel lacks it (non-Linux, Linux
-// before 5.14) or refuses it, the Prefaulter stops and pages are faulted by
+// before 5.14) or refuses it, the Prefaulter stops (GaveUp) and pages are faulted by
 // their first write, as without it. It never faults beyond the mapping nor
 // more than Ahead bytes past the highest Use, so memory is committed only
 // shortly before it is needed.
@@ -33,6 +33,7 @@ type Prefaulter struct {
 	ahead int64
 	want  atomic.Int64 // bytes to have faulted in
 	done  atomic.Int64 // bytes faulted in
+	quit  atomic.Bool  // the kernel refused a populate: the Prefaulter stopped for good
 	kick  chan struct{}
 	stop  chan struct{}
 	wg    conc.WaitGroup
@@ -70,6 +71,11 @@ func (p *Prefaulter) Use(n int64) {
 // in.
 func (p *Prefaulter) Faulted() int64 { return p.done.Load() }
 
+// GaveUp reports whether the Prefaulter stopped because the kernel lacks or
+// refused MADV_POPULATE_WRITE: Faulted will not grow any more, and pages
+// are faulted in by their first write.
+func (p *Prefaulter) GaveUp() bool { return p.quit.Load() }
+
 // Close stops the Prefaulter and waits for its goroutine. Call it once.
 func (p *Prefaulter) Close() {
 	close(p.stop)
@@ -93,6 +99,7 @@ func (p *Prefaulter) run() {
 			end := min(at+PrefaultStep, p.want.Load())
 			end = min((end+PageSize-1)&^(PageSize-1), int64(len(p.mem)))
 			if populate(p.mem[at:end]) != nil {
+				p.quit.Store(true)
 				return // unsupported or refused: first writes fault the rest
 			}
 			at = end

@@ -112,3 +112,57 @@ func TestPrefaulterClose(t *testing.T) {
 		t.Fatalf("faulted %d bytes", f)
 	}
 }
+
+// readOnly maps n bytes that MADV_POPULATE_WRITE must refuse.
+func readOnly(t *testing.T, n int) []byte {
+	t.Helper()
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(b) })
+	return b
+}
+
+// waitGaveUp polls until p gave up (no event to wait on); the minute is a
+// hang guard.
+func waitGaveUp(t *testing.T, p *Prefaulter) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !p.GaveUp() {
+		if time.Now().After(deadline) {
+			t.Fatal("the Prefaulter has not given up after a minute")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestPrefaulterGivesUp: a mapping the kernel refuses to populate for
+// writing stops the Prefaulter for good, GaveUp says so and Faulted stays
+// where it was; a Prefaulter at work has not given up.
+func TestPrefaulterGivesUp(t *testing.T) {
+	const size = 4 << 20
+	mem, err := Map(size, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Unmap(mem)
+	if err := populate(mem[:PageSize]); err != nil {
+		t.Skipf("this kernel has no MADV_POPULATE_WRITE: %v", err)
+	}
+	ok := NewPrefaulter(mem, 0)
+	ok.Use(size)
+	waitFaulted(t, ok, size)
+	if ok.GaveUp() {
+		t.Error("a Prefaulter that faulted its mapping in reports it gave up")
+	}
+	ok.Close()
+
+	p := NewPrefaulter(readOnly(t, size), 0)
+	defer p.Close()
+	p.Use(size)
+	waitGaveUp(t, p)
+	if f := p.Faulted(); f != 0 {
+		t.Errorf("faulted %d bytes of a read-only mapping", f)
+	}
+}
