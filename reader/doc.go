@@ -27,10 +27,11 @@
 // # Lanes
 //
 // [Lanes] is a fixed pool of goroutines (the --io-threads reader lanes) that
-// take [Request]s from two bounded queues, demand first and speculative
+// take [Request]s from three bounded queues, demand first, speculative
 // (prefetch) only when no demand request waits, and then on at most
 // [LaneOptions].SpecLanes lanes at once so guesses leave most of the device to
-// demand reads. [Lanes.Submit] blocks while
+// demand reads, and background (the cache fill's reads) only when neither
+// waits, on any lane. [Lanes.Submit] blocks while
 // the queue is full (requests are never dropped). Every accepted request has its Done
 // callback called exactly once, from a lane goroutine: with nil or the read
 // error after the read, or with the context's error if the lanes' context was

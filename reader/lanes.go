@@ -28,6 +28,10 @@ type Request struct {
 	// demand reads during decode): the warm start's reads, which fill free
 	// slots mostly before there is any demand, at the disk's full rate.
 	AnyLane bool
+	// Background requests (offered only, with Offer; the cache fill's) wait
+	// in a third queue, which a lane serves only when neither a demand nor
+	// a speculative request is queued; any lane may serve them, as AnyLane.
+	Background bool
 }
 
 // LaneStats are one lane's cumulative counters.
@@ -64,6 +68,7 @@ type Lanes struct {
 	ctx   context.Context
 	q     chan *task // accepted demand requests, bounded
 	qs    chan *task // accepted speculative requests, bounded
+	qb    chan *task // accepted background requests, bounded
 	// specSem holds a token per lane serving (or waiting to serve) a
 	// speculative request: at most SpecLanes at once.
 	specSem chan struct{}
@@ -194,6 +199,7 @@ func Start(ctx context.Context, files *Files, o LaneOptions) (*Lanes, error) {
 		ctx:      ctx,
 		q:        make(chan *task, queue),
 		qs:       make(chan *task, queue),
+		qb:       make(chan *task, queue),
 		specSem:  make(chan struct{}, spec),
 		counters: make([]laneCounters, n),
 		lanes:    make([]lane, n),
@@ -233,6 +239,9 @@ func (ln *lane) run() {
 			for t := range l.qs {
 				ln.serve(t)
 			}
+			for t := range l.qb {
+				ln.serve(t)
+			}
 			return
 		}
 		ln.serve(t)
@@ -243,10 +252,10 @@ func (ln *lane) run() {
 }
 
 // next waits for the lane's next task: a demand request if one is queued,
-// else whichever kind comes first — a speculative one only while the lane
-// holds one of the SpecLanes tokens (spec reports that it does; the caller
-// returns it after serving), given back at once for an AnyLane request. ok
-// is false once the queues are closed.
+// else whichever kind comes first — a speculative or background one only
+// while the lane holds one of the SpecLanes tokens (spec reports that it
+// does; the caller returns it after serving), given back at once for an
+// AnyLane or background request. ok is false once the queues are closed.
 func (l *Lanes) next() (t *task, ok, spec bool) {
 	select {
 	case t, ok = <-l.q: // demand first
@@ -258,16 +267,40 @@ func (l *Lanes) next() (t *task, ok, spec bool) {
 		return t, ok, false
 	case l.specSem <- struct{}{}:
 	}
-	select {
-	case t, ok = <-l.q:
+	t, ok, demand := l.nextQueued()
+	if !ok || demand || t.AnyLane || t.Background {
 		<-l.specSem
 		return t, ok, false
+	}
+	return t, true, true
+}
+
+// nextQueued takes the first task by priority — demand, speculative,
+// background — among those queued now, or else the first to arrive (demand
+// reports that it came from the demand queue).
+func (l *Lanes) nextQueued() (t *task, ok, demand bool) {
+	select {
+	case t, ok = <-l.q:
+		return t, ok, true
+	default:
+	}
+	select {
 	case t, ok = <-l.qs:
-		if !ok || t.AnyLane {
-			<-l.specSem
-			return t, ok, false
-		}
-		return t, true, true
+		return t, ok, false
+	default:
+	}
+	select {
+	case t, ok = <-l.qb:
+		return t, ok, false
+	default:
+	}
+	select {
+	case t, ok = <-l.q:
+		return t, ok, true
+	case t, ok = <-l.qs:
+		return t, ok, false
+	case t, ok = <-l.qb:
+		return t, ok, false
 	}
 }
 
@@ -369,17 +402,22 @@ func (l *Lanes) Submit(ctx context.Context, r Request) error {
 	return nil
 }
 
-// Offer queues a speculative request only if the speculative queue has room
-// right now; it never blocks, so a planner can guess without holding up
-// demand reads. It returns a nil Ticket and a nil error when the queue is
-// full (r.Done is then never called), and the errors of Submit otherwise.
+// Offer queues a speculative request (a background one with
+// r.Background) only if its queue has room right now; it never blocks, so a
+// planner can guess without holding up demand reads. It returns a nil
+// Ticket and a nil error when the queue is full (r.Done is then never
+// called), and the errors of Submit otherwise.
 func (l *Lanes) Offer(r Request) (*Ticket, error) {
 	r.Speculative = true
 	t, err := l.newTask(r, new(task)) // a Ticket may outlive the read: never reused
 	if err != nil {
 		return nil, err
 	}
-	if err := l.enqueue(context.Background(), l.qs, t, false); err != nil {
+	q := l.qs
+	if r.Background {
+		q = l.qb
+	}
+	if err := l.enqueue(context.Background(), q, t, false); err != nil {
 		if errors.Is(err, errFull) {
 			l.refused.Add(1)
 			return nil, nil
@@ -489,6 +527,7 @@ func (l *Lanes) stop() {
 		l.submitters.Wait()
 		close(l.q)
 		close(l.qs)
+		close(l.qb)
 	})
 }
 

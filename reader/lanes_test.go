@@ -359,6 +359,54 @@ func TestLanesDemandFirst(t *testing.T) {
 	}
 }
 
+// TestLanesBackgroundLast: queued background requests (the cache fill's)
+// are served after every queued demand and speculative request, whatever
+// the order they were offered in, and a promoted one joins the demand
+// requests: a demand read never waits in a queue behind a fill read.
+func TestLanesBackgroundLast(t *testing.T) {
+	f, bf := blockingFiles(t)
+	defer f.Close()
+	l, err := Start(context.Background(), f, LaneOptions{Lanes: 1, Queue: 8, SpecLanes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := alloc(t, BlockSize)
+	var mu sync.Mutex
+	var order []string
+	req := func(name string) Request {
+		return Request{Buf: buf, Ranges: []Range{{Shard: 0, Off: 0, Len: 10}},
+			Done: func(error) { mu.Lock(); order = append(order, name); mu.Unlock() }}
+	}
+	offer := func(name string, background bool) *Ticket {
+		r := req(name)
+		r.Background, r.AnyLane = background, background
+		tk, err := l.Offer(r)
+		if err != nil || tk == nil {
+			t.Fatalf("Offer %s: %v, %v", name, tk, err)
+		}
+		return tk
+	}
+	if err := l.Submit(context.Background(), req("first")); err != nil {
+		t.Fatal(err)
+	}
+	<-bf.started // the lane is busy with "first"
+	offer("fill1", true)
+	offer("fill2", true)
+	promoted := offer("fill3", true)
+	offer("spec1", false)
+	if err := l.Submit(context.Background(), req("demand1")); err != nil {
+		t.Fatal(err)
+	}
+	if !promoted.Promote(context.Background()) {
+		t.Fatal("Promote of a waiting background request failed")
+	}
+	close(bf.release)
+	l.Close()
+	if got := fmt.Sprint(order); got != "[first demand1 fill3 spec1 fill1 fill2]" {
+		t.Errorf("served %s, want [first demand1 fill3 spec1 fill1 fill2]", got)
+	}
+}
+
 // TestLanesTickets: a speculative request offered through a Ticket can be
 // withdrawn (Done gets ErrWithdrawn once, no lane reads it) or promoted ahead
 // of the other speculative requests while it waits; once started it can be
