@@ -16,6 +16,9 @@
 // order) into free cache slots the same speculative way, a bounded number at
 // a time, layer by layer ahead of the layer being computed, while the model
 // loads and the prompt is prefilled; its counters are warmstart.Stats.
+// [Planner.Fill] reads the cache fill — every expert the warm start did not,
+// when the cache holds them all — the same way at background priority
+// (reader.Request.Background), and returns once they are read.
 //
 // Ownership: the Planner owns no expert memory. Bytes live in cache slots; a
 // Ready value (package expert) carries the cache pin as its Lease, which the
@@ -29,7 +32,7 @@
 // by the Planner and waited for in Close. The planner goroutine is the
 // Planner's own loop, [Planner.Run] (loop.go), which serves the pipeline's
 // [Request] values in order: Plan, Settle and the speculation are called
-// from it alone (and Warm from the engine's warm-start goroutine).
+// from it alone (and Warm and Fill from the engine's warm-start goroutine).
 package prefetch
 
 import (
@@ -84,9 +87,10 @@ type Planner struct {
 	hits, misses, joins, speculative, used, skipped, withdrawn, promoted atomic.Int64
 
 	warmMu sync.Mutex
-	warmQ  map[cache.Key]*warmRead // warm-start reads not yet done
-	warmed map[cache.Key]bool      // warm-started experts no demand lookup has found yet
+	warmQ  map[cache.Key]*warmRead        // warm-start and fill reads not yet done
+	warmed map[cache.Key]*warmstart.Stats // warm-started or filled experts no demand lookup has found yet, and whose
 	warm   warmstart.Stats
+	fill   warmstart.Stats
 	onWarm func() // OnWarm's observer (nil: none)
 
 	hitOrd, missOrd []int        // Plan's scratch (hitsFirst)
@@ -99,7 +103,7 @@ func New(c *cache.Cache, lanes *reader.Lanes, layout Layout, policy Policy, spec
 		spec = 0
 	}
 	p := &Planner{cache: c, lanes: lanes, layout: layout, policy: policy, spec: spec, specd: map[cache.Key]*reader.Ticket{},
-		warmQ: map[cache.Key]*warmRead{}, warmed: map[cache.Key]bool{}, recs: map[cache.Key]*expertRec{}}
+		warmQ: map[cache.Key]*warmRead{}, warmed: map[cache.Key]*warmstart.Stats{}, recs: map[cache.Key]*expertRec{}}
 	p.lastLayer.Store(-1)
 	return p
 }

@@ -34,6 +34,37 @@ type warmRead struct{ tk *reader.Ticket }
 // concurrently with Plan.
 func (p *Planner) Warm(ctx context.Context, keys []warmstart.Key, inflight int) (warmstart.Stats, error) {
 	sem := make(chan struct{}, max(inflight, 1))
+	err := p.warmKeys(ctx, keys, sem, &p.warm, false)
+	return p.WarmStats(), err
+}
+
+// Fill reads keys into free cache slots as Warm does — never evicting,
+// stopping at the first key the cache has no free slot for (FillStats.Full)
+// — but at background priority (reader.Request.Background): a lane reads a
+// fill key only when no demand or speculative read is queued, so neither
+// the first token nor the pipeline's prefetch waits behind the fill in a
+// queue (a read a lane has started is finished). It is the cache fill: a
+// caller that warm-started runs it after Warm, with every expert the warm
+// start did not read. Unlike Warm it returns once every read it offered is
+// done (or ctx ended: it withdraws the reads no lane has started and does
+// not wait for the others). Its counters are FillStats.
+func (p *Planner) Fill(ctx context.Context, keys []warmstart.Key, inflight int) (warmstart.Stats, error) {
+	sem := make(chan struct{}, max(inflight, 1))
+	err := p.warmKeys(ctx, keys, sem, &p.fill, true)
+	for range cap(sem) { // every token back: every read offered is done
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			p.withdrawWarm()
+			return p.FillStats(), err
+		}
+	}
+	return p.FillStats(), err
+}
+
+// warmKeys offers the reads of keys in warmstart.Order, counting them in
+// st, at most cap(sem) at a time (Warm, Fill).
+func (p *Planner) warmKeys(ctx context.Context, keys []warmstart.Key, sem chan struct{}, st *warmstart.Stats, background bool) error {
 	defer func() {
 		if ctx.Err() != nil {
 			p.withdrawWarm()
@@ -44,44 +75,50 @@ func (p *Planner) Warm(ctx context.Context, keys []warmstart.Key, inflight int) 
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			return p.WarmStats(), nil
+			return nil
 		}
-		full, err := p.warmOne(ctx, cache.Key(k), sem)
+		full, err := p.warmOne(ctx, cache.Key(k), sem, st, background)
 		if full || err != nil || ctx.Err() != nil {
 			p.warmMu.Lock()
-			p.warm.Full = full
+			st.Full = full
 			p.warmMu.Unlock()
 			p.warmChanged()
 			if errors.Is(err, reader.ErrClosed) || errors.Is(err, cache.ErrClosed) {
 				err = nil // the run ended first
 			}
-			return p.WarmStats(), err
+			return err
 		}
 	}
-	return p.WarmStats(), nil
+	return nil
 }
 
-// warmOne offers the read of k; it holds one token of sem, which the read's
-// Done (or warmOne itself, when nothing is read) gives back.
-func (p *Planner) warmOne(ctx context.Context, k cache.Key, sem chan struct{}) (full bool, err error) {
+// warmOne offers the read of k, counted in st; it holds one token of sem,
+// which the read's Done (or warmOne itself, when nothing is read) gives back.
+func (p *Planner) warmOne(ctx context.Context, k cache.Key, sem chan struct{}, st *warmstart.Stats, background bool) (full bool, err error) {
 	rs := p.layout.ExpertRanges(k.Layer, k.Expert)
-	h, st, err := p.cache.Warm(k, reader.SpanBytes(rs))
-	if err != nil || st != cache.WarmStarted {
+	size := reader.SpanBytes(rs)
+	h, ws, err := p.cache.Warm(k, size)
+	if err != nil || ws != cache.WarmStarted {
 		<-sem
-		return st == cache.WarmFull && err == nil, err
+		return ws == cache.WarmFull && err == nil, err
+	}
+	what := " (warm start)"
+	if background {
+		what = " (cache fill)"
 	}
 	wr := &warmRead{}
-	req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(k.Layer, k.Expert) + " (warm start)", AnyLane: true, Done: func(err error) {
+	req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(k.Layer, k.Expert) + what, AnyLane: true, Background: background, Done: func(err error) {
 		p.warmMu.Lock()
 		if p.warmQ[k] == wr {
 			delete(p.warmQ, k)
 		}
 		switch {
 		case errors.Is(err, reader.ErrWithdrawn):
-			p.warm.Withdrawn++
+			st.Withdrawn++
 			delete(p.warmed, k)
 		case err == nil:
-			p.warm.Completed++
+			st.Completed++
+			st.Bytes += size
 		default:
 			delete(p.warmed, k)
 		}
@@ -94,19 +131,19 @@ func (p *Planner) warmOne(ctx context.Context, k cache.Key, sem chan struct{}) (
 		p.warmChanged()
 	}}
 	p.warmMu.Lock()
-	p.warmQ[k], p.warmed[k] = wr, true
+	p.warmQ[k], p.warmed[k] = wr, st
 	p.warmMu.Unlock()
 	for {
 		tk, err := p.lanes.Offer(req)
 		if tk != nil {
 			p.warmMu.Lock()
 			wr.tk = tk
-			p.warm.Issued++
+			st.Issued++
 			p.warmMu.Unlock()
 			p.warmChanged()
 			return false, nil
 		}
-		if err == nil { // the speculative queue is full: wait for room
+		if err == nil { // the queue is full: wait for room
 			select {
 			case <-time.After(time.Millisecond):
 				continue
@@ -120,7 +157,7 @@ func (p *Planner) warmOne(ctx context.Context, k cache.Key, sem chan struct{}) (
 		h.Release()
 		<-sem
 		if err != nil {
-			return false, fmt.Errorf("warm start: %s: %w", label(k.Layer, k.Expert), err)
+			return false, fmt.Errorf("%s%s: %w", label(k.Layer, k.Expert), what, err)
 		}
 		return false, nil
 	}
@@ -130,12 +167,13 @@ func (p *Planner) warmOne(ctx context.Context, k cache.Key, sem chan struct{}) (
 // waits in the speculative queue, moves it to demand priority.
 func (p *Planner) noteWarm(ctx context.Context, k cache.Key) {
 	p.warmMu.Lock()
-	if !p.warmed[k] {
+	st := p.warmed[k]
+	if st == nil {
 		p.warmMu.Unlock()
 		return
 	}
 	delete(p.warmed, k)
-	p.warm.Used++
+	st.Used++
 	var tk *reader.Ticket
 	if wr := p.warmQ[k]; wr != nil {
 		tk = wr.tk
@@ -143,7 +181,7 @@ func (p *Planner) noteWarm(ctx context.Context, k cache.Key) {
 	p.warmMu.Unlock()
 	if tk != nil && tk.Promote(ctx) {
 		p.warmMu.Lock()
-		p.warm.Promoted++
+		st.Promoted++
 		p.warmMu.Unlock()
 	}
 	p.warmChanged()
@@ -164,7 +202,7 @@ func (p *Planner) withdrawWarm() {
 	}
 }
 
-// OnWarm sets f to be called after every change of WarmStats, outside the
+// OnWarm sets f to be called after every change of WarmStats or FillStats, outside the
 // planner's locks, on the goroutine that made it (Warm's, a lane's that
 // finished a read, or Plan's); it must not block. Set it before Warm
 // starts. Waiters use it to wait for a count instead of polling.
@@ -181,4 +219,11 @@ func (p *Planner) WarmStats() warmstart.Stats {
 	p.warmMu.Lock()
 	defer p.warmMu.Unlock()
 	return p.warm
+}
+
+// FillStats returns the cache fill's counters (Fill).
+func (p *Planner) FillStats() warmstart.Stats {
+	p.warmMu.Lock()
+	defer p.warmMu.Unlock()
+	return p.fill
 }

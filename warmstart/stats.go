@@ -1,9 +1,12 @@
 package warmstart
 
-// Stats count a warm start's reads (the planner's account of them).
+// Stats count a warm start's reads (the planner's account of them), or the
+// cache fill's (the same reads at background priority, of every expert the
+// warm start did not read).
 type Stats struct {
 	Issued    int64 // reads offered to the lanes
 	Completed int64 // of those, read into the cache
+	Bytes     int64 // the cache bytes of the completed reads (reader.SpanBytes of their ranges)
 	Withdrawn int64 // taken back unread (the warm start was stopped)
 	Promoted  int64 // moved to demand priority because a demand lookup joined them
 	Used      int64 // warmed experts a demand lookup later found (hit or join)
