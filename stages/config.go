@@ -84,7 +84,24 @@ type CacheConfig struct {
 	Ceil   int64  // --cache-ceil-mb in bytes (0 = none)
 	Floor  int64  // --cache-floor-mb in bytes: RAM left free by auto (NoFloor: none)
 	Policy string // replacement policy (cache.NewPolicy)
+	Fill   FillMode
 }
+
+// FillMode is --cache-fill: whether the expert cache is filled in the
+// background when it holds every routed expert of the model.
+type FillMode string
+
+const (
+	// FillAuto (the default): when the cache's budget holds every routed
+	// expert, idle reader lanes read the experts no run has asked for yet
+	// (after the warm start's), at background priority, never evicting —
+	// decode then finds every expert resident, as an engine that loaded
+	// the whole file. A smaller budget fills nothing.
+	FillAuto FillMode = "auto"
+	// FillOff reads an expert only when a run routes to it (or a warm
+	// start or prefetch guesses it).
+	FillOff FillMode = "off"
+)
 
 // PrefetchConfig configures speculative reads.
 type PrefetchConfig struct {
@@ -141,6 +158,7 @@ func (cfg *Config) EnsureDefaults() *Config {
 	cfg.IO.Lanes = cmp.Or(cfg.IO.Lanes, 4)
 	cfg.Cache.Floor = cmp.Or(cfg.Cache.Floor, 512<<20)
 	cfg.Cache.Policy = cmp.Or(cfg.Cache.Policy, "layer")
+	cfg.Cache.Fill = cmp.Or(cfg.Cache.Fill, FillAuto)
 	cfg.Prefetch.Policy = cmp.Or(cfg.Prefetch.Policy, "next-layer")
 	cfg.Prefetch.Lanes = cmp.Or(cfg.Prefetch.Lanes, 1)
 	cfg.Dense = cmp.Or(cfg.Dense, dense.Anon)
@@ -169,6 +187,8 @@ func (cfg *Config) Validate() error {
 		return fmt.Errorf("%w: cache budget %d is negative", ErrConfig, cfg.Cache.Bytes)
 	case cfg.Cache.Ceil < 0 || cfg.Cache.Floor < NoFloor:
 		return fmt.Errorf("%w: --cache-ceil-mb and --cache-floor-mb must be >= 0", ErrConfig)
+	case cfg.Cache.Fill != FillAuto && cfg.Cache.Fill != FillOff:
+		return fmt.Errorf("%w: --cache-fill %q: want auto or off", ErrConfig, cfg.Cache.Fill)
 	case cfg.Prefetch.N < 0:
 		return fmt.Errorf("%w: --prefetch %d must be >= 0", ErrConfig, cfg.Prefetch.N)
 	case cfg.Prefetch.Lanes < AllLanes:

@@ -40,14 +40,18 @@
 // streamSource (stream.go) owns the cache, the reader lanes, the planner
 // (whose goroutine is prefetch.Planner.Run) and the speculator
 // (speculate.go: the warm start, the history policies' next-layer reads, the
-// next-layer policy's guess and a prompt pass's guessed set). A mode that
+// next-layer policy's guess and a prompt pass's guessed set) and, when the
+// budget holds every routed expert (--cache-fill auto), the cache fill
+// (fill.go: after the warm start, every other expert, read at background
+// priority by lanes with nothing else queued, never evicting; it logs the
+// cache_fill event when done). A mode that
 // changes which experts are computed (dropping or substituting the ones not
 // resident) belongs at this seam: it can ask resident before run, and it
 // must count what it did in the counters.
 //
 // Counters: Engine.Metrics is one snapshot (metrics.Counters — lookups by
-// outcome, bytes, stall — plus the profile, speculation and warm-start
-// stats, warmstart.Stats); the per-token CSV row, decode.Result and the server's /metrics all
+// outcome, bytes, stall — plus the profile, speculation, warm-start and
+// cache-fill stats, warmstart.Stats); the per-token CSV row, decode.Result and the server's /metrics all
 // read it, so a hit (an expert resident and ready; a join on a read in
 // flight is not one) has one definition. A prompt pass also keeps its
 // counters layer by layer (layers.go: metrics.Layer rows, the same
@@ -136,9 +140,9 @@
 //
 // With streaming, Engine.Open starts the lanes (package reader, conc
 // goroutines) and, with a warm start (Inputs.WarmKeys: the hot set's keys,
-// package warmstart's, hottest first), the warm reader
-// before it reads the dense weights, so warm reads overlap the rest of the
-// load; then, with the model built, the planner goroutine
+// package warmstart's, hottest first) or a cache fill, the warm reader
+// (which reads the fill after the warm start's keys) before it reads the
+// dense weights, so warm reads overlap the rest of the load; then, with the model built, the planner goroutine
 // (prefetch.Planner.Run). All are owned by the engine and bound to its
 // context (lifetime); a goroutine's error cancels that context with the
 // error as its cause. Every send selects on a context (or cannot
@@ -174,7 +178,7 @@
 // flow and the per-token meter; lossy.go: the lossy routing modes between
 // the router and the source; source.go: the expert-source seam and the
 // mapped source; stream.go: the streamed source; speculate.go: speculation
-// and the warm start; metrics.go: Engine.Metrics; session.go: a decode
+// and the warm start; fill.go: the cache fill; metrics.go: Engine.Metrics; session.go: a decode
 // sequence and its per-token metrics; layers.go: a prompt pass's per-layer
 // rows; score.go: scoring a sequence.
 package stages

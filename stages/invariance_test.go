@@ -14,8 +14,10 @@ import (
 // model has 4 layers × top-2 of 8 experts of ~0.8 MB each, so one token's
 // working set is ~6.3 MB and all experts ~25 MB: a 3 MiB cache is below the
 // working set (the LRU cliff), 12 MiB about half the experts, 30 MiB all of
-// them. The gemma4 files (3 layers × top-2 of 8 experts of 0.75 MB at F32:
-// a 4.5 MB working set, 18 MB in all) run the same settings: per-layer
+// them (the cache fill, --cache-fill auto, then reads every expert in the
+// background, unless it is off). The gemma4 files (3 layers × top-2 of 8
+// experts of 0.75 MB at F32: a 4.5 MB working set, 18 MB in all) run the
+// same settings: per-layer
 // geometry, the dense MLP beside the experts and the router on the attention
 // output (what next-layer prefetch peeks with) must not change a bit either.
 // cmd/pipe keeps a smoke test of the same invariant through the CLI.
@@ -56,6 +58,13 @@ func TestOutputInvariance(t *testing.T) {
 		{"cache 0 prompt prefetch", func(c *Config) { c.Cache.Bytes = NoCache; c.Prefetch.NoPrompt = false }},
 		{"prompt prefetch and prefetch 8", func(c *Config) {
 			c.Cache.Bytes = 12 * mib
+			c.Prefetch = pf(8, "next-layer", AllLanes)
+			c.Prefetch.NoPrompt = false
+		}},
+		{"cache 30 fill off", func(c *Config) { c.Cache.Bytes = 30 * mib; c.Cache.Fill = FillOff }},
+		{"cache 30 fill lanes 1 prefetch 8 prompt prefetch", func(c *Config) {
+			c.Cache.Bytes = 30 * mib // every expert: the cache fill runs beside the demand and speculative reads
+			c.IO.Lanes = 1
 			c.Prefetch = pf(8, "next-layer", AllLanes)
 			c.Prefetch.NoPrompt = false
 		}},

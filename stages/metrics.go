@@ -18,10 +18,12 @@ type Metrics struct {
 	// Profile is where the decode goroutine's time went.
 	Profile Profile
 	// Speculation are the planner's counters, Warm the warm start's
-	// (WarmStarted: one was started); zero when nothing streams.
+	// (WarmStarted: one was started), Fill the cache fill's (--cache-fill);
+	// zero when nothing streams.
 	Speculation prefetch.Stats
 	Warm        warmstart.Stats
 	WarmStarted bool
+	Fill        warmstart.Stats
 	// ODirect: expert and dense reads use O_DIRECT.
 	ODirect bool
 	// Load is how long Open took.

@@ -32,7 +32,8 @@ func TestPrefillPassOverBudget(t *testing.T) {
 	probe.Close()
 	for _, slots := range []int64{0, 1} {
 		cfg := baseCfg()
-		cfg.Cache.Bytes = slots * slot
+		cfg.Cache.Bytes = slots * slot // 0: auto, every expert
+		cfg.Cache.Fill = FillOff       // the pass's own reads only
 		e, err := Open(ctx, cfg, Inputs{})
 		if err != nil {
 			t.Fatal(err)
@@ -147,6 +148,7 @@ func TestPromptPrefetch(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		cfg := baseCfg()
 		cfg.Cache.Bytes = 30 << 20 // every expert: a guess is never evicted before its layer
+		cfg.Cache.Fill = FillOff   // the guesses are read, not the fill
 		cfg.Prefetch.NoPrompt = !on
 		var procs []int // GOMAXPROCS seen at each routed layer
 		got, err := decodeWith(ctx, t, cfg, 2, func(e *Engine) {

@@ -173,31 +173,42 @@ func (s *speculator) guessSet(step, next int, routerIn [][]float32, pk model.Rou
 // expert cache in the background, as speculative reads that never delay a
 // demand read, never evict and never exceed the budget
 // (prefetch.Planner.Warm, which reads them layer by layer ahead of the
-// layer being computed); the goroutine belongs to the engine and ends with
-// it. Open calls it before the dense weights load. It does nothing without
-// keys or when the cache cannot spare a slot beyond one token's experts of
-// a layer. Only the hottest keys that fit in the cache are read; at most 2 ×
-// lanes + 2 warm reads are in flight, and never more than half the slots
-// left after those k.
+// layer being computed), and then, when the budget holds every routed
+// expert (--cache-fill auto), the cache fill: every other expert, at
+// background priority (fill); the goroutine belongs to the engine and ends
+// with it. Open calls it before the dense weights load. It does nothing
+// without keys or a fill, or when the cache cannot spare a slot beyond one
+// token's experts of a layer. Only the hottest keys that fit in the cache
+// are read; at most 2 × lanes + 2 warm or fill reads are in flight, and
+// never more than half the slots left after those k.
 func (s *streamSource) warmStart(keys []warmstart.Key) {
-	if len(keys) == 0 {
+	if s.cfg.Cache.Bytes <= 0 || s.cfg.SlotBytes <= 0 {
 		return
 	}
 	slots := int(s.cfg.Cache.Bytes / s.cfg.SlotBytes)
 	inflight := min(2*s.lanes.N()+2, (slots-s.cfg.K)/2)
-	if inflight < 1 {
+	keys = keys[:min(len(keys), slots)]
+	rest := s.fillKeys(keys)
+	if inflight < 1 || len(keys)+len(rest) == 0 {
 		return
 	}
-	keys = keys[:min(len(keys), slots)]
-	s.spec.warm = true
+	s.spec.warm = len(keys) > 0
+	if rest != nil {
+		s.filled = make(chan struct{})
+	}
 	s.life.Go(func() error {
-		st, err := s.planner.Warm(s.life.ctx, keys, inflight)
-		if err != nil {
-			// A failed speculative read is not the run's failure: a demand
-			// read of the same expert reports it if it matters.
-			s.cfg.Log.Warn().Str("event", "warm_start_error").Err(err).Msg("warm start stopped")
+		if len(keys) > 0 {
+			st, err := s.planner.Warm(s.life.ctx, keys, inflight)
+			if err != nil {
+				// A failed speculative read is not the run's failure: a demand
+				// read of the same expert reports it if it matters.
+				s.cfg.Log.Warn().Str("event", "warm_start_error").Err(err).Msg("warm start stopped")
+			}
+			s.cfg.Log.Debug().Str("event", "warm_start_offered").Int64("reads", st.Issued).Bool("cache_full", st.Full).Msg("warm start: every read offered")
 		}
-		s.cfg.Log.Debug().Str("event", "warm_start_offered").Int64("reads", st.Issued).Bool("cache_full", st.Full).Msg("warm start: every read offered")
+		if rest != nil {
+			s.fill(rest, inflight)
+		}
 		return nil
 	})
 }

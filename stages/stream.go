@@ -38,7 +38,9 @@ type streamSource struct {
 	out        chan expert.Ready     // planner and lanes → FFN stage (capacity: experts per layer)
 	done       chan error            // planner → decode goroutine: a request's lookups are issued (capacity 1)
 	maxExperts int
-	fills      bool // the cache holds fewer slots than the model has experts: it will fill
+	evicts     bool // the cache holds fewer slots than the model has experts: it will fill and evict
+	layout     expertLayout
+	filled     chan struct{} // closed when the cache fill has read every expert (nil: no fill)
 }
 
 // openStream starts what needs no model: the speculation policy, the
@@ -57,7 +59,8 @@ func openStream(cfg *Resolved, d *model.Desc, l expertLayout, paths []string, li
 	if err != nil {
 		return s, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	s.fills = cfg.Cache.Bytes > 0 && cfg.Cache.Bytes/l.slotBytes < l.count()
+	s.evicts = cfg.Cache.Bytes > 0 && cfg.Cache.Bytes/l.slotBytes < l.count()
+	s.layout = l
 	s.cache, err = cache.New(cache.Config{BudgetBytes: cfg.Cache.Bytes, SlotBytes: l.slotBytes, Policy: pol,
 		TransientSlots: max(cfg.K, cache.DefaultTransientSlots), HugePages: !cfg.NoHugePages})
 	if err != nil {
@@ -87,7 +90,7 @@ func (s *streamSource) begin(m model.Model, f *ffn.Stage, arch string) error {
 	// faulted in from now on, once the dense weights are loaded (started
 	// with the cache, it took the load's pages and lengthened the load),
 	// ahead of the first prompt pass's reads (cache.PrefaultAll).
-	if s.fills {
+	if s.evicts {
 		s.cache.PrefaultAll()
 	}
 	if err := s.spec.begin(m, !s.cfg.Prefetch.NoPrompt, arch); err != nil {
@@ -196,6 +199,7 @@ func (s *streamSource) report() (m Metrics) {
 	m.ODirect = s.files.ODirect()
 	m.Speculation = ps
 	m.WarmStarted, m.Warm = s.spec.warm, s.planner.WarmStats()
+	m.Fill = s.planner.FillStats()
 	return m
 }
 
