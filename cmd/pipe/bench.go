@@ -194,7 +194,7 @@ func (c *BenchCmd) writeTable(g *Globals, rep *bench.Report) error {
 
 // streamingOnly are the run flags that do nothing when experts are not
 // streamed (--moe-stream=false).
-var streamingOnly = map[string]bool{"cache-mb": true, "cache-ceil-mb": true, "cache-floor-mb": true, "cache-policy": true,
+var streamingOnly = map[string]bool{"cache-mb": true, "cache-ceil-mb": true, "cache-floor-mb": true, "cache-policy": true, "cache-fill": true,
 	"io-threads": true, "no-odirect": true, "overlap": true, "prefetch": true, "prefetch-lanes": true, "prefetch-policy": true, "prefetch-prompt": true,
 	"warm-start": true, "hot-set": true}
 

@@ -27,6 +27,7 @@ type EngineFlags struct {
 	CacheMB       string  `name:"cache-mb" help:"Expert cache budget: MiB, a size with a unit (6G, 512M), 'auto' (from the cgroup limit or MemAvailable, minus dense weights, KV and --cache-floor-mb; at most every expert) or 0 (no cache)." default:"${cache_mb}"`
 	CacheCeilMB   int64   `name:"cache-ceil-mb" help:"Upper bound for --cache-mb auto, in MiB (0 = none)." default:"0"`
 	CacheFloor    int64   `name:"cache-floor-mb" help:"RAM in MiB that --cache-mb auto leaves free." default:"${cache_floor_mb}"`
+	CacheFill     string  `name:"cache-fill" help:"auto: when the cache budget holds every routed expert, idle reader lanes read the experts no run has asked for yet in the background (after the warm start's; demand reads and prefetch go first, nothing is evicted), so decode finds every expert resident; the log's cache_fill event says when it is done. off: an expert is read when first routed to." enum:"auto,off" default:"${cache_fill}"`
 	CachePolicy   string  `name:"cache-policy" help:"Expert cache replacement policy: layer (no LRU cliff below one token's working set; best in replay of real traces), layer+admit (layer that leaves a miss colder than its victim uncached; +0.1–0.8 hit points in replay below one token's working set, none above), lru, lfu or random." default:"${cache_policy}"`
 	Overlap       bool    `help:"Compute resident experts while the lanes read the rest (--overlap=false waits for the whole layer, for A/B)." default:"${overlap}" negatable:""`
 	Prefetch      int     `help:"Speculative expert reads per layer for the next layer (0 = off)." default:"0"`
@@ -51,6 +52,7 @@ func engineVars() kong.Vars {
 		"cache_mb":        cacheFlag(d.Cache.Bytes),
 		"cache_floor_mb":  strconv.FormatInt(d.Cache.Floor>>20, 10),
 		"cache_policy":    d.Cache.Policy,
+		"cache_fill":      string(d.Cache.Fill),
 		"overlap":         strconv.FormatBool(!d.NoOverlap),
 		"prefetch_lanes":  strconv.Itoa(d.Prefetch.Lanes),
 		"huge_pages":      strconv.FormatBool(!d.NoHugePages),
@@ -80,7 +82,7 @@ func (f *EngineFlags) config(path string, threads int, log zerolog.Logger) (stag
 		Path: path, Stream: stages.StreamMode(f.MoeStream), NoOverlap: !f.Overlap, Threads: threads,
 		ExpertsUsed: f.NExpertUsed, NoHugePages: !f.HugePages,
 		IO:       stages.IOConfig{Lanes: f.IOThreads, NoODirect: f.NoODirect},
-		Cache:    stages.CacheConfig{Ceil: f.CacheCeilMB << 20, Floor: f.CacheFloor << 20, Policy: f.CachePolicy},
+		Cache:    stages.CacheConfig{Ceil: f.CacheCeilMB << 20, Floor: f.CacheFloor << 20, Policy: f.CachePolicy, Fill: stages.FillMode(f.CacheFill)},
 		Prefetch: stages.PrefetchConfig{N: f.Prefetch, Policy: f.PrefetchPol, Lanes: f.PrefetchLanes, NoPrompt: !f.PrefetchProm},
 		Dense:    dense.Mode(f.Dense), Log: log,
 		Lossy: router.Lossy{Drop: f.MoeDrop, Substitute: f.MoeSubst, DynamicK: f.MoeDynK},
