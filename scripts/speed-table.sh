@@ -6,14 +6,19 @@
 # per round runs, in this order:
 #
 #   pipe run -m F -i -n N -t T --temp 0 --ignore-eos --no-warm-start
-#            (PIPE_HOT_SET=none) on two chat turns: the first (the text four
-#            times) has its prompt pass read the experts it routes to (cold,
-#            O_DIRECT: the "cold" column, tok/s over that longer prompt); the
-#            second (the text once) is measured: its prompt pass (the
-#            `prefill` event) and its N decoded tokens (Σ wall_ms of the CSV's
-#            last N rows), every expert the first turn routed to cached (the
-#            few it did not are read from disk inside the measurement: the
-#            "hit %" column is the decode's);
+#            (PIPE_HOT_SET=none) on two chat turns fed through a fifo: the
+#            first (the text four times) has its prompt pass read the experts
+#            it routes to (cold, O_DIRECT: the "cold" column, tok/s over that
+#            longer prompt) while the cache fill (--cache-fill auto, the
+#            default: the cache budget holds every expert in RAM) reads the
+#            others in the background; the second (the text once) is fed only
+#            once the log shows the fill's `cache_fill` event (every expert
+#            resident, as llama-bench holds every weight; no event within
+#            FILL_TIMEOUT seconds, default 1800, stops the table with an
+#            error) and is measured: its prompt pass (the `prefill` event)
+#            and its N decoded tokens (Σ wall_ms of the CSV's last N rows),
+#            with no expert read from disk inside the measurement (the
+#            "hit %" column, the decode's, reads 100);
 #   llama-bench -m F -p P -n N -t T -r 1 -lm none -o json
 #            P = the second turn's prompt tokens as pipe counted them in round 1
 #            (llama-bench runs its own warm-up first; weights in anonymous
@@ -23,7 +28,9 @@
 # logs, CSVs and JSON stay in OUT. Models generated here are deleted at the
 # end unless -keep. Run it alone on the machine if the figures are to mean
 # anything: the load average at the start of each run is in the table, and
-# "pipe CPU %" is the run's cpu_occupancy (its CPU time over wall time × T).
+# "pipe CPU %" is the run's cpu_occupancy (its CPU time over wall time × T;
+# the wall time includes the wait for the cache fill, which reads while the
+# CPUs idle).
 # llama-bench -lm none copies the whole file into anonymous memory: each of
 # its runs first checks MemAvailable ≥ the file + 1 GiB and stops the table
 # with a message otherwise (an OOM kill partway took the Qwen3.6 rounds twice).
@@ -45,7 +52,7 @@ while :; do
     *) break ;;
   esac
 done
-[ $# -ge 4 ] || { sed -n '2,33p' "$0" >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,40p' "$0" >&2; exit 2; }
 pipe=$1 lb=$2 models=$3; shift 3
 command -v jq >/dev/null || { echo "speed-table: jq is required" >&2; exit 2; }
 [ -x "$pipe" ] || { echo "speed-table: PIPE $pipe is not executable" >&2; exit 2; }
@@ -68,13 +75,42 @@ cpu() {
 }
 load() { cut -d' ' -f1 /proc/loadavg; }
 
-# pipe_round PRESET FILE ROUND: runs pipe's two turns; prints
+# wait_fill LOG PID: waits until LOG has the cache_fill event (every expert
+# read into the cache), or fails when pipe (PID) exits first or after
+# FILL_TIMEOUT seconds.
+wait_fill() {
+  local waited=0
+  until grep -q '"event":"cache_fill"' "$1"; do
+    kill -0 "$2" 2>/dev/null ||
+      { echo "speed-table: pipe exited before its cache fill completed, see $1" >&2; return 1; }
+    [ "$waited" -lt "${FILL_TIMEOUT:-1800}" ] ||
+      { echo "speed-table: no cache_fill event in $1 after ${FILL_TIMEOUT:-1800} s: the cache budget must hold every expert (the load event's cache budget; --cache-fill auto) for the measured turn to run from RAM" >&2; return 1; }
+    sleep 1
+    waited=$((waited + 1))
+  done
+}
+
+# pipe_round PRESET FILE ROUND: runs pipe's two turns, the second once the
+# cache fill is done; prints
 # "cold_tok_s warm_prompt_tokens warm_tok_s decode_tok_s hit_pct cpu_occupancy".
 pipe_round() {
-  local base="$out/$1-r$3"
+  local base="$out/$1-r$3" pid w
+  rm -f "$base.fifo" && mkfifo "$base.fifo"
   PIPE_HOT_SET=none "$pipe" run -m "$2" -i -n "$n" -t "$t" --temp 0 --ignore-eos --no-warm-start \
-    --log-format json --csv "$base.csv" <"$out/turns.txt" >"$base.out" 2>"$base.log" ||
-    { echo "speed-table: pipe run failed, see $base.log" >&2; return 1; }
+    --log-format json --csv "$base.csv" <"$base.fifo" >"$base.out" 2>"$base.log" &
+  pid=$!
+  exec {w}>"$base.fifo"
+  sed -n 1p "$out/turns.txt" >&"$w"
+  if ! wait_fill "$base.log" "$pid"; then
+    exec {w}>&-
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" || true
+    return 1
+  fi
+  sed -n 2p "$out/turns.txt" >&"$w"
+  exec {w}>&-
+  rm -f "$base.fifo"
+  wait "$pid" || { echo "speed-table: pipe run failed, see $base.log" >&2; return 1; }
   local pf
   pf=$(jq -r 'select(.event=="prefill") | "\(.prefill_tokens) \(.prefill_tok_s)"' "$base.log")
   [ "$(wc -l <<<"$pf")" -eq 2 ] || { echo "speed-table: want 2 prefill events in $base.log" >&2; return 1; }
