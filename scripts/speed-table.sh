@@ -118,8 +118,9 @@ pipe_round() {
   cold=$(head -1 <<<"$pf" | cut -d' ' -f2)
   warm_n=$(tail -1 <<<"$pf" | cut -d' ' -f1)
   warm=$(tail -1 <<<"$pf" | cut -d' ' -f2)
-  dec=$(tail -n "$n" "$base.csv" | awk -F, -v n="$n" '{s += $3} END {printf "%.3f", n * 1000 / s}')
-  hit=$(tail -n "$n" "$base.csv" | awk -F, '{s += $7} END {printf "%.1f", s / NR}')
+  # the CSV's last N token rows (its `# summary` trailer is no row)
+  dec=$(grep -v '^#' "$base.csv" | tail -n "$n" | awk -F, -v n="$n" '{s += $3} END {printf "%.3f", n * 1000 / s}')
+  hit=$(grep -v '^#' "$base.csv" | tail -n "$n" | awk -F, '{s += $7} END {printf "%.1f", s / NR}')
   occ=$(jq -r 'select(.event=="summary") | .cpu_occupancy * 100 | floor' "$base.log")
   echo "$cold $warm_n $warm $dec $hit $occ"
 }
