@@ -41,9 +41,11 @@ func (p *Planner) Warm(ctx context.Context, keys []warmstart.Key, inflight int) 
 // Fill reads keys into free cache slots as Warm does — never evicting,
 // stopping at the first key the cache has no free slot for (FillStats.Full)
 // — but at background priority (reader.Request.Background): a lane reads a
-// fill key only when no demand or speculative read is queued, so neither
-// the first token nor the pipeline's prefetch waits behind the fill in a
-// queue (a read a lane has started is finished). It is the cache fill: a
+// fill key only when no demand or speculative read is queued, and only the
+// lanes speculation may use (--prefetch-lanes) do, so neither the first
+// token nor the pipeline's prefetch waits behind the fill in a queue and
+// the other lanes are free for demand reads (a read a lane has started is
+// finished). It is the cache fill: a
 // caller that warm-started runs it after Warm, with every expert the warm
 // start did not read. Unlike Warm it returns once every read it offered is
 // done (or ctx ended: it withdraws the reads no lane has started and does
@@ -107,7 +109,7 @@ func (p *Planner) warmOne(ctx context.Context, k cache.Key, sem chan struct{}, s
 		what = " (cache fill)"
 	}
 	wr := &warmRead{}
-	req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(k.Layer, k.Expert) + what, AnyLane: true, Background: background, Done: func(err error) {
+	req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(k.Layer, k.Expert) + what, AnyLane: !background, Background: background, Done: func(err error) {
 		p.warmMu.Lock()
 		if p.warmQ[k] == wr {
 			delete(p.warmQ, k)
@@ -120,6 +122,7 @@ func (p *Planner) warmOne(ctx context.Context, k cache.Key, sem chan struct{}, s
 			st.Completed++
 			st.Bytes += size
 		default:
+			st.Failed++
 			delete(p.warmed, k)
 		}
 		p.warmMu.Unlock()

@@ -31,7 +31,7 @@
 // (prefetch) only when no demand request waits, and then on at most
 // [LaneOptions].SpecLanes lanes at once so guesses leave most of the device to
 // demand reads, and background (the cache fill's reads) only when neither
-// waits, on any lane. [Lanes.Submit] blocks while
+// waits, within the same bound. [Lanes.Submit] blocks while
 // the queue is full (requests are never dropped). Every accepted request has its Done
 // callback called exactly once, from a lane goroutine: with nil or the read
 // error after the read, or with the context's error if the lanes' context was

@@ -30,7 +30,8 @@ type Request struct {
 	AnyLane bool
 	// Background requests (offered only, with Offer; the cache fill's) wait
 	// in a third queue, which a lane serves only when neither a demand nor
-	// a speculative request is queued; any lane may serve them, as AnyLane.
+	// a speculative request is queued, within the SpecLanes bound unless
+	// AnyLane is set too.
 	Background bool
 }
 
@@ -255,7 +256,7 @@ func (ln *lane) run() {
 // else whichever kind comes first — a speculative or background one only
 // while the lane holds one of the SpecLanes tokens (spec reports that it
 // does; the caller returns it after serving), given back at once for an
-// AnyLane or background request. ok is false once the queues are closed.
+// AnyLane request. ok is false once the queues are closed.
 func (l *Lanes) next() (t *task, ok, spec bool) {
 	select {
 	case t, ok = <-l.q: // demand first
@@ -268,7 +269,7 @@ func (l *Lanes) next() (t *task, ok, spec bool) {
 	case l.specSem <- struct{}{}:
 	}
 	t, ok, demand := l.nextQueued()
-	if !ok || demand || t.AnyLane || t.Background {
+	if !ok || demand || t.AnyLane {
 		<-l.specSem
 		return t, ok, false
 	}

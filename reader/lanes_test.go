@@ -407,6 +407,70 @@ func TestLanesBackgroundLast(t *testing.T) {
 	}
 }
 
+// offFile sends every read's offset on started and holds it until release
+// is closed.
+type offFile struct {
+	started chan int64
+	release chan struct{}
+}
+
+func (g *offFile) ReadAt(p []byte, off int64) (int, error) {
+	g.started <- off
+	<-g.release
+	return len(p), nil
+}
+func (g *offFile) Close() error { return nil }
+
+// TestLanesBackgroundSpecLanes: background requests without AnyLane keep
+// within SpecLanes: with one of two lanes reading a background request, the
+// other lane does not take the next one but the demand request that comes
+// after it.
+func TestLanesBackgroundSpecLanes(t *testing.T) {
+	g := &offFile{started: make(chan int64, 8), release: make(chan struct{})}
+	f, err := Open([]string{"off"}, Options{Open: func(string, bool) (File, error) { return g, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := Start(context.Background(), f, LaneOptions{Lanes: 2, SpecLanes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{}, 8)
+	req := func(off int64) Request {
+		return Request{Buf: alloc(t, BlockSize), Ranges: []Range{{Shard: 0, Off: off, Len: 10}}, Done: func(error) { served <- struct{}{} }}
+	}
+	next := func() int64 {
+		t.Helper()
+		select {
+		case off := <-g.started:
+			return off
+		case <-time.After(hangGuard):
+			t.Fatalf("no read started in %v", hangGuard)
+			return -1
+		}
+	}
+	for _, off := range []int64{BlockSize, 2 * BlockSize} {
+		r := req(off)
+		r.Background = true
+		if tk, err := l.Offer(r); tk == nil || err != nil {
+			t.Fatal("Offer refused", err)
+		}
+	}
+	if off := next(); off != BlockSize {
+		t.Fatalf("first read at %d, want the first background request's", off)
+	}
+	if err := l.Submit(context.Background(), req(0)); err != nil {
+		t.Fatal(err)
+	}
+	if off := next(); off != 0 {
+		t.Errorf("second read at %d: want the demand request's (0), not a second background one", off)
+	}
+	close(g.release)
+	waitServed(t, served, 3)
+	l.Close()
+}
+
 // TestLanesTickets: a speculative request offered through a Ticket can be
 // withdrawn (Done gets ErrWithdrawn once, no lane reads it) or promoted ahead
 // of the other speculative requests while it waits; once started it can be

@@ -31,14 +31,20 @@ func (s *streamSource) fillKeys(warm []warmstart.Key) []warmstart.Key {
 	return rest
 }
 
-// fill reads keys into the cache at background priority
-// (prefetch.Planner.Fill: after every queued demand and speculative read,
-// never evicting) and, when every read is done, logs the cache_fill event
+// fill reads keys into the cache, once the model is built (begin: the dense
+// weights' reads are done), at background priority (prefetch.Planner.Fill:
+// after every queued demand and speculative read, on the lanes speculation
+// may use, never evicting) and, when every read is done, logs the cache_fill event
 // — the experts and bytes it read and how long it took, the resident
 // experts and bytes — and closes s.filled. An engine closed first logs
 // nothing; a failed read is a warning (a demand read of that expert reports
 // it if it matters), and s.filled is closed all the same.
 func (s *streamSource) fill(keys []warmstart.Key, inflight int) {
+	select { // the dense load's reads first: the fill must not delay the first token
+	case <-s.loaded:
+	case <-s.life.ctx.Done():
+		return
+	}
 	t0 := time.Now()
 	st, err := s.planner.Fill(s.life.ctx, keys, inflight)
 	if s.life.ctx.Err() != nil {

@@ -169,9 +169,10 @@ func TestCacheFillOnlyWhenEveryExpertFits(t *testing.T) {
 }
 
 // TestCacheFillCancel: ending the engine's context while a fill read is
-// held on the disk withdraws the fill reads no lane has started before
-// that read ends (the fill does not run on), logs no cache_fill event, and
-// Close waits for the fill's goroutine (goleak in TestMain).
+// held on the disk ends every other fill read before that read ends —
+// withdrawn, or failed by a lane with the context's error, none read — so
+// the fill does not run on; it logs no cache_fill event, and Close waits
+// for the fill's goroutine (goleak in TestMain).
 func TestCacheFillCancel(t *testing.T) {
 	count, slot, _ := expertShape(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -217,22 +218,90 @@ func TestCacheFillCancel(t *testing.T) {
 	}
 	defer e.Close()
 	planner := e.src.(*streamSource).planner
-	<-started // a fill read is held; more are queued
-	cancel()
+	<-started // a fill read is held
 	guard := time.After(time.Minute)
-	for e.Metrics().Fill.Withdrawn == 0 {
+	for e.Metrics().Fill.Issued < 2 { // and another one waits behind it
 		select {
 		case <-changed:
 		case <-guard:
-			t.Fatalf("no fill read withdrawn a minute after the context ended: %+v", e.Metrics().Fill)
+			t.Fatalf("a single fill read offered in a minute: %+v", e.Metrics().Fill)
+		}
+	}
+	cancel()
+	for { // every fill read but the held one ends, unread
+		f := e.Metrics().Fill
+		if f.Completed != 0 {
+			t.Fatalf("fill stats %+v: a read completed while the disk held every fill read", f)
+		}
+		if f.Issued > 1 && f.Withdrawn+f.Failed == f.Issued-1 {
+			break
+		}
+		select {
+		case <-changed:
+		case <-guard:
+			t.Fatalf("the fill's reads did not end a minute after the context ended: %+v", f)
 		}
 	}
 	let()
 	e.Close()
-	if f := planner.FillStats(); f.Completed+f.Withdrawn > f.Issued || f.Completed == count {
+	if f := planner.FillStats(); f.Completed+f.Withdrawn+f.Failed != f.Issued || f.Completed == count {
 		t.Errorf("fill stats %+v: want the fill stopped", f)
 	}
 	if evs := logs.events(t, "cache_fill"); len(evs) != 0 {
 		t.Errorf("cache_fill logged after the context ended: %v", evs)
+	}
+}
+
+// TestCacheFillAfterDenseLoad: the cache fill's first read begins only
+// after the dense load's last one (the fill must not take the disk from
+// the load, and so delay the first token), and the fill still completes.
+func TestCacheFillAfterDenseLoad(t *testing.T) {
+	count, slot, _ := expertShape(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	denseSeen, expertEarly := 0, 0
+	var starts map[int64]bool
+	probeCfg := hooked(baseCfg(), func(int64, int) { mu.Lock(); denseSeen++; mu.Unlock() }, nil)
+	probeCfg.Cache.Fill = FillOff
+	probe, err := Open(ctx, probeCfg, Inputs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	denseReads := denseSeen // nothing but the dense load reads: no fill, no warm start, no run
+	starts = map[int64]bool{}
+	for _, exps := range probe.layout.ranges {
+		for _, rs := range exps {
+			for _, r := range rs {
+				off, _ := reader.Widen(r.Off, r.Len)
+				starts[off] = true
+			}
+		}
+	}
+	probe.Close()
+	denseSeen = 0
+	cfg := hooked(baseCfg(), func(off int64, _ int) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case !starts[off]:
+			denseSeen++
+		case denseSeen < denseReads:
+			expertEarly++
+		}
+	}, nil)
+	cfg.Cache.Bytes = count * slot
+	e, err := Open(ctx, cfg, Inputs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	waitFilled(t, e)
+	mu.Lock()
+	defer mu.Unlock()
+	if denseReads == 0 || denseSeen != denseReads || expertEarly != 0 {
+		t.Errorf("%d of %d dense reads, %d fill reads began before the dense load's last read", denseSeen, denseReads, expertEarly)
+	}
+	if f := e.Metrics().Fill; f.Completed != count {
+		t.Errorf("fill stats %+v: want %d experts read", f, count)
 	}
 }

@@ -41,13 +41,14 @@ type streamSource struct {
 	evicts     bool // the cache holds fewer slots than the model has experts: it will fill and evict
 	layout     expertLayout
 	filled     chan struct{} // closed when the cache fill has read every expert (nil: no fill)
+	loaded     chan struct{} // closed by begin: the dense weights are loaded, the model built
 }
 
 // openStream starts what needs no model: the speculation policy, the
 // expert cache, the reader lanes on the model's files (paths, its shards)
 // and the planner, all from the resolved configuration.
 func openStream(cfg *Resolved, d *model.Desc, l expertLayout, paths []string, life *lifetime, m *meter) (*streamSource, error) {
-	s := &streamSource{cfg: cfg, life: life, meter: m, maxExperts: l.maxExperts()}
+	s := &streamSource{cfg: cfg, life: life, meter: m, maxExperts: l.maxExperts(), loaded: make(chan struct{})}
 	var pp prefetch.Policy
 	var err error
 	if cfg.Prefetch.N > 0 && cfg.Cache.Bytes > 0 {
@@ -86,6 +87,7 @@ func openStream(cfg *Resolved, d *model.Desc, l expertLayout, paths []string, li
 // routers, the hand-off channels and the planner goroutine.
 func (s *streamSource) begin(m model.Model, f *ffn.Stage, arch string) error {
 	s.ffn = f
+	defer close(s.loaded)
 	// A cache that will fill within its first prompts has its memory
 	// faulted in from now on, once the dense weights are loaded (started
 	// with the cache, it took the load's pages and lengthened the load),

@@ -8,6 +8,7 @@ type Stats struct {
 	Completed int64 // of those, read into the cache
 	Bytes     int64 // the cache bytes of the completed reads (reader.SpanBytes of their ranges)
 	Withdrawn int64 // taken back unread (the warm start was stopped)
+	Failed    int64 // ended with an error (a read error, or the run ended before a lane read it)
 	Promoted  int64 // moved to demand priority because a demand lookup joined them
 	Used      int64 // warmed experts a demand lookup later found (hit or join)
 	Full      bool  // the warm start stopped because no free slot was left
