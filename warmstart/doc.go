@@ -15,7 +15,9 @@
 // Who uses it: package decode keeps a model's Run and hands its hottest keys
 // to the engine (package stages, Config.WarmKeys); package prefetch reads
 // them into free cache slots in Order (order.go: layer by layer, starting
-// after the layer the pipeline looked up last) and counts them in Stats;
+// after the layer the pipeline looked up last) and counts them in Stats —
+// and, when the cache holds every expert, the cache fill's keys (every
+// other expert, Planner.Fill) the same way, in a Stats of their own;
 // package cache keeps the entries they fill from being evicted until the
 // pipeline has passed their layer, by a Guard (guard.go). Key names an
 // expert as cache.Key does (a caller converts one to the other), so that
