@@ -120,7 +120,11 @@ pipe_round() {
   warm=$(tail -1 <<<"$pf" | cut -d' ' -f2)
   # the CSV's last N token rows (its `# summary` trailer is no row)
   dec=$(grep -v '^#' "$base.csv" | tail -n "$n" | awk -F, -v n="$n" '{s += $3} END {printf "%.3f", n * 1000 / s}')
-  hit=$(grep -v '^#' "$base.csv" | tail -n "$n" | awk -F, '{s += $7} END {printf "%.1f", s / NR}')
+  # cache_hit_pct is the run's cumulative hit rate over its decode steps, each
+  # of which looks up the same number of experts (layers × top-k): the last
+  # N rows' own rate is the difference of the cumulative hits.
+  hit=$(awk -F, -v n="$n" '$1 ~ /^[0-9]+$/ {k++; s[k] = $1; p[k] = $7}
+    END {a = k - n; printf "%.1f", (p[k] * s[k] - (a > 0 ? p[a] * s[a] : 0)) / n}' "$base.csv")
   occ=$(jq -r 'select(.event=="summary") | .cpu_occupancy * 100 | floor' "$base.log")
   echo "$cold $warm_n $warm $dec $hit $occ"
 }
