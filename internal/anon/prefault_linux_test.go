@@ -158,7 +158,11 @@ func TestPrefaulterGivesUp(t *testing.T) {
 	}
 	ok.Close()
 
-	p := NewPrefaulter(readOnly(t, size), 0)
+	ro := readOnly(t, size)
+	if populate(ro[:PageSize]) == nil {
+		t.Skip("madvise(MADV_POPULATE_WRITE) of a read-only mapping is accepted here, not refused (qemu-user applies no advice)")
+	}
+	p := NewPrefaulter(ro, 0)
 	defer p.Close()
 	p.Use(size)
 	waitGaveUp(t, p)
