@@ -85,9 +85,7 @@ func waitFilled(t *testing.T, e *Engine) {
 // mmap run's, bit for bit, as with --cache-fill off.
 func TestCacheFill(t *testing.T) {
 	ctx := context.Background()
-	ref := baseCfg()
-	ref.Stream, ref.Dense = StreamOff, "mmap"
-	want, err := decode(ctx, t, ref, 4)
+	want, err := mmapLogits(ctx, t, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,9 +130,7 @@ func TestCacheFill(t *testing.T) {
 // off with a budget of every expert; both give the mmap run's logits.
 func TestCacheFillOnlyWhenEveryExpertFits(t *testing.T) {
 	ctx := context.Background()
-	ref := baseCfg()
-	ref.Stream, ref.Dense = StreamOff, "mmap"
-	want, err := decode(ctx, t, ref, 2)
+	want, err := mmapLogits(ctx, t, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,7 @@ import (
 // pass the budget, and the logits are the mmap run's, bit for bit.
 func TestPrefillPassOverBudget(t *testing.T) {
 	ctx := context.Background()
-	ref := baseCfg()
-	ref.Stream, ref.Dense = StreamOff, "mmap"
-	want, err := decode(ctx, t, ref, 0)
+	want, err := mmapLogits(ctx, t, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,9 +135,7 @@ func TestPrefillPassesCompose(t *testing.T) {
 // PromptProcs Ps beyond the compute threads, put back for decode.
 func TestPromptPrefetch(t *testing.T) {
 	ctx := context.Background()
-	ref := baseCfg()
-	ref.Stream, ref.Dense = StreamOff, "mmap"
-	want, err := decode(ctx, t, ref, 2)
+	want, err := mmapLogits(ctx, t, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,15 @@ func baseCfg() Config {
 		Dense: dense.Anon, Threads: 2, Log: zerolog.Nop(), NoHugePages: true, Prefetch: PrefetchConfig{NoPrompt: true}}
 }
 
+// mmapLogits is the reference every streaming run is held to: decode of the
+// whole file mmap'd (no stream, no cache).
+func mmapLogits(ctx context.Context, t *testing.T, n int) ([][]float32, error) {
+	t.Helper()
+	ref := baseCfg()
+	ref.Stream, ref.Dense = StreamOff, "mmap"
+	return decode(ctx, t, ref, n)
+}
+
 // decode runs the prompt and n greedy steps and returns every logit row.
 func decode(ctx context.Context, t *testing.T, cfg Config, n int) ([][]float32, error) {
 	t.Helper()
