@@ -30,11 +30,9 @@ func TestWarmSlotsPrefaulterGaveUp(t *testing.T) {
 	c.res.pf.Use(int64(len(ro)))
 	pf := c.res.pf
 	c.mu.Unlock()
-	deadline := time.Now().Add(time.Minute) // hang guard: the Prefaulter has no event to wait on
-	for !pf.GaveUp() && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if !pf.GaveUp() {
+	select {
+	case <-pf.GivenUp():
+	case <-time.After(time.Minute): // hang guard
 		t.Fatal("the Prefaulter over a read-only mapping has not given up")
 	}
 	c.Batch(0, 0)

@@ -21,7 +21,8 @@ const PrefaultStep = 32 << 20
 // Faulting uses MADV_POPULATE_WRITE, which never changes a page's contents,
 // so it is safe while other goroutines (or the device) write the pages it
 // covers. It is best effort: where the kernel lacks it (non-Linux, Linux
-// before 5.14) or refuses it, the Prefaulter stops (GaveUp) and pages are faulted by
+// before 5.14) or refuses it, the Prefaulter stops (GaveUp, and GivenUp is
+// closed) and pages are faulted by
 // their first write, as without it. It never faults beyond the mapping nor
 // more than Ahead bytes past the highest Use, so memory is committed only
 // shortly before it is needed.
@@ -31,9 +32,9 @@ const PrefaultStep = 32 << 20
 type Prefaulter struct {
 	mem   []byte
 	ahead int64
-	want  atomic.Int64 // bytes to have faulted in
-	done  atomic.Int64 // bytes faulted in
-	quit  atomic.Bool  // the kernel refused a populate: the Prefaulter stopped for good
+	want  atomic.Int64  // bytes to have faulted in
+	done  atomic.Int64  // bytes faulted in
+	quit  chan struct{} // closed when the kernel refused a populate: the Prefaulter stopped for good
 	kick  chan struct{}
 	stop  chan struct{}
 	wg    conc.WaitGroup
@@ -43,7 +44,7 @@ type Prefaulter struct {
 // aligned part of one) that keeps ahead bytes faulted in past the highest
 // Use.
 func NewPrefaulter(mem []byte, ahead int64) *Prefaulter {
-	p := &Prefaulter{mem: mem, ahead: ahead, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	p := &Prefaulter{mem: mem, ahead: ahead, quit: make(chan struct{}), kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	p.wg.Go(p.run)
 	return p
 }
@@ -74,7 +75,19 @@ func (p *Prefaulter) Faulted() int64 { return p.done.Load() }
 // GaveUp reports whether the Prefaulter stopped because the kernel lacks or
 // refused MADV_POPULATE_WRITE: Faulted will not grow any more, and pages
 // are faulted in by their first write.
-func (p *Prefaulter) GaveUp() bool { return p.quit.Load() }
+func (p *Prefaulter) GaveUp() bool {
+	select {
+	case <-p.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// GivenUp returns a channel that is closed when the Prefaulter gives up
+// (GaveUp turns true); it stays open while the Prefaulter works or after
+// Close.
+func (p *Prefaulter) GivenUp() <-chan struct{} { return p.quit }
 
 // Close stops the Prefaulter and waits for its goroutine. Call it once.
 func (p *Prefaulter) Close() {
@@ -99,7 +112,7 @@ func (p *Prefaulter) run() {
 			end := min(at+PrefaultStep, p.want.Load())
 			end = min((end+PageSize-1)&^(PageSize-1), int64(len(p.mem)))
 			if populate(p.mem[at:end]) != nil {
-				p.quit.Store(true)
+				close(p.quit)
 				return // unsupported or refused: first writes fault the rest
 			}
 			at = end

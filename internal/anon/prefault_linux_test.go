@@ -124,16 +124,16 @@ func readOnly(t *testing.T, n int) []byte {
 	return b
 }
 
-// waitGaveUp polls until p gave up (no event to wait on); the minute is a
-// hang guard.
+// waitGaveUp waits for p's GivenUp channel; the minute is a hang guard.
 func waitGaveUp(t *testing.T, p *Prefaulter) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !p.GaveUp() {
-		if time.Now().After(deadline) {
-			t.Fatal("the Prefaulter has not given up after a minute")
-		}
-		time.Sleep(time.Millisecond)
+	select {
+	case <-p.GivenUp():
+	case <-time.After(time.Minute):
+		t.Fatal("the Prefaulter has not given up after a minute")
+	}
+	if !p.GaveUp() {
+		t.Fatal("GivenUp is closed but GaveUp reports false")
 	}
 }
 
@@ -155,6 +155,11 @@ func TestPrefaulterGivesUp(t *testing.T) {
 	waitFaulted(t, ok, size)
 	if ok.GaveUp() {
 		t.Error("a Prefaulter that faulted its mapping in reports it gave up")
+	}
+	select {
+	case <-ok.GivenUp():
+		t.Error("a Prefaulter that faulted its mapping in closed GivenUp")
+	default:
 	}
 	ok.Close()
 
