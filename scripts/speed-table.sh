@@ -35,24 +35,37 @@
 # its runs first checks MemAvailable ≥ the file + 1 GiB and stops the table
 # with a message otherwise (an OOM kill partway took the Qwen3.6 rounds twice).
 #
-# Usage: scripts/speed-table.sh [-rounds R] [-n N] [-t T] [-keep] [-out DIR]
-#          [-text TEXT] PIPE LLAMA_BENCH MODELS PRESET…
+# -layers N times a layer cut instead of the real shape: the model is
+# `pipe gen --preset P --layers N --seed 1`, written to MODELS/P-LN.gguf (a
+# name of its own, never mistaken for the whole model), and the row's preset
+# cell reads "P (first N layers)". For models whose real shape does not fit
+# in RAM beside llama-bench's anonymous copy; every other shape is the
+# preset's, so per-layer work is the real model's. Without -layers the
+# table is the real shape's, as above.
+#
+# Usage: scripts/speed-table.sh [-rounds R] [-n N] [-t T] [-layers N] [-keep]
+#          [-out DIR] [-text TEXT] PIPE LLAMA_BENCH MODELS PRESET…
 #   e.g. scripts/speed-table.sh ./pipe $LLAMA/build/bin/llama-bench /tmp/m qwen3.6-35b-a3b lfm2-8b-a1b
 set -euo pipefail
-rounds=3 n=32 t=2 keep='' out=''
+rounds=3 n=32 t=2 layers='' keep='' out=''
 text='The quick brown fox jumps over the lazy dog while the village baker counts loaves of b'
 while :; do
   case "${1:-}" in
     -rounds) rounds=$2; shift 2 ;;
     -n) n=$2; shift 2 ;;
     -t) t=$2; shift 2 ;;
+    -layers) layers=$2; shift 2 ;;
     -keep) keep=1; shift ;;
     -out) out=$2; shift 2 ;;
     -text) text=$2; shift 2 ;;
     *) break ;;
   esac
 done
-[ $# -ge 4 ] || { sed -n '2,40p' "$0" >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,48p' "$0" >&2; exit 2; }
+case "$layers" in
+  '') ;;
+  *[!0-9]* | 0*) echo "speed-table: -layers $layers: want a positive number of layers" >&2; exit 2 ;;
+esac
 pipe=$1 lb=$2 models=$3; shift 3
 command -v jq >/dev/null || { echo "speed-table: jq is required" >&2; exit 2; }
 [ -x "$pipe" ] || { echo "speed-table: PIPE $pipe is not executable" >&2; exit 2; }
@@ -165,9 +178,12 @@ echo
 echo '| preset | round | load (pipe / llama) | llama.cpp pp | pipe prefill, warm | **ratio** | pipe prefill, cold | llama.cpp tg | pipe decode | **ratio** | pipe hit % | pipe CPU % |'
 echo '|---|---|---|---|---|---|---|---|---|---|---|---|'
 for preset in "$@"; do
-  f="$models/$preset.gguf" made=''
+  f="$models/$preset.gguf" made='' cut=() row=$preset
+  if [ -n "$layers" ]; then
+    f="$models/$preset-L$layers.gguf" cut=(--layers "$layers") row="$preset (first $layers layers)"
+  fi
   if [ ! -f "$f" ]; then
-    "$pipe" gen --preset "$preset" --seed 1 -o "$f" --log-format json 2>"$out/$preset-gen.log" ||
+    "$pipe" gen --preset "$preset" "${cut[@]}" --seed 1 -o "$f" --log-format json 2>"$out/$preset-gen.log" ||
       { echo "speed-table: pipe gen --preset $preset failed, see $out/$preset-gen.log" >&2; exit 1; }
     made=1
   fi
@@ -180,7 +196,7 @@ for preset in "$@"; do
     l2=$(load)
     res=$(llama_round "$preset" "$f" "$r" "$p")
     read -r pp tg <<<"$res"
-    echo "| $preset | $r | $l1 / $l2 | $(f2 "$pp") (pp$p) | $(f2 "$warm") ($warm_n) | $(ratio "$warm" "$pp") | $(f2 "$cold") | $(f2 "$tg") | $(f2 "$dec") | $(ratio "$dec" "$tg") | $hit | $occ |"
+    echo "| $row | $r | $l1 / $l2 | $(f2 "$pp") (pp$p) | $(f2 "$warm") ($warm_n) | $(ratio "$warm" "$pp") | $(f2 "$cold") | $(f2 "$tg") | $(f2 "$dec") | $(ratio "$dec" "$tg") | $hit | $occ |"
   done
   if [ -n "$made" ] && [ -z "$keep" ]; then rm -f "$f"; fi
 done
