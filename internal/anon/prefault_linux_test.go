@@ -175,3 +175,47 @@ func TestPrefaulterGivesUp(t *testing.T) {
 		t.Errorf("faulted %d bytes of a read-only mapping", f)
 	}
 }
+
+// TestPopulate: Populate of a slice inside a fresh mapping, not page
+// aligned at either end, has exactly the whole pages inside it in memory
+// (not the partial pages at its ends), their contents unchanged; a slice
+// holding no whole page is a no-op.
+func TestPopulate(t *testing.T) {
+	b, err := Map(8*PageSize, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Unmap(b)
+	probe, err := Map(PageSize, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Unmap(probe)
+	if err := unix.Madvise(probe, unix.MADV_POPULATE_WRITE); err != nil {
+		t.Skipf("this kernel has no MADV_POPULATE_WRITE: %v", err)
+	}
+	if !resident(t, probe)[0] {
+		t.Skip("madvise is accepted but not applied here (qemu-user)")
+	}
+	if err := Populate(b[:0]); err != nil {
+		t.Fatalf("Populate of nothing: %v", err)
+	}
+	words := unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
+	if err := Populate(words[PageSize/4+5 : 2*PageSize/4+7]); err != nil { // no whole page
+		t.Fatal(err)
+	}
+	// the end of page 1, pages 2 to 4, the start of page 5
+	if err := Populate(words[2*PageSize/4-3 : 5*PageSize/4+1]); err != nil {
+		t.Fatal(err)
+	}
+	for i, in := range resident(t, b) {
+		if want := i >= 2 && i <= 4; in != want {
+			t.Errorf("page %d resident %v, want %v", i, in, want)
+		}
+	}
+	for i, v := range b {
+		if v != 0 {
+			t.Fatalf("byte %d is %d after Populate, want 0", i, v)
+		}
+	}
+}
