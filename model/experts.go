@@ -222,22 +222,23 @@ func (x *Experts) ComputeExperts(l int, work []ExpertWork, s *Scratch) error {
 	if err := x.Pool.MatVecs(ps); err != nil {
 		return fmt.Errorf("layer %d experts gate/up: %w", l, err)
 	}
+	d, err := x.activateAll(L, work, single, a, s)
+	if err != nil {
+		return fmt.Errorf("layer %d experts: %w", l, err)
+	}
 	ps = ps[:0]
 	i = 0
 	for _, w := range work {
 		if w.N != 1 {
 			continue
 		}
-		gu := a[i*2*F : (i+1)*2*F]
-		x.activate(L, w.Expert, gu[:F], gu[F:])
-		in, err := s.Input(gu[:F]).For(L.DownT)
-		if err != nil {
+		if err := d.errs[i]; err != nil {
 			return fmt.Errorf("layer %d expert %d down: %w", l, w.Expert, err)
 		}
-		ps = append(ps, kernels.Product{Type: L.DownT, W: w.Parts[len(w.Parts)-1], Rows: E, Cols: F, A: in, Y: w.Out[:E]})
+		ps = append(ps, kernels.Product{Type: L.DownT, W: w.Parts[len(w.Parts)-1], Rows: E, Cols: F, A: d.acts[i], Y: w.Out[:E]})
 		i++
 	}
-	err := x.Pool.MatVecs(ps)
+	err = x.Pool.MatVecs(ps)
 	clear(ps)
 	s.Products = ps[:0]
 	s.ResetInputs()
@@ -250,6 +251,64 @@ func (x *Experts) ComputeExperts(l int, work []ExpertWork, s *Scratch) error {
 		}
 	}
 	return nil
+}
+
+// activateAll runs, on the pool's threads, the step between the single
+// experts' gate/up and down products: each expert's activation (biases and
+// activation function, in place in its gate rows of gu, 2·n_ff floats per
+// expert in work's order) and its down projection's input quantized. Run on
+// the calling thread alone this took long enough between the two pool
+// dispatches (olmoe: 8 experts, tens of µs a layer) for the other threads
+// to stop spinning and park, and wake again for the down products. Each
+// expert is computed whole by one thread, as before, so the results do not
+// depend on the thread count. The returned job holds each expert's
+// quantized input and error, valid until the next call with s.
+func (x *Experts) activateAll(L *ExpertLayer, work []ExpertWork, single int, gu []float32, s *Scratch) (*activateJob, error) {
+	d := s.activate
+	if d == nil {
+		d = new(activateJob)
+		d.fn = d.run
+		s.activate = d
+	}
+	d.experts, d.ins = d.experts[:0], d.ins[:0]
+	F := x.NFF
+	for _, w := range work {
+		if w.N == 1 {
+			i := len(d.experts)
+			d.experts = append(d.experts, w.Expert)
+			d.ins = append(d.ins, s.Input(gu[i*2*F:i*2*F+F]))
+		}
+	}
+	if cap(d.acts) < single {
+		d.acts, d.errs = make([]*kernels.Activation, single), make([]error, single)
+	}
+	d.acts, d.errs = d.acts[:single], d.errs[:single]
+	d.x, d.L, d.gu = x, L, gu
+	err := x.Pool.Parallel(single, d.fn)
+	d.x, d.L, d.gu = nil, nil, nil
+	return d, err
+}
+
+// activateJob is activateAll's arguments and results, kept in a Scratch
+// with the bound method the pool runs (made once, so a decode step
+// allocates nothing).
+type activateJob struct {
+	x       *Experts
+	L       *ExpertLayer
+	gu      []float32
+	experts []int
+	ins     []*Inputs
+	acts    []*kernels.Activation
+	errs    []error
+	fn      func(i int)
+}
+
+// run activates the i-th single expert and quantizes its down input.
+func (d *activateJob) run(i int) {
+	F := d.x.NFF
+	g := d.gu[i*2*F : (i+1)*2*F]
+	d.x.activate(d.L, d.experts[i], g[:F], g[F:])
+	d.acts[i], d.errs[i] = d.ins[i].For(d.L.DownT)
 }
 
 // gateUpProducts appends the single-token products of w's gate and up (or

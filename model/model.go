@@ -162,9 +162,10 @@ type Scratch struct {
 	// Local, when set, is where ComputeExpert multiplies (see On): the
 	// caller runs the expert whole on one of the pool's threads
 	// (kernels.Pool.ParallelWith), one Scratch and Local per thread.
-	Local *kernels.Local
-	ins   []*Inputs
-	nIns  int
+	Local    *kernels.Local
+	ins      []*Inputs
+	nIns     int
+	activate *activateJob // ComputeExperts' activation step (experts.go)
 }
 
 // MatMuler multiplies a matrix by n vectors: a *kernels.Pool (rows split
