@@ -65,6 +65,15 @@ func (Family) CheckPreset(p *gen.Preset) error {
 	return nil
 }
 
+// llamaLite is whether llama.cpp takes a deepseek2 file of nLayer blocks
+// for a "lite" variant, whose q_lora_rank it does not read (26 or 27
+// layers; 48 only with one vocabulary, not assumed here). A file without a
+// low-rank query at any other depth (a `pipe gen --layers` cut of
+// deepseek-v2-lite) says q_lora_rank 0, which llama.cpp reads as a plain
+// query projection, as pipe does; real files of the lite shapes and the
+// presets' own depths are written without the key, as the converter does.
+func llamaLite(nLayer int) bool { return nLayer == 26 || nLayer == 27 }
+
 // Metadata implements gen.Family: llama.cpp's converter's deepseek2
 // hyper-parameters, the latent attention written as one KV head of the
 // cached row (key_length = kv_lora_rank + n_rot, value_length =
@@ -78,7 +87,7 @@ func (Family) Metadata(p *gen.Preset) []gen.MetaKV {
 		{Key: "expert_used_count", Value: u32(p.NExpertUsed)},
 		{Key: "leading_dense_block_count", Value: u32(p.LeadingDense)},
 	}
-	if p.QLoraRank > 0 {
+	if p.QLoraRank > 0 || !llamaLite(p.NLayer) {
 		ps = append(ps, gen.MetaKV{Key: "attention.q_lora_rank", Value: u32(p.QLoraRank)})
 	}
 	ps = append(ps, []gen.MetaKV{
