@@ -18,8 +18,10 @@
 // MAP_NORESERVE and untouched until first written, so they cost no memory
 // until used; a Prefaulter (prefault.go) faults a mapping in on a goroutine
 // of its own shortly before its owner uses it, so O_DIRECT reads into it do
-// not fault their destination pages inside the read. A mapping belongs to its
-// caller; Unmap it once, after its last use (after closing its Prefaulter).
+// not fault their destination pages inside the read; Populate (populate.go)
+// does the same at once for any live slice, on the Go heap too (the KV
+// cache's rows, model.State). A mapping belongs to its caller; Unmap it
+// once, after its last use (after closing its Prefaulter).
 package anon
 
 import (
