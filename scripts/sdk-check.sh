@@ -29,6 +29,11 @@ CGO_ENABLED=0 go build -o "$tmp/pipe" ./cmd/pipe
 "$tmp/pipe" gen --preset qwen3-tiny --out "$tmp/qwen3-tiny.gguf" --no-progress 2>"$tmp/gen.log" \
   || { cat "$tmp/gen.log" >&2; echo "sdk-check: pipe gen failed" >&2; exit 1; }
 export SDK_CHECK_API_KEY=sdk-check-key
+# The log file exists before the server starts: the background command
+# opens its redirection only once its process runs, which on a loaded
+# machine can be after the loop below first reads the file (a CI run failed
+# so: sed could not read it).
+: >"$tmp/stderr"
 "$tmp/pipe" serve -m "$tmp/qwen3-tiny.gguf" --port 0 -c 4096 -t 2 --jinja --api-key "$SDK_CHECK_API_KEY" 2>"$tmp/stderr" &
 pid=$!
 addr=""

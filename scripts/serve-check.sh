@@ -10,6 +10,9 @@ command -v curl >/dev/null || { echo "serve-check: curl is required" >&2; exit 1
 tmp=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 CGO_ENABLED=0 go build -o "$tmp/pipe" ./cmd/pipe
+# The log file exists before the server starts (its redirection is opened
+# by the background process, which may run after the loop first reads it).
+: >"$tmp/stderr"
 "$tmp/pipe" serve -m testdata/golden/models/tiny-qwen3moe-Q8_0.gguf --port 0 -c 256 --cache-mb 4 -t 2 \
   2>"$tmp/stderr" &
 pid=$!
