@@ -229,8 +229,9 @@ func pairGEMM4(bs, qk int, size func(T int) func(cols int) int, pack func([]*Act
 	return k
 }
 
-// hasAVX512 gates the AVX-512 kernels (F, BW, DQ, VL on top of AVX2).
-var hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
+// hasAVX512 gates the AVX-512 kernels (F, BW, DQ, VL on top of AVX2; never
+// under the noavx512 build tag).
+var hasAVX512 = avx512Allowed && hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
 	cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
 
 // hasVNNI gates the VNNI variants (VPDPWSSD).
