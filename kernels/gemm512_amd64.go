@@ -195,15 +195,16 @@ func packMXFP4Pairs(acts []*Activation, dst []byte) {
 	}
 }
 
-// pairKernel is an AVX-512 multi-token kernel. Its 384 bytes of scratch
+// pairKernel is a multi-token kernel on a pair tile (the AVX-512 ones and
+// the AVX2 8-token Q4_K one). Its 384 bytes of scratch
 // (the per-token sums it reduces) are its own stack frame: a scratch
 // array passed in from Go escaped to the heap on every call, the kernel
 // being called through a func value.
 type pairKernel func(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
-// avx512GEMM wraps a pair kernel of T tokens for rows of blocks of bs
+// tileGEMM wraps a pair kernel of T tokens for rows of blocks of bs
 // bytes.
-func avx512GEMM(T, bs, qk int, size func(cols int) int, kern pairKernel) gemmRun {
+func tileGEMM(T, bs, qk int, size func(cols int) int, kern pairKernel) gemmRun {
 	return func(w []byte, rb, rows int, acts []*Activation, pk []byte, y []float32, ys int) {
 		nb := acts[0].cols / qk
 		if len(acts) != T || !gemmOk(w, rb, rows, nb, bs, pk, size(acts[0].cols), y, ys, T) {
@@ -217,15 +218,15 @@ func avx512GEMM(T, bs, qk int, size func(cols int) int, kern pairKernel) gemmRun
 // pairGEMM is the 8-token kernel (also for a last tile of 5–7 tokens,
 // padded) with the 2-token one for the remainder.
 func pairGEMM(bs, qk int, size func(T int) func(cols int) int, pack func([]*Activation, []byte), k8, k2 pairKernel) *gemmKernel {
-	two := &gemmKernel{tile: 2, pack: pack, packBytes: size(2), run: avx512GEMM(2, bs, qk, size(2), k2)}
-	return &gemmKernel{tile: 8, pack: pack, packBytes: size(8), run: avx512GEMM(8, bs, qk, size(8), k8), next: two, minFill: 5}
+	two := &gemmKernel{tile: 2, pack: pack, packBytes: size(2), run: tileGEMM(2, bs, qk, size(2), k2)}
+	return &gemmKernel{tile: 8, pack: pack, packBytes: size(8), run: tileGEMM(8, bs, qk, size(8), k8), next: two, minFill: 5}
 }
 
 // pairGEMM4 is pairGEMM with a 4-token kernel between the 8- and the
 // 2-token ones (also for a last tile of 3 tokens, padded).
 func pairGEMM4(bs, qk int, size func(T int) func(cols int) int, pack func([]*Activation, []byte), k8, k4, k2 pairKernel) *gemmKernel {
 	k := pairGEMM(bs, qk, size, pack, k8, k2)
-	k.next = &gemmKernel{tile: 4, pack: pack, packBytes: size(4), run: avx512GEMM(4, bs, qk, size(4), k4), next: k.next, minFill: 3}
+	k.next = &gemmKernel{tile: 4, pack: pack, packBytes: size(4), run: tileGEMM(4, bs, qk, size(4), k4), next: k.next, minFill: 3}
 	return k
 }
 

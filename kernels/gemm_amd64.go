@@ -11,9 +11,11 @@ import (
 	"github.com/pipe-engine/pipe/quant"
 )
 
-// AVX2 multi-token kernels (gemm_amd64.s): Q4_K and Q6_K rows against 4
-// tokens then 2, Q8_0 rows against 8; F32 and F16 rows against 3 (gemmf_amd64.go). The assembly reads the tile's activations
-// from a packed buffer (packQ8_K, packQ8_0) and writes y[t*ys+r].
+// AVX2 multi-token kernels (gemm_amd64.s): Q4_K rows against 8 tokens
+// (on the pair kernels' tile, packQ4_KPairs) then 4 then 2, Q6_K rows
+// against 4 then 2, Q8_0 and Q5_0 rows against 8; F32 and F16 rows against
+// 3 (gemmf_amd64.go). The assembly reads the tile's activations from a
+// packed buffer (packQ4_KPairs, packQ8_K, packQ8_0) and writes y[t*ys+r].
 
 const (
 	gemmTileK   = 4 // tokens per Q4_K/Q6_K call (16 YMM registers)
@@ -44,6 +46,9 @@ func init() {
 func gemmQ4_KAVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, macc *[16]float32)
 
 //go:noescape
+func gemmQ4_KAVX2x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
+//go:noescape
 func gemmQ6_KAVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
@@ -59,9 +64,12 @@ func gemmQ8_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 func gemmQ5_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 func avx2GEMMs() map[quant.Type]*gemmKernel {
+	q4x4 := &gemmKernel{tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ4_K, minFill: 3,
+		next: &gemmKernel{tile: 2, pack: packQ8_K, packBytes: q8KPack2Bytes, run: avx2GEMMQ4_K2}}
 	m := map[quant.Type]*gemmKernel{
-		quant.Q4_K: {tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ4_K, minFill: 3,
-			next: &gemmKernel{tile: 2, pack: packQ8_K, packBytes: q8KPack2Bytes, run: avx2GEMMQ4_K2}},
+		// a last 6 or 7 tokens padded to 8; 5 run as 4 + 1
+		quant.Q4_K: {tile: 8, pack: packQ4_KPairs, packBytes: q4KPairsBytes(8),
+			run: tileGEMM(8, 144, 256, q4KPairsBytes(8), gemmQ4_KAVX2x8), minFill: 6, next: q4x4},
 		quant.Q6_K: {tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ6_K, minFill: 3,
 			next: &gemmKernel{tile: 2, pack: packQ8_K, packBytes: q8KPack2Bytes, run: avx2GEMMQ6_K2}},
 		quant.Q8_0: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMM8(34, gemmQ8_0AVX2)},
@@ -105,7 +113,7 @@ func installGEMMAVX2(m *implementation) {
 	if hasVNNI {
 		maps.Copy(m.gemm, vnniGEMMs())
 		k8, k4 := *m.gemm[quant.Q4_K], *m.gemm[quant.Q4_K].next
-		k4.next = avx2[quant.Q4_K].next
+		k4.next = below(avx2[quant.Q4_K], 4)
 		k8.next = &k4
 		m.gemm[quant.Q4_K] = &k8
 		return
@@ -113,10 +121,18 @@ func installGEMMAVX2(m *implementation) {
 	if hasAVX512 {
 		for _, t := range []quant.Type{quant.Q4_K, quant.Q6_K} {
 			k8 := *m.gemm[t]
-			k8.next = avx2[t]
+			k8.next = below(avx2[t], 8)
 			m.gemm[t] = &k8
 		}
 	}
+}
+
+// below is the first kernel of chain k with a tile smaller than tile.
+func below(k *gemmKernel, tile int) *gemmKernel {
+	for k != nil && k.tile >= tile {
+		k = k.next
+	}
+	return k
 }
 
 // gemmOk checks the buffers of one call: rows rows of nb blocks of bs

@@ -194,6 +194,159 @@ g4blk:
 	VZEROUPPER
 	RET
 
+// Q4_K against 8 tokens with AVX2, on the pair kernels' packed tile
+// (packQ4_KPairs, T = 8: DV 0, DM 256, PS 384, Q 512, 2560 bytes per block;
+// see the AVX-512 Q4_K kernels below): each chunk's nibbles and sub-block
+// scales are unpacked once for eight tokens, whose integer lanes stay in
+// Y0–Y7. The float accumulators (8 tokens × 8 lanes, at 32t(DX)) and the
+// minimum lanes (a pair of tokens per register, 4 lanes each, at
+// 256+32p(DX)) live in the frame. Per (row, token) the operations and
+// their order are the vector kernel's.
+
+// X8MIN(p): tokens 2p and 2p+1's minimum lanes (one 128-bit half each):
+// macc_p += dmin·d_t × float(madd(mins Y13, pair sums)); Y12 = broadcast
+// f16 dmin.
+#define X8MIN(p) \
+	VPMADDWD  (384+32*p)(DI), Y13, Y8 \
+	VCVTDQ2PS Y8, Y8 \
+	VMULPS    (256+32*p)(DI), Y12, Y9 \
+	VMULPS    Y9, Y8, Y8 \
+	VADDPS    (256+32*p)(DX), Y8, Y8 \
+	VMOVUPS   Y8, (256+32*p)(DX)
+
+// X8TOK(q, acc): one token's quants of a chunk (low-nibble sub-block at q,
+// high at q+64) against Y9/Y8 with the sub-block scales Y10/Y11.
+#define X8TOK(q, acc) \
+	VPMADDUBSW (q)(DI), Y9, Y12 \
+	VPMADDWD   Y10, Y12, Y12 \
+	VPADDD     Y12, acc, acc \
+	VPMADDUBSW (q+64)(DI), Y8, Y13 \
+	VPMADDWD   Y11, Y13, Y13 \
+	VPADDD     Y13, acc, acc
+
+// X8CHUNK(j): the 32 nibble bytes of chunk j (sub-blocks 2j, 2j+1) for all
+// eight tokens (pair p's quants at 512+512p+128j, token 2p+1's 32 later).
+#define X8CHUNK(j) \
+	VMOVDQU (16+32*j)(SI), Y8 \
+	VPAND   Y14, Y8, Y9 \
+	VPSRLW  $4, Y8, Y8 \
+	VPAND   Y14, Y8, Y8 \
+	VPSHUFB ·gemmK4Shuf+(64*j)(SB), Y15, Y10 \
+	VPSHUFB ·gemmK4Shuf+(64*j+32)(SB), Y15, Y11 \
+	X8TOK(512+128*j, Y0) \
+	X8TOK(544+128*j, Y1) \
+	X8TOK(1024+128*j, Y2) \
+	X8TOK(1056+128*j, Y3) \
+	X8TOK(1536+128*j, Y4) \
+	X8TOK(1568+128*j, Y5) \
+	X8TOK(2048+128*j, Y6) \
+	X8TOK(2080+128*j, Y7)
+
+// X8FIN(t, lanes): facc_t += float(lanes) × (d_w Y12 · d_t, 8 copies at
+// DV+32t).
+#define X8FIN(t, lanes) \
+	VCVTDQ2PS lanes, lanes \
+	VMULPS    (32*t)(DI), Y12, Y13 \
+	VMULPS    Y13, lanes, lanes \
+	VADDPS    (32*t)(DX), lanes, lanes \
+	VMOVUPS   lanes, (32*t)(DX)
+
+// X8OUT(t): y = hsum(facc_t) - hsum(macc_t) to (R12), next token.
+#define X8OUT(t) \
+	VMOVUPS (32*t)(DX), Y8 \
+	HSUMTO(Y8, X8, X9, X10) \
+	VMOVUPS (256+16*t)(DX), X10 \
+	HSUM4TO(X10, X11, X12) \
+	VSUBSS  X11, X9, X9 \
+	VMOVSS  X9, (R12) \
+	ADDQ    R15, R12
+
+// func gemmQ4_KAVX2x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ4_KAVX2x8(SB), NOSPLIT, $384-56
+	MOVQ         w+0(FP), R13
+	MOVQ         rows+16(FP), R8
+	MOVQ         y+40(FP), R14
+	MOVQ         ys+48(FP), R15
+	LEAQ         scratch-384(SP), DX
+	MOVL         $0x0F0F0F0F, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+
+x8row:
+	MOVQ    R13, SI
+	MOVQ    pk+32(FP), DI
+	MOVQ    nb+24(FP), CX
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, 0(DX)
+	VMOVUPS Y8, 32(DX)
+	VMOVUPS Y8, 64(DX)
+	VMOVUPS Y8, 96(DX)
+	VMOVUPS Y8, 128(DX)
+	VMOVUPS Y8, 160(DX)
+	VMOVUPS Y8, 192(DX)
+	VMOVUPS Y8, 224(DX)
+	VMOVUPS Y8, 256(DX)
+	VMOVUPS Y8, 288(DX)
+	VMOVUPS Y8, 320(DX)
+	VMOVUPS Y8, 352(DX)
+
+x8blk:
+	G4SCALES
+	VINSERTI128  $1, X13, Y13, Y13
+	MOVWLZX      2(SI), AX
+	VMOVD        AX, X12
+	VCVTPH2PS    X12, X12
+	VBROADCASTSS X12, Y12
+	X8MIN(0)
+	X8MIN(1)
+	X8MIN(2)
+	X8MIN(3)
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+	X8CHUNK(0)
+	X8CHUNK(1)
+	X8CHUNK(2)
+	X8CHUNK(3)
+	MOVWLZX      (SI), AX
+	VMOVD        AX, X12
+	VCVTPH2PS    X12, X12
+	VBROADCASTSS X12, Y12
+	X8FIN(0, Y0)
+	X8FIN(1, Y1)
+	X8FIN(2, Y2)
+	X8FIN(3, Y3)
+	X8FIN(4, Y4)
+	X8FIN(5, Y5)
+	X8FIN(6, Y6)
+	X8FIN(7, Y7)
+	ADDQ         $144, SI
+	ADDQ         $2560, DI
+	DECQ         CX
+	JNZ          x8blk
+
+	MOVQ R14, R12
+	X8OUT(0)
+	X8OUT(1)
+	X8OUT(2)
+	X8OUT(3)
+	X8OUT(4)
+	X8OUT(5)
+	X8OUT(6)
+	X8OUT(7)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  x8row
+	VZEROUPPER
+	RET
+
 // Q6_K: per part of 32 elements the codes are built once (Y9 = q-32 as
 // int8, Y8 = |q-32|) and each token's quants are sign-adjusted (VPSIGNB)
 // so VPMADDUBSW forms the exact products; Y10 = the part's two scales as
