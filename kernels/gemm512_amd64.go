@@ -110,7 +110,40 @@ func q4KPairsBytes(T int) func(cols int) int {
 
 // packQ4_KPairs packs len(acts) (8 or 2) Q8_K activations for the pair
 // kernels.
-func packQ4_KPairs(acts []*Activation, dst []byte) {
+func packQ4_KPairs(acts []*Activation, dst []byte) { packK4Tile(acts, dst, putPairQuants) }
+
+// packQ4_KLanes packs 8 Q8_K activations for gemmQ4_KAVX2x8: the pair
+// tile's DV, DM and PS, then per token t and chunk j 64 quant bytes at
+// 512+256t+64j, in the order of that kernel's weight registers (X, Y =
+// sub-blocks 2j, 2j+1): dword l of the first 32 holds X's elements 4l, 4l+1
+// then Y's 4l, 4l+1; of the second 32, X's 4l+2, 4l+3 then Y's 4l+2, 4l+3.
+func packQ4_KLanes(acts []*Activation, dst []byte) { packK4Tile(acts, dst, putLaneQuants) }
+
+func putPairQuants(blk []byte, q, t int, qs []byte) {
+	p, h := t/2, t%2
+	for j := 0; j < 4; j++ {
+		o := q + 512*p + 128*j + 32*h
+		copy(blk[o:o+32], qs[64*j:64*j+32])
+		copy(blk[o+64:o+96], qs[64*j+32:64*j+64])
+	}
+}
+
+func putLaneQuants(blk []byte, q, t int, qs []byte) {
+	for j := 0; j < 4; j++ {
+		o := blk[q+256*t+64*j:]
+		x, y := qs[64*j:64*j+32], qs[64*j+32:64*j+64]
+		for l := 0; l < 8; l++ {
+			copy(o[4*l:4*l+2], x[4*l:4*l+2])
+			copy(o[4*l+2:4*l+4], y[4*l:4*l+2])
+			copy(o[32+4*l:32+4*l+2], x[4*l+2:4*l+4])
+			copy(o[32+4*l+2:32+4*l+4], y[4*l+2:4*l+4])
+		}
+	}
+}
+
+// packK4Tile writes the Q4_K tile of len(acts) tokens (q4KPairsLayout),
+// each token's quants placed by put.
+func packK4Tile(acts []*Activation, dst []byte, put func(blk []byte, q, t int, qs []byte)) {
 	T := len(acts)
 	dm, ps, q, stride := q4KPairsLayout(T)
 	nb := acts[0].cols / 256
@@ -130,12 +163,7 @@ func packQ4_KPairs(acts []*Activation, dst []byte) {
 			for k := 0; k < 8; k++ {
 				binary.LittleEndian.PutUint16(blk[ps+64*g+16*i+2*k:], uint16(bs[2*k]+bs[2*k+1]))
 			}
-			qs := int8Bytes(a.qs[b*256 : b*256+256])
-			for j := 0; j < 4; j++ {
-				o := q + 512*p + 128*j + 32*h
-				copy(blk[o:o+32], qs[64*j:64*j+32])
-				copy(blk[o+64:o+96], qs[64*j+32:64*j+64])
-			}
+			put(blk, q, t, int8Bytes(a.qs[b*256:b*256+256]))
 		}
 	}
 }

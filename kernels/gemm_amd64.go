@@ -12,10 +12,10 @@ import (
 )
 
 // AVX2 multi-token kernels (gemm_amd64.s): Q4_K rows against 8 tokens
-// (on the pair kernels' tile, packQ4_KPairs) then 4 then 2, Q6_K rows
+// (packQ4_KLanes) then 4 then 2, Q6_K rows
 // against 4 then 2, Q8_0 and Q5_0 rows against 8; F32 and F16 rows against
 // 3 (gemmf_amd64.go). The assembly reads the tile's activations from a
-// packed buffer (packQ4_KPairs, packQ8_K, packQ8_0) and writes y[t*ys+r].
+// packed buffer (packQ4_KLanes, packQ8_K, packQ8_0) and writes y[t*ys+r].
 
 const (
 	gemmTileK   = 4 // tokens per Q4_K/Q6_K call (16 YMM registers)
@@ -68,7 +68,7 @@ func avx2GEMMs() map[quant.Type]*gemmKernel {
 		next: &gemmKernel{tile: 2, pack: packQ8_K, packBytes: q8KPack2Bytes, run: avx2GEMMQ4_K2}}
 	m := map[quant.Type]*gemmKernel{
 		// a last 6 or 7 tokens padded to 8; 5 run as 4 + 1
-		quant.Q4_K: {tile: 8, pack: packQ4_KPairs, packBytes: q4KPairsBytes(8),
+		quant.Q4_K: {tile: 8, pack: packQ4_KLanes, packBytes: q4KPairsBytes(8),
 			run: tileGEMM(8, 144, 256, q4KPairsBytes(8), gemmQ4_KAVX2x8), minFill: 6, next: q4x4},
 		quant.Q6_K: {tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ6_K, minFill: 3,
 			next: &gemmKernel{tile: 2, pack: packQ8_K, packBytes: q8KPack2Bytes, run: avx2GEMMQ6_K2}},

@@ -194,14 +194,21 @@ g4blk:
 	VZEROUPPER
 	RET
 
-// Q4_K against 8 tokens with AVX2, on the pair kernels' packed tile
-// (packQ4_KPairs, T = 8: DV 0, DM 256, PS 384, Q 512, 2560 bytes per block;
-// see the AVX-512 Q4_K kernels below): each chunk's nibbles and sub-block
-// scales are unpacked once for eight tokens, whose integer lanes stay in
-// Y0–Y7. The float accumulators (8 tokens × 8 lanes, at 32t(DX)) and the
-// minimum lanes (a pair of tokens per register, 4 lanes each, at
-// 256+32p(DX)) live in the frame. Per (row, token) the operations and
-// their order are the vector kernel's.
+// Q4_K against 8 tokens with AVX2, on the pair kernels' tile layout
+// (q4KPairsLayout, T = 8: DV 0, DM 256, PS 384, Q 512, 2560 bytes per
+// block) with the quants ordered by packQ4_KLanes: per token t and chunk j
+// (sub-blocks X = 2j, Y = 2j+1) 64 bytes at 512+256t+64j. Each chunk's
+// nibbles are rearranged once for the eight tokens into W1 (dword l = X's
+// elements 4l, 4l+1, Y's 4l, 4l+1) and W2 (X's 4l+2, 4l+3, Y's 4l+2,
+// 4l+3), so per token VPMADDUBSW twice and one VPADDW give in dword l the
+// exact 4-element sums of lane l of X and of Y (|sum| ≤ 4·15·128), and one
+// VPMADDWD with (scale X, scale Y) adds their scaled sums: lane l's chunk
+// contribution, the vector kernel's integer, with one VPMADDWD per 64
+// elements instead of two. The integer lanes stay in Y0–Y7; the float
+// accumulators (8 tokens × 8 lanes, at 32t(DX)) and the minimum lanes (a
+// pair of tokens per register, 4 lanes each, at 256+32p(DX)) live in the
+// frame. Per (row, token) the float operations and their order are the
+// vector kernel's.
 
 // X8MIN(p): tokens 2p and 2p+1's minimum lanes (one 128-bit half each):
 // macc_p += dmin·d_t × float(madd(mins Y13, pair sums)); Y12 = broadcast
@@ -214,33 +221,36 @@ g4blk:
 	VADDPS    (256+32*p)(DX), Y8, Y8 \
 	VMOVUPS   Y8, (256+32*p)(DX)
 
-// X8TOK(q, acc): one token's quants of a chunk (low-nibble sub-block at q,
-// high at q+64) against Y9/Y8 with the sub-block scales Y10/Y11.
+// X8TOK(q, acc): one token's 64 quants of a chunk at q against W1 (Y10)
+// and W2 (Y11) with the scale pairs Y8.
 #define X8TOK(q, acc) \
-	VPMADDUBSW (q)(DI), Y9, Y12 \
-	VPMADDWD   Y10, Y12, Y12 \
-	VPADDD     Y12, acc, acc \
-	VPMADDUBSW (q+64)(DI), Y8, Y13 \
-	VPMADDWD   Y11, Y13, Y13 \
-	VPADDD     Y13, acc, acc
+	VPMADDUBSW (q)(DI), Y10, Y12 \
+	VPMADDUBSW (q+32)(DI), Y11, Y13 \
+	VPADDW     Y13, Y12, Y12 \
+	VPMADDWD   Y8, Y12, Y12 \
+	VPADDD     Y12, acc, acc
 
-// X8CHUNK(j): the 32 nibble bytes of chunk j (sub-blocks 2j, 2j+1) for all
-// eight tokens (pair p's quants at 512+512p+128j, token 2p+1's 32 later).
-#define X8CHUNK(j) \
-	VMOVDQU (16+32*j)(SI), Y8 \
-	VPAND   Y14, Y8, Y9 \
-	VPSRLW  $4, Y8, Y8 \
-	VPAND   Y14, Y8, Y8 \
-	VPSHUFB ·gemmK4Shuf+(64*j)(SB), Y15, Y10 \
-	VPSHUFB ·gemmK4Shuf+(64*j+32)(SB), Y15, Y11 \
-	X8TOK(512+128*j, Y0) \
-	X8TOK(544+128*j, Y1) \
-	X8TOK(1024+128*j, Y2) \
-	X8TOK(1056+128*j, Y3) \
-	X8TOK(1536+128*j, Y4) \
-	X8TOK(1568+128*j, Y5) \
-	X8TOK(2048+128*j, Y6) \
-	X8TOK(2080+128*j, Y7)
+// X8CHUNK(j, sel): the 32 nibble bytes of chunk j (sub-blocks 2j, 2j+1)
+// for all eight tokens; sel = VPSHUFD control repeating dword j (the two
+// scales) of Y15.
+#define X8CHUNK(j, sel) \
+	VMOVDQU  (16+32*j)(SI), Y8 \
+	VPAND    Y14, Y8, Y9 \
+	VPSRLW   $4, Y8, Y8 \
+	VPAND    Y14, Y8, Y8 \
+	VPSLLD   $16, Y8, Y12 \
+	VPBLENDW $0xAA, Y12, Y9, Y10 \
+	VPSRLD   $16, Y9, Y9 \
+	VPBLENDW $0xAA, Y8, Y9, Y11 \
+	VPSHUFD  $sel, Y15, Y8 \
+	X8TOK(512+64*j, Y0) \
+	X8TOK(768+64*j, Y1) \
+	X8TOK(1024+64*j, Y2) \
+	X8TOK(1280+64*j, Y3) \
+	X8TOK(1536+64*j, Y4) \
+	X8TOK(1792+64*j, Y5) \
+	X8TOK(2048+64*j, Y6) \
+	X8TOK(2304+64*j, Y7)
 
 // X8FIN(t, lanes): facc_t += float(lanes) × (d_w Y12 · d_t, 8 copies at
 // DV+32t).
@@ -309,10 +319,10 @@ x8blk:
 	VPXOR        Y5, Y5, Y5
 	VPXOR        Y6, Y6, Y6
 	VPXOR        Y7, Y7, Y7
-	X8CHUNK(0)
-	X8CHUNK(1)
-	X8CHUNK(2)
-	X8CHUNK(3)
+	X8CHUNK(0, 0x00)
+	X8CHUNK(1, 0x55)
+	X8CHUNK(2, 0xAA)
+	X8CHUNK(3, 0xFF)
 	MOVWLZX      (SI), AX
 	VMOVD        AX, X12
 	VCVTPH2PS    X12, X12
