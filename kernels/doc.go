@@ -73,9 +73,11 @@
 // bit. A kernel may chain a smaller tile for the remainder and may run a
 // last partial tile padded with copies of its last token.
 //
-//   - AVX2 (gemm_amd64.s): Q4_K and Q6_K against 4 tokens then 2, Q8_0
-//     and Q5_0 against 8 (Q5_0's measured faster than an AVX-512 pair
-//     kernel, which was removed);
+//   - AVX2 (gemm_amd64.s): Q4_K against 8 tokens (quants packed in the
+//     order of its rearranged nibbles, packQ4_KLanes, so one VPMADDWD
+//     scales a chunk's two sub-blocks; a last 6–7 padded) then 4 then 2;
+//     Q6_K against 4 then 2; Q8_0 and Q5_0 against 8 (Q5_0's measured
+//     faster than an AVX-512 pair kernel, which was removed);
 //     F32 and F16 rows (the MoE routers, F16 fallback tensors) against 3
 //     (gemmf_amd64.s), a last pair padded to 3.
 //   - AVX-512 F/BW, used over AVX2 where present: Q4_K, Q6_K, MXFP4 and
@@ -85,7 +87,9 @@
 //     measured faster there); Q4_K and Q6_K with VPDPWSSD where AVX-512
 //     VNNI exists, which also has a 4-token pair kernel (two pairs) for
 //     the tokens after the tiles of 8 (a last 3 padded), then the VNNI
-//     2-token one for Q6_K and the AVX2 one for Q4_K.
+//     2-token one for Q6_K and the AVX2 one for Q4_K. The `noavx512`
+//     build tag leaves every AVX-512 kernel out (an AVX-512 machine then
+//     runs and measures what an AVX2-only CPU runs).
 //   - Pure Go (ref_gemm.go; the purego build and machines without the
 //     assembly): Q4_0, Q8_0, MXFP4, Q4_K, Q6_K, F32, F16 against 4.
 //
