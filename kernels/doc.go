@@ -76,7 +76,8 @@
 //   - AVX2 (gemm_amd64.s): Q4_K against 8 tokens (quants packed in the
 //     order of its rearranged nibbles, packQ4_KLanes, so one VPMADDWD
 //     scales a chunk's two sub-blocks; a last 6–7 padded) then 4 then 2;
-//     Q6_K against 4 then 2; Q8_0 and Q5_0 against 8 (Q5_0's measured
+//     Q6_K likewise against 8 (packQ6_KLanes, with per-lane corrections
+//     for the codes' offset of 32) then 4 then 2; Q8_0 and Q5_0 against 8 (Q5_0's measured
 //     faster than an AVX-512 pair kernel, which was removed);
 //     F32 and F16 rows (the MoE routers, F16 fallback tensors) against 3
 //     (gemmf_amd64.s), a last pair padded to 3.

@@ -12,10 +12,10 @@ import (
 )
 
 // AVX2 multi-token kernels (gemm_amd64.s): Q4_K rows against 8 tokens
-// (packQ4_KLanes) then 4 then 2, Q6_K rows
-// against 4 then 2, Q8_0 and Q5_0 rows against 8; F32 and F16 rows against
+// (packQ4_KLanes) then 4 then 2, Q6_K rows against 8 (packQ6_KLanes) then
+// 4 then 2, Q8_0 and Q5_0 rows against 8; F32 and F16 rows against
 // 3 (gemmf_amd64.go). The assembly reads the tile's activations from a
-// packed buffer (packQ4_KLanes, packQ8_K, packQ8_0) and writes y[t*ys+r].
+// packed buffer (packQ4_KLanes, packQ6_KLanes, packQ8_K, packQ8_0) and writes y[t*ys+r].
 
 const (
 	gemmTileK   = 4 // tokens per Q4_K/Q6_K call (16 YMM registers)
@@ -29,6 +29,11 @@ var gemmK4Shuf [8][32]byte
 // gemmQ6Shuf[c]: 8 × byte 2c then 8 × byte 2c+1 (Q6_K scale pairs).
 var gemmQ6Shuf [8][16]byte
 
+// gemmQ6PairShuf[k]: VPSHUFB control of the 16 Q6_K scale bytes giving the
+// scales of parts 2k and 2k+1 alternately, lanes 0–3 (bytes 4k, 4k+2) then
+// lanes 4–7 (4k+1, 4k+3), for VPMOVSXBW (the 8-token kernel's scale pairs).
+var gemmQ6PairShuf [4][16]byte
+
 func init() {
 	for k := 0; k < 8; k++ {
 		for i := 0; i < 16; i++ {
@@ -40,6 +45,12 @@ func init() {
 			gemmQ6Shuf[k][8+i] = byte(2*k + 1)
 		}
 	}
+	for k := range gemmQ6PairShuf {
+		for i := 0; i < 8; i++ {
+			gemmQ6PairShuf[k][i] = byte(4*k + 2*(i%2))
+			gemmQ6PairShuf[k][8+i] = byte(4*k + 1 + 2*(i%2))
+		}
+	}
 }
 
 //go:noescape
@@ -47,6 +58,9 @@ func gemmQ4_KAVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int, macc 
 
 //go:noescape
 func gemmQ4_KAVX2x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
+//go:noescape
+func gemmQ6_KAVX2x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
 //go:noescape
 func gemmQ6_KAVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
@@ -66,12 +80,14 @@ func gemmQ5_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 func avx2GEMMs() map[quant.Type]*gemmKernel {
 	q4x4 := &gemmKernel{tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ4_K, minFill: 3,
 		next: &gemmKernel{tile: 2, pack: packQ8_K, packBytes: q8KPack2Bytes, run: avx2GEMMQ4_K2}}
+	q6x4 := &gemmKernel{tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ6_K, minFill: 3,
+		next: &gemmKernel{tile: 2, pack: packQ8_K, packBytes: q8KPack2Bytes, run: avx2GEMMQ6_K2}}
 	m := map[quant.Type]*gemmKernel{
 		// a last 6 or 7 tokens padded to 8; 5 run as 4 + 1
 		quant.Q4_K: {tile: 8, pack: packQ4_KLanes, packBytes: q4KPairsBytes(8),
 			run: tileGEMM(8, 144, 256, q4KPairsBytes(8), gemmQ4_KAVX2x8), minFill: 6, next: q4x4},
-		quant.Q6_K: {tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ6_K, minFill: 3,
-			next: &gemmKernel{tile: 2, pack: packQ8_K, packBytes: q8KPack2Bytes, run: avx2GEMMQ6_K2}},
+		quant.Q6_K: {tile: 8, pack: packQ6_KLanes, packBytes: q6KLanesBytes,
+			run: tileGEMM(8, 210, 256, q6KLanesBytes, gemmQ6_KAVX2x8), minFill: 6, next: q6x4},
 		quant.Q8_0: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMM8(34, gemmQ8_0AVX2)},
 		quant.Q5_0: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMM8(22, gemmQ5_0AVX2)},
 	}
@@ -216,6 +232,41 @@ func packQ8_K(acts []*Activation, dst []byte) {
 				binary.LittleEndian.PutUint16(bs[2*i:], uint16(v))
 			}
 			copy(blk[36*T+256*t:36*T+256*(t+1)], int8Bytes(a.qs[b*256:b*256+256]))
+		}
+	}
+}
+
+// q6KLanesBytes: per 256-element block, 8 × 32 bytes of scales, 8 × 256
+// quants and 8 × 128 bytes of corrections (packQ6_KLanes).
+func q6KLanesBytes(cols int) int { return cols / 256 * 3328 }
+
+// packQ6_KLanes packs 8 Q8_K activations for gemmQ6_KAVX2x8: per block,
+// token t's d 8 times at 32t; its quants at 256+256t in packQ4_KLanes'
+// order; at 2304+128t+32k, for chunk k (parts X = 2k, Y = 2k+1) and lane l,
+// int16 32·Σ of X's elements 4l..4l+3 then the same of Y's.
+func packQ6_KLanes(acts []*Activation, dst []byte) {
+	nb := acts[0].cols / 256
+	for b := 0; b < nb; b++ {
+		blk := dst[b*3328 : (b+1)*3328]
+		for t, a := range acts {
+			d := math.Float32bits(a.d[b])
+			for e := 0; e < 8; e++ {
+				binary.LittleEndian.PutUint32(blk[32*t+4*e:], d)
+			}
+			qs := a.qs[b*256 : b*256+256]
+			putLaneQuants(blk, 256, t, int8Bytes(qs))
+			for k := 0; k < 4; k++ {
+				for l := 0; l < 8; l++ {
+					var sx, sy int16
+					for i := 0; i < 4; i++ {
+						sx += int16(qs[64*k+4*l+i])
+						sy += int16(qs[64*k+32+4*l+i])
+					}
+					c := blk[2304+128*t+32*k+4*l:]
+					binary.LittleEndian.PutUint16(c, uint16(32*sx))
+					binary.LittleEndian.PutUint16(c[2:], uint16(32*sy))
+				}
+			}
 		}
 	}
 }

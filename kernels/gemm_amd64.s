@@ -494,6 +494,156 @@ g6blk:
 	VZEROUPPER
 	RET
 
+// Q6_K against 8 tokens with AVX2 (packQ6_KLanes: per block DV, 8 × d_t
+// per token at 32t; per token t and chunk k, elements 64k..64k+63 = parts
+// X = 2k and Y = 2k+1, the quants at 256+256t+64k in the order of
+// packQ4_KLanes and at 2304+128t+32k 16 int16 corrections, 32 × the
+// 4-element sums of lane l of X and of Y). Each part's unsigned codes q
+// (0..63) are built once for eight tokens and rearranged per chunk into W1
+// and W2 as in the Q4_K 8-token kernel; per token VPMADDUBSW twice, VPADDW
+// and VPSUBW of the correction give in dword l the exact sums of (q-32)·y
+// over lane l of X and of Y (|·| ≤ 4·32·128), and one VPMADDWD with their
+// scales (Y10) adds them: lane l's chunk contribution, the vector kernel's
+// integer. The integer lanes stay in Y0–Y7, the float accumulators (8 × 8
+// lanes at 32t(DX)) in the frame. Y11 = the block's 16 scale bytes, Y14 =
+// 32 × 0x0F, Y15 = 32 × 0x30.
+
+// Q6X8TOK(q, c, acc): one token's chunk: quants at q, corrections at c.
+#define Q6X8TOK(q, c, acc) \
+	VPMADDUBSW (q)(DI), Y8, Y12 \
+	VPMADDUBSW (q+32)(DI), Y9, Y13 \
+	VPADDW     Y13, Y12, Y12 \
+	VPSUBW     (c)(DI), Y12, Y12 \
+	VPMADDWD   Y10, Y12, Y12 \
+	VPADDD     Y12, acc, acc
+
+// Q6X8CODE(ql, lsh, qh, hsh, dst): one part's codes into dst: the low 4
+// bits from the ql bytes at ql (lsh: the shift that brings them down), the
+// high 2 from the qh bytes at qh (hsh: the shift that puts them at bits 4-5).
+#define Q6X8CODE(ql, lsh, qh, hsh, dst) \
+	VMOVDQU (ql)(SI), Y9 \
+	lsh \
+	VPAND   Y14, Y9, Y9 \
+	VMOVDQU (qh)(SI), dst \
+	hsh \
+	VPAND   Y15, dst, dst \
+	VPOR    Y9, dst, dst
+
+// Q6X8CHUNK(k): parts X (codes Y12) and Y (Y13) rearranged into W1 (Y8)
+// and W2 (Y9), the scale pairs into Y10, then the eight tokens.
+#define Q6X8CHUNK(k) \
+	VPSLLD    $16, Y13, Y8 \
+	VPBLENDW  $0xAA, Y8, Y12, Y8 \
+	VPSRLD    $16, Y12, Y12 \
+	VPBLENDW  $0xAA, Y13, Y12, Y9 \
+	VPSHUFB   ·gemmQ6PairShuf+(16*(k))(SB), X11, X10 \
+	VPMOVSXBW X10, Y10 \
+	Q6X8TOK(256+64*(k), 2304+32*(k), Y0) \
+	Q6X8TOK(512+64*(k), 2432+32*(k), Y1) \
+	Q6X8TOK(768+64*(k), 2560+32*(k), Y2) \
+	Q6X8TOK(1024+64*(k), 2688+32*(k), Y3) \
+	Q6X8TOK(1280+64*(k), 2816+32*(k), Y4) \
+	Q6X8TOK(1536+64*(k), 2944+32*(k), Y5) \
+	Q6X8TOK(1792+64*(k), 3072+32*(k), Y6) \
+	Q6X8TOK(2048+64*(k), 3200+32*(k), Y7)
+
+#define Q6LO4 VPSRLW $4, Y9, Y9
+#define Q6SHL4 VPSLLW $4, Y12, Y12
+#define Q6SHL2 VPSLLW $2, Y13, Y13
+#define Q6NONE
+#define Q6SHR2 VPSRLW $2, Y13, Y13
+
+// Q6X8HALF(n): elements 128n..128n+127 (ql at 64n, qh at 128+32n): parts
+// 4n, 4n+1 (chunk 2n), then 4n+2, 4n+3 (chunk 2n+1).
+#define Q6X8HALF(n) \
+	Q6X8CODE(64*n, Q6NONE, 128+32*n, Q6SHL4, Y12) \
+	Q6X8CODE(64*n+32, Q6NONE, 128+32*n, Q6SHL2, Y13) \
+	Q6X8CHUNK(2*n) \
+	Q6X8CODE(64*n, Q6LO4, 128+32*n, Q6NONE, Y12) \
+	Q6X8CODE(64*n+32, Q6LO4, 128+32*n, Q6SHR2, Y13) \
+	Q6X8CHUNK(2*n+1)
+
+// Q6X8OUT(t): y = hsum(facc_t) to (R12), next token.
+#define Q6X8OUT(t) \
+	VMOVUPS (32*t)(DX), Y8 \
+	HSUMTO(Y8, X8, X9, X10) \
+	VMOVSS  X9, (R12) \
+	ADDQ    R15, R12
+
+// func gemmQ6_KAVX2x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ6_KAVX2x8(SB), NOSPLIT, $256-56
+	MOVQ         w+0(FP), R13
+	MOVQ         rows+16(FP), R8
+	MOVQ         y+40(FP), R14
+	MOVQ         ys+48(FP), R15
+	LEAQ         scratch-256(SP), DX
+	MOVL         $0x0F0F0F0F, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL         $0x30303030, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+
+q6x8row:
+	MOVQ    R13, SI
+	MOVQ    pk+32(FP), DI
+	MOVQ    nb+24(FP), CX
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, 0(DX)
+	VMOVUPS Y8, 32(DX)
+	VMOVUPS Y8, 64(DX)
+	VMOVUPS Y8, 96(DX)
+	VMOVUPS Y8, 128(DX)
+	VMOVUPS Y8, 160(DX)
+	VMOVUPS Y8, 192(DX)
+	VMOVUPS Y8, 224(DX)
+
+q6x8blk:
+	VMOVDQU      192(SI), X11
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+	Q6X8HALF(0)
+	Q6X8HALF(1)
+	MOVWLZX      208(SI), AX
+	VMOVD        AX, X12
+	VCVTPH2PS    X12, X12
+	VBROADCASTSS X12, Y12
+	X8FIN(0, Y0)
+	X8FIN(1, Y1)
+	X8FIN(2, Y2)
+	X8FIN(3, Y3)
+	X8FIN(4, Y4)
+	X8FIN(5, Y5)
+	X8FIN(6, Y6)
+	X8FIN(7, Y7)
+	ADDQ         $210, SI
+	ADDQ         $3328, DI
+	DECQ         CX
+	JNZ          q6x8blk
+
+	MOVQ R14, R12
+	Q6X8OUT(0)
+	Q6X8OUT(1)
+	Q6X8OUT(2)
+	Q6X8OUT(3)
+	Q6X8OUT(4)
+	Q6X8OUT(5)
+	Q6X8OUT(6)
+	Q6X8OUT(7)
+
+	ADDQ rb+8(FP), R13
+	ADDQ $4, R14
+	DECQ R8
+	JNZ  q6x8row
+	VZEROUPPER
+	RET
+
 // Q8_0 against 8 tokens: packed tile per block = 8 float32 scales, then
 // 8 × 32 quants (packQ8_0). Y8 = weights, Y9 = |weights|, X12 = f16 scale,
 // Y15 = 16 × int16(1); token t accumulates in Y(t).
