@@ -261,6 +261,67 @@ g4blk:
 	VADDPS    (32*t)(DX), lanes, lanes \
 	VMOVUPS   lanes, (32*t)(DX)
 
+// X8FINALL(doff): Y12 = the block's f16 d at doff(SI), broadcast; X8FIN
+// for the eight tokens.
+#define X8FINALL(doff) \
+	MOVWLZX      doff(SI), AX \
+	VMOVD        AX, X12 \
+	VCVTPH2PS    X12, X12 \
+	VBROADCASTSS X12, Y12 \
+	X8FIN(0, Y0) \
+	X8FIN(1, Y1) \
+	X8FIN(2, Y2) \
+	X8FIN(3, Y3) \
+	X8FIN(4, Y4) \
+	X8FIN(5, Y5) \
+	X8FIN(6, Y6) \
+	X8FIN(7, Y7)
+
+// X8ENTER(frame): the arguments in R13 (w), R8 (rows), R14 (y), R15 (ys),
+// DX = the frame's scratch, Y14 = 32 × 0x0F.
+#define X8ENTER(frame) \
+	MOVQ         w+0(FP), R13 \
+	MOVQ         rows+16(FP), R8 \
+	MOVQ         y+40(FP), R14 \
+	MOVQ         ys+48(FP), R15 \
+	LEAQ         scratch-frame(SP), DX \
+	MOVL         $0x0F0F0F0F, AX \
+	VMOVD        AX, X14 \
+	VPBROADCASTD X14, Y14
+
+// X8ROW: a row's weight (SI) and tile (DI) pointers, block count (CX), the
+// eight float accumulators zeroed (Y8 = 0).
+#define X8ROW \
+	MOVQ    R13, SI \
+	MOVQ    pk+32(FP), DI \
+	MOVQ    nb+24(FP), CX \
+	VXORPS  Y8, Y8, Y8 \
+	VMOVUPS Y8, 0(DX) \
+	VMOVUPS Y8, 32(DX) \
+	VMOVUPS Y8, 64(DX) \
+	VMOVUPS Y8, 96(DX) \
+	VMOVUPS Y8, 128(DX) \
+	VMOVUPS Y8, 160(DX) \
+	VMOVUPS Y8, 192(DX) \
+	VMOVUPS Y8, 224(DX)
+
+// X8LANES0: the eight tokens' integer lanes zeroed.
+#define X8LANES0 \
+	VPXOR Y0, Y0, Y0 \
+	VPXOR Y1, Y1, Y1 \
+	VPXOR Y2, Y2, Y2 \
+	VPXOR Y3, Y3, Y3 \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7
+
+// X8ROWEND: next row (flags from DECQ R8).
+#define X8ROWEND \
+	ADDQ rb+8(FP), R13 \
+	ADDQ $4, R14 \
+	DECQ R8
+
 // X8OUT(t): y = hsum(facc_t) - hsum(macc_t) to (R12), next token.
 #define X8OUT(t) \
 	VMOVUPS (32*t)(DX), Y8 \
@@ -273,28 +334,10 @@ g4blk:
 
 // func gemmQ4_KAVX2x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 TEXT ·gemmQ4_KAVX2x8(SB), NOSPLIT, $384-56
-	MOVQ         w+0(FP), R13
-	MOVQ         rows+16(FP), R8
-	MOVQ         y+40(FP), R14
-	MOVQ         ys+48(FP), R15
-	LEAQ         scratch-384(SP), DX
-	MOVL         $0x0F0F0F0F, AX
-	VMOVD        AX, X14
-	VPBROADCASTD X14, Y14
+	X8ENTER(384)
 
 x8row:
-	MOVQ    R13, SI
-	MOVQ    pk+32(FP), DI
-	MOVQ    nb+24(FP), CX
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, 0(DX)
-	VMOVUPS Y8, 32(DX)
-	VMOVUPS Y8, 64(DX)
-	VMOVUPS Y8, 96(DX)
-	VMOVUPS Y8, 128(DX)
-	VMOVUPS Y8, 160(DX)
-	VMOVUPS Y8, 192(DX)
-	VMOVUPS Y8, 224(DX)
+	X8ROW
 	VMOVUPS Y8, 256(DX)
 	VMOVUPS Y8, 288(DX)
 	VMOVUPS Y8, 320(DX)
@@ -311,30 +354,12 @@ x8blk:
 	X8MIN(1)
 	X8MIN(2)
 	X8MIN(3)
-	VPXOR        Y0, Y0, Y0
-	VPXOR        Y1, Y1, Y1
-	VPXOR        Y2, Y2, Y2
-	VPXOR        Y3, Y3, Y3
-	VPXOR        Y4, Y4, Y4
-	VPXOR        Y5, Y5, Y5
-	VPXOR        Y6, Y6, Y6
-	VPXOR        Y7, Y7, Y7
+	X8LANES0
 	X8CHUNK(0, 0x00)
 	X8CHUNK(1, 0x55)
 	X8CHUNK(2, 0xAA)
 	X8CHUNK(3, 0xFF)
-	MOVWLZX      (SI), AX
-	VMOVD        AX, X12
-	VCVTPH2PS    X12, X12
-	VBROADCASTSS X12, Y12
-	X8FIN(0, Y0)
-	X8FIN(1, Y1)
-	X8FIN(2, Y2)
-	X8FIN(3, Y3)
-	X8FIN(4, Y4)
-	X8FIN(5, Y5)
-	X8FIN(6, Y6)
-	X8FIN(7, Y7)
+	X8FINALL(0)
 	ADDQ         $144, SI
 	ADDQ         $2560, DI
 	DECQ         CX
@@ -350,10 +375,8 @@ x8blk:
 	X8OUT(6)
 	X8OUT(7)
 
-	ADDQ rb+8(FP), R13
-	ADDQ $4, R14
-	DECQ R8
-	JNZ  x8row
+	X8ROWEND
+	JNZ        x8row
 	VZEROUPPER
 	RET
 
@@ -572,56 +595,20 @@ g6blk:
 
 // func gemmQ6_KAVX2x8(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 TEXT ·gemmQ6_KAVX2x8(SB), NOSPLIT, $256-56
-	MOVQ         w+0(FP), R13
-	MOVQ         rows+16(FP), R8
-	MOVQ         y+40(FP), R14
-	MOVQ         ys+48(FP), R15
-	LEAQ         scratch-256(SP), DX
-	MOVL         $0x0F0F0F0F, AX
-	VMOVD        AX, X14
-	VPBROADCASTD X14, Y14
+	X8ENTER(256)
 	MOVL         $0x30303030, AX
 	VMOVD        AX, X15
 	VPBROADCASTD X15, Y15
 
 q6x8row:
-	MOVQ    R13, SI
-	MOVQ    pk+32(FP), DI
-	MOVQ    nb+24(FP), CX
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, 0(DX)
-	VMOVUPS Y8, 32(DX)
-	VMOVUPS Y8, 64(DX)
-	VMOVUPS Y8, 96(DX)
-	VMOVUPS Y8, 128(DX)
-	VMOVUPS Y8, 160(DX)
-	VMOVUPS Y8, 192(DX)
-	VMOVUPS Y8, 224(DX)
+	X8ROW
 
 q6x8blk:
 	VMOVDQU      192(SI), X11
-	VPXOR        Y0, Y0, Y0
-	VPXOR        Y1, Y1, Y1
-	VPXOR        Y2, Y2, Y2
-	VPXOR        Y3, Y3, Y3
-	VPXOR        Y4, Y4, Y4
-	VPXOR        Y5, Y5, Y5
-	VPXOR        Y6, Y6, Y6
-	VPXOR        Y7, Y7, Y7
+	X8LANES0
 	Q6X8HALF(0)
 	Q6X8HALF(1)
-	MOVWLZX      208(SI), AX
-	VMOVD        AX, X12
-	VCVTPH2PS    X12, X12
-	VBROADCASTSS X12, Y12
-	X8FIN(0, Y0)
-	X8FIN(1, Y1)
-	X8FIN(2, Y2)
-	X8FIN(3, Y3)
-	X8FIN(4, Y4)
-	X8FIN(5, Y5)
-	X8FIN(6, Y6)
-	X8FIN(7, Y7)
+	X8FINALL(208)
 	ADDQ         $210, SI
 	ADDQ         $3328, DI
 	DECQ         CX
@@ -637,10 +624,8 @@ q6x8blk:
 	Q6X8OUT(6)
 	Q6X8OUT(7)
 
-	ADDQ rb+8(FP), R13
-	ADDQ $4, R14
-	DECQ R8
-	JNZ  q6x8row
+	X8ROWEND
+	JNZ        q6x8row
 	VZEROUPPER
 	RET
 
