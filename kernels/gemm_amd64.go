@@ -13,7 +13,7 @@ import (
 
 // AVX2 multi-token kernels (gemm_amd64.s): Q4_K rows against 8 tokens
 // (packQ4_KLanes) then 4 then 2, Q6_K rows against 8 (packQ6_KLanes) then
-// 4 then 2, Q8_0 and Q5_0 rows against 8; F32 and F16 rows against
+// 4 then 2, Q8_0, Q5_0 and MXFP4 rows against 8; F32 and F16 rows against
 // 3 (gemmf_amd64.go). The assembly reads the tile's activations from a
 // packed buffer (packQ4_KLanes, packQ6_KLanes, packQ8_K, packQ8_0) and writes y[t*ys+r].
 
@@ -77,6 +77,9 @@ func gemmQ8_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 //go:noescape
 func gemmQ5_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
+//go:noescape
+func gemmMXFP4AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
 func avx2GEMMs() map[quant.Type]*gemmKernel {
 	q4x4 := &gemmKernel{tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ4_K, minFill: 3,
 		next: &gemmKernel{tile: 2, pack: packQ8_K, packBytes: q8KPack2Bytes, run: avx2GEMMQ4_K2}}
@@ -90,6 +93,9 @@ func avx2GEMMs() map[quant.Type]*gemmKernel {
 			run: tileGEMM(8, 210, 256, q6KLanesBytes, gemmQ6_KAVX2x8), minFill: 6, next: q6x4},
 		quant.Q8_0: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMM8(34, gemmQ8_0AVX2)},
 		quant.Q5_0: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMM8(22, gemmQ5_0AVX2)},
+		// gpt-oss's experts: without it an AVX2-only CPU ran MXFP4 prompt
+		// products one token at a time
+		quant.MXFP4: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMM8(17, gemmMXFP4AVX2)},
 	}
 	maps.Copy(m, floatGEMMs())
 	return m

@@ -765,6 +765,35 @@ TEXT ·gemmQ5_0AVX2(SB), NOSPLIT, $0-56
 	TOKX8
 	RET
 
+// MXFP4: the low nibbles of the 16 bytes after the E8M0 scale are elements
+// 0–15 (lanes 0–3), the high ones 16–31 (lanes 4–7); codes = the E2M1
+// values (Y13, both halves) looked up by VPSHUFB; X12 = the E8M0 half-scale
+// from its table (BX).
+#define MXAHEAD \
+	MOVBLZX        (SI), AX \
+	VMOVSS         (BX)(AX*4), X12 \
+	VBROADCASTI128 1(SI), Y8 \
+	VPSRLVD        ·mxShift(SB), Y8, Y8 \
+	VPAND          ·low4x32(SB), Y8, Y8 \
+	VPSHUFB        Y8, Y13, Y8 \
+	VPABSB         Y8, Y9
+
+#define MXACONST \
+	VBROADCASTI128 ·gemmMXKv(SB), Y13 \
+	LEAQ           ·gemmE8M0(SB), BX
+
+#undef TOKCONST
+#undef TOKHEAD
+#undef TOKBS
+#define TOKCONST MXACONST
+#define TOKHEAD MXAHEAD
+#define TOKBS 17
+
+// func gemmMXFP4AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmMXFP4AVX2(SB), NOSPLIT, $0-56
+	TOKX8
+	RET
+
 // AVX-512 (F, BW) Q4_K against token pairs: a 512-bit register holds one
 // 32-byte weight chunk twice and the matching quants of two tokens (packed
 // side by side by packQ4_KPairs), so every integer instruction serves two
