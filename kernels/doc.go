@@ -100,7 +100,10 @@
 // (vector kernel / AVX2 / AVX-512 / VNNI): 128 tokens × 4096×2048 Q4_K
 // 0.11 / 0.17 / 0.23 / 0.25; 8 tokens × 768×2048 Q6_K 2.0 / 3.3 / 3.0 /
 // 3.8; 8 tokens × 2880×2880 MXFP4 1.3 / – / 1.65; 128 tokens × 2880×2880
-// Q8_0 0.15 / 0.23 / 0.27 (docs/measurements.md, issue 11).
+// Q8_0 0.15 / 0.23 / 0.27 (docs/measurements.md, issue 11; the AVX2
+// column predates its 8-token Q4_K, Q6_K and MXFP4 kernels, which measured
+// 1.15–1.4× the 4-token ones, and 1.35× the MXFP4 vector kernel, with
+// AVX2 forced on Zen 5: docs/measurements.md, issue 37 item 1).
 //
 // The Q4_K and Q6_K single-vector (decode) kernels exist twice on amd64:
 // AVX2 (set "avx2") and AVX-512 with VNNI (dot512_amd64.s, set
