@@ -258,8 +258,9 @@ func (x *Experts) ComputeExperts(l int, work []ExpertWork, s *Scratch) error {
 // activation function, in place in its gate rows of gu, 2·n_ff floats per
 // expert in work's order) and its down projection's input quantized. Run on
 // the calling thread alone this took long enough between the two pool
-// dispatches (olmoe: 8 experts, tens of µs a layer) for the other threads
-// to stop spinning and park, and wake again for the down products. Each
+// dispatches (olmoe: 8 experts a layer; docs/measurements.md, issue 39
+// session 7) for the other threads to stop spinning and park, and wake
+// again for the down products. Each
 // expert is computed whole by one thread, as before, so the results do not
 // depend on the thread count. The returned job holds each expert's
 // quantized input and error, valid until the next call with s.

@@ -110,8 +110,8 @@ func (s *State) grow(n int) {
 // committed when first written; left to Store, every decode step's first
 // write into each layer's next K and V page took a page fault of its own
 // on the decode goroutine, while the other compute threads waited
-// (olmoe-1b-7b: 32 fresh pages a token, 30–100 µs each on the development
-// VM, several per cent of the step). Faulting FaultStep positions of every
+// (olmoe-1b-7b: 32 fresh pages a token; the cost per page is in
+// docs/measurements.md, issue 39 session 7). Faulting FaultStep positions of every
 // layer in one system call per layer (anon.Populate) costs a fraction of
 // that and commits memory only shortly before it is used.
 const FaultStep = 64

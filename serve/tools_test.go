@@ -103,7 +103,7 @@ func TestToolChoiceRequired100(t *testing.T) {
 // TestToolChoiceRequiredFamilies run 26 models and templates).
 //
 // A race-detector build without -short runs 2 as well (raceEnabled): at
-// ~1 s of CPU a seed and model under -race, 100 seeds of 26 models made
+// the figures above per seed, 100 seeds of 26 models made
 // `go test -count=3 -race ./serve/` (issue 36's check on a loaded machine)
 // run for hours, all of it on what the first two seeds already exercised
 // for the detector; the plain pass keeps the 100.

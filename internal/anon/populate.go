@@ -8,9 +8,8 @@ import "unsafe"
 // for memory that is written a little at a time, where every first write
 // into a fresh page would otherwise take a page fault of its own on the
 // caller's critical path: one system call over many pages costs a fraction
-// of their faults one by one (on the development VM a first write into a
-// fresh page cost 30–100 µs, a populated page 5–15 µs,
-// docs/measurements.md). s may be any live slice, on the Go heap or not.
+// of their faults one by one (the development VM's figures are in
+// docs/measurements.md, issue 39 session 7). s may be any live slice, on the Go heap or not.
 // It returns errors.ErrUnsupported where the kernel has no
 // MADV_POPULATE_WRITE and the kernel's error when it refuses; either way the
 // pages are left to fault on first write, as without it. A slice holding no
