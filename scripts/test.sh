@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command. Unit tests, the race detector on the concurrent
-# packages, the purego build of the kernels, and 20 s (FUZZTIME) of each
-# hostile-input fuzzer.
+# packages, the purego build of the kernels, and a fixed count of executions
+# (FUZZTIME) of each hostile-input fuzzer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_ENABLED=${CGO_ENABLED:-0}
@@ -55,8 +55,16 @@ if command -v gcc >/dev/null 2>&1; then
 fi
 # A bounded fuzz run of the hostile-input harnesses (chat templates, the
 # HTTP request bodies); their seed corpora already ran above as tests.
-fuzztime=${FUZZTIME:-20s}
-step "fuzz $fuzztime each"
-go test -count=1 -run '^$' -fuzz '^FuzzTemplate$' -fuzztime "$fuzztime" ./internal/jinja/
-go test -count=1 -run '^$' -fuzz '^FuzzRequestBodies$' -fuzztime "$fuzztime" ./serve/
+# The budget is a count of executions, not a duration: with a duration
+# -fuzztime, Go's fuzzing coordinator can report "context deadline exceeded"
+# as a failure when the deadline fires while a starved worker is still
+# answering (golang/go#75804), which a loaded CI machine hit. A count has no
+# deadline to race; a slow machine only takes longer. The minimization of a
+# new input is bounded by a count for the same reason. FUZZTIME overrides
+# both budgets (a count "Nx" or a duration).
+template_budget=${FUZZTIME:-100000x}
+request_budget=${FUZZTIME:-50000x}
+step "fuzz $template_budget templates, $request_budget request bodies"
+go test -count=1 -run '^$' -fuzz '^FuzzTemplate$' -fuzztime "$template_budget" -fuzzminimizetime 1000x ./internal/jinja/
+go test -count=1 -run '^$' -fuzz '^FuzzRequestBodies$' -fuzztime "$request_budget" -fuzzminimizetime 1000x ./serve/
 step "done"

@@ -11,9 +11,15 @@ import (
 )
 
 // fuzzLimits are tighter than DefaultLimits so that every input the fuzzer
-// tries ends in well under a second; the fixed caps (MaxValueBytes,
-// MaxItems, MaxNesting) are the real ones.
-var fuzzLimits = Limits{MaxAlloc: 256 << 20, MaxSteps: 100_000, Timeout: 2 * time.Second}
+// tries ends in well under a second: a small output and allocation budget,
+// so that mutants of the size reproducers stop at a few MiB rather than
+// building 64 MiB strings. The fixed caps (MaxValueBytes, MaxItems,
+// MaxNesting) are the real ones, and TestHostileTemplatesHitALimit checks
+// every reproducer against DefaultLimits.
+var fuzzLimits = Limits{MaxOutput: 1 << 20, MaxAlloc: 16 << 20, MaxSteps: 100_000, Timeout: 250 * time.Millisecond}
+
+// maxFuzzSeed is the largest reproducer the fuzzing engine mutates.
+const maxFuzzSeed = 64 << 10
 
 // FuzzTemplate compiles and renders arbitrary template source with an
 // arbitrary message: any outcome but a recovered engine panic (ErrEngine),
@@ -21,14 +27,22 @@ var fuzzLimits = Limits{MaxAlloc: 256 << 20, MaxSteps: 100_000, Timeout: 2 * tim
 // Python-answer cases, small real templates and a few expressions; they run
 // as a normal test.
 //
-// The slowShort reproducers (seconds each) are seeds of the plain run only:
-// under -fuzz the engine runs every seed with coverage instrumentation and
-// kills a worker whose input takes 10 s of wall time ("fuzzing process hung
-// or terminated unexpectedly"), which one of them did on a loaded machine;
-// the plain run and TestHostileTemplatesHitALimit still run them.
+// Under -fuzz two kinds of reproducer are left out; the plain run and
+// TestHostileTemplatesHitALimit still run them.
+//   - The slowShort ones (seconds each): the engine runs every seed with
+//     coverage instrumentation and kills a worker whose input takes 10 s of
+//     wall time ("fuzzing process hung or terminated unexpectedly"), which
+//     one of them did on a loaded machine.
+//   - Sources past maxFuzzSeed (the parser-depth ones are megabytes): every
+//     mutant of one costs a compile of megabytes under instrumentation, so
+//     a fixed count of executions took minutes instead of seconds whenever
+//     the engine picked one to mutate.
 func FuzzTemplate(f *testing.F) {
 	for name, src := range hostileTemplates {
 		if slowShort[name] && (testing.Short() || fuzzing()) {
+			continue
+		}
+		if len(src) > maxFuzzSeed && fuzzing() {
 			continue
 		}
 		f.Add(src, "hi")
