@@ -13,8 +13,8 @@ import (
 
 // AVX2 multi-token kernels (gemm_amd64.s): Q4_K rows against 8 tokens
 // (packQ4_KLanes) then 4 then 2, Q6_K rows against 8 (packQ6_KLanes) then
-// 4 then 2, Q8_0, Q5_0 and MXFP4 rows against 8; F32 and F16 rows against
-// 3 (gemmf_amd64.go). The assembly reads the tile's activations from a
+// 4 then 2, Q8_0, Q5_0 and MXFP4 rows against 8 then 4 then 2 (tokChain);
+// F32 and F16 rows against 3 (gemmf_amd64.go). The assembly reads the tile's activations from a
 // packed buffer (packQ4_KLanes, packQ6_KLanes, packQ8_K, packQ8_0) and writes y[t*ys+r].
 
 const (
@@ -80,6 +80,24 @@ func gemmQ5_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 //go:noescape
 func gemmMXFP4AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 
+//go:noescape
+func gemmQ8_0AVX2x4(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
+//go:noescape
+func gemmQ8_0AVX2x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
+//go:noescape
+func gemmQ5_0AVX2x4(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
+//go:noescape
+func gemmQ5_0AVX2x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
+//go:noescape
+func gemmMXFP4AVX2x4(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
+//go:noescape
+func gemmMXFP4AVX2x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
 func avx2GEMMs() map[quant.Type]*gemmKernel {
 	q4x4 := &gemmKernel{tile: gemmTileK, pack: packQ8_K, packBytes: q8KPack4Bytes, run: avx2GEMMQ4_K, minFill: 3,
 		next: &gemmKernel{tile: 2, pack: packQ8_K, packBytes: q8KPack2Bytes, run: avx2GEMMQ4_K2}}
@@ -91,11 +109,11 @@ func avx2GEMMs() map[quant.Type]*gemmKernel {
 			run: tileGEMM(8, 144, 256, q4KPairsBytes(8), gemmQ4_KAVX2x8), minFill: 6, next: q4x4},
 		quant.Q6_K: {tile: 8, pack: packQ6_KLanes, packBytes: q6KLanesBytes,
 			run: tileGEMM(8, 210, 256, q6KLanesBytes, gemmQ6_KAVX2x8), minFill: 6, next: q6x4},
-		quant.Q8_0: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMM8(34, gemmQ8_0AVX2)},
-		quant.Q5_0: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMM8(22, gemmQ5_0AVX2)},
+		quant.Q8_0: tokChain(34, gemmQ8_0AVX2, gemmQ8_0AVX2x4, gemmQ8_0AVX2x2),
+		quant.Q5_0: tokChain(22, gemmQ5_0AVX2, gemmQ5_0AVX2x4, gemmQ5_0AVX2x2),
 		// gpt-oss's experts: without it an AVX2-only CPU ran MXFP4 prompt
 		// products one token at a time
-		quant.MXFP4: {tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMM8(17, gemmMXFP4AVX2)},
+		quant.MXFP4: tokChain(17, gemmMXFP4AVX2, gemmMXFP4AVX2x4, gemmMXFP4AVX2x2),
 	}
 	maps.Copy(m, floatGEMMs())
 	return m
@@ -202,12 +220,27 @@ func avx2GEMMQ6_K2(w []byte, rb, rows int, acts []*Activation, pk []byte, y []fl
 	gemmQ6_K2AVX2(&w[0], rb, rows, nb, &pk[0], &y[0], 4*ys)
 }
 
-// avx2GEMM8 wraps an 8-token AVX2 kernel of a 32-element format with
-// blocks of bs bytes (Q8_0, Q5_0: the packQ8_0 tile).
-func avx2GEMM8(bs int, kern func(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)) gemmRun {
+// tokKernel is the signature of the TOKX kernels (gemm_amd64.s).
+type tokKernel func(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+
+// tokChain is the AVX2 chain of a 32-element format with signed codes
+// (blocks of bs bytes): 8-token tiles, a last 7 tokens padded to 8;
+// then 4-token tiles, then 2-token tiles (3 tokens run as 2 + 1); a last
+// single token goes to the vector kernel. A product's tail (an expert's
+// few tokens of a prompt) ran one token at a time before the 4- and 2-token
+// kernels.
+func tokChain(bs int, k8, k4, k2 tokKernel) *gemmKernel {
+	two := &gemmKernel{tile: 2, pack: packQ8_0, packBytes: q8_0TileBytes(2), run: avx2GEMMTok(2, bs, k2)}
+	four := &gemmKernel{tile: 4, pack: packQ8_0, packBytes: q8_0TileBytes(4), run: avx2GEMMTok(4, bs, k4), next: two}
+	return &gemmKernel{tile: gemmTileQ80, pack: packQ8_0, packBytes: q8_0Pack8Bytes, run: avx2GEMMTok(gemmTileQ80, bs, k8), minFill: 7, next: four}
+}
+
+// avx2GEMMTok runs kern, a kernel of tile tokens over rows of 32-element
+// blocks of bs bytes, after checking the buffers.
+func avx2GEMMTok(tile, bs int, kern tokKernel) gemmRun {
 	return func(w []byte, rb, rows int, acts []*Activation, pk []byte, y []float32, ys int) {
 		nb := acts[0].cols / 32
-		if len(acts) != gemmTileQ80 || !gemmOk(w, rb, rows, nb, bs, pk, q8_0PackBytes(acts[0].cols, gemmTileQ80), y, ys, gemmTileQ80) {
+		if len(acts) != tile || !gemmOk(w, rb, rows, nb, bs, pk, q8_0PackBytes(acts[0].cols, tile), y, ys, tile) {
 			fillNaN(y[:min(len(y), rows)])
 			return
 		}
@@ -282,6 +315,11 @@ func packQ6_KLanes(acts []*Activation, dst []byte) {
 func q8_0PackBytes(cols, tile int) int { return cols / 32 * 36 * tile }
 
 func q8_0Pack8Bytes(cols int) int { return q8_0PackBytes(cols, gemmTileQ80) }
+
+// q8_0TileBytes is the packed size of a tile of T tokens (packQ8_0).
+func q8_0TileBytes(tile int) func(cols int) int {
+	return func(cols int) int { return q8_0PackBytes(cols, tile) }
+}
 
 func packQ8_0(acts []*Activation, dst []byte) {
 	T := len(acts)

@@ -629,11 +629,13 @@ q6x8blk:
 	VZEROUPPER
 	RET
 
-// Q8_0 against 8 tokens: packed tile per block = 8 float32 scales, then
-// 8 × 32 quants (packQ8_0). Y8 = weights, Y9 = |weights|, X12 = f16 scale,
-// Y15 = 16 × int16(1); token t accumulates in Y(t).
-#define Q8TOK(t, acc) \
-	VMOVDQU      (32+32*t)(DI), Y10 \
+// Q8_0 against T = 8, 4 or 2 tokens: packed tile per block = T float32
+// scales, then T × 32 quants (packQ8_0). Y8 = weights, Y9 = |weights|,
+// X12 = f16 scale, Y15 = 16 × int16(1); token t accumulates in Y(t). Every
+// token's lanes see the same instructions whatever T, so the 4- and
+// 2-token kernels give the 8-token kernel's bits.
+#define Q8TOKT(T, t, acc) \
+	VMOVDQU      (4*T+32*t)(DI), Y10 \
 	VPSIGNB      Y8, Y10, Y10 \
 	VPMADDUBSW   Y10, Y9, Y10 \
 	VPMADDWD     Y15, Y10, Y10 \
@@ -643,11 +645,16 @@ q6x8blk:
 	VMULPS       Y11, Y10, Y10 \
 	VADDPS       Y10, acc, acc
 
-// TOKX8 is the body of the 8-token AVX2 kernels of 32-element formats with
-// signed codes: TOKCONST loads the format's constants, TOKHEAD unpacks one
-// block of TOKBS bytes (f16 scale in X12, codes in Y8, |codes| in Y9), Q8TOK
-// accumulates each token (both defined before each TEXT).
-#define TOKX8 \
+#define Q8TOK(t, acc) Q8TOKT(8, t, acc)
+
+// TOKOUT(acc, xacc): token's sum to (R12), next token's output.
+#define TOKOUT(acc, xacc) \
+	HSUMTO(acc, xacc, X8, X9) \
+	VMOVSS   X8, (R12) \
+	ADDQ     R15, R12
+
+// TOKSETUP loads the arguments and constants of the TOKX kernels.
+#define TOKSETUP \
 	MOVQ w+0(FP), R13 \
 	MOVQ rows+16(FP), R8 \
 	MOVQ y+40(FP), R14 \
@@ -655,11 +662,29 @@ q6x8blk:
 	MOVL         $0x00010001, AX \
 	VMOVD        AX, X15 \
 	VPBROADCASTD X15, Y15 \
-	TOKCONST \
-row: \
+	TOKCONST
+
+// TOKROWSTART: the row's weights, the tile and the block count.
+#define TOKROWSTART \
 	MOVQ   R13, SI \
 	MOVQ   pk+32(FP), DI \
-	MOVQ   nb+24(FP), CX \
+	MOVQ   nb+24(FP), CX
+
+// TOKROWEND: the next row.
+#define TOKROWEND \
+	ADDQ rb+8(FP), R13 \
+	ADDQ $4, R14 \
+	DECQ R8
+
+// TOKX8 is the body of the 8-token AVX2 kernels of 32-element formats with
+// signed codes: TOKCONST loads the format's constants, TOKHEAD unpacks one
+// block of TOKBS bytes (f16 scale in X12, codes in Y8, |codes| in Y9), Q8TOK
+// accumulates each token (both defined before each TEXT). TOKX4 and TOKX2
+// are the same for 4 and 2 tokens (the tails of a product).
+#define TOKX8 \
+	TOKSETUP \
+row: \
+	TOKROWSTART \
 	VXORPS Y0, Y0, Y0 \
 	VXORPS Y1, Y1, Y1 \
 	VXORPS Y2, Y2, Y2 \
@@ -683,32 +708,63 @@ blk: \
 	DECQ CX \
 	JNZ  blk \
 	MOVQ     R14, R12 \
-	HSUMTO(Y0, X0, X8, X9) \
-	VMOVSS   X8, (R12) \
-	ADDQ     R15, R12 \
-	HSUMTO(Y1, X1, X8, X9) \
-	VMOVSS   X8, (R12) \
-	ADDQ     R15, R12 \
-	HSUMTO(Y2, X2, X8, X9) \
-	VMOVSS   X8, (R12) \
-	ADDQ     R15, R12 \
-	HSUMTO(Y3, X3, X8, X9) \
-	VMOVSS   X8, (R12) \
-	ADDQ     R15, R12 \
-	HSUMTO(Y4, X4, X8, X9) \
-	VMOVSS   X8, (R12) \
-	ADDQ     R15, R12 \
-	HSUMTO(Y5, X5, X8, X9) \
-	VMOVSS   X8, (R12) \
-	ADDQ     R15, R12 \
-	HSUMTO(Y6, X6, X8, X9) \
-	VMOVSS   X8, (R12) \
-	ADDQ     R15, R12 \
-	HSUMTO(Y7, X7, X8, X9) \
-	VMOVSS   X8, (R12) \
-	ADDQ rb+8(FP), R13 \
-	ADDQ $4, R14 \
-	DECQ R8 \
+	TOKOUT(Y0, X0) \
+	TOKOUT(Y1, X1) \
+	TOKOUT(Y2, X2) \
+	TOKOUT(Y3, X3) \
+	TOKOUT(Y4, X4) \
+	TOKOUT(Y5, X5) \
+	TOKOUT(Y6, X6) \
+	TOKOUT(Y7, X7) \
+	TOKROWEND \
+	JNZ  row \
+	VZEROUPPER
+
+#define TOKX4 \
+	TOKSETUP \
+row: \
+	TOKROWSTART \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+blk: \
+	TOKHEAD \
+	Q8TOKT(4, 0, Y0) \
+	Q8TOKT(4, 1, Y1) \
+	Q8TOKT(4, 2, Y2) \
+	Q8TOKT(4, 3, Y3) \
+	ADDQ $TOKBS, SI \
+	ADDQ $144, DI \
+	DECQ CX \
+	JNZ  blk \
+	MOVQ     R14, R12 \
+	TOKOUT(Y0, X0) \
+	TOKOUT(Y1, X1) \
+	TOKOUT(Y2, X2) \
+	TOKOUT(Y3, X3) \
+	TOKROWEND \
+	JNZ  row \
+	VZEROUPPER
+
+#define TOKX2 \
+	TOKSETUP \
+row: \
+	TOKROWSTART \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+blk: \
+	TOKHEAD \
+	Q8TOKT(2, 0, Y0) \
+	Q8TOKT(2, 1, Y1) \
+	ADDQ $TOKBS, SI \
+	ADDQ $72, DI \
+	DECQ CX \
+	JNZ  blk \
+	MOVQ     R14, R12 \
+	TOKOUT(Y0, X0) \
+	TOKOUT(Y1, X1) \
+	TOKROWEND \
 	JNZ  row \
 	VZEROUPPER
 
@@ -727,6 +783,16 @@ blk: \
 // func gemmQ8_0AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 TEXT ·gemmQ8_0AVX2(SB), NOSPLIT, $0-56
 	TOKX8
+	RET
+
+// func gemmQ8_0AVX2x4(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ8_0AVX2x4(SB), NOSPLIT, $0-56
+	TOKX4
+	RET
+
+// func gemmQ8_0AVX2x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ8_0AVX2x2(SB), NOSPLIT, $0-56
+	TOKX2
 	RET
 
 // Q5_0: codes (nibble | 16·bit) - 16 as in Q50BLOCK, made signed; Y13 =
@@ -765,6 +831,16 @@ TEXT ·gemmQ5_0AVX2(SB), NOSPLIT, $0-56
 	TOKX8
 	RET
 
+// func gemmQ5_0AVX2x4(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ5_0AVX2x4(SB), NOSPLIT, $0-56
+	TOKX4
+	RET
+
+// func gemmQ5_0AVX2x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmQ5_0AVX2x2(SB), NOSPLIT, $0-56
+	TOKX2
+	RET
+
 // MXFP4: the low nibbles of the 16 bytes after the E8M0 scale are elements
 // 0–15 (lanes 0–3), the high ones 16–31 (lanes 4–7); codes = the E2M1
 // values (Y13, both halves) looked up by VPSHUFB; X12 = the E8M0 half-scale
@@ -792,6 +868,16 @@ TEXT ·gemmQ5_0AVX2(SB), NOSPLIT, $0-56
 // func gemmMXFP4AVX2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
 TEXT ·gemmMXFP4AVX2(SB), NOSPLIT, $0-56
 	TOKX8
+	RET
+
+// func gemmMXFP4AVX2x4(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmMXFP4AVX2x4(SB), NOSPLIT, $0-56
+	TOKX4
+	RET
+
+// func gemmMXFP4AVX2x2(w *byte, rb, rows, nb int, pk *byte, y *float32, ys int)
+TEXT ·gemmMXFP4AVX2x2(SB), NOSPLIT, $0-56
+	TOKX2
 	RET
 
 // AVX-512 (F, BW) Q4_K against token pairs: a 512-bit register holds one

@@ -27,9 +27,9 @@ func BenchmarkGEMM(b *testing.B) {
 		{"expert-down-768x2048", 2048, 768, quant.Q6_K, []int{2, 4, 8}},
 		{"attn-q-2048x4096", 4096, 2048, quant.Q4_K, []int{128}},
 		{"attn-v-2048x512", 512, 2048, quant.Q6_K, []int{128}},
-		{"q8_0-2880x2880", 2880, 2880, quant.Q8_0, []int{8, 128}},
-		{"gptoss-expert-2880x2880", 2880, 2880, quant.MXFP4, []int{8}},
-		{"gemma4-expert-down-704x2816", 2816, 704, quant.Q5_0, []int{8}},
+		{"q8_0-2880x2880", 2880, 2880, quant.Q8_0, []int{2, 3, 4, 6, 7, 8, 128}},
+		{"gptoss-expert-2880x2880", 2880, 2880, quant.MXFP4, []int{2, 3, 4, 6, 7, 8}},
+		{"gemma4-expert-down-704x2816", 2816, 704, quant.Q5_0, []int{2, 4, 8}},
 		{"router-2048x128", 128, 2048, quant.F32, []int{8, 128}},
 		{"f16-2048x512", 512, 2048, quant.F16, []int{8, 128}},
 	}
