@@ -631,7 +631,9 @@ q6x8blk:
 
 // Q8_0 against T = 8, 4 or 2 tokens: packed tile per block = T float32
 // scales, then T × 32 quants (packQ8_0). Y8 = weights, Y9 = |weights|,
-// X12 = f16 scale, Y15 = 16 × int16(1); token t accumulates in Y(t). Every
+// Y12 = the block's scale in every lane (TOKSCALE), Y15 = 16 × int16(1);
+// token t accumulates in Y(t): scale d_w·d_t (one product, the same bits
+// in every lane) times the lanes' integer sums. Every
 // token's lanes see the same instructions whatever T, so the 4- and
 // 2-token kernels give the 8-token kernel's bits.
 #define Q8TOKT(T, t, acc) \
@@ -640,8 +642,8 @@ q6x8blk:
 	VPMADDUBSW   Y10, Y9, Y10 \
 	VPMADDWD     Y15, Y10, Y10 \
 	VCVTDQ2PS    Y10, Y10 \
-	VMULSS       (4*t)(DI), X12, X11 \
-	VBROADCASTSS X11, Y11 \
+	VBROADCASTSS (4*t)(DI), Y11 \
+	VMULPS       Y12, Y11, Y11 \
 	VMULPS       Y11, Y10, Y10 \
 	VADDPS       Y10, acc, acc
 
@@ -695,6 +697,7 @@ row: \
 	VXORPS Y7, Y7, Y7 \
 blk: \
 	TOKHEAD \
+	VBROADCASTSS X12, Y12 \
 	Q8TOK(0, Y0) \
 	Q8TOK(1, Y1) \
 	Q8TOK(2, Y2) \
@@ -730,6 +733,7 @@ row: \
 	VXORPS Y3, Y3, Y3 \
 blk: \
 	TOKHEAD \
+	VBROADCASTSS X12, Y12 \
 	Q8TOKT(4, 0, Y0) \
 	Q8TOKT(4, 1, Y1) \
 	Q8TOKT(4, 2, Y2) \
@@ -755,6 +759,7 @@ row: \
 	VXORPS Y1, Y1, Y1 \
 blk: \
 	TOKHEAD \
+	VBROADCASTSS X12, Y12 \
 	Q8TOKT(2, 0, Y0) \
 	Q8TOKT(2, 1, Y1) \
 	ADDQ $TOKBS, SI \
