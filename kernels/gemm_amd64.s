@@ -647,8 +647,6 @@ q6x8blk:
 	VMULPS       Y11, Y10, Y10 \
 	VADDPS       Y10, acc, acc
 
-#define Q8TOK(t, acc) Q8TOKT(8, t, acc)
-
 // TOKOUT(acc, xacc): token's sum to (R12), next token's output.
 #define TOKOUT(acc, xacc) \
 	HSUMTO(acc, xacc, X8, X9) \
@@ -680,41 +678,26 @@ q6x8blk:
 
 // TOKX8 is the body of the 8-token AVX2 kernels of 32-element formats with
 // signed codes: TOKCONST loads the format's constants, TOKHEAD unpacks one
-// block of TOKBS bytes (f16 scale in X12, codes in Y8, |codes| in Y9), Q8TOK
+// block of TOKBS bytes (f16 scale in X12, codes in Y8, |codes| in Y9), Q8TOKT
 // accumulates each token (both defined before each TEXT). TOKX4 and TOKX2
 // are the same for 4 and 2 tokens (the tails of a product).
 #define TOKX8 \
 	TOKSETUP \
 row: \
 	TOKROWSTART \
-	VXORPS Y0, Y0, Y0 \
-	VXORPS Y1, Y1, Y1 \
-	VXORPS Y2, Y2, Y2 \
-	VXORPS Y3, Y3, Y3 \
+	TOKZERO4 \
 	VXORPS Y4, Y4, Y4 \
 	VXORPS Y5, Y5, Y5 \
 	VXORPS Y6, Y6, Y6 \
 	VXORPS Y7, Y7, Y7 \
 blk: \
-	TOKHEAD \
-	VBROADCASTSS X12, Y12 \
-	Q8TOK(0, Y0) \
-	Q8TOK(1, Y1) \
-	Q8TOK(2, Y2) \
-	Q8TOK(3, Y3) \
-	Q8TOK(4, Y4) \
-	Q8TOK(5, Y5) \
-	Q8TOK(6, Y6) \
-	Q8TOK(7, Y7) \
-	ADDQ $TOKBS, SI \
-	ADDQ $288, DI \
-	DECQ CX \
-	JNZ  blk \
-	MOVQ     R14, R12 \
-	TOKOUT(Y0, X0) \
-	TOKOUT(Y1, X1) \
-	TOKOUT(Y2, X2) \
-	TOKOUT(Y3, X3) \
+	TOKBLK4(8) \
+	Q8TOKT(8, 4, Y4) \
+	Q8TOKT(8, 5, Y5) \
+	Q8TOKT(8, 6, Y6) \
+	Q8TOKT(8, 7, Y7) \
+	TOKBLKEND(288) \
+	TOKOUT4 \
 	TOKOUT(Y4, X4) \
 	TOKOUT(Y5, X5) \
 	TOKOUT(Y6, X6) \
@@ -727,26 +710,11 @@ blk: \
 	TOKSETUP \
 row: \
 	TOKROWSTART \
-	VXORPS Y0, Y0, Y0 \
-	VXORPS Y1, Y1, Y1 \
-	VXORPS Y2, Y2, Y2 \
-	VXORPS Y3, Y3, Y3 \
+	TOKZERO4 \
 blk: \
-	TOKHEAD \
-	VBROADCASTSS X12, Y12 \
-	Q8TOKT(4, 0, Y0) \
-	Q8TOKT(4, 1, Y1) \
-	Q8TOKT(4, 2, Y2) \
-	Q8TOKT(4, 3, Y3) \
-	ADDQ $TOKBS, SI \
-	ADDQ $144, DI \
-	DECQ CX \
-	JNZ  blk \
-	MOVQ     R14, R12 \
-	TOKOUT(Y0, X0) \
-	TOKOUT(Y1, X1) \
-	TOKOUT(Y2, X2) \
-	TOKOUT(Y3, X3) \
+	TOKBLK4(4) \
+	TOKBLKEND(144) \
+	TOKOUT4 \
 	TOKROWEND \
 	JNZ  row \
 	VZEROUPPER
@@ -762,16 +730,44 @@ blk: \
 	VBROADCASTSS X12, Y12 \
 	Q8TOKT(2, 0, Y0) \
 	Q8TOKT(2, 1, Y1) \
-	ADDQ $TOKBS, SI \
-	ADDQ $72, DI \
-	DECQ CX \
-	JNZ  blk \
-	MOVQ     R14, R12 \
+	TOKBLKEND(72) \
 	TOKOUT(Y0, X0) \
 	TOKOUT(Y1, X1) \
 	TOKROWEND \
 	JNZ  row \
 	VZEROUPPER
+
+// TOKZERO4 clears the first four tokens' accumulators.
+#define TOKZERO4 \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3
+
+// TOKBLK4(T): one block's head, then the first four of T tokens.
+#define TOKBLK4(T) \
+	TOKHEAD \
+	VBROADCASTSS X12, Y12 \
+	Q8TOKT(T, 0, Y0) \
+	Q8TOKT(T, 1, Y1) \
+	Q8TOKT(T, 2, Y2) \
+	Q8TOKT(T, 3, Y3)
+
+// TOKBLKEND(tb): the next block (tb = the tile's bytes per block), then
+// the first output of the row.
+#define TOKBLKEND(tb) \
+	ADDQ $TOKBS, SI \
+	ADDQ $tb, DI \
+	DECQ CX \
+	JNZ  blk \
+	MOVQ R14, R12
+
+// TOKOUT4 stores the first four tokens' sums.
+#define TOKOUT4 \
+	TOKOUT(Y0, X0) \
+	TOKOUT(Y1, X1) \
+	TOKOUT(Y2, X2) \
+	TOKOUT(Y3, X3)
 
 // Q8_0: the block's 32 int8 weights are the codes.
 #define Q8AHEAD \
