@@ -78,9 +78,10 @@
 //     scales a chunk's two sub-blocks; a last 6–7 padded) then 4 then 2;
 //     Q6_K likewise against 8 (packQ6_KLanes, with per-lane corrections
 //     for the codes' offset of 32) then 4 then 2; Q8_0, Q5_0 and MXFP4
-//     (gpt-oss's experts; 1.35–1.4× its vector kernel per CPU-second on
-//     8 tokens, AVX2 forced on Zen 5) against 8 (Q5_0's measured
-//     faster than an AVX-512 pair kernel, which was removed);
+//     (gpt-oss's experts) against 8 (a last 7 padded) then 4 then 2, one
+//     macro body per tile width with the same instructions per token
+//     (TOKX8, TOKX4, TOKX2; Q5_0's measured faster than an AVX-512 pair
+//     kernel, which was removed, so AVX-512 CPUs run this chain too);
 //     F32 and F16 rows (the MoE routers, F16 fallback tensors) against 3
 //     (gemmf_amd64.s), a last pair padded to 3.
 //   - AVX-512 F/BW, used over AVX2 where present: Q4_K, Q6_K, MXFP4 and
