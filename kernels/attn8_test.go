@@ -172,6 +172,20 @@ func TestExpShiftAndRoundF16sIdentical(t *testing.T) {
 		if !bitsEqual(a, b) {
 			t.Fatalf("n=%d: roundF16s %v, scalar %v", n, a, b)
 		}
+		// NaNs with payloads (quiet and signalling, both signs): hardware
+		// conversions keep the payload, the reference does not.
+		a = slices.Clone(x)
+		for i := range a {
+			if rng.IntN(3) == 0 {
+				a[i] = math.Float32frombits([]uint32{0x7fc12345, 0xffc00001, 0x7f800001, 0xff8fffff}[rng.IntN(4)])
+			}
+		}
+		b = slices.Clone(a)
+		roundF16s(a)
+		refRoundF16s(b)
+		if !bitsEqual(a, b) {
+			t.Fatalf("n=%d, NaN payloads: roundF16s %v, scalar %v", n, a, b)
+		}
 		for _, m := range []float32{0, 3, -2, 1e4} {
 			a, b = slices.Clone(x), slices.Clone(x)
 			for i := range a { // inputs of a softmax: at most m

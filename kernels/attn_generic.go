@@ -2,14 +2,6 @@
 
 package kernels
 
-func dotsF16(q []float32, k []uint16, stride int, out []float32) { refDotsF16(q, k, stride, out) }
-
-func dotsF32(q, k []float32, stride int, out []float32) { refDotsF32(q, k, stride, out) }
-
-func axpysF16(out, p []float32, v []uint16, stride int) { refAxpysF16(out, p, v, stride) }
-
-func axpysF32(out, p, v []float32, stride int) { refAxpysF32(out, p, v, stride) }
-
 func attendGroupF16(q []float32, k, v []uint16, stride, n int, scale float32, sinks, scores, out []float32) {
 	refAttendGroupF16(q, k, v, stride, n, scale, sinks, scores, out)
 }
@@ -17,10 +9,6 @@ func attendGroupF16(q []float32, k, v []uint16, stride, n int, scale float32, si
 func attendGroupF32(q []float32, k, v []float32, stride, n int, scale float32, sinks, scores, out []float32) {
 	refAttendGroupF32(q, k, v, stride, n, scale, sinks, scores, out)
 }
-
-func expShift(x []float32, m float32) float64 { return refExpShift(x, m) }
-
-func roundF16s(x []float32) { refRoundF16s(x) }
 
 func attendTileF16(q []float32, k, v []uint16, stride int, rows *[GroupSlots]int, scale float32, sinks, scores, out []float32) {
 	refAttendTileF16(q, k, v, stride, rows, scale, sinks, scores, out)

@@ -10,14 +10,6 @@
 // with k; pass 2 adds k·δ (FMUL then FADD: the product rounds first) and
 // dots the updated rows with q.
 
-// FADDP Vd.4S, Vn.4S, Vm.4S: [n0+n1, n2+n3, m0+m1, m2+m3].
-#define FADDP4S(d, n, m) WORD $(0x6e20d400 | ((m)<<16) | ((n)<<5) | (d))
-
-// HSUMP4(d, a): Sd = (a0+a1) + (a2+a3). Clobbers Va.
-#define HSUMP4(d, a) \
-	FADDP4S(a, a, a) \
-	FADDPS(d, a)
-
 // P1ROW(p, vm, m, t, acc): the row at p (into register vm, number m)
 // scaled by V12 and stored, acc += row·V4.
 #define P1ROW(p, vm, m, t, acc) \

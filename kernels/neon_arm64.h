@@ -91,5 +91,20 @@
 	FADD4S(a, a, t) \
 	FADDPS(d, a)
 
+// FADDP Vd.4S, Vn.4S, Vm.4S: [n0+n1, n2+n3, m0+m1, m2+m3].
+#define FADDP4S(d, n, m) WORD $(0x6e20d400 | ((m)<<16) | ((n)<<5) | (d))
+
+// HSUMP4(d, a): Sd = (a0+a1) + (a2+a3), the order of the reference's
+// four-lane dot products. Clobbers Va.
+#define HSUMP4(d, a) \
+	FADDP4S(a, a, a) \
+	FADDPS(d, a)
+
+// FCVTN Vd.4H, Vn.4S (to nearest, ties to even, under the default FPCR)
+#define FCVTN4H(d, n) WORD $(0x0e216800 | ((n)<<5) | (d))
+// FCMEQ Vd.4S, Vn.4S, Vm.4S (all ones where equal: FCMEQ(d, n, n) is
+// all ones in every lane but a NaN's)
+#define FCMEQ4S(d, n, m) WORD $(0x4e20e400 | ((m)<<16) | ((n)<<5) | (d))
+
 // MOVI Vd.2D, #0
 #define ZERO(d) WORD $(0x6f00e400 | (d))
