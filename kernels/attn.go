@@ -10,9 +10,10 @@ package kernels
 //     row in order.
 //
 // F16 rows are converted exactly to float32 first. The AVX2 versions
-// (attn_amd64.s) vectorize across rows and elements without reordering any
-// sum; elsewhere, and with the purego tag, the pure-Go loops below run
-// (attn_generic.go). None of them retains its arguments.
+// (attn_amd64.s) and the NEON ones (attn_arm64.s) vectorize across rows and
+// elements without reordering any sum; elsewhere, and with the purego tag,
+// the pure-Go loops below run (attn_ref.go). None of them retains its
+// arguments.
 
 // DotsF16 sets out[j] = q · f16(k[j*stride : j*stride+len(q)]) for every
 // j < len(out). k must hold (len(out)-1)*stride+len(q) values.

@@ -26,7 +26,8 @@ import (
 // the results are bit-identical to AttendF16/AttendF32 head by head (the
 // tests demand it). The AVX2 version (attn8_amd64.s) needs FMA because
 // math.Exp uses it on such machines and its exp replicates math.Exp's
-// amd64 code operation for operation; elsewhere the loops here run.
+// amd64 code operation for operation; elsewhere the loops here run, head
+// by head, on the package's helpers (NEON on arm64).
 
 // GroupSlots is the number of query heads AttendGroupF16/F32 take.
 const GroupSlots = 8

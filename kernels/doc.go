@@ -200,7 +200,9 @@
 // converted once for all of them, and scores are kept row-major so the
 // softmax (including math.Exp, whose amd64 FMA code the assembly
 // replicates) runs across the heads; every head's result is the
-// single-head one bit for bit. AttendTileF16/F32 take slots whose rows end
+// single-head one bit for bit. On arm64 the grouped forms run head by head
+// on the NEON score dots, value sums and exponentials (attn_arm64.s,
+// exp_arm64.s). AttendTileF16/F32 take slots whose rows end
 // at different positions: model fills them with several prompt tokens ×
 // the query heads of a KV head when it has fewer than 8 (gemma4's sliding
 // layers: 4 tokens × 2 heads), so each K/V row is loaded once per tile.
@@ -217,9 +219,10 @@
 // CPU has it and the width is a multiple of 16: 16 elements per register,
 // the four rows' products transposed by 128-bit lanes so that one
 // accumulator holds every row's four dot lanes). All of them have
-// AVX2 assembly on amd64; DeltaRule also has NEON on arm64 (the others run
-// the pure-Go reference there); purego runs the reference; the bits are the
-// same everywhere.
+// AVX2 assembly on amd64 and NEON assembly on arm64 (exp_arm64.s: the
+// exponential is Go's arm64 math.Exp code on two float64 lanes, as the
+// amd64 one is Go's amd64 code on four); purego runs the reference; the
+// bits are the same everywhere.
 //
 // # Concurrency and ownership
 //
