@@ -14,8 +14,10 @@ import (
 // Every AArch64 core has the plain Advanced SIMD (NEON) the other set needs.
 var hasDotProd = cpu.ARM64.HasASIMDDP && !noDotProd
 
-// arm64Impl is the reference with one of the two NEON kernel sets swapped in.
-func arm64Impl(name string, set map[quant.Type]neonKernel) *implementation {
+// arm64Impl is the reference with one of the two NEON kernel sets swapped
+// in, with its multi-token kernels (the pure-Go ones are not used: they
+// lose to the vector kernels).
+func arm64Impl(name string, set map[quant.Type]neonKernel, gemm map[quant.Type]*gemmKernel) *implementation {
 	m := &implementation{
 		name:      name,
 		quantQ8_0: neonQuantQ8_0,
@@ -23,17 +25,18 @@ func arm64Impl(name string, set map[quant.Type]neonKernel) *implementation {
 		dots:      maps.Clone(refImpl.dots),
 		rows:      map[quant.Type]rowsFunc{},
 		native:    map[quant.Type]bool{},
+		gemm:      gemm,
 	}
 	installNEON(m, set)
 	return m
 }
 
 var native = sync.OnceValue(func() []*implementation {
-	neon := arm64Impl("neon", plainSet)
+	neon := arm64Impl("neon", plainSet, neonGEMMs(gemmQ4_KNEON))
 	if !hasDotProd {
 		return []*implementation{neon}
 	}
-	return []*implementation{arm64Impl("sdot", sdotSet), neon}
+	return []*implementation{arm64Impl("sdot", sdotSet, neonGEMMs(gemmQ4_KSDOT)), neon}
 })
 
 // nativeImpls lists the accelerated implementations usable here, the one in

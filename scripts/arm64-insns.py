@@ -11,12 +11,15 @@ executed blocks of their instruction counts, divided by the calls.
   scripts/arm64-insns.py /tmp/k.test DotHot Q4_K purego,sdot,neon
   scripts/arm64-insns.py /tmp/k.test QuantizeActivation Q8_0 purego,sdot
   scripts/arm64-insns.py /tmp/k.test AttnHelpers DotsF16 kernel,scalar
+  scripts/arm64-insns.py /tmp/k.test GEMM expert-gate-2048x768/Q4_K/n8 vec/t1,sdot/t1,neon/t1
 
 DotHot dots a 2048-element row (8 super-blocks of 256, 64 blocks of 32);
 QuantizeActivation quantizes 2048 floats. AttnHelpers runs one query head's
 score dots (DotsF16) or weighted value sums (AxpysF16) over 1024 F16 rows of
 128, a softmax's exponentials over 1024 scores (Softmax), or one layer's
-routed SwiGLU over 8×768 values (SwiGLU). The counted functions are the dot,
+routed SwiGLU over 8×768 values (SwiGLU). GEMM is one BenchmarkGEMM product
+(its shape and token count as the second argument, its kernel kind and
+threads as the third), counted per 256 values of each token. The counted functions are the dot,
 quantizer or helper and what it calls in package kernels (wrappers
 included; for AttnHelpers math.Exp's too, and the closures the benchmark
 runs, in which Go may inline the helper), not the benchmark loop.
@@ -36,6 +39,8 @@ def ranges(binary, bench, typ):
                         capture_output=True, text=True, check=True).stdout
     if bench == "DotHot":
         pat = r"(ref|dot|blockKernel|blockFormat|floatDot|unpackScale|minLanes|lanes|accLanes|hsum|f16at|fp16ToFP32|e8m0Half|combine4x8|bf16ToFP32|actF)"
+    elif bench == "GEMM":
+        pat = r"(gemm|dot|blockKernel|blockFormat|neonGEMMRun|rows|fillNaN|\(\*job\)|\(\*gemmJob\)|\(\*Pool\)\.MatMul)"
     elif bench == "AttnHelpers":
         pat = r"(dots|axpys|refDots|refAxpys|expShift|refExpShift|swiGLU|refSwiGLU|f16Table|BenchmarkAttnHelpers\.func|Exp$|archExp|exp$|expmulti$)"
     else:
@@ -51,6 +56,8 @@ def ranges(binary, bench, typ):
             short = f[3].split("kernels.", 1)[1]
         else:
             continue
+        if bench == "GEMM" and "uant" in short:
+            continue  # the activations' quantization, the same for every kind
         if bench == "DotHot" and ("uant" in short or (typ == "F16" and short == "fp16ToFP32")):
             continue  # the quantizers; F16's first call builds its table with fp16ToFP32
         if re.match(pat, short):
@@ -90,8 +97,12 @@ def main():
         sys.exit(__doc__)
     binary, bench, typ, impls = sys.argv[1:]
     flt = ranges(binary, bench, typ)
-    per = {"DotHot": 2048 / 256, "QuantizeActivation": 2048 / 256,
-           "AttnHelpers": {"DotsF16": 1024 * 128, "AxpysF16": 1024 * 128, "Softmax": 1024, "SwiGLU": 8 * 768}.get(typ, 0) / 256}[bench]
+    if bench == "GEMM":
+        m = re.search(r"(\d+)x(\d+)/.*/n(\d+)$", typ)
+        per = int(m.group(1)) * int(m.group(2)) * int(m.group(3)) / 256
+    else:
+        per = {"DotHot": 2048 / 256, "QuantizeActivation": 2048 / 256,
+               "AttnHelpers": {"DotsF16": 1024 * 128, "AxpysF16": 1024 * 128, "Softmax": 1024, "SwiGLU": 8 * 768}.get(typ, 0) / 256}[bench]
     for impl in impls.split(","):
         c = count(binary, bench, typ, impl, flt)
         print("%s %s %s: %.0f instructions per call, %.0f per 256 values" % (bench, typ, impl, c, c / per))

@@ -1,0 +1,162 @@
+//go:build arm64 && !purego
+
+#include "textflag.h"
+#include "neon_arm64.h"
+#include "kquant_arm64.h"
+
+// Multi-token Q4_K (gemm_arm64.go): each weight block's scales and nibbles
+// are unpacked once into registers (V0-V15, V20-V22), then every token of
+// the call runs the vector kernel's per-token instructions against them
+// (dot_arm64.s's Q4_K body: the same LANES16, MLAE, ACCLANES and mins
+// sequence), so each (row, token) is dotQ4_K's result bit for bit. A
+// token's float accumulators (mins V29, lanes V30/V31) live in acc between
+// blocks: 12 floats per token, loaded and stored once per block.
+//
+// Registers: R0 the block, R1 the tokens' {qs, d, bsums} pointers, R2 the
+// token count, R3 acc, R4 blocks left, R5-R12 scratch (the scale unpack;
+// the token loop's pointers), R13 the block's offset into a token's quants
+// (256 per block; its scales and sums are at R13>>6 and R13>>3), R14/R15
+// the block's d and dmin as float32 bits, R16 rows left, R17 the row's
+// output for token 0, R19 the token stride of y in bytes, R20 the block
+// count, R21 output scratch, R22 the row, R23 the row stride.
+
+// UNPACK(a, b, c, d): a chunk's 32 nibble bytes at R11 (advanced) into
+// vector registers a-d: a/b the low nibbles of bytes 0-15/16-31, c/d their
+// high nibbles. V27 = 16 × 0x0F.
+#define UNPACK(a, b, c, d) \
+	VLD1.P 32(R11), [a.B16, b.B16] \
+	VUSHR  $4, a.B16, c.B16        \
+	VUSHR  $4, b.B16, d.B16        \
+	VAND   V27.B16, a.B16, a.B16   \
+	VAND   V27.B16, b.B16, b.B16
+
+// TCHUNK(a, b, c, d, ls, li, hs, hi): the token's next 64 quants at R6
+// (advanced) against chunk registers a-d (register numbers); the low
+// nibbles' sums times scale Vls.S[li], the high ones' times Vhs.S[hi],
+// added to the integer lanes V25 (elements 0-15 of each 32) and V26
+// (16-31), as dot_arm64.s's K4CHUNK.
+#define TCHUNK(a, b, c, d, ls, li, hs, hi) \
+	VLD1.P 64(R6), [V16.B16, V17.B16, V18.B16, V19.B16] \
+	LANES16(23, a, 16, 16) \
+	LANES16(24, b, 17, 17) \
+	LANES16(28, c, 18, 18) \
+	LANES16(27, d, 19, 19) \
+	MLAE(25, 23, ls, li)   \
+	MLAE(26, 24, ls, li)   \
+	MLAE(25, 28, hs, hi)   \
+	MLAE(26, 27, hs, hi)
+
+// TMINS: V29 += float32(F18 · float32(M)), M the block's mins against the
+// token's Q8_K sums at R8, as dot_arm64.s's K4MINS. Clobbers V23-V25.
+#define TMINS \
+	VLD1   (R8), [V23.H8, V24.H8] \
+	ADDP8H(23, 23, 24)   \
+	SMULL4S(24, 22, 23)  \
+	SMULL24S(25, 22, 23) \
+	ADDP4S(24, 24, 25)   \
+	SCVTF4S(24, 24)      \
+	FMULE(24, 24, 18, 0) \
+	FADD4S(29, 29, 24)
+
+#define Q4_K_GEMM_BODY \
+	MOVD w+0(FP), R22        \
+	MOVD rb+8(FP), R23       \
+	MOVD rows+16(FP), R16    \
+	MOVD nb+24(FP), R20      \
+	MOVD toks+32(FP), R1     \
+	MOVD ntok+40(FP), R2     \
+	MOVD y+48(FP), R17       \
+	MOVD ys+56(FP), R19      \
+	LSL  $2, R19, R19        \
+	MOVD acc+64(FP), R3      \
+row:                         \
+	MOVD R3, R9              \
+	MOVD R2, R10             \
+	ZERO(29)                 \
+	ZERO(30)                 \
+	ZERO(31)                 \
+clear:                       \
+	VST1.P [V29.S4, V30.S4, V31.S4], 48(R9) \
+	SUBS $1, R10, R10        \
+	BNE  clear               \
+	MOVD R22, R0             \
+	MOVD R20, R4             \
+	MOVD ZR, R13             \
+blk:                         \
+	MOVHU  (R0), R5          \
+	FMOVS  R5, F16           \
+	FCVTHS F16, F16          \
+	FMOVS  F16, R14          \
+	MOVHU  2(R0), R5         \
+	FMOVS  R5, F18           \
+	FCVTHS F18, F18          \
+	FMOVS  F18, R15          \
+	K4SCALES                 \
+	VMOVI  $15, V27.B16      \
+	ADD    $16, R0, R11      \
+	UNPACK(V0, V1, V2, V3)   \
+	UNPACK(V4, V5, V6, V7)   \
+	UNPACK(V8, V9, V10, V11) \
+	UNPACK(V12, V13, V14, V15) \
+	MOVD R1, R5              \
+	MOVD R3, R9              \
+	MOVD R2, R10             \
+tok:                         \
+	MOVD (R5), R6            \
+	ADD  R13, R6, R6         \
+	MOVD 8(R5), R7           \
+	ADD  R13>>6, R7, R7      \
+	MOVD 16(R5), R8          \
+	ADD  R13>>3, R8, R8      \
+	ADD  $24, R5, R5         \
+	ZERO(25)                 \
+	ZERO(26)                 \
+	TCHUNK(0, 1, 2, 3, 20, 0, 20, 1)     \
+	TCHUNK(4, 5, 6, 7, 20, 2, 20, 3)     \
+	TCHUNK(8, 9, 10, 11, 21, 0, 21, 1)   \
+	TCHUNK(12, 13, 14, 15, 21, 2, 21, 3) \
+	VLD1   (R9), [V29.S4, V30.S4, V31.S4] \
+	FMOVS  (R7), F17         \
+	FMOVS  R14, F16          \
+	FMULS  F17, F16, F16     \
+	FMOVS  R15, F18          \
+	FMULS  F17, F18, F18     \
+	ACCLANES(25, 26)         \
+	TMINS                    \
+	VST1.P [V29.S4, V30.S4, V31.S4], 48(R9) \
+	SUBS   $1, R10, R10      \
+	BNE    tok               \
+	ADD    $144, R0, R0      \
+	ADD    $256, R13, R13    \
+	SUBS   $1, R4, R4        \
+	BNE    blk               \
+	MOVD R3, R9              \
+	MOVD R17, R21            \
+	MOVD R2, R10             \
+fin:                         \
+	VLD1.P 48(R9), [V29.S4, V30.S4, V31.S4] \
+	HSUM8(0, 30, 31, 1)      \
+	HSUM4(2, 29, 1)          \
+	FSUBS  F2, F0, F0        \
+	FMOVS  F0, (R21)         \
+	ADD    R19, R21, R21     \
+	SUBS   $1, R10, R10      \
+	BNE    fin               \
+	ADD    $4, R17, R17      \
+	ADD    R23, R22, R22     \
+	SUBS   $1, R16, R16      \
+	BNE    row               \
+	RET
+
+#define LANES16 LANES16_SDOT
+
+// func gemmQ4_KSDOT(w *byte, rb, rows, nb int, toks *neonTok, ntok int, y *float32, ys int, acc *float32)
+TEXT ·gemmQ4_KSDOT(SB), NOSPLIT, $0-72
+	Q4_K_GEMM_BODY
+
+#undef LANES16
+#define LANES16 LANES16_NEON
+
+// func gemmQ4_KNEON(w *byte, rb, rows, nb int, toks *neonTok, ntok int, y *float32, ys int, acc *float32)
+TEXT ·gemmQ4_KNEON(SB), NOSPLIT, $0-72
+	Q4_K_GEMM_BODY
