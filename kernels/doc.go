@@ -94,10 +94,10 @@
 //     2-token one for Q6_K and the AVX2 one for Q4_K. The `noavx512`
 //     build tag leaves every AVX-512 kernel out (an AVX-512 machine then
 //     runs and measures what an AVX2-only CPU runs).
-//   - NEON (gemm_arm64.s, both arm64 sets): Q4_K against up to 8 tokens
-//     in one routine (a tile of each width 2-8 in the chain): each block's
-//     scales and nibbles are unpacked once into registers, then each token
-//     runs the vector kernel's instructions against them, its float
+//   - NEON (gemm_arm64.s, both arm64 sets): Q4_K and Q6_K against up to 8
+//     tokens in one routine (a tile of each width 2-8 in the chain): each
+//     block's scales and values are unpacked once into registers, then each
+//     token runs the vector kernel's instructions against them, its float
 //     accumulators kept in memory between blocks. The other formats run
 //     the vector kernels token by token.
 //   - Pure Go (ref_gemm.go; the purego build and machines without the

@@ -4,7 +4,7 @@
 #include "neon_arm64.h"
 #include "kquant_arm64.h"
 
-// Multi-token Q4_K (gemm_arm64.go): each weight block's scales and nibbles
+// Multi-token Q4_K and Q6_K (gemm_arm64.go). Q4_K: each weight block's scales and nibbles
 // are unpacked once into registers (V0-V15, V20-V22), then every token of
 // the call runs the vector kernel's per-token instructions against them
 // (dot_arm64.s's Q4_K body: the same LANES16, MLAE, ACCLANES and mins
@@ -58,7 +58,8 @@
 	FMULE(24, 24, 18, 0) \
 	FADD4S(29, 29, 24)
 
-#define Q4_K_GEMM_BODY \
+// GEMMARGS loads the arguments every multi-token routine takes.
+#define GEMMARGS \
 	MOVD w+0(FP), R22        \
 	MOVD rb+8(FP), R23       \
 	MOVD rows+16(FP), R16    \
@@ -68,7 +69,10 @@
 	MOVD y+48(FP), R17       \
 	MOVD ys+56(FP), R19      \
 	LSL  $2, R19, R19        \
-	MOVD acc+64(FP), R3      \
+	MOVD acc+64(FP), R3
+
+#define Q4_K_GEMM_BODY \
+	GEMMARGS                 \
 row:                         \
 	MOVD R3, R9              \
 	MOVD R2, R10             \
@@ -160,3 +164,143 @@ TEXT ·gemmQ4_KSDOT(SB), NOSPLIT, $0-72
 // func gemmQ4_KNEON(w *byte, rb, rows, nb int, toks *neonTok, ntok int, y *float32, ys int, acc *float32)
 TEXT ·gemmQ4_KNEON(SB), NOSPLIT, $0-72
 	Q4_K_GEMM_BODY
+
+// Q6_K: each block's 256 six-bit values (minus 32, as int8) are unpacked
+// once into V0-V15 (elements 32k..32k+31 in V2k/V2k+1) and its 16 scales
+// into V20-V23, then every token runs dot_arm64.s's Q6DOT sequence against
+// them; a token's float lanes (V30/V31) live in acc, 12 floats apart,
+// between blocks. Masks: V27 = 16 × 0x0F, V24 = 16 × 0x30, V29 = 16 × 32.
+
+// Q6PAIR(a, a1, NIB, SH, n, o, o1): o/o1 = the 6-bit values of 32
+// elements, minus 32: the low (NIB = Q6LOWNIB) or high (Q6HIGHNIB) nibbles
+// of ql in a/a1 with the qh bits (V30/V31) moved by SH n into bits 4-5.
+// Clobbers V25, V26.
+#define Q6LOWNIB(a, o) VAND V27.B16, a.B16, o.B16
+#define Q6HIGHNIB(a, o) VUSHR $4, a.B16, o.B16
+#define Q6PAIR(a, a1, NIB, SH, n, o, o1) \
+	NIB(a, o)                      \
+	NIB(a1, o1)                    \
+	SH     $n, V30.B16, V25.B16    \
+	SH     $n, V31.B16, V26.B16    \
+	VBIT   V24.B16, V25.B16, o.B16 \
+	VBIT   V24.B16, V26.B16, o1.B16 \
+	VSUB   V29.B16, o.B16, o.B16   \
+	VSUB   V29.B16, o1.B16, o1.B16
+
+// Q6UNPACK(o0, …, o7): 128 elements from 64 ql bytes at R6 and 32 qh bytes
+// at R7 (both advanced), as dot_arm64.s's Q6HALF orders them.
+#define Q6UNPACK(o0, o1, o2, o3, o4, o5, o6, o7) \
+	VLD1.P 64(R6), [V16.B16, V17.B16, V18.B16, V19.B16] \
+	VLD1.P 32(R7), [V30.B16, V31.B16]                 \
+	Q6PAIR(V16, V17, Q6LOWNIB, VSHL, 4, o0, o1)       \
+	Q6PAIR(V18, V19, Q6LOWNIB, VSHL, 2, o2, o3)       \
+	Q6PAIR(V16, V17, Q6HIGHNIB, VSHL, 0, o4, o5)      \
+	Q6PAIR(V18, V19, Q6HIGHNIB, VUSHR, 2, o6, o7)
+
+// Q6TDOT(a, a1, s, i, i1): the token's next 32 quants at R6 (advanced)
+// against the values in registers a/a1 (numbers), times scales Vs.S[i]
+// and Vs.S[i1], added to the integer lanes V25/V26 (dot_arm64.s's Q6DOT).
+#define Q6TDOT(a, a1, s, i, i1) \
+	VLD1.P 32(R6), [V16.B16, V17.B16] \
+	LANES16(18, a, 16, 16)  \
+	LANES16(19, a1, 17, 17) \
+	MLAE(25, 18, s, i)      \
+	MLAE(26, 19, s, i1)
+
+#define Q6_K_GEMM_BODY \
+	GEMMARGS                 \
+	VMOVI  $15, V27.B16      \
+	VMOVI  $48, V24.B16      \
+	VMOVI  $32, V29.B16      \
+q6row:                       \
+	MOVD R3, R9              \
+	MOVD R2, R10             \
+	ZERO(30)                 \
+	ZERO(31)                 \
+q6clear:                     \
+	VST1   [V30.S4, V31.S4], (R9) \
+	ADD  $48, R9, R9         \
+	SUBS $1, R10, R10        \
+	BNE  q6clear             \
+	MOVD R22, R0             \
+	MOVD R20, R4             \
+	MOVD ZR, R13             \
+q6blk:                       \
+	MOVHU  208(R0), R5       \
+	FMOVS  R5, F16           \
+	FCVTHS F16, F16          \
+	FMOVS  F16, R14          \
+	ADD    $192, R0, R6      \
+	VLD1   (R6), [V19.B16]   \
+	SXTL8H(18, 19)           \
+	SXTL28H(19, 19)          \
+	SXTL4S(20, 18)           \
+	SXTL24S(21, 18)          \
+	SXTL4S(22, 19)           \
+	SXTL24S(23, 19)          \
+	MOVD   R0, R6            \
+	ADD    $128, R0, R7      \
+	Q6UNPACK(V0, V1, V2, V3, V4, V5, V6, V7)         \
+	Q6UNPACK(V8, V9, V10, V11, V12, V13, V14, V15)   \
+	MOVD R1, R5              \
+	MOVD R3, R9              \
+	MOVD R2, R10             \
+q6tok:                       \
+	MOVD (R5), R6            \
+	ADD  R13, R6, R6         \
+	MOVD 8(R5), R7           \
+	ADD  R13>>6, R7, R7      \
+	ADD  $24, R5, R5         \
+	ZERO(25)                 \
+	ZERO(26)                 \
+	Q6TDOT(0, 1, 20, 0, 1)   \
+	Q6TDOT(2, 3, 20, 2, 3)   \
+	Q6TDOT(4, 5, 21, 0, 1)   \
+	Q6TDOT(6, 7, 21, 2, 3)   \
+	Q6TDOT(8, 9, 22, 0, 1)   \
+	Q6TDOT(10, 11, 22, 2, 3) \
+	Q6TDOT(12, 13, 23, 0, 1) \
+	Q6TDOT(14, 15, 23, 2, 3) \
+	VLD1   (R9), [V30.S4, V31.S4] \
+	FMOVS  (R7), F17         \
+	FMOVS  R14, F16          \
+	FMULS  F17, F16, F16     \
+	ACCLANES(25, 26)         \
+	VST1   [V30.S4, V31.S4], (R9) \
+	ADD    $48, R9, R9       \
+	SUBS   $1, R10, R10      \
+	BNE    q6tok             \
+	ADD    $210, R0, R0      \
+	ADD    $256, R13, R13    \
+	SUBS   $1, R4, R4        \
+	BNE    q6blk             \
+	MOVD R3, R9              \
+	MOVD R17, R21            \
+	MOVD R2, R10             \
+q6fin:                       \
+	VLD1   (R9), [V30.S4, V31.S4] \
+	ADD    $48, R9, R9       \
+	HSUM8(0, 30, 31, 1)      \
+	FMOVS  F0, (R21)         \
+	ADD    R19, R21, R21     \
+	SUBS   $1, R10, R10      \
+	BNE    q6fin             \
+	ADD    $4, R17, R17      \
+	ADD    R23, R22, R22     \
+	SUBS   $1, R16, R16      \
+	BNE    q6row             \
+	RET
+
+#undef LANES16
+#define LANES16 LANES16_SDOT
+
+// func gemmQ6_KSDOT(w *byte, rb, rows, nb int, toks *neonTok, ntok int, y *float32, ys int, acc *float32)
+TEXT ·gemmQ6_KSDOT(SB), NOSPLIT, $0-72
+	Q6_K_GEMM_BODY
+
+#undef LANES16
+#define LANES16 LANES16_NEON
+
+// func gemmQ6_KNEON(w *byte, rb, rows, nb int, toks *neonTok, ntok int, y *float32, ys int, acc *float32)
+TEXT ·gemmQ6_KNEON(SB), NOSPLIT, $0-72
+	Q6_K_GEMM_BODY

@@ -32,11 +32,11 @@ func arm64Impl(name string, set map[quant.Type]neonKernel, gemm map[quant.Type]*
 }
 
 var native = sync.OnceValue(func() []*implementation {
-	neon := arm64Impl("neon", plainSet, neonGEMMs(gemmQ4_KNEON))
+	neon := arm64Impl("neon", plainSet, neonGEMMs(plainGEMMs))
 	if !hasDotProd {
 		return []*implementation{neon}
 	}
-	return []*implementation{arm64Impl("sdot", sdotSet, neonGEMMs(gemmQ4_KSDOT)), neon}
+	return []*implementation{arm64Impl("sdot", sdotSet, neonGEMMs(sdotGEMMs)), neon}
 })
 
 // nativeImpls lists the accelerated implementations usable here, the one in
