@@ -128,6 +128,15 @@ done:                     \
 	MOVD dim+32(FP), R4    \
 	MOVD n+40(FP), R5
 
+// SCALEDARGS: R0 out, R1 y, R2 n/4, V8 = w in every lane.
+#define SCALEDARGS \
+	MOVD  out+0(FP), R0    \
+	MOVD  y+8(FP), R1      \
+	MOVD  n+16(FP), R2     \
+	FMOVS w+24(FP), F8     \
+	VDUP  V8.S[0], V8.S4   \
+	LSR   $2, R2, R2
+
 // func dotsF32NEON(q *float32, k *float32, stride, dim, n int, out *float32)
 TEXT ·dotsF32NEON(SB), NOSPLIT, $0-48
 	DOTSARGS
@@ -301,12 +310,7 @@ conv:
 //
 // out[i] = y[i]·w for n values, n a positive multiple of 4.
 TEXT ·mulScalarNEON(SB), NOSPLIT, $0-28
-	MOVD  out+0(FP), R0
-	MOVD  y+8(FP), R1
-	MOVD  n+16(FP), R2
-	FMOVS w+24(FP), F8
-	VDUP  V8.S[0], V8.S4
-	LSR   $2, R2, R2
+	SCALEDARGS
 
 mul:
 	VLD1.P 16(R1), [V0.S4]
@@ -320,12 +324,7 @@ mul:
 //
 // out[i] += float32(y[i]·w) for n values, n a positive multiple of 4.
 TEXT ·addMulScalarNEON(SB), NOSPLIT, $0-28
-	MOVD  out+0(FP), R0
-	MOVD  y+8(FP), R1
-	MOVD  n+16(FP), R2
-	FMOVS w+24(FP), F8
-	VDUP  V8.S[0], V8.S4
-	LSR   $2, R2, R2
+	SCALEDARGS
 
 addmul:
 	VLD1.P 16(R1), [V0.S4]

@@ -85,13 +85,7 @@ TEXT ·dotQ8_0NEON(SB), NOSPLIT, $0-44
 // Clobbers V23-V25.
 #define K4MINS \
 	VLD1.P 32(R3), [V23.H8, V24.H8] \
-	ADDP8H(23, 23, 24)  \
-	SMULL4S(24, 22, 23) \
-	SMULL24S(25, 22, 23) \
-	ADDP4S(24, 24, 25)  \
-	SCVTF4S(24, 24)     \
-	FMULE(24, 24, 18, 0) \
-	FADD4S(28, 28, 24)
+	K4MINSUM(28)
 
 // K4CHUNK(ls, li, hs, hi): 32 nibble bytes at R6 (advanced) against 64
 // quants at R1 (advanced); low nibbles times scale Vls.S[li], high nibbles

@@ -50,13 +50,24 @@
 // token's Q8_K sums at R8, as dot_arm64.s's K4MINS. Clobbers V23-V25.
 #define TMINS \
 	VLD1   (R8), [V23.H8, V24.H8] \
-	ADDP8H(23, 23, 24)   \
-	SMULL4S(24, 22, 23)  \
-	SMULL24S(25, 22, 23) \
-	ADDP4S(24, 24, 25)   \
-	SCVTF4S(24, 24)      \
-	FMULE(24, 24, 18, 0) \
-	FADD4S(29, 29, 24)
+	K4MINSUM(29)
+
+// GEMMOUT(fin): y for the next token (F0 to R21, then one token on), and
+// back to fin for the next token.
+#define GEMMOUT(fin) \
+	FMOVS  F0, (R21)         \
+	ADD    R19, R21, R21     \
+	SUBS   $1, R10, R10      \
+	BNE    fin
+
+// GEMMNEXTROW(row): the next row (its outputs one float on, its weights
+// a row stride on), and back to row while rows are left.
+#define GEMMNEXTROW(row) \
+	ADD    $4, R17, R17      \
+	ADD    R23, R22, R22     \
+	SUBS   $1, R16, R16      \
+	BNE    row               \
+	RET
 
 // GEMMARGS loads the arguments every multi-token routine takes.
 #define GEMMARGS \
@@ -142,15 +153,8 @@ fin:                         \
 	HSUM8(0, 30, 31, 1)      \
 	HSUM4(2, 29, 1)          \
 	FSUBS  F2, F0, F0        \
-	FMOVS  F0, (R21)         \
-	ADD    R19, R21, R21     \
-	SUBS   $1, R10, R10      \
-	BNE    fin               \
-	ADD    $4, R17, R17      \
-	ADD    R23, R22, R22     \
-	SUBS   $1, R16, R16      \
-	BNE    row               \
-	RET
+	GEMMOUT(fin)             \
+	GEMMNEXTROW(row)
 
 #define LANES16 LANES16_SDOT
 
@@ -281,15 +285,8 @@ q6fin:                       \
 	VLD1   (R9), [V30.S4, V31.S4] \
 	ADD    $48, R9, R9       \
 	HSUM8(0, 30, 31, 1)      \
-	FMOVS  F0, (R21)         \
-	ADD    R19, R21, R21     \
-	SUBS   $1, R10, R10      \
-	BNE    q6fin             \
-	ADD    $4, R17, R17      \
-	ADD    R23, R22, R22     \
-	SUBS   $1, R16, R16      \
-	BNE    q6row             \
-	RET
+	GEMMOUT(q6fin)           \
+	GEMMNEXTROW(q6row)
 
 #undef LANES16
 #define LANES16 LANES16_SDOT

@@ -24,6 +24,19 @@
 	FADD4S(30, 30, a)   \
 	FADD4S(31, 31, b)
 
+// K4MINSUM(acc): Vacc += float32(F18 · float32(M)) with M[k] =
+// mn[2k]·(bs[4k]+bs[4k+1]) + mn[2k+1]·(bs[4k+2]+bs[4k+3]): the Q4_K/Q5_K
+// block's mins (V22.8H) against the activation's Q8_K sums in V23/V24.
+// Clobbers V23-V25.
+#define K4MINSUM(acc) \
+	ADDP8H(23, 23, 24)   \
+	SMULL4S(24, 22, 23)  \
+	SMULL24S(25, 22, 23) \
+	ADDP4S(24, 24, 25)   \
+	SCVTF4S(24, 24)      \
+	FMULE(24, 24, 18, 0) \
+	FADD4S(acc, acc, 24)
+
 // K4SCALES unpacks the 12 scale bytes at 4(R0) (llama.cpp's utmp shuffle):
 // V20.4S = scales 0-3, V21.4S = scales 4-7, V22.8H = the 8 mins. Clobbers
 // R5-R12, V19.
