@@ -2,8 +2,6 @@
 
 package kernels
 
-import "github.com/pipe-engine/pipe/quant"
-
 // fp32ToFP16sAVX2 converts n values (a multiple of 8) with VCVTPS2PH,
 // rounding to nearest even, and reports whether any was a NaN (which F16C
 // converts with its payload, unlike quant.FP32ToFP16).
@@ -16,11 +14,7 @@ func fp32ToFP16sAVX2(dst *uint16, src *float32, n int) bool
 func fp32ToFP16s(dst []uint16, src []float32) {
 	n8 := len(dst) &^ 7
 	if hasAVX2 && n8 > 0 && fp32ToFP16sAVX2(&dst[0], &src[0], n8) {
-		for i, v := range src[:n8] {
-			if v != v {
-				dst[i] = quant.FP32ToFP16(v)
-			}
-		}
+		redoNaNs(dst[:n8], src[:n8])
 	}
 	if !hasAVX2 {
 		n8 = 0

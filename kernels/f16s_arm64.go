@@ -2,8 +2,6 @@
 
 package kernels
 
-import "github.com/pipe-engine/pipe/quant"
-
 // fp32ToFP16sNEON converts n values (a multiple of 4) with FCVTN, rounding
 // to nearest even, and reports whether any was a NaN (which FCVTN converts
 // with its payload, unlike quant.FP32ToFP16).
@@ -16,11 +14,7 @@ func fp32ToFP16sNEON(dst *uint16, src *float32, n int) bool
 func fp32ToFP16s(dst []uint16, src []float32) {
 	n4 := len(dst) &^ 3
 	if n4 > 0 && fp32ToFP16sNEON(&dst[0], &src[0], n4) {
-		for i, v := range src[:n4] {
-			if v != v {
-				dst[i] = quant.FP32ToFP16(v)
-			}
-		}
+		redoNaNs(dst[:n4], src[:n4])
 	}
 	refFP32ToFP16s(dst[n4:], src[n4:])
 }
