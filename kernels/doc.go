@@ -224,7 +224,11 @@
 // a single pass, four rows at a time in the assembly (AVX-512, where the
 // CPU has it and the width is a multiple of 16: 16 elements per register,
 // the four rows' products transposed by 128-bit lanes so that one
-// accumulator holds every row's four dot lanes). All of them have
+// accumulator holds every row's four dot lanes). Conv4 and ConvStep4
+// (conv.go) are the four-tap causal convolution of the recurrent blocks,
+// a prompt token and a decode step, on channel-major taps and state that
+// the assembly de-interleaves in registers (unpack and permute on AVX2,
+// LD4/LD3/ST3 on NEON). All of them have
 // AVX2 assembly on amd64 and NEON assembly on arm64 (exp_arm64.s: the
 // exponential is Go's arm64 math.Exp code on two float64 lanes, as the
 // amd64 one is Go's amd64 code on four); purego runs the reference; the

@@ -9,7 +9,9 @@ import "github.com/pipe-engine/pipe/kernels"
 // tokens of x (token-major rows of channels values), computed in place, as
 // ggml_ssm_conv over each channel's state of its last K-1 inputs followed
 // by the tokens: out[t][c] = Σ_i in_c[t-K+1+i]·taps[c·K+i], a float32 sum
-// over the taps in order (in_c[s] for s < 0 is the state's). state
+// from +0 over the taps in order, each product rounded before its addition
+// (in_c[s] for s < 0 is the state's). Four taps run on the kernels'
+// Conv4/ConvStep4 (AVX2, NEON) where the inputs allow. state
 // (channels × (K-1), channel-major) is updated to each channel's last K-1
 // inputs. win is scratch of at least K-1+n floats. A single token (decode)
 // is convolved straight from the state in the same order.
@@ -80,7 +82,7 @@ func convBlock(state, x, taps []float32, n, C, K, c0, c1 int, tmp []float32) {
 	for t := n - 1; t >= 0; t-- {
 		out := x[t*C+c0 : t*C+c1]
 		if t >= S && K == 4 {
-			conv4(out, x[(t-3)*C+c0:], x[(t-2)*C+c0:], x[(t-1)*C+c0:], taps[c0*4:c1*4])
+			kernels.Conv4(out, x[(t-3)*C+c0:], x[(t-2)*C+c0:], x[(t-1)*C+c0:], taps[c0*4:c1*4])
 			continue
 		}
 		for cb := range out {
@@ -106,24 +108,13 @@ func convBlock(state, x, taps []float32, n, C, K, c0, c1 int, tmp []float32) {
 	}
 }
 
-// conv4 is one token's outputs of a block with K = 4 taps whose inputs are
-// all tokens: out[c] = Σ_i in_i[c]·w[4c+i] (out is in_3, read before it is
-// written).
-func conv4(out, in0, in1, in2, w []float32) {
-	in0, in1, in2, w = in0[:len(out)], in1[:len(out)], in2[:len(out)], w[:4*len(out)]
-	for c, v3 := range out {
-		wc := w[4*c : 4*c+4 : 4*c+4]
-		var sum float32
-		sum += float32(in0[c] * wc[0]) // explicit rounding: no FMA on arm64
-		sum += float32(in1[c] * wc[1])
-		sum += float32(in2[c] * wc[2])
-		sum += float32(v3 * wc[3])
-		out[c] = sum
-	}
-}
-
-// causalConvOne is CausalConv of one token x (one value per channel).
+// causalConvOne is CausalConv of one token x (one value per channel); four
+// taps run on kernels.ConvStep4 (the same sums and state, vectorized).
 func causalConvOne(state, x, taps []float32, K int) {
+	if K == 4 {
+		kernels.ConvStep4(state, x, taps)
+		return
+	}
 	for c, xc := range x {
 		st, w := state[c*(K-1):(c+1)*(K-1)], taps[c*K:(c+1)*K]
 		var sum float32
