@@ -43,11 +43,16 @@
 # preset's, so per-layer work is the real model's. Without -layers the
 # table is the real shape's, as above.
 #
+# -jinja adds --jinja to pipe's run: the chat turns are rendered by the
+# model's own tokenizer.chat_template (as llama-cli's default), for families
+# whose template is not one of pipe run's built-in formats (minimax-m2).
+# llama-bench renders no chat either way; its -p is pipe's token count.
+#
 # Usage: scripts/speed-table.sh [-rounds R] [-n N] [-t T] [-layers N] [-keep]
-#          [-out DIR] [-text TEXT] PIPE LLAMA_BENCH MODELS PRESET…
+#          [-jinja] [-out DIR] [-text TEXT] PIPE LLAMA_BENCH MODELS PRESET…
 #   e.g. scripts/speed-table.sh ./pipe $LLAMA/build/bin/llama-bench /tmp/m qwen3.6-35b-a3b lfm2-8b-a1b
 set -euo pipefail
-rounds=3 n=32 t=2 layers='' keep='' out=''
+rounds=3 n=32 t=2 layers='' keep='' out='' jinja=()
 text='The quick brown fox jumps over the lazy dog while the village baker counts loaves of b'
 while :; do
   case "${1:-}" in
@@ -56,12 +61,13 @@ while :; do
     -t) t=$2; shift 2 ;;
     -layers) layers=$2; shift 2 ;;
     -keep) keep=1; shift ;;
+    -jinja) jinja=(--jinja); shift ;;
     -out) out=$2; shift 2 ;;
     -text) text=$2; shift 2 ;;
     *) break ;;
   esac
 done
-[ $# -ge 4 ] || { sed -n '2,48p' "$0" >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,53p' "$0" >&2; exit 2; }
 case "$layers" in
   '') ;;
   *[!0-9]* | 0*) echo "speed-table: -layers $layers: want a positive number of layers" >&2; exit 2 ;;
@@ -109,7 +115,7 @@ wait_fill() {
 pipe_round() {
   local base="$out/$1-r$3" pid w
   rm -f "$base.fifo" && mkfifo "$base.fifo"
-  PIPE_HOT_SET=none "$pipe" run -m "$2" -i -n "$n" -t "$t" --temp 0 --ignore-eos --no-warm-start \
+  PIPE_HOT_SET=none "$pipe" run -m "$2" -i -n "$n" -t "$t" --temp 0 --ignore-eos --no-warm-start "${jinja[@]}" \
     --log-format json --csv "$base.csv" <"$base.fifo" >"$base.out" 2>"$base.log" &
   pid=$!
   exec {w}>"$base.fifo"

@@ -155,7 +155,7 @@ func (t *Tokenizer) ChatContext(ctx context.Context, messages []Message, addGene
 		if len(head) > 60 {
 			head = head[:60] + "..."
 		}
-		return "", fmt.Errorf("tokenizer.chat_template %q is not a built-in format (ChatML, harmony): %w", head, ErrUnsupportedTemplate)
+		return "", fmt.Errorf("tokenizer.chat_template %q is not a built-in format (ChatML, harmony, Gemma 4; run it as Jinja with --jinja): %w", head, ErrUnsupportedTemplate)
 	}
 	return b.String(), nil
 }
