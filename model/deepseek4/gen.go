@@ -72,10 +72,8 @@ func flashRatios() []int {
 // beta_fast 32, beta_slow 1), max_position_embeddings 1048576,
 // rms_norm_eps 1e-6, vocab_size 129280, tie_word_embeddings false. Its
 // NextN layer (num_nextn_predict_layers 1) is not written. Its hash-routed
-// layers' ffn_gate_tid2eid tables are written as float tensors of the
-// right name and shape: gen writes no I32 tensor, and the converter's
-// table is I32, so neither llama.cpp nor pipe (which refuses the file,
-// naming the tensor) routes those layers from this file.
+// layers' ffn_gate_tid2eid tables are I32, as the converter's: each token
+// id's n_expert_used distinct experts, drawn uniformly.
 var shapes = map[string]shape{
 	"deepseek-v4-flash": {Ratios: flashRatios(), Window: 128, IdxHeads: 64, IdxDim: 128, IdxTopK: 512,
 		OGroups: 8, OLora: 1024, HC: 4, Sinkhorn: 20, HCEps: 1e-6, HashLayers: 3, CompressBase: 160000,
@@ -85,7 +83,7 @@ var shapes = map[string]shape{
 	// and an HCA layer (ratio 128), a window of 8 raw rows, two output
 	// groups, a SwiGLU limit that clamps some gate and up values, YaRN on
 	// the compressed layers (factor 4 over an original context of 64); no
-	// hash layers (gen writes no I32 tensor)
+	// hash layers (tiny-deepseek4-hash, the golden, has one)
 	"deepseek4-tiny": {Ratios: []int{0, 4, 128, 4}, Window: 8, IdxHeads: 4, IdxDim: 64, IdxTopK: 2,
 		OGroups: 2, OLora: 32, HC: 4, Sinkhorn: 20, HCEps: 1e-6, CompressBase: 160000, SwiGLULimit: 0.3,
 		YarnFactor: 4, YarnOrigCtx: 64, YarnBetaFast: 32, YarnBetaSlow: 1, RopeScaleType: "yarn"},
@@ -245,7 +243,7 @@ func blockTensors(p *gen.Preset, s shape, il, vocab int) []gen.TensorSpec {
 		t("ffn_norm.weight", gen.RoleNorm, E),
 		t("ffn_gate_inp.weight", gen.RoleRouter, E, p.NExpert))
 	if il < hashLayers(p, s) {
-		ts = append(ts, t("ffn_gate_tid2eid.weight", gen.RoleProj, p.NExpertUsed, vocab))
+		ts = append(ts, t("ffn_gate_tid2eid.weight", gen.RoleExpertIDs, p.NExpertUsed, vocab))
 	} else {
 		ts = append(ts, t("exp_probs_b.bias", gen.RoleBias, p.NExpert))
 	}

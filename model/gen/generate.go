@@ -360,6 +360,11 @@ func encodeRow(t quant.Type, src []float32, dst []byte) error {
 			binary.LittleEndian.PutUint16(dst[2*i:], quant.FP32ToBF16(x))
 		}
 		return nil
+	case quant.I32: // integer values (RoleExpertIDs)
+		for i, x := range src {
+			binary.LittleEndian.PutUint32(dst[4*i:], uint32(int32(x)))
+		}
+		return nil
 	}
 	return quant.Quantize(t, src, dst)
 }

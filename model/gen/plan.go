@@ -78,6 +78,7 @@ const (
 	RoleScale                 // gemma4 scalar/vector scales: 1
 	RoleConv                  // short-convolution taps (ssm_conv1d): N(0, 1/K)
 	RoleSSMA                  // delta-net decay rates (ssm_a = -exp(A_log)): -exp(N(0, 0.5²))
+	RoleExpertIDs             // hash routing (ffn_gate_tid2eid): n_expert_used distinct expert ids a token, I32
 )
 
 // TensorSpec is one tensor of the plan.
@@ -300,6 +301,10 @@ func assignTypes(p *Preset, ft FileType, ts []TensorSpec) error {
 	iAttnV := 0
 	for i := range ts {
 		t := &ts[i]
+		if t.Role == RoleExpertIDs {
+			t.Type = quant.I32
+			continue
+		}
 		if !allowsQuantization(t) {
 			t.Type = quant.F32
 			continue

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -232,6 +233,8 @@ func (g *weightGen) row(r uint64, rg *rng, dst []float32) {
 		convRow(rg, dst)
 	case RoleSSMA:
 		ssmARow(rg, dst)
+	case RoleExpertIDs:
+		g.expertIDsRow(rg, dst)
 	case RoleRopeFreqs:
 		ropeFreqsRow(g.p, dst)
 	case RoleScale:
@@ -262,6 +265,18 @@ func convRow(rg *rng, dst []float32) {
 	n := len(dst)
 	for i := range dst {
 		dst[i] = float32(rg.norm() / math.Sqrt(float64(n)))
+	}
+}
+
+// expertIDsRow fills one token's hash-routing row: len(dst) distinct expert
+// ids, uniform over the preset's experts, as floats (exact below 2^24) that
+// encodeRow stores as I32.
+func (g *weightGen) expertIDsRow(rg *rng, dst []float32) {
+	for i := 0; i < len(dst); {
+		if e := float32(rg.intn(g.p.NExpert)); !slices.Contains(dst[:i], e) {
+			dst[i] = e
+			i++
+		}
 	}
 }
 

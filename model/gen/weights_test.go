@@ -2,6 +2,7 @@ package gen
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"testing"
@@ -246,5 +247,37 @@ func TestMergeFamilyMeta(t *testing.T) {
 	got := mergeFamilyMeta(ps, "a.", []MetaKV{{"expert_count", uint32(4)}, {"feed_forward_length", []uint32{0, 8, 0}}})
 	if len(got) != 3 || got[1].k != "a.feed_forward_length" || fmt.Sprint(got[1].v) != "[0 8 0]" || got[2].k != "a.expert_count" {
 		t.Errorf("merged %v", got)
+	}
+}
+
+// TestExpertIDsRows: a hash-routing table (RoleExpertIDs) is typed I32 by
+// assignTypes whatever the file type, and each of its rows holds distinct
+// expert ids in range that encodeRow stores as little-endian int32.
+func TestExpertIDsRows(t *testing.T) {
+	p := &Preset{NExpert: 8}
+	ts := []TensorSpec{{Name: "blk.0.ffn_gate_tid2eid.weight", Layer: 0, Dims: []uint64{6, 500}, Role: RoleExpertIDs}}
+	if err := assignTypes(p, FileType{Default: quant.Q4_K}, ts); err != nil || ts[0].Type != quant.I32 {
+		t.Fatalf("type %v, %v; want I32", ts[0].Type, err)
+	}
+	g := newWeightGen(p, &ts[0], 1, 0)
+	rg := newRNG(1, "ids", 0)
+	row, raw := make([]float32, 6), make([]byte, 24)
+	seen := map[int32]bool{}
+	for r := range uint64(500) {
+		g.row(r, rg, row)
+		if err := encodeRow(quant.I32, row, raw); err != nil {
+			t.Fatal(err)
+		}
+		ids := map[int32]bool{}
+		for i := range row {
+			id := int32(binary.LittleEndian.Uint32(raw[4*i:]))
+			if id < 0 || id >= 8 || ids[id] || float32(id) != row[i] {
+				t.Fatalf("row %d: ids %v (bytes %x)", r, row, raw)
+			}
+			ids[id], seen[id] = true, true
+		}
+	}
+	if len(seen) != 8 {
+		t.Fatalf("500 rows used experts %v, want all 8", seen)
 	}
 }
