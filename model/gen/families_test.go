@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -208,8 +209,8 @@ func tensorsKey(m *gen.Model) string {
 	return b.String()
 }
 
-// checkFinite dequantizes the first rows of every tensor and checks they are
-// finite and not all equal.
+// checkFinite dequantizes the first rows of every tensor (an I32 one: its ids)
+// and checks they are finite and not all equal.
 func checkFinite(t *testing.T, f *gguf.File) {
 	t.Helper()
 	fd, err := os.Open(f.Path)
@@ -225,7 +226,15 @@ func checkFinite(t *testing.T, f *gguf.File) {
 			t.Fatalf("%s: %v", ti.Name, err)
 		}
 		x := make([]float32, ne0*rows)
-		if err := quant.Dequantize(ti.Type, buf, x); err != nil {
+		if ti.Type == quant.I32 { // expert ids (RoleExpertIDs): small non-negative integers
+			for i := range x {
+				if id := int32(binary.LittleEndian.Uint32(buf[4*i:])); id < 0 || id >= 1<<16 {
+					t.Fatalf("%s: id %d", ti.Name, id)
+				} else {
+					x[i] = float32(id)
+				}
+			}
+		} else if err := quant.Dequantize(ti.Type, buf, x); err != nil {
 			t.Fatalf("%s: %v", ti.Name, err)
 		}
 		distinct := map[float32]bool{}
