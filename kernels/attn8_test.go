@@ -298,3 +298,30 @@ func TestAttendShortOut(t *testing.T) {
 		t.Fatal("F16: the short output differs from the full one's first columns")
 	}
 }
+
+// BenchmarkAttendGroup: the 8 query heads of one KV head (dim 128) over
+// 1024 F16 rows, grouped (AttendGroupF16) against head by head on the
+// single-head helpers (the reference the grouped form equals bit for bit).
+func BenchmarkAttendGroup(b *testing.B) {
+	const dim, rows = 128, 1024
+	rng := rand.New(rand.NewPCG(5, 6))
+	q, out, sc := make([]float32, GroupSlots*dim), make([]float32, GroupSlots*dim), make([]float32, GroupSlots*rows)
+	k, v := make([]uint16, dim*rows), make([]uint16, dim*rows)
+	for i := range q {
+		q[i] = float32(rng.NormFloat64())
+	}
+	for i := range k {
+		k[i], v[i] = quant.FP32ToFP16(float32(rng.NormFloat64())), quant.FP32ToFP16(float32(rng.NormFloat64()))
+	}
+	scale := float32(1 / math.Sqrt(dim))
+	for _, bc := range []struct {
+		name string
+		f    func(q []float32, k, v []uint16, stride, n int, scale float32, sinks, scores, out []float32)
+	}{{"F16/group", AttendGroupF16}, {"F16/heads", refAttendGroupF16}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for range b.N {
+				bc.f(q, k, v, dim, rows, scale, nil, sc, out)
+			}
+		})
+	}
+}

@@ -206,8 +206,12 @@
 // converted once for all of them, and scores are kept row-major so the
 // softmax (including math.Exp, whose amd64 FMA code the assembly
 // replicates) runs across the heads; every head's result is the
-// single-head one bit for bit. On arm64 the grouped forms run head by head
-// on the NEON score dots, value sums and exponentials (attn_arm64.s,
+// single-head one bit for bit. On arm64 the F16 grouped form loads and
+// widens each K and V row once for the 8 heads (attn8_arm64.s: two rows'
+// scores at a time from chunk-major packed queries, then each head's
+// softmax on its own contiguous scores, then the value sums 8 outputs a
+// head at a time with the probabilities transposed to row order); the F32
+// and tile forms run head by head on the NEON helpers (attn_arm64.s,
 // exp_arm64.s). AttendTileF16/F32 take slots whose rows end
 // at different positions: model fills them with several prompt tokens ×
 // the query heads of a KV head when it has fewer than 8 (gemma4's sliding

@@ -13,6 +13,7 @@ executed blocks of their instruction counts, divided by the calls.
   scripts/arm64-insns.py /tmp/k.test AttnHelpers DotsF16 kernel,scalar
   scripts/arm64-insns.py /tmp/k.test GEMM expert-gate-2048x768/Q4_K/n8 vec/t1,sdot/t1,neon/t1
   scripts/arm64-insns.py /tmp/k.test Conv4 step kernel,scalar
+  scripts/arm64-insns.py /tmp/k.test AttendGroup F16 group,heads
 
 DotHot dots a 2048-element row (8 super-blocks of 256, 64 blocks of 32);
 QuantizeActivation quantizes 2048 floats. AttnHelpers runs one query head's
@@ -20,7 +21,9 @@ score dots (DotsF16) or weighted value sums (AxpysF16) over 1024 F16 rows of
 128, a softmax's exponentials over 1024 scores (Softmax), or one layer's
 routed SwiGLU over 8×768 values (SwiGLU). Conv4 is one token of a four-tap
 convolution over 8192 channels (Qwen3.6's delta-net), its prompt form or
-its decode step. GEMM is one BenchmarkGEMM product
+its decode step. AttendGroup is one KV head's 8 query heads (dim 128) over
+1024 F16 rows, grouped or head by head; it counts every function of
+package kernels and math's. GEMM is one BenchmarkGEMM product
 (its shape and token count as the second argument, its kernel kind and
 threads as the third), counted per 256 values of each token. The counted functions are the dot,
 quantizer or helper and what it calls in package kernels (wrappers
@@ -44,6 +47,8 @@ def ranges(binary, bench, typ):
         pat = r"(ref|dot|blockKernel|blockFormat|floatDot|unpackScale|minLanes|lanes|accLanes|hsum|f16at|fp16ToFP32|e8m0Half|combine4x8|bf16ToFP32|actF)"
     elif bench == "GEMM":
         pat = r"(gemm|dot|blockKernel|blockFormat|neonGEMMRun|rows|fillNaN|\(\*job\)|\(\*gemmJob\)|\(\*Pool\)\.MatMul)"
+    elif bench == "AttendGroup":
+        pat = r".*"  # every function of package kernels (and math.Exp's, below)
     elif bench == "Conv4":
         pat = r"(conv4|convStep4|refConv4|refConvStep4|Conv4|ConvStep4|BenchmarkConv4\.func)"
     elif bench == "AttnHelpers":
@@ -55,7 +60,7 @@ def ranges(binary, bench, typ):
         f = line.split()
         if len(f) < 4 or f[2] not in "Tt":
             continue
-        if bench == "AttnHelpers" and f[3].startswith("math."):
+        if bench in ("AttnHelpers", "AttendGroup") and f[3].startswith("math."):
             short = f[3][len("math."):]
         elif "pipe/kernels." in f[3]:
             short = f[3].split("kernels.", 1)[1]
@@ -106,7 +111,7 @@ def main():
         m = re.search(r"(\d+)x(\d+)/.*/n(\d+)$", typ)
         per = int(m.group(1)) * int(m.group(2)) * int(m.group(3)) / 256
     else:
-        per = {"DotHot": 2048 / 256, "QuantizeActivation": 2048 / 256, "Conv4": 8192 / 256,
+        per = {"DotHot": 2048 / 256, "QuantizeActivation": 2048 / 256, "Conv4": 8192 / 256, "AttendGroup": 8 * 1024 * 128 / 256,
                "AttnHelpers": {"DotsF16": 1024 * 128, "AxpysF16": 1024 * 128, "Softmax": 1024, "SwiGLU": 8 * 768}.get(typ, 0) / 256}[bench]
     for impl in impls.split(","):
         c = count(binary, bench, typ, impl, flt)
