@@ -146,6 +146,17 @@ func rowSpan(rows *[GroupSlots]int) (lo, hi int) {
 	return lo, hi
 }
 
+// groupShape reports whether the grouped assembly (AVX2, NEON) takes these
+// arguments: head widths that are multiples of 8 up to maxGroupDim, at
+// least one row, and complete slices; other shapes run head by head.
+func groupShape(q, out []float32, have, stride, n int, sinks, scores []float32) bool {
+	dim := len(q) / GroupSlots
+	return n > 0 && dim > 0 && dim%8 == 0 && dim <= maxGroupDim &&
+		len(q) == GroupSlots*dim && len(out) >= len(q) && stride >= dim &&
+		have >= (n-1)*stride+dim && len(scores) >= GroupSlots*n &&
+		(sinks == nil || len(sinks) >= GroupSlots)
+}
+
 func groupHead(scale float32, sinks []float32, s int) Head {
 	h := Head{Scale: scale}
 	if sinks != nil {

@@ -42,15 +42,9 @@ func mulRound8AVX2(sc *float32, n int, inv *[GroupSlots]float32, round bool)
 // computes on amd64 (its exp is replicated, not approximated).
 var hasGroupAVX2 = hasAVX2 && cpu.X86.HasAVX && cpu.X86.HasFMA
 
-// groupOk: the assembly takes head widths that are multiples of 8 up to
-// maxGroupDim, at least one row, and complete arguments; other shapes run
-// head by head.
+// groupOk: the AVX2 assembly runs the shapes groupShape admits.
 func groupOk(q, out []float32, have, stride, n int, sinks, scores []float32) bool {
-	dim := len(q) / GroupSlots
-	return hasGroupAVX2 && n > 0 && dim > 0 && dim%8 == 0 && dim <= maxGroupDim &&
-		len(q) == GroupSlots*dim && len(out) >= len(q) && stride >= dim &&
-		have >= (n-1)*stride+dim && len(scores) >= GroupSlots*n &&
-		(sinks == nil || len(sinks) >= GroupSlots)
+	return hasGroupAVX2 && groupShape(q, out, have, stride, n, sinks, scores)
 }
 
 func attendGroupF16(q []float32, k, v []uint16, stride, n int, scale float32, sinks, scores, out []float32) {

@@ -12,17 +12,6 @@ func axpys8F16NEON(out *float32, pt *float32, v *uint16, stride, dim, n int)
 // probabilities, transposed to GroupSlots per row, live on the stack.
 const groupRows = 256
 
-// groupOk reports whether the grouped NEON path takes these shapes (head
-// widths a multiple of 8 up to maxGroupDim, at least one row); others run
-// head by head.
-func groupOk(q, out []float32, have, stride, n int, sinks, scores []float32) bool {
-	dim := len(q) / GroupSlots
-	return n > 0 && dim > 0 && dim%8 == 0 && dim <= maxGroupDim &&
-		len(q) == GroupSlots*dim && len(out) >= len(q) && stride >= dim &&
-		have >= (n-1)*stride+dim && len(scores) >= GroupSlots*n &&
-		(sinks == nil || len(sinks) >= GroupSlots)
-}
-
 // attendGroupF16 is refAttendGroupF16 with each K and V row loaded and
 // widened once for the 8 heads (attn8_arm64.s): the queries, rounded to
 // F16, packed chunk-major; the scores head-major, so each head's softmax
@@ -30,7 +19,7 @@ func groupOk(q, out []float32, have, stride, n int, sinks, scores []float32) boo
 // probabilities transposed to row order a block of groupRows at a time for
 // the value sums.
 func attendGroupF16(q []float32, k, v []uint16, stride, n int, scale float32, sinks, scores, out []float32) {
-	if !groupOk(q, out, min(len(k), len(v)), stride, n, sinks, scores) {
+	if !groupShape(q, out, min(len(k), len(v)), stride, n, sinks, scores) {
 		refAttendGroupF16(q, k, v, stride, n, scale, sinks, scores, out)
 		return
 	}
