@@ -311,7 +311,7 @@ func BenchmarkTwoStreams(b *testing.B) {
 // stay in L1/L2 — the compute speed of the two, without memory stalls.
 func BenchmarkRowsHot(b *testing.B) {
 	const rows = 16
-	for _, typ := range []quant.Type{quant.MXFP4, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.MXFP4, quant.Q8_0, quant.Q5_0, quant.Q4_K, quant.Q6_K} {
 		cols := 2880
 		if typ == quant.Q4_K || typ == quant.Q6_K {
 			cols = 2048 // whole 256-element blocks: Qwen3.6's n_embd
@@ -358,7 +358,7 @@ func BenchmarkRowsHot(b *testing.B) {
 // the noise alone moves it.
 func BenchmarkRowsCold(b *testing.B) {
 	const cols, size = 2048, 256 << 20
-	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K, quant.Q8_0} {
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K, quant.Q8_0, quant.Q5_0} {
 		m := impl
 		if m.rows[typ] == nil {
 			continue

@@ -151,14 +151,15 @@
 //
 // # Four rows at once
 //
-// A product's rows kernel (MatVec, and MatVecs' chunks) runs Q8_0 and MXFP4
-// rows four at a time: each row keeps its own accumulator and the
+// A product's rows kernel (MatVec, and MatVecs' chunks) runs Q8_0, MXFP4
+// and Q5_0 rows four at a time: each row keeps its own accumulator and the
 // single-row kernel's operations in their order, so each result is that
 // row's dot bit for bit, while the activation's quants, scales and
 // correction lanes are loaded once per block for four rows and the four
 // float accumulation chains run independently (one row's chain of VADDPS,
 // a block at a time, bounds the single-row loop). AVX2 (dot_amd64.s) has
-// both; the "avx512vnni" set has both with two blocks per 512-bit register
+// all three (Q5_0's AVX2 four rows serve the "avx512vnni" set too); that
+// set has Q8_0 and MXFP4 with two blocks per 512-bit register
 // (dot512_amd64.s): Q8_0 with its weight quants made unsigned (w+128) for
 // VPDPBUSD into lanes that start at -128 times each 4-quant group's
 // activation sum; MXFP4, where the CPU has AVX-512 VBMI, with VPERMB to

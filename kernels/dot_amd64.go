@@ -66,6 +66,9 @@ func dotQ8_0x4AVX2(w *byte, rb int, qs *int8, d *float32, nb int, y *float32)
 func dotMXFP4x4AVX2(w *byte, rb int, qs *int8, d *float32, corr *int32, nb int, y *float32)
 
 //go:noescape
+func dotQ5_0x4AVX2(w *byte, rb int, qs *int8, d *float32, corr *int32, nb int, y *float32)
+
+//go:noescape
 func dotQ4_0AVX2(w *byte, qs *int8, d *float32, corr *int32, nb int) float32
 
 //go:noescape
@@ -122,7 +125,7 @@ type offsetKernel struct {
 
 var (
 	q40Kernel   = offsetKernel{quant.Q4_0, 18, dotQ4_0AVX2, nil, refDotQ4_0}
-	q50Kernel   = offsetKernel{quant.Q5_0, 22, dotQ5_0AVX2, nil, refDotQ5_0}
+	q50Kernel   = offsetKernel{quant.Q5_0, 22, dotQ5_0AVX2, dotQ5_0x4AVX2, refDotQ5_0}
 	mxfp4Kernel = offsetKernel{quant.MXFP4, 17, dotMXFP4AVX2, dotMXFP4x4AVX2, refDotMXFP4}
 )
 

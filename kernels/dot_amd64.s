@@ -648,6 +648,78 @@ mx4loop:
 	ROWS4STORE
 	RET
 
+// Q5ROW(R, acc): one Q5_0 block of the row at R against Y3 (quants) and Y4
+// (correction lanes), activation scale at (DX): Q50BLOCK's operations, the
+// high-bit lanes formed in Y8. Uses Q50BLOCK's constants (Y9-Y15).
+#define Q5ROW(R, acc) \
+	MOVWLZX        (R), AX     \
+	VMOVD          AX, X1      \
+	VCVTPH2PS      X1, X1      \
+	VMULSS         (DX), X1, X1 \
+	VBROADCASTSS   X1, Y1      \
+	VPBROADCASTD   2(R), Y8    \
+	VPSHUFB        Y13, Y8, Y8 \
+	VPOR           Y11, Y8, Y8 \
+	VPCMPEQB       Y10, Y8, Y8 \
+	VPAND          Y9, Y8, Y8  \
+	VBROADCASTI128 6(R), Y2    \
+	VPSRLVD        Y12, Y2, Y2 \
+	VPAND          Y14, Y2, Y2 \
+	VPOR           Y8, Y2, Y2  \
+	VPMADDUBSW     Y3, Y2, Y2  \
+	VPMADDWD       Y15, Y2, Y2 \
+	VPSUBD         Y4, Y2, Y2  \
+	VCVTDQ2PS      Y2, Y2      \
+	VMULPS         Y1, Y2, Y2  \
+	VADDPS         Y2, acc, acc
+
+// func dotQ5_0x4AVX2(w *byte, rb int, qs *int8, d *float32, corr *int32, nb int, y *float32)
+TEXT ·dotQ5_0x4AVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), AX
+	ROWS4SETUP
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ corr+32(FP), R9
+	MOVQ nb+40(FP), CX
+	MOVQ y+48(FP), BX
+	ONES16
+	LOW4
+	MOVL         $0x10101010, AX
+	VMOVD        AX, X9
+	VPBROADCASTD X9, Y9
+	VPCMPEQB     Y10, Y10, Y10
+	VMOVDQU      ·q5Bits(SB), Y11
+	VMOVDQU      ·q5Spread(SB), Y13
+	VMOVDQU      ·mxShift(SB), Y12
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+
+q54loop:
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	ADDQ       $88, R10
+	VMOVDQU (DI), Y3
+	VMOVDQU (R9), Y4
+	Q5ROW(SI, Y0)
+	Q5ROW(R11, Y5)
+	Q5ROW(R12, Y6)
+	Q5ROW(R13, Y7)
+	ADDQ $22, SI
+	ADDQ $22, R11
+	ADDQ $22, R12
+	ADDQ $22, R13
+	ADDQ $32, DI
+	ADDQ $4, DX
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  q54loop
+
+	ROWS4STORE
+	RET
+
 // func dotQ8_0x4AVX2(w *byte, rb int, qs *int8, d *float32, nb int, y *float32)
 TEXT ·dotQ8_0x4AVX2(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI

@@ -19,10 +19,11 @@
 #            and its N decoded tokens (Σ wall_ms of the CSV's last N rows),
 #            with no expert read from disk inside the measurement (the
 #            "hit %" column, the decode's, reads 100);
-#   llama-bench -m F -p P -n N -t T -r 1 -lm none -o json
+#   llama-bench -m F -p P -n N -t T -r R -lm none -o json
 #            P = the second turn's prompt tokens as pipe counted them in round 1
 #            (llama-bench runs its own warm-up first; weights in anonymous
-#            memory, repacked).
+#            memory, repacked); R = -reps (default 1), the rate its mean over
+#            R repetitions.
 #
 # One markdown row per round on stdout (ratio = pipe ÷ llama.cpp); the raw
 # logs, CSVs and JSON stay in OUT. Models generated here are deleted at the
@@ -48,15 +49,16 @@
 # whose template is not one of pipe run's built-in formats (minimax-m2).
 # llama-bench renders no chat either way; its -p is pipe's token count.
 #
-# Usage: scripts/speed-table.sh [-rounds R] [-n N] [-t T] [-layers N] [-keep]
+# Usage: scripts/speed-table.sh [-rounds R] [-reps R] [-n N] [-t T] [-layers N] [-keep]
 #          [-jinja] [-out DIR] [-text TEXT] PIPE LLAMA_BENCH MODELS PRESET…
 #   e.g. scripts/speed-table.sh ./pipe $LLAMA/build/bin/llama-bench /tmp/m qwen3.6-35b-a3b lfm2-8b-a1b
 set -euo pipefail
-rounds=3 n=32 t=2 layers='' keep='' out='' jinja=()
+rounds=3 reps=1 n=32 t=2 layers='' keep='' out='' jinja=()
 text='The quick brown fox jumps over the lazy dog while the village baker counts loaves of b'
 while :; do
   case "${1:-}" in
     -rounds) rounds=$2; shift 2 ;;
+    -reps) reps=$2; shift 2 ;;
     -n) n=$2; shift 2 ;;
     -t) t=$2; shift 2 ;;
     -layers) layers=$2; shift 2 ;;
@@ -67,7 +69,10 @@ while :; do
     *) break ;;
   esac
 done
-[ $# -ge 4 ] || { sed -n '2,53p' "$0" >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,55p' "$0" >&2; exit 2; }
+case "$reps" in
+  '' | *[!0-9]* | 0*) echo "speed-table: -reps $reps: want a positive number of repetitions" >&2; exit 2 ;;
+esac
 case "$layers" in
   '') ;;
   *[!0-9]* | 0*) echo "speed-table: -layers $layers: want a positive number of layers" >&2; exit 2 ;;
@@ -165,7 +170,7 @@ fits() {
 llama_round() {
   local base="$out/$1-r$3-llama"
   fits "$2" || return 1
-  "$lb" -m "$2" -p "$4" -n "$n" -t "$t" -r 1 -lm none -o json >"$base.json" 2>"$base.log" ||
+  "$lb" -m "$2" -p "$4" -n "$n" -t "$t" -r "$reps" -lm none -o json >"$base.json" 2>"$base.log" ||
     { echo "speed-table: llama-bench failed, see $base.log" >&2; return 1; }
   local pp tg
   jq -r '.[0].build_commit' "$base.json" >"$out/llama-commit"
@@ -179,7 +184,7 @@ f2() { awk -v a="$1" 'BEGIN {printf "%.2f", a}'; }
 
 rev() { go version -m "$1" 2>/dev/null | awk -F'[\t=]' '$3 == "vcs.revision" {print substr($4, 1, 9)}'; }
 echo "CPU: $(cpu). pipe: ${PIPE_REV:-$(rev "$pipe")}. llama.cpp: the build_commit of each llama-bench JSON in OUT."
-echo "Prompt: two chat turns (the text four times, then once; the second measured); llama-bench -p = pipe's second-turn prompt tokens; -n $n -t $t; raw files: $out"
+echo "Prompt: two chat turns (the text four times, then once; the second measured); llama-bench -p = pipe's second-turn prompt tokens, -r $reps; -n $n -t $t; raw files: $out"
 echo
 echo '| preset | round | load (pipe / llama) | llama.cpp pp | pipe prefill, warm | **ratio** | pipe prefill, cold | llama.cpp tg | pipe decode | **ratio** | pipe hit % | pipe CPU % |'
 echo '|---|---|---|---|---|---|---|---|---|---|---|---|'
