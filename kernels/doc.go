@@ -158,14 +158,17 @@
 // correction lanes are loaded once per block for four rows and the four
 // float accumulation chains run independently (one row's chain of VADDPS,
 // a block at a time, bounds the single-row loop). AVX2 (dot_amd64.s) has
-// all three (Q5_0's AVX2 four rows serve the "avx512vnni" set too); that
-// set has Q8_0 and MXFP4 with two blocks per 512-bit register
+// all three; the "avx512vnni" set has all three with two blocks per
+// 512-bit register
 // (dot512_amd64.s): Q8_0 with its weight quants made unsigned (w+128) for
 // VPDPBUSD into lanes that start at -128 times each 4-quant group's
 // activation sum; MXFP4, where the CPU has AVX-512 VBMI, with VPERMB to
 // spread the codes and look up their values, VPDPBUSD for the integer
 // lanes and VSCALEFPS for the block scales d·2^(e-128), which is exact: the
-// same correctly rounded product the reference computes. The pool cuts
+// same correctly rounded product the reference computes; Q5_0, where the
+// CPU has VBMI, with VPERMB to spread the codes and the high-bit bytes,
+// VPTESTMB and a masked VPADDB to add 16 where a code's bit of qh is set,
+// then VPDPBUSD as MXFP4. The pool cuts
 // products into chunks of whole four-row groups (groupChunk). The four-row
 // loops prefetch the next group in address order as they consume the
 // current one: four interleaved

@@ -113,6 +113,7 @@ func installVNNI512(m *implementation) {
 	m.rows[quant.Q8_0] = vnni512RowsQ8_0
 	if hasVBMI {
 		m.rows[quant.MXFP4] = mxfp4Kernel512.rows
+		m.rows[quant.Q5_0] = q50Kernel512.rows
 	}
 }
 
@@ -173,3 +174,38 @@ func dotMXFP4x4VNNI512(w *byte, rb int, qs *int8, d *float32, corr *int32, nb in
 
 // mxfp4Kernel512 is mxfp4Kernel with the AVX-512 four-row kernel.
 var mxfp4Kernel512 = offsetKernel{quant.MXFP4, 17, dotMXFP4AVX2, dotMXFP4x4VNNI512, refDotMXFP4}
+
+//go:noescape
+func dotQ5_0x4VNNI512(w *byte, rb int, qs *int8, d *float32, corr *int32, nb int, y *float32)
+
+// q50Kernel512 is q50Kernel with the AVX-512 four-row kernel.
+var q50Kernel512 = offsetKernel{quant.Q5_0, 22, dotQ5_0AVX2, dotQ5_0x4VNNI512, refDotQ5_0}
+
+// Tables read by dotQ5_0x4VNNI512 (a pair of Q5_0 blocks is 44 bytes:
+// block b's F16 scale at 0, qh at 2-5, codes at 6-21; block b+1's at 22,
+// 24-27 and 28-43).
+var (
+	// q5512Codes: VPERMB indices putting block b's 16 code bytes in 128-bit
+	// lanes 0 and 1, block b+1's in lanes 2 and 3.
+	q5512Codes [64]byte
+	// q5512Qh: VPERMB indices giving byte lane j (code j of the pair) the
+	// qh byte that holds its high bit.
+	q5512Qh [64]byte
+	// q5512Bits: byte lane j holds 1<<(j%8), its code's bit in that byte.
+	q5512Bits [64]byte
+	// q5512Scales: VPERMW indices putting block b's F16 scale (word 0) in
+	// words 0-7 and block b+1's (word 11) in words 8-15.
+	q5512Scales [32]uint16
+)
+
+func init() {
+	for i := 0; i < 16; i++ {
+		q5512Codes[i], q5512Codes[16+i] = byte(6+i), byte(6+i)
+		q5512Codes[32+i], q5512Codes[48+i] = byte(28+i), byte(28+i)
+		q5512Scales[i] = uint16(11 * (i / 8))
+	}
+	for j := 0; j < 32; j++ {
+		q5512Qh[j], q5512Qh[32+j] = byte(2+j/8), byte(24+j/8)
+		q5512Bits[j], q5512Bits[32+j] = 1<<(j%8), 1<<(j%8)
+	}
+}

@@ -10,7 +10,8 @@
 // lanes are the AVX2 kernels' (exact integer sums, so the order of the
 // additions does not matter) and the float32 steps are theirs, so results
 // are bit-identical to the reference. After them, the four-row Q8_0 and
-// MXFP4 kernels (two blocks per 512-bit register, VPDPBUSD; see there).
+// MXFP4 kernels and Q5_0 (two blocks per 512-bit register, VPDPBUSD; see
+// there).
 
 #define PFDIST512 1024
 
@@ -524,5 +525,115 @@ q8512tail:
 	Q8ROW(R13, Y7)
 
 q8512done:
+	ROWS4STORE
+	RET
+
+// Four-row Q5_0 dots (AVX-512 F/BW + VNNI + VBMI), two blocks per 512-bit
+// register, as dotMXFP4x4VNNI512. Per row and pair of blocks: one masked
+// load of the 44 bytes; VPERMB spreads block b's 16 code bytes into 128-bit
+// lanes 0-1 and block b+1's into lanes 2-3, the odd lanes shifted down 4
+// (high nibbles), masked to the nibble; a second VPERMB gives byte lane j the
+// qh byte holding code j's high bit, VPTESTMB against the lane's bit makes
+// the mask of the set bits, and a masked VPADDB adds 16 there: the unsigned
+// 5-bit codes of Q50BLOCK. VPDPBUSD sums them against the 64 activation
+// quants into the negated correction lanes (Q50BLOCK's exact integer lanes),
+// the two weight scales come from one VPERMW and F16 conversion times the
+// activation's, and the low half (block b), then the high half (block b+1),
+// is added to the row's accumulator: Q50BLOCK's float steps in its order.
+// An odd last block goes through Q5ROW.
+
+// Q5512ROW(R, acc): blocks b and b+1 of the row at R added to acc. Expects
+// Z16 = the pair's activation quants, Z17 = its negated correction lanes,
+// Z18 = its activation scales (block b's in the low half), and the
+// constants the function loads.
+#define Q5512ROW(R, acc) \
+	VMOVDQU8.Z    (R), K1, Z20      \
+	VPERMB        Z20, Z21, Z22     \
+	VPSRLVD       Z12, Z22, Z22     \
+	VPANDD        Z14, Z22, Z22     \
+	VPERMB        Z20, Z26, Z29     \
+	VPTESTMB      Z28, Z29, K3      \
+	VPADDB        Z9, Z22, K3, Z22  \
+	VMOVDQA64     Z17, Z23          \
+	VPDPBUSD      Z16, Z22, Z23     \
+	VCVTDQ2PS     Z23, Z23          \
+	VPERMW        Z20, Z24, Z25     \
+	VCVTPH2PS     Y25, Z25          \
+	VMULPS        Z18, Z25, Z25     \
+	VMULPS        Z25, Z23, Z23     \
+	VADDPS        Y23, acc, acc     \
+	VEXTRACTF64X4 $1, Z23, Y27      \
+	VADDPS        Y27, acc, acc
+
+// func dotQ5_0x4VNNI512(w *byte, rb int, qs *int8, d *float32, corr *int32, nb int, y *float32)
+TEXT ·dotQ5_0x4VNNI512(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), AX
+	ROWS4SETUP
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ corr+32(FP), R9
+	MOVQ nb+40(FP), CX
+	MOVQ y+48(FP), BX
+	MOVQ $0xfffffffffff, AX
+	KMOVQ AX, K1
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z14
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Z9
+	VMOVDQU64 ·mx512Shift(SB), Z12
+	VMOVDQU64 ·q5512Codes(SB), Z21
+	VMOVDQU64 ·q5512Qh(SB), Z26
+	VMOVDQU64 ·q5512Bits(SB), Z28
+	VMOVDQU64 ·q5512Scales(SB), Z24
+	VMOVDQU64 ·mx512DIdx(SB), Z19
+	VXORPS Y0, Y0, Y0
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	SHRQ $1, CX
+	JZ   q5512tail
+
+q5512loop:
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	ADDQ $176, R10
+	VMOVDQU64 (DI), Z16
+	VPXORD    Z17, Z17, Z17
+	VPSUBD    (R9), Z17, Z17
+	VMOVQ     (DX), X18
+	VPERMPS   Z18, Z19, Z18
+	Q5512ROW(SI, Y0)
+	Q5512ROW(R11, Y5)
+	Q5512ROW(R12, Y6)
+	Q5512ROW(R13, Y7)
+	ADDQ $44, SI
+	ADDQ $44, R11
+	ADDQ $44, R12
+	ADDQ $44, R13
+	ADDQ $64, DI
+	ADDQ $8, DX
+	ADDQ $64, R9
+	DECQ CX
+	JNZ  q5512loop
+
+q5512tail:
+	MOVQ nb+40(FP), CX
+	ANDQ $1, CX
+	JZ   q5512done
+	MOVL $0x00010001, AX
+	VPBROADCASTD AX, Y15
+	VPCMPEQB   Y10, Y10, Y10
+	VMOVDQU    ·q5Bits(SB), Y11
+	VMOVDQU    ·q5Spread(SB), Y13
+	VMOVDQU    (DI), Y3
+	VMOVDQU    (R9), Y4
+	Q5ROW(SI, Y0)
+	Q5ROW(R11, Y5)
+	Q5ROW(R12, Y6)
+	Q5ROW(R13, Y7)
+
+q5512done:
 	ROWS4STORE
 	RET

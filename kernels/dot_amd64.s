@@ -648,31 +648,6 @@ mx4loop:
 	ROWS4STORE
 	RET
 
-// Q5ROW(R, acc): one Q5_0 block of the row at R against Y3 (quants) and Y4
-// (correction lanes), activation scale at (DX): Q50BLOCK's operations, the
-// high-bit lanes formed in Y8. Uses Q50BLOCK's constants (Y9-Y15).
-#define Q5ROW(R, acc) \
-	MOVWLZX        (R), AX     \
-	VMOVD          AX, X1      \
-	VCVTPH2PS      X1, X1      \
-	VMULSS         (DX), X1, X1 \
-	VBROADCASTSS   X1, Y1      \
-	VPBROADCASTD   2(R), Y8    \
-	VPSHUFB        Y13, Y8, Y8 \
-	VPOR           Y11, Y8, Y8 \
-	VPCMPEQB       Y10, Y8, Y8 \
-	VPAND          Y9, Y8, Y8  \
-	VBROADCASTI128 6(R), Y2    \
-	VPSRLVD        Y12, Y2, Y2 \
-	VPAND          Y14, Y2, Y2 \
-	VPOR           Y8, Y2, Y2  \
-	VPMADDUBSW     Y3, Y2, Y2  \
-	VPMADDWD       Y15, Y2, Y2 \
-	VPSUBD         Y4, Y2, Y2  \
-	VCVTDQ2PS      Y2, Y2      \
-	VMULPS         Y1, Y2, Y2  \
-	VADDPS         Y2, acc, acc
-
 // func dotQ5_0x4AVX2(w *byte, rb int, qs *int8, d *float32, corr *int32, nb int, y *float32)
 TEXT ·dotQ5_0x4AVX2(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
