@@ -35,6 +35,9 @@ type arena struct {
 	pf      *anon.Prefaulter
 	all     bool         // prefaultAll was called: free slots are told warm from fresh
 	faultFn func() int64 // bytes faulted in from the start (nil: pf.Faulted; tests set it)
+	// progressFn is faulting's channel when tests set faultFn (nil there:
+	// a warm read never waits).
+	progressFn func() <-chan struct{}
 }
 
 func newArena(slot int64, n int, huge bool) (*arena, error) {
@@ -101,6 +104,34 @@ func (a *arena) fresh(i int32) bool {
 	}
 	return (int64(i)+1)*a.slot > a.faulted()
 }
+
+// waitsForFault reports whether every free slot is fresh while a Prefaulter
+// is at work on them: a read that must not fault its own pages (a warm
+// start's) waits for progress (faulting) instead.
+func (a *arena) waitsForFault() bool {
+	if len(a.free) == 0 || !a.fresh(a.free[len(a.free)-1]) {
+		return false
+	}
+	return a.faultFn == nil || a.progressFn != nil
+}
+
+// faulting returns a channel closed when the Prefaulter next advances (or
+// never will again; anon.Prefaulter.Progress).
+func (a *arena) faulting() <-chan struct{} {
+	switch {
+	case a.progressFn != nil:
+		return a.progressFn()
+	case a.pf == nil:
+		return closed
+	}
+	return a.pf.Progress()
+}
+
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // prefaultAll has the Prefaulter fault the whole arena in (Cache.PrefaultAll).
 func (a *arena) prefaultAll() {

@@ -353,3 +353,65 @@ func TestWarmSlotsFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmWaitsForFaultedSlots: after PrefaultAll a warm-start read never
+// takes a slot the Prefaulter has not reached (WarmNotFaulted), and Faulting
+// is the channel that wakes its caller when the Prefaulter advances; before
+// PrefaultAll, or once the slots are reached, it takes a free slot as before.
+func TestWarmWaitsForFaultedSlots(t *testing.T) {
+	var faulted atomic.Int64
+	progress := make(chan struct{})
+	for _, all := range []bool{false, true} {
+		faulted.Store(slot) // the Prefaulter has reached the end of slot 0 only
+		c, _ := newCache(t, 3, 1)
+		c.res.faultFn = faulted.Load
+		c.res.progressFn = func() <-chan struct{} { return progress }
+		if all {
+			c.PrefaultAll()
+		}
+		warm := func(k Key) WarmStatus {
+			t.Helper()
+			h, st, err := c.Warm(k, slot)
+			if err != nil {
+				t.Fatalf("PrefaultAll %v: Warm(%v): %v", all, k, err)
+			}
+			if h != nil {
+				fill(h.Buf(), k)
+				h.Complete(nil)
+				h.Release()
+			}
+			return st
+		}
+		if st := warm(Key{0, 1}); st != WarmStarted {
+			t.Fatalf("PrefaultAll %v: Warm into the faulted slot 0: %v", all, st)
+		}
+		want := WarmStarted
+		if all {
+			want = WarmNotFaulted
+		}
+		if st := warm(Key{0, 2}); st != want {
+			t.Fatalf("PrefaultAll %v: Warm with only fresh slots free: %v, want %v", all, st, want)
+		}
+		if !all {
+			continue
+		}
+		if ch := c.Faulting(); ch != progress {
+			t.Fatal("Faulting is not the Prefaulter's progress channel")
+		}
+		faulted.Store(2 * slot) // the Prefaulter reached slot 1
+		if st := warm(Key{0, 2}); st != WarmStarted {
+			t.Fatalf("Warm once slot 1 is faulted: %v", st)
+		}
+		if r := c.Stats().ResidentBytes; r != 2*slot {
+			t.Errorf("resident %d bytes, want %d", r, 2*slot)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-c.Faulting():
+		default:
+			t.Error("Faulting of a closed cache is not closed: a waiter would hang")
+		}
+	}
+}

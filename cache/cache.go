@@ -14,7 +14,8 @@
 // else evicts, and takes a slot whose pages are not yet present only when
 // nothing can be evicted: the resident set grows at the Prefaulter's pace
 // and a read never pays for faulting its destination while a reused slot
-// would do (takeSlotLocked). Every slot has Config.SlotBytes bytes: the
+// would do (takeSlotLocked); a warm-start or fill read (Warm) never takes
+// one: it waits for the Prefaulter instead (WarmNotFaulted, Faulting). Every slot has Config.SlotBytes bytes: the
 // largest span one expert's read needs (reader.SpanBytes of its ranges, a
 // multiple of 4 KiB), so slots are interchangeable across layers.
 //
@@ -436,9 +437,12 @@ func (c *Cache) startRead(key Key, size int64, evict bool) (*Handle, WarmStatus,
 	}
 	var slot int32
 	var ok bool
-	if evict {
+	switch {
+	case evict:
 		slot, ok = c.specSlotLocked()
-	} else {
+	case c.res != nil && c.res.waitsForFault():
+		return nil, WarmNotFaulted, nil
+	default:
 		slot, ok = c.freeSlotLocked()
 	}
 	if !ok {

@@ -94,12 +94,30 @@ func (p *Planner) warmKeys(ctx context.Context, keys []warmstart.Key, sem chan s
 	return nil
 }
 
+// warmSlot is cache.Warm that waits, while the cache's free slots are not
+// yet faulted in (cache.WarmNotFaulted), for the Prefaulter to reach one,
+// or for ctx to end (then WarmPresent: nothing is read).
+func (p *Planner) warmSlot(ctx context.Context, k cache.Key, size int64) (*cache.Handle, cache.WarmStatus, error) {
+	for {
+		progress := p.cache.Faulting()
+		h, ws, err := p.cache.Warm(k, size)
+		if err != nil || ws != cache.WarmNotFaulted {
+			return h, ws, err
+		}
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			return nil, cache.WarmPresent, nil
+		}
+	}
+}
+
 // warmOne offers the read of k, counted in st; it holds one token of sem,
 // which the read's Done (or warmOne itself, when nothing is read) gives back.
 func (p *Planner) warmOne(ctx context.Context, k cache.Key, sem chan struct{}, st *warmstart.Stats, background bool) (full bool, err error) {
 	rs := p.layout.ExpertRanges(k.Layer, k.Expert)
 	size := reader.SpanBytes(rs)
-	h, ws, err := p.cache.Warm(k, size)
+	h, ws, err := p.warmSlot(ctx, k, size)
 	if err != nil || ws != cache.WarmStarted {
 		<-sem
 		return ws == cache.WarmFull && err == nil, err

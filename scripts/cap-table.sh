@@ -12,7 +12,7 @@
 #     --repeat R -n N --timeout 30m --out-dir OUT/P
 #     --peer bmoe="BMOE -m {model} -p {prompt} -n {n} -t T --moe-stream
 #       --io-threads 4 -c 1024 --ubatch 128 --cache-mb M --predict-prefetch"
-#     -- --cache-mb auto -t T --temp 0
+#     -- --cache-mb auto --hot-set none -t T --temp 0
 #
 # The peer at its best, as its README tunes a model bigger than RAM: the
 # expert stream with its prediction-driven prefetch, and its cache sized to
@@ -20,7 +20,9 @@
 # RESERVE MiB (default 1280: its compute buffer at --ubatch 128, the KV
 # cache at -c 1024, the process), because bmoe-cli's --cache-mb auto sizes
 # from /proc/meminfo's MemAvailable, not from the cgroup. pipe sizes its own
-# budget from the cap (--cache-mb auto). Both greedy, the same prompt.
+# budget from the cap (--cache-mb auto) and starts cold (--hot-set none: no
+# warm start from earlier runs, which the peer has no counterpart of). Both
+# greedy, the same prompt.
 # BigMoeOnEdge built from source against a stock llama.cpp has no --overlap
 # (it needs the project's llama.cpp fork); the command line above is what
 # that build runs.
@@ -88,7 +90,7 @@ for preset in "$@"; do
   "$pipe" bench -m "$f" --mem-cap "$cap" --cold --roofline --roofline-disk 5s --repeat "$rounds" -n "$n" \
     --timeout 30m --out-dir "$out/$preset" --format markdown \
     --peer bmoe="$bmoe -m {model} -p {prompt} -n {n} -t $t --moe-stream --io-threads 4 -c 1024 --ubatch 128 --cache-mb $mb --predict-prefetch" \
-    -- --cache-mb auto -t "$t" --temp 0 >"$out/$preset.stdout" 2>"$out/$preset.log" ||
+    -- --cache-mb auto --hot-set none -t "$t" --temp 0 >"$out/$preset.stdout" 2>"$out/$preset.log" ||
     { echo "cap-table: pipe bench failed for $preset, see $out/$preset.log" >&2; exit 1; }
   cat "$out/$preset/bench.md"
   echo

@@ -1,6 +1,7 @@
 package anon
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/sourcegraph/conc"
@@ -27,7 +28,7 @@ const PrefaultStep = 32 << 20
 // more than Ahead bytes past the highest Use, so memory is committed only
 // shortly before it is needed.
 //
-// Use is safe for concurrent use and never blocks; Close stops and waits for
+// Use, Faulted and Progress are safe for concurrent use and never block; Close stops and waits for
 // the goroutine and must be called before the mapping is unmapped.
 type Prefaulter struct {
 	mem   []byte
@@ -38,13 +39,18 @@ type Prefaulter struct {
 	kick  chan struct{}
 	stop  chan struct{}
 	wg    conc.WaitGroup
+
+	mu       sync.Mutex
+	progress chan struct{} // closed (and replaced) when done grows; closed for good when run returns
+	ended    bool          // run returned: Progress hands out a closed channel
 }
 
 // NewPrefaulter starts a Prefaulter over mem (a mapping from Map, or a page
 // aligned part of one) that keeps ahead bytes faulted in past the highest
 // Use.
 func NewPrefaulter(mem []byte, ahead int64) *Prefaulter {
-	p := &Prefaulter{mem: mem, ahead: ahead, quit: make(chan struct{}), kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	p := &Prefaulter{mem: mem, ahead: ahead, quit: make(chan struct{}), kick: make(chan struct{}, 1), stop: make(chan struct{}),
+		progress: make(chan struct{})}
 	p.wg.Go(p.run)
 	return p
 }
@@ -84,6 +90,43 @@ func (p *Prefaulter) GaveUp() bool {
 	}
 }
 
+// Progress returns a channel that is closed the next time Faulted grows,
+// or at once when it never will again: the whole mapping is faulted in, or
+// the Prefaulter gave up or was closed. A caller waiting for pages takes
+// the channel before it checks Faulted, so that no advance is missed.
+func (p *Prefaulter) Progress() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended || p.done.Load() >= int64(len(p.mem)) {
+		return closedChan
+	}
+	return p.progress
+}
+
+// advanced stores how far the mapping is faulted in and wakes the waiters
+// of Progress.
+func (p *Prefaulter) advanced(at int64) {
+	p.done.Store(at)
+	p.mu.Lock()
+	close(p.progress)
+	p.progress = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// finish wakes the waiters of Progress for good: run has returned.
+func (p *Prefaulter) finish() {
+	p.mu.Lock()
+	p.ended = true
+	close(p.progress)
+	p.mu.Unlock()
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 // GivenUp returns a channel that is closed when the Prefaulter gives up
 // (GaveUp turns true); it stays open while the Prefaulter works or after
 // Close.
@@ -96,6 +139,7 @@ func (p *Prefaulter) Close() {
 }
 
 func (p *Prefaulter) run() {
+	defer p.finish()
 	var at int64
 	for {
 		select {
@@ -116,7 +160,7 @@ func (p *Prefaulter) run() {
 				return // unsupported or refused: first writes fault the rest
 			}
 			at = end
-			p.done.Store(at)
+			p.advanced(at)
 		}
 	}
 }

@@ -219,3 +219,39 @@ func TestPopulate(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefaulterProgress: Progress's channel closes when Faulted grows and
+// is closed from the start once the whole mapping is faulted in or the
+// Prefaulter is closed, so a waiter never hangs.
+func TestPrefaulterProgress(t *testing.T) {
+	mem, err := Map(4*PrefaultStep, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Unmap(mem)
+	p := NewPrefaulter(mem, 0)
+	ch := p.Progress()
+	select {
+	case <-ch:
+		t.Fatal("Progress closed before any Use")
+	default:
+	}
+	p.Use(PrefaultStep)
+	select {
+	case <-ch:
+	case <-time.After(time.Minute): // hang guard
+		t.Fatal("Progress not closed after the Prefaulter advanced")
+	}
+	if p.GaveUp() {
+		t.Skip("this kernel has no MADV_POPULATE_WRITE: the Prefaulter gave up")
+	}
+	if f := p.Faulted(); f < PrefaultStep {
+		t.Fatalf("Faulted %d after Progress, want ≥ %d", f, PrefaultStep)
+	}
+	p.Close()
+	select {
+	case <-p.Progress():
+	default:
+		t.Error("Progress of a closed Prefaulter is open: a waiter would hang")
+	}
+}
