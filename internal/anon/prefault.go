@@ -139,6 +139,7 @@ func (p *Prefaulter) Close() {
 }
 
 func (p *Prefaulter) run() {
+	yieldCPU() // faulting waits for idle CPU time rather than slowing compute
 	defer p.finish()
 	var at int64
 	for {

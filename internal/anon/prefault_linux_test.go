@@ -2,6 +2,8 @@ package anon
 
 import (
 	"errors"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -253,5 +255,47 @@ func TestPrefaulterProgress(t *testing.T) {
 	case <-p.Progress():
 	default:
 		t.Error("Progress of a closed Prefaulter is open: a waiter would hang")
+	}
+}
+
+// TestPrefaulterYieldsCPU: the Prefaulter's thread runs at nice 19, so its
+// faulting takes the CPUs only when compute leaves them.
+func TestPrefaulterYieldsCPU(t *testing.T) {
+	mem, err := Map(PrefaultStep, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Unmap(mem)
+	niced := func() int {
+		n := 0
+		tasks, _ := os.ReadDir("/proc/self/task")
+		for _, task := range tasks {
+			b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/stat")
+			if err != nil {
+				continue
+			}
+			// pid (comm) state ...: field 19 is nice, the 17th after ") ".
+			s := string(b)
+			f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+			if len(f) > 16 && f[16] == "19" {
+				n++
+			}
+		}
+		return n
+	}
+	p := NewPrefaulter(mem, 0)
+	defer p.Close()
+	progress := p.Progress() // taken before Use: the one advance cannot be missed
+	p.Use(PageSize)
+	select {
+	case <-progress: // the goroutine has run, so it has set its priority
+	case <-time.After(time.Minute): // hang guard
+		t.Fatal("the Prefaulter never advanced")
+	}
+	if p.GaveUp() {
+		t.Skip("this kernel has no MADV_POPULATE_WRITE: the Prefaulter gave up")
+	}
+	if niced() == 0 {
+		t.Error("no thread at nice 19: the Prefaulter's faulting competes with compute at full priority")
 	}
 }
