@@ -37,6 +37,8 @@
 #          [-keep] [-out DIR] PIPE BMOE_CLI MODELS PRESET…
 #   e.g. sudo scripts/cap-table.sh ./pipe $BMOE/build/cli/bmoe-cli /tmp/m qwen3.6-35b-a3b gpt-oss-20b
 set -euo pipefail
+# shellcheck source=scripts/preset-model.sh
+. "$(dirname "$0")/preset-model.sh"
 cap=8G rounds=3 n=64 t=2 layers='' keep='' out=''
 while :; do
   case "${1:-}" in
@@ -50,7 +52,7 @@ while :; do
     *) break ;;
   esac
 done
-[ $# -ge 4 ] || { sed -n '2,36p' "$0" >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,38p' "$0" >&2; exit 2; }
 case "$layers" in
   '') ;;
   *[!0-9]* | 0*) echo "cap-table: -layers $layers: want a positive number of layers" >&2; exit 2 ;;
@@ -70,15 +72,7 @@ mkdir -p "$out"
 reserve=${RESERVE:-1280}
 
 for preset in "$@"; do
-  f="$models/$preset.gguf" made='' cut=() row=$preset
-  if [ -n "$layers" ]; then
-    f="$models/$preset-L$layers.gguf" cut=(--layers "$layers") row="$preset (first $layers layers)"
-  fi
-  if [ ! -f "$f" ]; then
-    "$pipe" gen --preset "$preset" "${cut[@]}" --seed 1 -o "$f" --log-format json 2>"$out/$preset-gen.log" ||
-      { echo "cap-table: pipe gen --preset $preset failed, see $out/$preset-gen.log" >&2; exit 1; }
-    made=1
-  fi
+  preset_model cap-table "$pipe" "$models" "$out" "$preset" "$layers"
   dense=$("$pipe" inspect "$f" --json --no-tensors | jq -r '.dense_bytes')
   size=$(stat -c %s "$f")
   mb=$(( capmib - (dense >> 20) - reserve ))

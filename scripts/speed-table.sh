@@ -53,6 +53,8 @@
 #          [-jinja] [-out DIR] [-text TEXT] PIPE LLAMA_BENCH MODELS PRESET…
 #   e.g. scripts/speed-table.sh ./pipe $LLAMA/build/bin/llama-bench /tmp/m qwen3.6-35b-a3b lfm2-8b-a1b
 set -euo pipefail
+# shellcheck source=scripts/preset-model.sh
+. "$(dirname "$0")/preset-model.sh"
 rounds=3 reps=1 n=32 t=2 layers='' keep='' out='' jinja=()
 text='The quick brown fox jumps over the lazy dog while the village baker counts loaves of b'
 while :; do
@@ -69,7 +71,7 @@ while :; do
     *) break ;;
   esac
 done
-[ $# -ge 4 ] || { sed -n '2,55p' "$0" >&2; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,54p' "$0" >&2; exit 2; }
 case "$reps" in
   '' | *[!0-9]* | 0*) echo "speed-table: -reps $reps: want a positive number of repetitions" >&2; exit 2 ;;
 esac
@@ -189,15 +191,7 @@ echo
 echo '| preset | round | load (pipe / llama) | llama.cpp pp | pipe prefill, warm | **ratio** | pipe prefill, cold | llama.cpp tg | pipe decode | **ratio** | pipe hit % | pipe CPU % |'
 echo '|---|---|---|---|---|---|---|---|---|---|---|---|'
 for preset in "$@"; do
-  f="$models/$preset.gguf" made='' cut=() row=$preset
-  if [ -n "$layers" ]; then
-    f="$models/$preset-L$layers.gguf" cut=(--layers "$layers") row="$preset (first $layers layers)"
-  fi
-  if [ ! -f "$f" ]; then
-    "$pipe" gen --preset "$preset" "${cut[@]}" --seed 1 -o "$f" --log-format json 2>"$out/$preset-gen.log" ||
-      { echo "speed-table: pipe gen --preset $preset failed, see $out/$preset-gen.log" >&2; exit 1; }
-    made=1
-  fi
+  preset_model speed-table "$pipe" "$models" "$out" "$preset" "$layers"
   p=''
   for r in $(seq 1 "$rounds"); do
     l1=$(load)
