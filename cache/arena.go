@@ -122,16 +122,10 @@ func (a *arena) faulting() <-chan struct{} {
 	case a.progressFn != nil:
 		return a.progressFn()
 	case a.pf == nil:
-		return closed
+		return closedDone
 	}
 	return a.pf.Progress()
 }
-
-var closed = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
 
 // prefaultAll has the Prefaulter fault the whole arena in (Cache.PrefaultAll).
 func (a *arena) prefaultAll() {

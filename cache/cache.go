@@ -15,9 +15,10 @@
 // nothing can be evicted: the resident set grows at the Prefaulter's pace
 // and a read never pays for faulting its destination while a reused slot
 // would do (takeSlotLocked); a warm-start or fill read (Warm) never takes
-// one: it waits for the Prefaulter instead (WarmNotFaulted, Faulting). Every slot has Config.SlotBytes bytes: the
-// largest span one expert's read needs (reader.SpanBytes of its ranges, a
-// multiple of 4 KiB), so slots are interchangeable across layers.
+// one: it waits for the Prefaulter instead (WarmNotFaulted, Faulting).
+// Every slot has Config.SlotBytes bytes: the largest span one expert's read
+// needs (reader.SpanBytes of its ranges, a multiple of 4 KiB), so slots are
+// interchangeable across layers.
 //
 // The budget is a HARD bound and is counted in slot bytes, not expert bytes:
 // the arena holds floor(BudgetBytes/SlotBytes) slots and resident slot bytes
@@ -758,7 +759,8 @@ func (h *Handle) Buf() []byte {
 	return a.buf(e.slot, e.size)
 }
 
-// closedDone is Ready's channel for an entry whose read has completed.
+// closedDone is Ready's channel for an entry whose read has completed, and
+// Faulting's when no Prefaulter will advance.
 var closedDone = func() chan struct{} {
 	ch := make(chan struct{})
 	close(ch)

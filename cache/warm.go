@@ -27,9 +27,10 @@ const (
 // when nothing else can go. Nor does it take a slot whose pages the
 // Prefaulter has yet to reach (WarmNotFaulted): a warm start or cache fill
 // grows the resident set at the Prefaulter's pace, reading at the disk's
-// rate, while the demand reads of a prompt pass get the slots they need. With WarmStarted the caller owns the Miss handle (fill, Complete and Release it, typically in the
-// read's Done callback; Release without Complete abandons it and frees the
-// slot).
+// rate, while the demand reads of a prompt pass get the slots they need.
+// With WarmStarted the caller owns the Miss handle (fill, Complete and
+// Release it, typically in the read's Done callback; Release without
+// Complete abandons it and frees the slot).
 func (c *Cache) Warm(key Key, size int64) (*Handle, WarmStatus, error) {
 	return c.startRead(key, size, false)
 }
@@ -78,7 +79,7 @@ func (c *Cache) Faulting() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.res == nil || c.closed {
-		return closed
+		return closedDone
 	}
 	return c.res.faulting()
 }

@@ -159,8 +159,8 @@
 // float accumulation chains run independently (one row's chain of VADDPS,
 // a block at a time, bounds the single-row loop). AVX2 (dot_amd64.s) has
 // all three; the "avx512vnni" set has all three with two blocks per
-// 512-bit register
-// (dot512_amd64.s): Q8_0 with its weight quants made unsigned (w+128) for
+// 512-bit register (dot512_amd64.s): Q8_0 with its weight quants made
+// unsigned (w+128) for
 // VPDPBUSD into lanes that start at -128 times each 4-quant group's
 // activation sum; MXFP4, where the CPU has AVX-512 VBMI, with VPERMB to
 // spread the codes and look up their values, VPDPBUSD for the integer

@@ -28,8 +28,9 @@ const PrefaultStep = 32 << 20
 // more than Ahead bytes past the highest Use, so memory is committed only
 // shortly before it is needed.
 //
-// Use, Faulted and Progress are safe for concurrent use and never block; Close stops and waits for
-// the goroutine and must be called before the mapping is unmapped.
+// Use, Faulted and Progress are safe for concurrent use and never block;
+// Close stops and waits for the goroutine and must be called before the
+// mapping is unmapped.
 type Prefaulter struct {
 	mem   []byte
 	ahead int64
