@@ -3,6 +3,7 @@ package anon
 import (
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -258,7 +259,7 @@ func TestPrefaulterProgress(t *testing.T) {
 	}
 }
 
-// TestPrefaulterYieldsCPU: the Prefaulter's thread runs at nice 19, so its
+// TestPrefaulterYieldsCPU: the Prefaulter's thread runs in SCHED_IDLE at nice 19, so
 // faulting takes the CPUs only when compute leaves them.
 func TestPrefaulterYieldsCPU(t *testing.T) {
 	mem, err := Map(PrefaultStep, false)
@@ -266,7 +267,8 @@ func TestPrefaulterYieldsCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer Unmap(mem)
-	niced := func() int {
+	// idle counts the threads at nice 19 in the SCHED_IDLE class.
+	idle := func() int {
 		n := 0
 		tasks, _ := os.ReadDir("/proc/self/task")
 		for _, task := range tasks {
@@ -274,10 +276,11 @@ func TestPrefaulterYieldsCPU(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			// pid (comm) state ...: field 19 is nice, the 17th after ") ".
+			// pid (comm) state ...: after ") " field k of proc(5) is
+			// f[k-3]: nice (19) is f[16], policy (41) f[38].
 			s := string(b)
 			f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-			if len(f) > 16 && f[16] == "19" {
+			if len(f) > 38 && f[16] == "19" && f[38] == strconv.Itoa(unix.SCHED_IDLE) {
 				n++
 			}
 		}
@@ -295,7 +298,7 @@ func TestPrefaulterYieldsCPU(t *testing.T) {
 	if p.GaveUp() {
 		t.Skip("this kernel has no MADV_POPULATE_WRITE: the Prefaulter gave up")
 	}
-	if niced() == 0 {
-		t.Error("no thread at nice 19: the Prefaulter's faulting competes with compute at full priority")
+	if idle() == 0 {
+		t.Error("no thread at nice 19 in SCHED_IDLE: the Prefaulter's faulting competes with compute")
 	}
 }
