@@ -70,7 +70,7 @@ func TestOutputIsModelRefused(t *testing.T) {
 	if err := os.Symlink(m, sym); err != nil {
 		t.Fatal(err)
 	}
-	for _, flag := range []string{"--csv", "--logits-out", "--route-trace", "--tokens-out", "--cpuprofile"} {
+	for _, flag := range []string{"--csv", "--logits-out", "--route-trace", "--tokens-out", "--cpuprofile", "--exec-trace"} {
 		for _, out := range []string{m, hard, sym} {
 			code, stderr := runCode(t, nil, "run", "-m", m, "-n", "2", "--temp", "0", flag, out)
 			if code == 0 || !strings.Contains(stderr, flag) || !strings.Contains(stderr, "same file as the model") {
@@ -107,7 +107,7 @@ func TestWriteErrorsFail(t *testing.T) {
 		t.Skip("no /dev/full on this system")
 	}
 	m := copyModel(t)
-	for _, flag := range []string{"--csv", "--logits-out", "--route-trace", "--tokens-out", "--cpuprofile"} {
+	for _, flag := range []string{"--csv", "--logits-out", "--route-trace", "--tokens-out", "--cpuprofile", "--exec-trace"} {
 		code, stderr := runCode(t, nil, "run", "-m", m, "-n", "3", "--temp", "0", flag, "/dev/full")
 		if code == 0 || !strings.Contains(stderr, flag) || !strings.Contains(stderr, "/dev/full") {
 			t.Fatalf("%s /dev/full: exit %d, stderr:\n%s", flag, code, stderr)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"runtime/pprof"
+	rtrace "runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,7 @@ type RunCmd struct {
 	ForceTokens string `name:"force-tokens" help:"Teacher forcing: comma-separated token ids fed after the prompt instead of the sampled ones (testing)." hidden:""`
 	LogitsOut   string `name:"logits-out" help:"Write each step's logits (float32 little-endian rows; row 0 after the prompt) to this file (testing)." type:"path" hidden:""`
 	CPUProfile  string `name:"cpuprofile" help:"Write a Go CPU profile of the run to this file (go tool pprof)." type:"path" group:"Output"`
+	ExecTrace   string `name:"exec-trace" help:"Write a Go execution trace of the run to this file (go tool trace): when each goroutine ran, blocked and woke, on which P, and its system calls." type:"path" group:"Output"`
 	TokensOut   string `name:"tokens-out" help:"Write the prompt token ids and the generated ids (two comma-separated lines) to this file (testing)." type:"path" hidden:""`
 }
 
@@ -188,6 +190,12 @@ func (c *RunCmd) Run(g *Globals) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if outs.exec != nil {
+		if err := rtrace.Start(outs.exec); err != nil {
+			return fmt.Errorf("--exec-trace: %w", err)
+		}
+		defer rtrace.Stop()
+	}
 	if cpus, _ := affinity.ParseList(c.CPUs); len(cpus) > 0 {
 		if err := affinity.Pin(cpus); err != nil {
 			return fmt.Errorf("--cpus: %w", err)
@@ -221,6 +229,9 @@ func (c *RunCmd) Run(g *Globals) error {
 	if outs.profile != nil {
 		pprof.StopCPUProfile()
 	}
+	if outs.exec != nil {
+		rtrace.Stop() // waits for the trace's last write
+	}
 	// A lost output fails the run, and the CSV trailer says so.
 	runErr = errors.Join(runErr, outs.close())
 	m.Fail(runErr)
@@ -238,6 +249,7 @@ func (c *RunCmd) Run(g *Globals) error {
 type runOutputs struct {
 	csv                            *os.File // until the sink takes it
 	logits, trace, tokens, profile *output
+	exec                           *output // --exec-trace
 }
 
 // takeCSV hands the CSV file to the sink (sink.Options.Create).
@@ -259,6 +271,7 @@ func (c *RunCmd) openOutputs(guard *safefile.Guard) (*runOutputs, error) {
 		{"--route-trace", c.RouteTrace, &o.trace},
 		{"--tokens-out", c.TokensOut, &o.tokens},
 		{"--cpuprofile", c.CPUProfile, &o.profile},
+		{"--exec-trace", c.ExecTrace, &o.exec},
 	} {
 		if x.path == "" {
 			continue
@@ -289,7 +302,7 @@ func (o *runOutputs) close() error {
 		errs = append(errs, o.csv.Close())
 		o.csv = nil
 	}
-	for _, f := range []*output{o.logits, o.trace, o.tokens, o.profile} {
+	for _, f := range []*output{o.logits, o.trace, o.tokens, o.profile, o.exec} {
 		if f != nil {
 			errs = append(errs, f.Close())
 		}

@@ -40,7 +40,7 @@ func intact(t *testing.T, what, p, want string) {
 func TestOutputIsInputRefused(t *testing.T) {
 	dir := t.TempDir()
 	const prompt = "The quick brown fox\n"
-	for _, flag := range []string{"--csv", "--route-trace", "--cpuprofile", "--logits-out", "--tokens-out", "--hot-set"} {
+	for _, flag := range []string{"--csv", "--route-trace", "--cpuprofile", "--exec-trace", "--logits-out", "--tokens-out", "--hot-set"} {
 		p := writeFile(t, dir, "p.txt", prompt)
 		code, stderr := runCode(t, nil, "run", "-m", tinyModel, "-n", "2", "--temp", "0", "-f", p, flag, p)
 		if code == 0 || !strings.Contains(stderr, flag) {
@@ -56,7 +56,7 @@ func TestOutputIsInputRefused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no hot set saved: %v", err)
 	}
-	for _, flag := range []string{"--csv", "--route-trace", "--cpuprofile"} {
+	for _, flag := range []string{"--csv", "--route-trace", "--cpuprofile", "--exec-trace"} {
 		code, stderr := runCode(t, nil, "run", "-m", tinyModel, "-n", "2", "--temp", "0", "--hot-set", hot, flag, hot)
 		if code == 0 || !strings.Contains(stderr, "--hot-set") {
 			t.Fatalf("--hot-set h %s h: exit %d, stderr:\n%s", flag, code, stderr)
