@@ -89,10 +89,12 @@ func (wr *writer) close() error {
 // channel and a goroutine writes them to the underlying writer in order, so
 // a slow or blocked stderr (a pipe nobody reads) does not stall the caller
 // until lines capacity is used up; then Write blocks (nothing is dropped).
-// Close writes what is queued and returns the first write error. Safe for
-// concurrent use; Write after Close fails with ErrClosed.
+// Sync waits until every line queued before it is written (a caller that
+// writes to the same destination directly, such as a chat prompt, comes
+// after them). Close writes what is queued and returns the first write
+// error. Safe for concurrent use; Write after Close fails with ErrClosed.
 type AsyncWriter struct {
-	ch chan []byte
+	ch chan logItem
 	w  io.Writer
 	wg conc.WaitGroup
 
@@ -102,12 +104,22 @@ type AsyncWriter struct {
 	err    error
 }
 
+// logItem is a queued line, or a Sync's mark (synced set, p nil).
+type logItem struct {
+	p      []byte
+	synced chan struct{} // closed by the writer goroutine when it reaches the mark
+}
+
 // NewAsyncWriter starts the goroutine writing to w.
 func NewAsyncWriter(w io.Writer, lines int) *AsyncWriter {
-	a := &AsyncWriter{ch: make(chan []byte, max(lines, 1)), w: w}
+	a := &AsyncWriter{ch: make(chan logItem, max(lines, 1)), w: w}
 	a.wg.Go(func() {
-		for p := range a.ch {
-			if _, err := a.w.Write(p); err != nil {
+		for it := range a.ch {
+			if it.synced != nil {
+				close(it.synced)
+				continue
+			}
+			if _, err := a.w.Write(it.p); err != nil {
 				a.errMu.Lock()
 				if a.err == nil {
 					a.err = err
@@ -126,8 +138,23 @@ func (a *AsyncWriter) Write(p []byte) (int, error) {
 	if a.closed {
 		return 0, ErrClosed
 	}
-	a.ch <- append([]byte(nil), p...)
+	a.ch <- logItem{p: append([]byte(nil), p...)}
 	return len(p), nil
+}
+
+// Sync returns once every line queued before the call has been written (or
+// failed; Close reports the error), at once after Close. It waits for the
+// destination as long as those lines do: a stderr nobody reads holds it up.
+func (a *AsyncWriter) Sync() {
+	a.mu.RLock()
+	if a.closed {
+		a.mu.RUnlock()
+		return
+	}
+	done := make(chan struct{})
+	a.ch <- logItem{synced: done}
+	a.mu.RUnlock()
+	<-done
 }
 
 // Close writes every queued line, stops the goroutine and returns the first

@@ -167,3 +167,58 @@ func TestSlowDiskBackpressure(t *testing.T) {
 		t.Fatalf("%d lines written (want header + %d rows + trailer); row %d: %q", len(lines), n, n, lines[min(n, len(lines)-1)])
 	}
 }
+
+// gatedWriter writes into buf only while open is closed.
+type gatedWriter struct {
+	open chan struct{}
+	mu   sync.Mutex
+	buf  bytes.Buffer
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	<-g.open
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.buf.Write(p)
+}
+
+func (g *gatedWriter) String() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.buf.String()
+}
+
+// TestAsyncWriterSync: Sync returns only once every line queued before it is
+// written, and at once after Close.
+func TestAsyncWriterSync(t *testing.T) {
+	g := &gatedWriter{open: make(chan struct{})}
+	a := NewAsyncWriter(g, 8)
+	for _, l := range []string{"a\n", "b\n", "c\n"} {
+		if _, err := a.Write([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	synced := make(chan struct{})
+	go func() {
+		a.Sync()
+		close(synced)
+	}()
+	select {
+	case <-synced:
+		t.Fatal("Sync returned while its lines still waited for the writer")
+	case <-time.After(50 * time.Millisecond): // a bounded look for a wrong early return, not a timing
+	}
+	close(g.open)
+	select {
+	case <-synced:
+	case <-time.After(time.Minute): // hang guard
+		t.Fatal("Sync never returned after the writer was opened")
+	}
+	if got := g.String(); got != "a\nb\nc\n" {
+		t.Fatalf("written before Sync returned: %q", got)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a.Sync() // after Close: returns at once (a hang here fails the test by its timeout)
+}

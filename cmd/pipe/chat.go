@@ -197,9 +197,14 @@ func (r *runner) chatPrint(t decode.Token) error {
 	return r.print(t)
 }
 
-// prompt shows "> " when stdin is a conversation with a person.
+// prompt shows "> " when stdin is a conversation with a person, after every
+// log line logged so far (the load's, the last reply's timings), so that no
+// log line lands between the prompt and what the person types.
 func (r *runner) prompt() {
 	if !r.g.JSONLog {
+		if r.g.SyncLog != nil {
+			r.g.SyncLog()
+		}
 		fmt.Fprint(r.g.Stderr, "> ")
 	}
 }

@@ -59,6 +59,10 @@ type Globals struct {
 	// Status is the status line on a terminal stderr (nil: none; see
 	// progress.go).
 	Status *status.Line
+	// SyncLog waits until every log line logged so far is on stderr (nil:
+	// the log is written synchronously), so that what a command writes
+	// to stderr directly comes after them.
+	SyncLog func()
 }
 
 // logLines is how many log lines may wait for a slow stderr.
@@ -145,7 +149,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(errw, "pipe: %v\n", err)
 		return 2
 	}
-	g := &Globals{Ctx: ctx, Log: log, Stdout: stdout, Stderr: stderr, JSONLog: jl, Status: line}
+	g := &Globals{Ctx: ctx, Log: log, Stdout: stdout, Stderr: stderr, JSONLog: jl, Status: line, SyncLog: logs.Sync}
 	if err = chooseKernels(cli.Kernels, log); err == nil {
 		err = kctx.Run(g)
 	}
