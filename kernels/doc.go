@@ -160,9 +160,8 @@
 // a block at a time, bounds the single-row loop). AVX2 (dot_amd64.s) has
 // all three; the "avx512vnni" set has all three with two blocks per
 // 512-bit register (dot512_amd64.s): Q8_0 with its weight quants made
-// unsigned (w+128) for
-// VPDPBUSD into lanes that start at -128 times each 4-quant group's
-// activation sum; MXFP4, where the CPU has AVX-512 VBMI, with VPERMB to
+// unsigned (w+128) for VPDPBUSD into lanes that start at -128 times each
+// 4-quant group's activation sum; MXFP4, where the CPU has AVX-512 VBMI, with VPERMB to
 // spread the codes and look up their values, VPDPBUSD for the integer
 // lanes and VSCALEFPS for the block scales d·2^(e-128), which is exact: the
 // same correctly rounded product the reference computes; Q5_0, where the

@@ -189,7 +189,8 @@ func (g *gatedWriter) String() string {
 }
 
 // TestAsyncWriterSync: Sync returns only once every line queued before it is
-// written, and at once after Close.
+// written, and at once after Close. The writer is held shut until Sync has
+// been called, so a Sync that returned early would see fewer lines.
 func TestAsyncWriterSync(t *testing.T) {
 	g := &gatedWriter{open: make(chan struct{})}
 	a := NewAsyncWriter(g, 8)
@@ -198,24 +199,22 @@ func TestAsyncWriterSync(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	synced := make(chan struct{})
+	calling := make(chan struct{})
+	seen := make(chan string, 1) // what was written when Sync returned
 	go func() {
+		close(calling)
 		a.Sync()
-		close(synced)
+		seen <- g.String()
 	}()
-	select {
-	case <-synced:
-		t.Fatal("Sync returned while its lines still waited for the writer")
-	case <-time.After(50 * time.Millisecond): // a bounded look for a wrong early return, not a timing
-	}
+	<-calling
 	close(g.open)
 	select {
-	case <-synced:
+	case got := <-seen:
+		if got != "a\nb\nc\n" {
+			t.Fatalf("written when Sync returned: %q", got)
+		}
 	case <-time.After(time.Minute): // hang guard
 		t.Fatal("Sync never returned after the writer was opened")
-	}
-	if got := g.String(); got != "a\nb\nc\n" {
-		t.Fatalf("written before Sync returned: %q", got)
 	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)

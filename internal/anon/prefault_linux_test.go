@@ -259,8 +259,8 @@ func TestPrefaulterProgress(t *testing.T) {
 	}
 }
 
-// TestPrefaulterYieldsCPU: the Prefaulter's thread runs in SCHED_IDLE at nice 19, so
-// faulting takes the CPUs only when compute leaves them.
+// TestPrefaulterYieldsCPU: the Prefaulter's thread runs in SCHED_IDLE at
+// nice 19, so its faulting takes the CPUs only when compute leaves them.
 func TestPrefaulterYieldsCPU(t *testing.T) {
 	mem, err := Map(PrefaultStep, false)
 	if err != nil {
