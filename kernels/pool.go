@@ -18,7 +18,11 @@ import (
 // channel; the caller likewise spins briefly before blocking on the helpers.
 // A product's rows are cut into chunks; each thread starts with a
 // contiguous share of them and steals the back half of another's share when
-// its own runs out (split.go). Every output element is computed by the same
+// its own runs out (split.go). A helper that has not claimed the call by the
+// time the caller has run out of units is not waited for: the caller takes
+// the job back (a helper still waking on a virtual machine's idle vCPU, or
+// waiting for a processor a reader lane's pread holds, would otherwise cost
+// the call its whole delay). Every output element is computed by the same
 // single-row kernel whatever the split, so results are identical for any
 // thread count. Calls are
 // serialized by a mutex, so a Pool is safe for concurrent use; Close stops
@@ -40,6 +44,10 @@ type Pool struct {
 	single [1]*Activation // the one activation of MatVec/MatVecQ
 	batch  []*Activation  // MatMul's quantized x, grown on demand
 	bat    batchState     // MatVecs' products and chunks
+
+	// retracted counts jobs taken back from a helper that had not claimed
+	// them by the time the caller ran out of units (TestUnclaimedJob).
+	retracted atomic.Int64
 }
 
 // job is one product; its fields are written by the caller before helpers are
@@ -100,7 +108,8 @@ func (j *job) finish(c *caught) {
 const (
 	parked   = 0 // blocked on wake
 	spinning = 1 // polling state for work
-	working  = 2 // handed a job
+	working  = 2 // handed a job it has not claimed yet
+	running  = 3 // running the job (claimed: the caller waits for it)
 )
 
 type helper struct {
@@ -175,14 +184,24 @@ func (p *Pool) loop(h *helper) {
 	// (recovered below and re-raised on the caller) instead of killing the
 	// process.
 	debug.SetPanicOnFault(true)
-	// Only this loop moves spinning→parked, and then always takes the wake
-	// token start sends for a parked helper; a failed CAS means start
-	// already moved spinning→working.
+	// Only this loop moves spinning→parked and working→running. A parked
+	// helper waits for start's wake token (a wake that finds the state
+	// still parked is not for a job: a guard, start sends one token per
+	// park). A failed claim means the caller took the job back before this
+	// helper got to it (retract): it had run every unit itself.
 	for {
 		if !spin(func() bool { return h.state.Load() == working }) && h.state.CompareAndSwap(spinning, parked) {
-			if _, ok := <-h.wake; !ok {
-				return // closed
+			for {
+				if _, ok := <-h.wake; !ok {
+					return // closed
+				}
+				if h.state.Load() != parked {
+					break
+				}
 			}
+		}
+		if !h.state.CompareAndSwap(working, running) {
+			continue
 		}
 		if c := p.job.runCaught(h.id); c != nil {
 			p.job.fault.CompareAndSwap(nil, c)
@@ -199,8 +218,16 @@ func (h *helper) start() {
 		return
 	}
 	h.state.Store(working) // parked (or parking): wake it
-	h.wake <- struct{}{}
+	select {
+	case h.wake <- struct{}{}:
+	default: // a token is already there (a guard): it wakes h
+	}
 }
+
+// retract takes the job back from h if h has not claimed it, reporting
+// whether it did: the caller has run out of units, so a helper that has not
+// started (parked, or waiting for a processor) is not waited for.
+func (h *helper) retract() bool { return h.state.CompareAndSwap(working, spinning) }
 
 // Threads is the number of threads products run on.
 func (p *Pool) Threads() int { return p.threads }
@@ -322,6 +349,17 @@ func (p *Pool) dispatch(n, helpers int) *caught {
 	}
 	c := j.runCaught(0)
 	if helpers > 0 {
+		// Every unit is done or held by a helper that claimed the job:
+		// the others are released unstarted, so a helper still waking
+		// (a VM's idle vCPU, a processor a lane's pread holds) costs
+		// nothing here.
+		for _, h := range p.helpers[:helpers] {
+			if h.retract() {
+				p.retracted.Add(1)
+				j.pending.Add(-1)
+				p.done.Done()
+			}
+		}
 		spin(func() bool { return j.pending.Load() == 0 })
 		p.done.Wait()
 	}
