@@ -14,7 +14,11 @@
 // thread instead takes the next expert from the hand-off channel as soon as
 // it is free and computes it whole (stream.go), so no thread waits for
 // another's expert and none runs an expert alone with its rows split.
-// Each expert's output is the same whichever way it ran.
+// Each expert's output is the same whichever way it ran. A job may carry
+// side work (Job.Side: a shared expert, a dense MLP beside the experts),
+// which a Consume with overlap runs once, the first time it would wait for
+// an expert's bytes, so that compute is off the serial path after the last
+// expert, when the disk would wait for it.
 //
 // The rank-order sum is the engine's bit-exactness invariant: arrival order
 // decides only when an expert is computed, never how its result is combined,
@@ -58,7 +62,12 @@ type Job struct {
 	W     [][]float32 // [token][rank] weights
 	Out   [][]float32 // [token] output (n_embd), overwritten
 	Order []int       // distinct experts, first-appearance order (token-major, rank order)
-	users [][]use     // [expert] (token, rank) pairs; non-empty exactly for the experts in Order
+	// Side, if set, is the layer's work that does not depend on its
+	// experts (model.SideWork): a Consume with overlap calls it once, the
+	// first time it would wait for an expert's bytes. Its error ends the
+	// layer as a compute error does.
+	Side  func() error
+	users [][]use // [expert] (token, rank) pairs; non-empty exactly for the experts in Order
 }
 
 type use struct{ t, r int }
@@ -189,7 +198,19 @@ func (s *Stage) Consume(recv, ctx context.Context, j *Job, ch <-chan expert.Read
 		s.pending = pending[:0]
 	}()
 	var firstErr error
+	side := j.Side
+	if !overlap {
+		side = nil // the serial baseline overlaps nothing
+	}
 	for got := 0; got < want; {
+		if side != nil && len(ch) == 0 && firstErr == nil {
+			// about to wait: run the layer's side work first
+			err := side()
+			side = nil
+			if err != nil {
+				firstErr, pending = err, release(pending)
+			}
+		}
 		t0 := s.Clock.Now()
 		s.waiting()
 		r, err := receive(recv, ch)

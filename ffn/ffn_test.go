@@ -399,3 +399,83 @@ func TestErrorHoldsNoSlot(t *testing.T) {
 		}
 	}
 }
+
+// TestSideRunsWhileWaiting: a job's side work runs once, when the stage has
+// computed what was ready and would wait for the rest (not before the ready
+// experts, not after the last); without overlap it is not run (the serial
+// baseline); its error ends the layer with every value released; outputs do
+// not change.
+func TestSideRunsWhileWaiting(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const E = 8
+	f := &fakeFFN{nEmbd: E, fail: -1}
+	j := makeJob(rng, 1, 4, 16, E)
+	want, _, err := run(t, j, j.Order, true, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		overlap bool
+		sideErr error
+	}{{true, nil}, {false, nil}, {true, errBoom}} {
+		s := New(f, E, nil)
+		s.Begin(j)
+		ch := make(chan expert.Ready, len(j.Order))
+		released := 0
+		send := func(es []int) {
+			for _, e := range es {
+				ch <- expert.Ready{Expert: e, Parts: [][]byte{make([]byte, 3)}, Lease: leaseFunc(func() { released++ })}
+			}
+		}
+		hits, misses := j.Order[:2], j.Order[2:]
+		send(hits)
+		var sideRuns, computedAtSide, waits int
+		sideBeforeWait := false
+		j.Side = func() error {
+			sideRuns++
+			computedAtSide = released // hits computed and released by now
+			return tc.sideErr
+		}
+		s.onWait = func() {
+			waits++
+			if waits == 2 { // the wait for the misses: they land now
+				sideBeforeWait = sideRuns == 1
+				send(misses)
+			}
+		}
+		var st Stats
+		err := s.Consume(context.Background(), context.Background(), j, ch, len(j.Order), tc.overlap, &st)
+		j.Side = nil
+		if tc.overlap && waits < 2 {
+			t.Fatalf("overlap %v: the stage waited %d times, want 2", tc.overlap, waits)
+		}
+		if released != len(j.Order) {
+			t.Fatalf("overlap %v side error %v: released %d of %d", tc.overlap, tc.sideErr, released, len(j.Order))
+		}
+		if !tc.overlap {
+			if err != nil || sideRuns != 0 {
+				t.Fatalf("no overlap: err %v, side ran %d times, want nil, 0", err, sideRuns)
+			}
+			continue
+		}
+		if sideRuns != 1 || !sideBeforeWait || computedAtSide != len(hits) {
+			t.Fatalf("side ran %d times, before the misses' wait %v, after %d experts computed; want 1, true, %d",
+				sideRuns, sideBeforeWait, computedAtSide, len(hits))
+		}
+		if tc.sideErr != nil {
+			if !errors.Is(err, tc.sideErr) {
+				t.Fatalf("side error: Consume returned %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Finish(j, &st)
+		for i := range want[0] {
+			if math.Float32bits(j.Out[0][i]) != math.Float32bits(want[0][i]) {
+				t.Fatalf("element %d: %v with side work, %v without", i, j.Out[0][i], want[0][i])
+			}
+		}
+	}
+}

@@ -99,6 +99,7 @@ func (d *Decoder) ffnPass(n int, moe MoE) *Pass {
 	if p.Timings == nil {
 		p.Timings = &p.tm
 	}
+	p.sideFn = p.runSide
 	return p
 }
 

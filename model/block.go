@@ -198,7 +198,9 @@ type Pass struct {
 	logits                []float32
 	rows                  [][]float32 // head's rows, views of logits
 	heads                 attendJob
-	cs                    []float32 // one position's rotation table (TableRotation)
+	cs                    []float32    // one position's rotation table (TableRotation)
+	side                  sideState    // RunMoEWith's side work
+	sideFn                func() error // runSide, bound once
 }
 
 // pass returns the Pass for n tokens at pos0: st's kept one when n is 1.
@@ -236,6 +238,7 @@ func (d *Decoder) newPass(n, window int) *Pass {
 		xs: make([][]float32, n), ls: make([][]float32, n), rs: make([][]float32, n), os: make([][]float32, n)}
 	p.heads.p = p
 	p.heads.fn = p.heads.run
+	p.sideFn = p.runSide
 	return p
 }
 
@@ -285,6 +288,16 @@ type RouterInputMoE interface {
 // RunMoE hands layer's expert inputs x, router logits and router inputs
 // (rows of N) to the MoE, which writes out.
 func (p *Pass) RunMoE(ctx context.Context, layer int, x, logits, routerIn, out []float32) error {
+	p.moeRows(x, logits, routerIn, out)
+	if rm, ok := p.moe.(RouterInputMoE); ok {
+		return rm.RunMoERouted(ctx, layer, p.xs, p.ls, p.rs, p.os)
+	}
+	return p.moe.RunMoE(ctx, layer, p.xs, p.ls, p.os)
+}
+
+// moeRows points the MoE row views at the pass's rows of x, logits,
+// routerIn and out.
+func (p *Pass) moeRows(x, logits, routerIn, out []float32) {
 	ne := len(logits) / p.N
 	for t := 0; t < p.N; t++ {
 		p.xs[t] = x[t*p.E : (t+1)*p.E]
@@ -292,10 +305,6 @@ func (p *Pass) RunMoE(ctx context.Context, layer int, x, logits, routerIn, out [
 		p.rs[t] = routerIn[t*p.E : (t+1)*p.E]
 		p.os[t] = out[t*p.E : (t+1)*p.E]
 	}
-	if rm, ok := p.moe.(RouterInputMoE); ok {
-		return rm.RunMoERouted(ctx, layer, p.xs, p.ls, p.rs, p.os)
-	}
-	return p.moe.RunMoE(ctx, layer, p.xs, p.ls, p.os)
 }
 
 // AddBias adds bias to each row of y (rows of len(bias)); a nil bias adds
@@ -676,12 +685,18 @@ func (f *RoutedFFN) Run(ctx context.Context, p *Pass, layer int, x []float32) er
 	AddBias(logits, f.GateBias)
 	p.Timings.Router += p.Clock.Since(t0)
 	out := p.Buf(p.N * p.E)
-	if err := p.RunMoE(ctx, layer, h, logits, h, out); err != nil {
-		return err
-	}
-	if f.Shared != nil {
-		if err := f.Shared.AddTo(p, h, out); err != nil {
+	if f.Shared == nil {
+		if err := p.RunMoE(ctx, layer, h, logits, h, out); err != nil {
 			return err
+		}
+	} else {
+		// the shared expert runs while the routed experts' bytes are read
+		y, err := p.RunMoEWith(ctx, layer, h, logits, h, out, f.Shared, h)
+		if err != nil {
+			return err
+		}
+		for i := range out {
+			out[i] += y[i]
 		}
 	}
 	for i := range x {

@@ -57,16 +57,17 @@ func LoadSharedExpert(ld *Loader, layer, nEmbd, nFF int, act Activation) *Shared
 	return s
 }
 
-// AddTo adds the shared expert's output for the N rows h to out.
-func (s *SharedExpert) AddTo(p *Pass, h, out []float32) error {
+// Side implements SideWork: the shared expert's output for the N rows h,
+// in a buffer of p.
+func (s *SharedExpert) Side(p *Pass, h []float32) ([]float32, error) {
 	y, err := s.Run(p, h)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if s.Scale.Data != nil {
 		g := p.Buf(p.N)
 		if err := p.MatMul(&s.Scale, h, g); err != nil {
-			return err
+			return nil, err
 		}
 		E := p.E
 		for t, v := range g {
@@ -80,8 +81,5 @@ func (s *SharedExpert) AddTo(p *Pass, h, out []float32) error {
 			}
 		}
 	}
-	for i := range out {
-		out[i] += y[i]
-	}
-	return nil
+	return y, nil
 }

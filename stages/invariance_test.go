@@ -18,13 +18,17 @@ import (
 // background, unless it is off). The gemma4 files (3 layers × top-2 of 8
 // experts of 0.75 MB at F32: a 4.5 MB working set, 18 MB in all) run the
 // same settings: per-layer
-// geometry, the dense MLP beside the experts and the router on the attention
+// geometry, the dense MLP beside the experts (and qwen2moe's shared expert,
+// both run while the stage waits for reads) and the router on the attention
 // output (what next-layer prefetch peeks with) must not change a bit either.
 // cmd/pipe keeps a smoke test of the same invariant through the CLI.
 func TestOutputInvariance(t *testing.T) {
-	models := []string{"tiny-qwen3moe-F32", "tiny-qwen3moe-Q4_K_M", "tiny-gemma4-F32", "tiny-gemma4-Q4_K_M"}
+	// qwen2moe: a shared expert (with its scale row) computed while the
+	// routed experts' reads are waited for (model.SideWork), as gemma4's
+	// dense MLP is
+	models := []string{"tiny-qwen3moe-F32", "tiny-qwen3moe-Q4_K_M", "tiny-gemma4-F32", "tiny-gemma4-Q4_K_M", "tiny-qwen2moe-Q4_K_M"}
 	if testing.Short() {
-		models = []string{"tiny-qwen3moe-Q4_K_M", "tiny-gemma4-Q4_K_M"}
+		models = []string{"tiny-qwen3moe-Q4_K_M", "tiny-gemma4-Q4_K_M", "tiny-qwen2moe-Q4_K_M"}
 	}
 	const mib = 1 << 20
 	pf := func(n int, policy string, lanes int) PrefetchConfig {

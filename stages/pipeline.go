@@ -47,6 +47,12 @@ func (p *pipeline) RunMoE(ctx context.Context, layer int, x, logits [][]float32,
 // RunMoERouted implements model.RouterInputMoE: speculation applies the
 // next layer's router to routerIn.
 func (p *pipeline) RunMoERouted(ctx context.Context, layer int, x, logits, routerIn, out [][]float32) error {
+	return p.RunMoESide(ctx, layer, x, logits, routerIn, out, nil)
+}
+
+// RunMoESide implements model.SideMoE: the FFN stage runs side (if not nil)
+// the first time it would wait for an expert's bytes (ffn.Job.Side).
+func (p *pipeline) RunMoESide(ctx context.Context, layer int, x, logits, routerIn, out [][]float32, side func() error) error {
 	clk := p.meter.clock
 	t0 := clk.Now()
 	job, err := p.route(layer, x, logits, out)
@@ -69,6 +75,8 @@ func (p *pipeline) RunMoERouted(ctx context.Context, layer int, x, logits, route
 		}
 	}
 	job.Plan()
+	job.Side = side
+	defer func() { job.Side = nil }()
 	p.ffn.Begin(job)
 	st := &p.st // not a local: handed to an interface method, it would escape
 	*st = ffn.Stats{Compute: d + clk.Since(t0)}

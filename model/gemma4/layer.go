@@ -137,12 +137,13 @@ func (f *ffn) Run(ctx context.Context, p *model.Pass, layer int, x []float32) er
 	n, E := p.N, p.E
 	h := p.Buf(n * E)
 	p.Norm(h, x, f.norm1)
-	mlp, err := f.mlp.Run(p, h)
-	if err != nil {
-		return err
-	}
-	if f.moe {
-		p.Norm(mlp, mlp, f.postNorm1)
+	var mlp []float32
+	if !f.moe {
+		var err error
+		if mlp, err = f.mlp.Run(p, h); err != nil {
+			return err
+		}
+	} else {
 		t0 := p.Clock.Now()
 		in := p.Buf(n * E)
 		p.Norm(in, x, f.preNorm2)
@@ -152,7 +153,9 @@ func (f *ffn) Run(ctx context.Context, p *model.Pass, layer int, x []float32) er
 		}
 		p.Timings.Router += p.Clock.Since(t0)
 		out := p.Buf(n * E)
-		if err := p.RunMoE(ctx, layer, in, logits, x, out); err != nil {
+		// the dense MLP runs while the routed experts' bytes are read
+		var err error
+		if mlp, err = p.RunMoEWith(ctx, layer, in, logits, x, out, f, h); err != nil {
 			return err
 		}
 		p.Norm(out, out, f.postNorm2)
@@ -170,6 +173,17 @@ func (f *ffn) Run(ctx context.Context, p *model.Pass, layer int, x []float32) er
 		}
 	}
 	return nil
+}
+
+// Side implements model.SideWork for a layer with experts: the dense MLP
+// beside them, post-normed, for the N rows h.
+func (f *ffn) Side(p *model.Pass, h []float32) ([]float32, error) {
+	mlp, err := f.mlp.Run(p, h)
+	if err != nil {
+		return nil, err
+	}
+	p.Norm(mlp, mlp, f.postNorm1)
+	return mlp, nil
 }
 
 // logits writes the router logits of the n attention outputs x:
