@@ -62,7 +62,13 @@ const warmSteps = 32
 // prompt and decodes warmSteps tokens, leaving room for n more steps.
 func steadySession(tb testing.TB, cfg Config, n int) (*Session, func()) {
 	tb.Helper()
-	cfg.Path = "../testdata/golden/models/tiny-qwen3moe-Q4_K_M.gguf"
+	return steadySessionOf(tb, "tiny-qwen3moe-Q4_K_M", cfg, n)
+}
+
+// steadySessionOf is steadySession on testdata/golden/models/name.gguf.
+func steadySessionOf(tb testing.TB, name string, cfg Config, n int) (*Session, func()) {
+	tb.Helper()
+	cfg.Path = "../testdata/golden/models/" + name + ".gguf"
 	ctx := context.Background()
 	e, err := Open(ctx, cfg, Inputs{})
 	if err != nil {
