@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/pipe-engine/pipe/quant"
 )
@@ -100,7 +99,9 @@ func TestUnclaimedJob(t *testing.T) {
 		if round%3 == 0 {
 			// let the helper run out its spin and park: the next call
 			// wakes it with a token, then takes the job back from it
-			time.Sleep(200 * time.Microsecond)
+			for p.helpers[0].state.Load() != parked {
+				runtime.Gosched()
+			}
 		}
 		hits := make([]int32, 16)
 		if err := p.ParallelWith(len(hits), func(_, i int) { atomic.AddInt32(&hits[i], 1) }); err != nil {
