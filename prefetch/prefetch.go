@@ -13,12 +13,14 @@
 // withdrawn (no I/O, the slot freed) and right guesses still queued are
 // promoted to demand priority. [Planner.Warm] (warm.go) reads the warm
 // start: a hot set's experts (package warmstart chooses them and their
-// order) into free cache slots the same speculative way, a bounded number at
-// a time, layer by layer ahead of the layer being computed, while the model
-// loads and the prompt is prefilled; its counters are warmstart.Stats.
+// order) into free cache slots, a bounded number at a time, layer by layer
+// ahead of the layer being computed, at background priority
+// (reader.Request.Background: behind every demand read and every guess) on
+// every lane, while the model loads and then whenever the lanes have
+// nothing else to read; its counters are warmstart.Stats.
 // [Planner.Fill] reads the cache fill — every expert the warm start did not,
-// when the cache holds them all — the same way at background priority
-// (reader.Request.Background), and returns once they are read.
+// when the cache holds them all — the same way at background priority on
+// the --prefetch-lanes lanes only, and returns once they are read.
 //
 // Ownership: the Planner owns no expert memory. Bytes live in cache slots; a
 // Ready value (package expert) carries the cache pin as its Lease, which the

@@ -17,10 +17,12 @@ type warmRead struct{ tk *reader.Ticket }
 // Warm fills free cache slots with keys before the run needs them (the warm
 // start). Every read is speculative: it takes only a free resident slot
 // (cache.Warm — it never evicts, so it never exceeds the budget nor pushes
-// out an expert the run used), it is offered to the lanes' speculative
-// queue, which they serve only when no demand read waits — on every lane,
-// not only --prefetch-lanes of them (reader.Request.AnyLane), so a warm
-// start reads at the disk's rate —, and at most
+// out an expert the run used), it is offered to the lanes' background
+// queue, which they serve only when no demand read and no guess (a prompt
+// pass's or a decode step's) waits — on every lane, not only
+// --prefetch-lanes of them (reader.Request.AnyLane), so a warm start reads
+// at the disk's rate while nothing else does, and a prompt pass that starts
+// before it is done reads what it routes as a cold one would —, and at most
 // inflight of them are queued or reading at once, so a demand miss always
 // finds a slot that is free or evictable. A demand lookup that joins a warm
 // read still queued promotes it to demand priority.
@@ -127,7 +129,7 @@ func (p *Planner) warmOne(ctx context.Context, k cache.Key, sem chan struct{}, s
 		what = " (cache fill)"
 	}
 	wr := &warmRead{}
-	req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(k.Layer, k.Expert) + what, AnyLane: !background, Background: background, Done: func(err error) {
+	req := reader.Request{Buf: h.Buf(), Ranges: rs, Label: label(k.Layer, k.Expert) + what, AnyLane: !background, Background: true, Done: func(err error) {
 		p.warmMu.Lock()
 		if p.warmQ[k] == wr {
 			delete(p.warmQ, k)

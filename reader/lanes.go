@@ -23,15 +23,16 @@ type Request struct {
 	// Speculative requests (prefetch) wait in their own queue, which lanes
 	// serve only when no demand request is queued.
 	Speculative bool
-	// AnyLane lets every lane serve a speculative request, outside the
-	// SpecLanes bound (which keeps guesses from taking the device from
-	// demand reads during decode): the warm start's reads, which fill free
+	// AnyLane lets every lane serve a speculative or background request,
+	// outside the SpecLanes bound (which keeps guesses from taking the
+	// device from demand reads during decode): a prompt pass's guesses,
+	// right nearly always, and the warm start's reads, which fill free
 	// slots mostly before there is any demand, at the disk's full rate.
 	AnyLane bool
-	// Background requests (offered only, with Offer; the cache fill's) wait
-	// in a third queue, which a lane serves only when neither a demand nor
-	// a speculative request is queued, within the SpecLanes bound unless
-	// AnyLane is set too.
+	// Background requests (offered only, with Offer; the warm start's and
+	// the cache fill's) wait in a third queue, which a lane serves only when
+	// neither a demand nor a speculative request is queued, within the
+	// SpecLanes bound unless AnyLane is set too.
 	Background bool
 }
 

@@ -170,8 +170,8 @@ func (s *speculator) guessSet(step, next int, routerIn [][]float32, pk model.Rou
 }
 
 // warmStart starts reading keys (hottest first; Inputs.WarmKeys) into the
-// expert cache in the background, as speculative reads that never delay a
-// demand read, never evict and never exceed the budget
+// expert cache in the background, as reads that never delay a demand read
+// or a guess, never evict and never exceed the budget
 // (prefetch.Planner.Warm, which reads them layer by layer ahead of the
 // layer being computed), and then, when the budget holds every routed
 // expert (--cache-fill auto), the cache fill: every other expert, at
