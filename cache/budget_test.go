@@ -415,3 +415,51 @@ func TestWarmWaitsForFaultedSlots(t *testing.T) {
 		}
 	}
 }
+
+// TestGuessSkipsFreshSlotsDuringWarmStart: while warm-start entries wait
+// for their layer, a speculative read (Prefetch) never takes a free slot
+// the Prefaulter has not reached — its read would fault the pages in
+// inside the system call — and gets no slot instead; a demand miss still
+// gets one at once (it evicts), and the guess takes a fresh slot again
+// once the warm layer has been passed and nothing is evictable.
+func TestGuessSkipsFreshSlotsDuringWarmStart(t *testing.T) {
+	var faulted atomic.Int64
+	faulted.Store(slot) // the Prefaulter has reached the end of slot 0 only
+	c, _ := newCache(t, 4, 0)
+	c.res.faultFn = faulted.Load
+	c.PrefaultAll()
+	warmIn(t, c, Key{3, 0}) // slot 0, protected until layer 3 is passed
+	c.Batch(0, 0)
+	if h, ok, err := c.Prefetch(Key{1, 0}, slot); err != nil || ok {
+		if ok {
+			h.Release()
+		}
+		t.Fatalf("Prefetch with only fresh free slots during a warm start: ok %v err %v, want no slot", ok, err)
+	}
+	if r := c.Stats().ResidentBytes; r != slot {
+		t.Fatalf("resident %d bytes after the refused guess, want %d", r, slot)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // hang guard: it must not wait
+	defer cancel()
+	h, st, err := c.Acquire(ctx, Key{0, 1}, slot)
+	if err != nil || st != Miss {
+		t.Fatalf("demand miss during the warm start: %v %v", st, err)
+	}
+	h.Complete(nil)
+	h.Release()
+	c.Batch(0, 3)
+	c.Batch(0, 4) // layer 3 passed: the guard is no longer active
+	h, _ = get(t, c, Key{3, 0})
+	hm, _ := get(t, c, Key{0, 1}) // both pinned: nothing evictable
+	h2, ok, err := c.Prefetch(Key{5, 0}, slot)
+	if err != nil || !ok {
+		t.Fatalf("Prefetch after the warm start with nothing evictable: ok %v err %v, want a fresh slot", ok, err)
+	}
+	h2.Complete(nil)
+	h2.Release()
+	h.Release()
+	hm.Release()
+	if r, max := c.Stats().ResidentBytes, int64(4*slot); r > max {
+		t.Errorf("resident %d bytes over the budget's %d", r, max)
+	}
+}

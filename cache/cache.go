@@ -547,20 +547,28 @@ func (c *Cache) evictLocked(k Key) int32 {
 	return slot
 }
 
-// specSlotLocked finds a slot for a speculative read: a free resident slot,
-// else — once no warm-start entry waits for its layer — the slot of the
-// policy's victim. While a warm start's entries are protected a guess takes
-// only free slots: the hot set put those entries there for the decode that
-// follows, and a prompt's guesses evicting the entries of the layers it has
-// passed cost that decode its hits (a served first request after a full
-// warm start: 85 % hits without prompt guesses, 64 % with them evicting).
-//
-// Free slots whose pages are not yet present go last, as in takeSlotLocked.
+// specSlotLocked finds a slot for a speculative read: a free resident slot
+// whose pages are present, else — once no warm-start entry waits for its
+// layer — the slot of the policy's victim, else a free slot whose pages the
+// read will fault in, as in takeSlotLocked. While a warm start's entries
+// are protected a guess takes only free slots whose pages are present: the
+// hot set put those entries there for the decode that follows, and a
+// prompt's guesses evicting the entries of the layers it has passed cost
+// that decode its hits (a served first request after a full warm start:
+// 85 % hits without prompt guesses, 64 % with them evicting); and a guess
+// into fresh pages faults them inside its read while the Prefaulter is
+// still at the slots the warm start waits for — on a virtual machine the
+// lanes then spent a warm-started prompt pass zeroing memory and read at a
+// third of the disk's rate (docs/measurements.md, issue 37). The layer's
+// demand reads, which evict, read those experts instead.
 func (c *Cache) specSlotLocked() (int32, bool) {
 	if i, ok := c.warmSlotLocked(); ok {
 		return i, true
 	}
-	if c.res.n > 0 && !c.guard.Active() {
+	if c.guard.Active() {
+		return -1, false
+	}
+	if c.res.n > 0 {
 		if k, ok := c.policy.Victim(c.eligUnprotected); ok && c.eligUnprotected(k) {
 			return c.evictLocked(k), true
 		}
