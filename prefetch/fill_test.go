@@ -82,18 +82,26 @@ func TestFillStopsWithoutEviction(t *testing.T) {
 // TestFillBehindDemandAndPrefetch: with fill reads queued behind the one a
 // lane has started, a layer's demand reads are read next, then the
 // pipeline's speculative reads, and only then the rest of the fill: a fill
-// read never holds a routed or prefetched read in a queue. The disk holds
-// the first fill read until both are queued, so the order is exact.
+// read never holds a routed or prefetched read in a queue.
 func TestFillBehindDemandAndPrefetch(t *testing.T) {
+	readsBehind(t, "fill", func(ctx context.Context, p *Planner) error {
+		_, err := p.Fill(ctx, allKeys(2, 6), 4) // layers 0 and 1
+		return err
+	})
+}
+
+// readsBehind checks that the reads start offers (of layers 0 and 1) wait
+// behind a layer-2 demand and the guesses that follow it, all queued while
+// a lane holds start's first read: the disk holds that read until both
+// are queued, so the order is exact.
+func readsBehind(t *testing.T, what string, start func(context.Context, *Planner) error) {
+	t.Helper()
 	disk := newHeldReads(true)
 	p, _, lay, data, _ := warmSetup(t, 18, disk.hook)
 	ctx := context.Background()
 	done := make(chan error, 1)
-	go func() {
-		_, err := p.Fill(ctx, allKeys(2, 6), 4) // layers 0 and 1
-		done <- err
-	}()
-	disk.waitStarted(t) // a lane has started the first fill read; the rest queue
+	go func() { done <- start(ctx, p) }()
+	disk.waitStarted(t) // a lane has started the first read; the rest queue
 	demand := []int{5, 4}
 	ch := make(chan expert.Ready, len(demand))
 	if err := p.Plan(ctx, 1, 2, demand, ch); err != nil {
@@ -108,19 +116,19 @@ func TestFillBehindDemandAndPrefetch(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(hangGuard):
-		t.Fatalf("Fill did not return in %v", hangGuard)
+		t.Fatalf("the %s did not return in %v", what, hangGuard)
 	}
 	order := readOrder(t, lay, disk.offsets())
 	if len(order) < 5 || order[0].Layer == 2 {
-		t.Fatalf("reads began in the order %v: want a fill read first", order)
+		t.Fatalf("reads began in the order %v: want a %s read first", order, what)
 	}
 	want := []cache.Key{{Layer: 2, Expert: 5}, {Layer: 2, Expert: 4}, {Layer: 2, Expert: 0}, {Layer: 2, Expert: 1}}
 	if !slices.Equal(order[1:5], want) {
-		t.Errorf("reads after the first fill read: %v, want the demand then the prefetch %v", order[1:5], want)
+		t.Errorf("reads after the first %s read: %v, want the demand then the guesses %v", what, order[1:5], want)
 	}
 	for _, k := range order[5:] {
 		if k.Layer == 2 {
-			t.Errorf("a layer-2 read %v came after fill reads: %v", k, order)
+			t.Errorf("a layer-2 read %v came after %s reads: %v", k, what, order)
 		}
 	}
 }

@@ -255,42 +255,12 @@ func TestWarmNeverDelaysDemand(t *testing.T) {
 // started, a layer's demand reads are read next, then a prompt pass's
 // guesses, and only then the rest of the warm start: a warm read never
 // holds a routed or guessed read in a queue (a warm-started prompt pass
-// reads what it routes as a cold one would). The disk holds the first warm
-// read until both are queued, so the order is exact.
+// reads what it routes as a cold one would).
 func TestWarmBehindGuesses(t *testing.T) {
-	disk := newHeldReads(true)
-	p, _, lay, data, _ := warmSetup(t, 18, disk.hook)
-	ctx := context.Background()
-	done := make(chan error, 1)
-	go func() {
+	readsBehind(t, "warm start", func(ctx context.Context, p *Planner) error {
 		_, err := p.Warm(ctx, allKeys(2, 6), 4) // layers 0 and 1
-		done <- err
-	}()
-	disk.waitStarted(t) // a lane has started the first warm read; the rest queue
-	demand := []int{5, 4}
-	ch := make(chan expert.Ready, len(demand))
-	if err := p.Plan(ctx, 1, 2, demand, ch); err != nil {
-		t.Fatal(err)
-	}
-	p.SpeculateSet(2, []int{0, 1}, true)
-	disk.let()
-	consume(t, ch, len(demand), 2, lay, data)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(hangGuard):
-		t.Fatalf("Warm did not return in %v", hangGuard)
-	}
-	order := readOrder(t, lay, disk.offsets())
-	if len(order) < 5 || order[0].Layer == 2 {
-		t.Fatalf("reads began in the order %v: want a warm read first", order)
-	}
-	want := []cache.Key{{Layer: 2, Expert: 5}, {Layer: 2, Expert: 4}, {Layer: 2, Expert: 0}, {Layer: 2, Expert: 1}}
-	if !slices.Equal(order[1:5], want) {
-		t.Errorf("reads after the first warm read: %v, want the demand then the guesses %v", order[1:5], want)
-	}
+		return err
+	})
 }
 
 // TestWarmFillsFreeSlotsOnly: a warm start fills the free slots layer by
