@@ -15,7 +15,9 @@
 // nothing can be evicted: the resident set grows at the Prefaulter's pace
 // and a read never pays for faulting its destination while a reused slot
 // would do (takeSlotLocked); a warm-start or fill read (Warm) never takes
-// one: it waits for the Prefaulter instead (WarmNotFaulted, Faulting).
+// one: it waits for the Prefaulter instead (WarmNotFaulted, Faulting); nor
+// does a guess (Prefetch) while warm-start entries are protected: it gets
+// no slot (specSlotLocked).
 // Every slot has Config.SlotBytes bytes: the largest span one expert's read
 // needs (reader.SpanBytes of its ranges, a multiple of 4 KiB), so slots are
 // interchangeable across layers.
