@@ -412,16 +412,15 @@ func (c *Cache) Acquire(ctx context.Context, key Key, size int64) (*Handle, Stat
 // Miss handle in a resident slot and must fill it, Complete and Release it
 // (typically both in the reader's Done callback); ok is false when key is
 // already resident or in flight, or no slot is free or evictable right now
-// (a Prefetch evicts nothing while warm-start entries wait for their
-// layer).
+// (while warm-start entries wait for their layer a Prefetch evicts nothing
+// and takes only a free slot whose pages are present: specSlotLocked).
 // A later Acquire of key is a Hit, or an InFlight join while the read runs.
 func (c *Cache) Prefetch(key Key, size int64) (h *Handle, ok bool, err error) {
 	h, st, err := c.startRead(key, size, true)
 	return h, st == WarmStarted, err
 }
 
-// startRead is Prefetch (evict set: a free slot, or a victim's when no warm
-// entry is protected)
+// startRead is Prefetch (evict set: specSlotLocked's slot)
 // and Warm (a free slot only): a Miss handle on a new resident entry, or
 // WarmPresent / WarmFull without one.
 func (c *Cache) startRead(key Key, size int64, evict bool) (*Handle, WarmStatus, error) {

@@ -15,7 +15,7 @@ import (
 type warmRead struct{ tk *reader.Ticket }
 
 // Warm fills free cache slots with keys before the run needs them (the warm
-// start). Every read is speculative: it takes only a free resident slot
+// start). Every read is optional: it takes only a free resident slot
 // (cache.Warm — it never evicts, so it never exceeds the budget nor pushes
 // out an expert the run used), it is offered to the lanes' background
 // queue, which they serve only when no demand read and no guess (a prompt

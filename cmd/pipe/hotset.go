@@ -16,7 +16,7 @@ import (
 // HotSetFlags are the warm-start flags of the commands that decode.
 type HotSetFlags struct {
 	HotSet    string `name:"hot-set" env:"PIPE_HOT_SET" help:"Hot-set file: the experts' popularity, saved when the run ends and read at the next start for --warm-start ('auto': <user cache dir>/pipe/<model header sha256>.hot; 'none': neither read nor saved)." default:"auto"`
-	WarmStart bool   `name:"warm-start" help:"Read the hot set's hottest experts into the cache in the background from the start of the load (while the dense weights load and the prompt is tokenized and prefilled, layer by layer ahead of the computation; speculative: never delays a demand read, never exceeds the budget; false for A/B)." default:"true" negatable:""`
+	WarmStart bool   `name:"warm-start" help:"Read the hot set's hottest experts into the cache in the background from the start of the load (while the dense weights load and the prompt is tokenized and prefilled, layer by layer ahead of the computation; it never delays a demand read or a guess of the prompt pass, never exceeds the budget; false for A/B)." default:"true" negatable:""`
 }
 
 // options are the decode options of the flags.
